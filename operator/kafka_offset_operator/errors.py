@@ -1,0 +1,5 @@
+"""Errors that reach a user as one line, never as a traceback."""
+
+
+class UserError(Exception):
+    """Bad input or an unreachable dependency: the CLI prints the message alone and exits with 2."""

@@ -1,0 +1,56 @@
+"""Decode and encode every record Apache Kafka writes to `__consumer_offsets`.
+
+Pure functions over bytes; no Kafka client, no Spark. The Spark job decodes with it, the sandbox
+broker writes with it, and the CLI's `decode`/`dump` print what it returns.
+"""
+
+from .builders import (
+    group_metadata,
+    group_metadata_tombstone,
+    offset_commit,
+    offset_commit_tombstone,
+    offset_commit_value_version,
+)
+from .records import (
+    RECORD_TYPES,
+    RecordType,
+    decode_key,
+    decode_record,
+    decode_value,
+    encode_key,
+    encode_record,
+    encode_value,
+    record_type_names,
+)
+from .schema import UNKNOWN_TAGS
+from .schemas import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
+from .records import decode_consumer_protocol, encode_consumer_protocol
+from .jsonable import to_jsonable
+from .partitioning import java_string_hash, partition_for
+from .wire import CodecError
+
+__all__ = [
+    "CONSUMER_PROTOCOL_ASSIGNMENT",
+    "CONSUMER_PROTOCOL_SUBSCRIPTION",
+    "RECORD_TYPES",
+    "UNKNOWN_TAGS",
+    "CodecError",
+    "RecordType",
+    "decode_consumer_protocol",
+    "decode_key",
+    "decode_record",
+    "decode_value",
+    "encode_consumer_protocol",
+    "encode_key",
+    "encode_record",
+    "encode_value",
+    "group_metadata",
+    "group_metadata_tombstone",
+    "offset_commit",
+    "offset_commit_tombstone",
+    "offset_commit_value_version",
+    "record_type_names",
+    "java_string_hash",
+    "partition_for",
+    "to_jsonable",
+]

@@ -1,0 +1,236 @@
+"""Whole `__consumer_offsets` records: the int16 record type in front of the key, the int16 version in
+front of the value, tombstones, and the consumer protocol inside classic group members.
+
+A decoded record is a plain dict, the same shape the CLI prints:
+`{"type", "keyVersion", "key", "valueVersion", "value"}` (plus `"unsupported": true` for share and
+streams group records, whose values are kept as raw bytes under `value["_raw"]`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from . import schemas as s
+from .schema import Message, Struct, as_bytes
+from .wire import CodecError, Reader, Writer
+
+TRAILING = "_trailing"
+RAW = "_raw"
+
+
+@dataclass(frozen=True)
+class RecordType:
+    """One record type: the key's int16. `value` is None where we only recognise the key."""
+
+    id: int
+    name: str
+    key: Struct
+    value: Message | None
+
+    @property
+    def supported(self) -> bool:
+        return self.value is not None
+
+
+def _t(id_: int, name: str, key: Struct, value: Message | None = None) -> RecordType:
+    return RecordType(id_, name, key, value)
+
+
+# The record type ids are the "apiKey" of Kafka's coordinator-key specs (the key's "version" in Kafka
+# 3.x): group-coordinator/src/main/resources/common/message/*Key.json.
+RECORD_TYPES: dict[int, RecordType] = {
+    t.id: t
+    for t in (
+        _t(0, "OffsetCommit", s.OFFSET_COMMIT_KEY, s.OFFSET_COMMIT_VALUE),
+        _t(1, "OffsetCommit", s.OFFSET_COMMIT_KEY, s.OFFSET_COMMIT_VALUE),
+        _t(2, "GroupMetadata", s.GROUP_METADATA_KEY, s.GROUP_METADATA_VALUE),
+        _t(3, "ConsumerGroupMetadata", s.GROUP_KEY, s.CONSUMER_GROUP_METADATA_VALUE),
+        _t(4, "ConsumerGroupPartitionMetadata", s.GROUP_KEY, s.CONSUMER_GROUP_PARTITION_METADATA_VALUE),
+        _t(5, "ConsumerGroupMemberMetadata", s.GROUP_MEMBER_KEY, s.CONSUMER_GROUP_MEMBER_METADATA_VALUE),
+        _t(6, "ConsumerGroupTargetAssignmentMetadata", s.GROUP_KEY, s.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+        _t(7, "ConsumerGroupTargetAssignmentMember", s.GROUP_MEMBER_KEY, s.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+        _t(8, "ConsumerGroupCurrentMemberAssignment", s.GROUP_MEMBER_KEY, s.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+        _t(9, "ShareGroupPartitionMetadata", s.GROUP_KEY),
+        _t(10, "ShareGroupMemberMetadata", s.GROUP_MEMBER_KEY),
+        _t(11, "ShareGroupMetadata", s.GROUP_KEY),
+        _t(12, "ShareGroupTargetAssignmentMetadata", s.GROUP_KEY),
+        _t(13, "ShareGroupTargetAssignmentMember", s.GROUP_MEMBER_KEY),
+        _t(14, "ShareGroupCurrentMemberAssignment", s.GROUP_MEMBER_KEY),
+        _t(15, "ShareGroupStatePartitionMetadata", s.GROUP_KEY),
+        _t(16, "ConsumerGroupRegularExpression", s.REGULAR_EXPRESSION_KEY, s.CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+        _t(17, "StreamsGroupMetadata", s.GROUP_KEY),
+        _t(18, "StreamsGroupPartitionMetadata", s.GROUP_KEY),
+        _t(19, "StreamsGroupMemberMetadata", s.GROUP_MEMBER_KEY),
+        _t(20, "StreamsGroupTargetAssignmentMetadata", s.GROUP_KEY),
+        _t(21, "StreamsGroupTargetAssignmentMember", s.GROUP_MEMBER_KEY),
+        _t(22, "StreamsGroupCurrentMemberAssignment", s.GROUP_MEMBER_KEY),
+        _t(23, "StreamsGroupTopology", s.GROUP_KEY),
+        _t(24, "StreamsGroupTargetAssignmentResolvedTopicIds", s.GROUP_KEY),
+    )
+}
+
+# Which key types a type name may be written with; the first is what current Kafka writes.
+_IDS_BY_NAME: dict[str, tuple[int, ...]] = {}
+for _rt in sorted(RECORD_TYPES.values(), key=lambda t: -t.id):
+    _IDS_BY_NAME[_rt.name] = (_rt.id, *_IDS_BY_NAME.get(_rt.name, ()))
+_IDS_BY_NAME["OffsetCommit"] = (1, 0)
+
+
+def record_type_names() -> list[str]:
+    return sorted(_IDS_BY_NAME)
+
+
+# ---- decoding ----
+
+
+def decode_key(key: bytes) -> tuple[RecordType, int, dict[str, Any]]:
+    """Returns (record type, key version = the int16 record type, key fields)."""
+    r = Reader(key, "key")
+    type_id = r.int16("record type")
+    rtype = RECORD_TYPES.get(type_id)
+    if rtype is None:
+        raise CodecError(f"unknown record type {type_id}", part="key", offset=0)
+    fields = _decode_plain(rtype.key, r)
+    r.expect_end()
+    return rtype, type_id, fields
+
+
+def decode_value(rtype: RecordType, value: bytes) -> tuple[int, dict[str, Any]]:
+    r = Reader(value, "value")
+    version = r.int16("value version")
+    if rtype.value is None:
+        if version < 0:
+            raise r.error(f"negative value version {version}", 0)
+        return version, {RAW: r.remaining()}
+    rtype.value.check_version(version, r, 0)
+    fields = rtype.value.decode(r, version)
+    r.expect_end()
+    if rtype.id == 2 and fields.get("protocolType") == "consumer":
+        _decode_member_protocols(fields)
+    return version, fields
+
+
+def decode_record(key: bytes, value: bytes | None) -> dict[str, Any]:
+    """Decodes one record; raises CodecError naming the part and byte that is wrong."""
+    rtype, key_version, key_fields = decode_key(key)
+    out: dict[str, Any] = {"type": rtype.name, "keyVersion": key_version, "key": key_fields}
+    if value is None:
+        out["valueVersion"] = None
+        out["value"] = None
+    else:
+        out["valueVersion"], out["value"] = decode_value(rtype, value)
+    if not rtype.supported:
+        out["unsupported"] = True
+    return out
+
+
+def _decode_plain(st: Struct, r: Reader) -> dict[str, Any]:
+    return Message(st.name, st, 0, 0).decode(r, 0)
+
+
+def _decode_member_protocols(group: dict[str, Any]) -> None:
+    """Consumer groups carry a ConsumerProtocolSubscription/Assignment in each member's bytes.
+
+    Bytes that do not parse stay bytes: the broker treats such a group's subscription as unknown.
+    """
+    for member in group.get("members") or ():
+        for field, schema in (
+            ("subscription", s.CONSUMER_PROTOCOL_SUBSCRIPTION),
+            ("assignment", s.CONSUMER_PROTOCOL_ASSIGNMENT),
+        ):
+            raw = member.get(field)
+            if isinstance(raw, bytes):
+                try:
+                    member[field] = decode_consumer_protocol(schema, raw, field)
+                except CodecError:
+                    pass
+
+
+def decode_consumer_protocol(schema: Message, raw: bytes, part: str) -> dict[str, Any]:
+    """Kafka parses newer versions than it knows with its newest layout (ConsumerProtocol.java)."""
+    r = Reader(raw, part)
+    version = r.int16("version")
+    if version < 0:
+        raise r.error(f"negative {schema.name} version {version}", 0)
+    out: dict[str, Any] = {"version": version}
+    out.update(schema.decode(r, min(version, schema.max_version)))
+    if r.pos < len(raw):
+        out[TRAILING] = r.remaining()
+    return out
+
+
+def encode_consumer_protocol(schema: Message, value: Mapping[str, Any], part: str) -> bytes:
+    version = value.get("version", schema.max_version)
+    if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version <= 0x7FFF:
+        raise CodecError(f"{part}.version: expected a version number, got {version!r}")
+    w = Writer()
+    w.int16(version)
+    schema.encode(w, value, min(version, schema.max_version), part)
+    if TRAILING in value:
+        w.out += as_bytes(value[TRAILING], f"{part}.{TRAILING}")
+    return w.getvalue()
+
+
+# ---- encoding ----
+
+
+def encode_key(type_name: str, key: Mapping[str, Any], key_version: int | None = None) -> bytes:
+    ids = _IDS_BY_NAME.get(type_name)
+    if ids is None:
+        raise CodecError(f"unknown record type name {type_name!r}", part="key")
+    type_id = ids[0] if key_version is None else key_version
+    if type_id not in ids:
+        raise CodecError(f"{type_name} is written with key version {' or '.join(map(str, ids))}, not {type_id}", part="key")
+    w = Writer()
+    w.int16(type_id)
+    Message(RECORD_TYPES[type_id].key.name, RECORD_TYPES[type_id].key, 0, 0).encode(w, key, 0, "key")
+    return w.getvalue()
+
+
+def encode_value(type_name: str, value: Mapping[str, Any], version: int) -> bytes:
+    ids = _IDS_BY_NAME.get(type_name)
+    if ids is None:
+        raise CodecError(f"unknown record type name {type_name!r}", part="value")
+    rtype = RECORD_TYPES[ids[0]]
+    w = Writer()
+    if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version <= 0x7FFF:
+        raise CodecError(f"value version must be a number 0..32767, got {version!r}", part="value")
+    w.int16(version)
+    if rtype.value is None:
+        w.out += as_bytes(value.get(RAW, b""), f"value.{RAW}")
+        return w.getvalue()
+    if rtype.id == 2 and value.get("protocolType") == "consumer":
+        value = _encode_member_protocols(value)
+    rtype.value.encode(w, value, version, "value")
+    return w.getvalue()
+
+
+def encode_record(record: Mapping[str, Any]) -> tuple[bytes, bytes | None]:
+    """The inverse of decode_record: takes its dict shape (JSON-decoded or not) back to bytes."""
+    type_name = record.get("type")
+    if not isinstance(type_name, str):
+        raise CodecError("record has no 'type'")
+    key = encode_key(type_name, record.get("key") or {}, record.get("keyVersion"))
+    value = record.get("value")
+    if value is None:
+        return key, None
+    version = record.get("valueVersion")
+    if version is None:
+        raise CodecError("record has a value but no 'valueVersion'")
+    return key, encode_value(type_name, value, version)
+
+
+def _encode_member_protocols(group: Mapping[str, Any]) -> dict[str, Any]:
+    members = []
+    for i, member in enumerate(group.get("members") or ()):
+        member = dict(member)
+        for field, schema in (
+            ("subscription", s.CONSUMER_PROTOCOL_SUBSCRIPTION),
+            ("assignment", s.CONSUMER_PROTOCOL_ASSIGNMENT),
+        ):
+            if isinstance(member.get(field), Mapping):
+                member[field] = encode_consumer_protocol(schema, member[field], f"value.members[{i}].{field}")
+        members.append(member)
+    return {**group, "members": members}

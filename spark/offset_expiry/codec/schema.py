@@ -1,0 +1,241 @@
+"""A small interpreter for Kafka message schemas (the shape of Kafka's JSON message specs, in Python).
+
+A schema lists fields with the versions they exist in, which versions may hold null, and which are
+tagged. Decoding yields plain dicts keyed by Kafka's own field names, holding only the fields that the
+version has (so a v3 OffsetCommitValue has no `expireTimestamp`); tagged fields appear only when the
+bytes carry them, and tags this code does not know are kept under `_unknownTaggedFields`, so that
+encoding a decoded dict gives back the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+from .wire import CodecError, Reader, Writer
+
+UNKNOWN_TAGS = "_unknownTaggedFields"
+_NO_DEFAULT = object()
+_NON_NULLABLE_TYPES = frozenset({"int8", "int16", "int32", "int64", "bool", "uuid"})
+_INT_RANGES = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
+
+FieldType = Union[str, "Struct", "Array"]
+
+
+@dataclass(frozen=True)
+class Struct:
+    name: str
+    fields: tuple[Field, ...]
+
+
+@dataclass(frozen=True)
+class Array:
+    item: FieldType
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field. `until` is inclusive; `tag` makes it a tagged field of the flexible versions."""
+
+    name: str
+    type: FieldType
+    since: int = 0
+    until: int | None = None
+    nullable_since: int | None = None
+    default: Any = _NO_DEFAULT
+    tag: int | None = None
+
+    def in_version(self, version: int) -> bool:
+        return self.since <= version and (self.until is None or version <= self.until)
+
+    def nullable(self, version: int) -> bool:
+        return self.nullable_since is not None and version >= self.nullable_since
+
+
+@dataclass(frozen=True)
+class Message:
+    """A versioned top-level schema: a record key, a record value, or an embedded protocol blob."""
+
+    name: str
+    struct: Struct
+    min_version: int
+    max_version: int
+    flexible_since: int | None = None
+
+    def flexible(self, version: int) -> bool:
+        return self.flexible_since is not None and version >= self.flexible_since
+
+    def check_version(self, version: int, reader: Reader | None = None, offset: int = 0) -> None:
+        if not self.min_version <= version <= self.max_version:
+            message = (
+                f"unknown {self.name} version {version} "
+                f"(known versions {self.min_version}..{self.max_version})"
+            )
+            if reader is not None:
+                raise reader.error(message, offset)
+            raise CodecError(message)
+
+    def decode(self, reader: Reader, version: int) -> dict[str, Any]:
+        return _decode_struct(self.struct, reader, version, self.flexible(version), self.name)
+
+    def encode(self, writer: Writer, value: Mapping[str, Any], version: int, part: str) -> None:
+        self.check_version(version)
+        _encode_struct(self.struct, writer, value, version, self.flexible(version), part)
+
+
+def _decode_struct(st: Struct, r: Reader, version: int, flexible: bool, path: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    tagged: list[Field] = []
+    for f in st.fields:
+        if not f.in_version(version):
+            continue
+        if f.tag is not None:
+            tagged.append(f)
+            continue
+        out[f.name] = _decode_value(f.type, r, version, flexible, f.nullable(version), f"{path}.{f.name}")
+    if flexible:
+        raw_tags = r.tagged_fields(path)
+        by_tag = {f.tag: f for f in tagged if flexible}
+        unknown: dict[str, bytes] = {}
+        for tag, raw in raw_tags.items():
+            known = by_tag.get(tag)
+            if known is None:
+                unknown[str(tag)] = raw
+                continue
+            sub = Reader(raw, f"{r.part} {path}.{known.name} (tag {tag})")
+            out[known.name] = _decode_value(
+                known.type, sub, version, flexible, known.nullable(version), f"{path}.{known.name}"
+            )
+            sub.expect_end()
+        if unknown:
+            out[UNKNOWN_TAGS] = unknown
+    return out
+
+
+def _decode_value(t: FieldType, r: Reader, version: int, flexible: bool, nullable: bool, path: str) -> Any:
+    if isinstance(t, str):
+        if t == "int32":
+            return r.int32(path)
+        if t == "int64":
+            return r.int64(path)
+        if t == "string":
+            return r.string(path, flexible, nullable)
+        if t == "int16":
+            return r.int16(path)
+        if t == "int8":
+            return r.int8(path)
+        if t == "bytes":
+            return r.bytes_(path, flexible, nullable)
+        if t == "uuid":
+            return r.uuid(path)
+        if t == "bool":
+            return r.boolean(path)
+        raise AssertionError(f"unknown schema type {t}")
+    if isinstance(t, Array):
+        item = t.item
+        return r.array(path, flexible, nullable, lambda: _decode_value(item, r, version, flexible, False, path))
+    if nullable:
+        # Nullable structs carry a presence byte: -1 for null, 1 for present.
+        start = r.pos
+        marker = r.int8(path)
+        if marker == -1:
+            return None
+        if marker != 1:
+            raise r.error(f"{path}: bad presence marker {marker} for a nullable struct", start)
+    return _decode_struct(t, r, version, flexible, path)
+
+
+def _encode_struct(
+    st: Struct, w: Writer, value: Mapping[str, Any], version: int, flexible: bool, path: str
+) -> None:
+    if not isinstance(value, Mapping):
+        raise CodecError(f"{path}: expected an object, got {type(value).__name__}")
+    tags: dict[int, bytes] = {}
+    for f in st.fields:
+        if not f.in_version(version):
+            continue
+        if f.tag is not None:
+            if f.name in value:
+                sub = Writer()
+                _encode_value(f.type, sub, value[f.name], version, flexible, f.nullable(version), f"{path}.{f.name}")
+                tags[f.tag] = sub.getvalue()
+            continue
+        if f.name in value:
+            v = value[f.name]
+        elif f.default is not _NO_DEFAULT:
+            v = f.default
+        else:
+            raise CodecError(f"{path}.{f.name}: missing (required in version {version})")
+        _encode_value(f.type, w, v, version, flexible, f.nullable(version), f"{path}.{f.name}")
+    if flexible:
+        for tag, raw in (value.get(UNKNOWN_TAGS) or {}).items():
+            tags[int(tag)] = as_bytes(raw, f"{path}.{UNKNOWN_TAGS}.{tag}")
+        w.tagged_fields(tags)
+
+
+def _encode_value(
+    t: FieldType, w: Writer, v: Any, version: int, flexible: bool, nullable: bool, path: str
+) -> None:
+    if v is None and (not nullable or t in _NON_NULLABLE_TYPES):
+        raise CodecError(f"{path}: null is not allowed here (version {version})")
+    if isinstance(t, str):
+        if t in _INT_RANGES:
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise CodecError(f"{path}: expected an integer ({t}), got {v!r}")
+            low, high = _INT_RANGES[t]
+            if not low <= v <= high:
+                raise CodecError(f"{path}: {v} does not fit in {t}")
+            getattr(w, t)(v)
+        elif t == "string":
+            if v is not None and not isinstance(v, str):
+                raise CodecError(f"{path}: expected a string, got {v!r}")
+            try:
+                w.string(v, flexible)
+            except ValueError as exc:
+                raise CodecError(f"{path}: {exc}") from None
+        elif t == "bytes":
+            w.bytes_(None if v is None else as_bytes(v, path), flexible)
+        elif t == "uuid":
+            try:
+                w.uuid(v)
+            except (ValueError, TypeError) as exc:
+                raise CodecError(f"{path}: {exc}") from None
+        elif t == "bool":
+            if not isinstance(v, bool):
+                raise CodecError(f"{path}: expected true or false, got {v!r}")
+            w.boolean(v)
+        else:
+            raise AssertionError(f"unknown schema type {t}")
+        return
+    if isinstance(t, Array):
+        if v is not None and not isinstance(v, (list, tuple)):
+            raise CodecError(f"{path}: expected a list, got {type(v).__name__}")
+        w.array_length(None if v is None else len(v), flexible)
+        for i, item in enumerate(v or ()):
+            _encode_value(t.item, w, item, version, flexible, False, f"{path}[{i}]")
+        return
+    if nullable:
+        if v is None:
+            w.int8(-1)
+            return
+        w.int8(1)
+    _encode_struct(t, w, v, version, flexible, path)
+
+
+def as_bytes(v: Any, path: str) -> bytes:
+    """Bytes fields accept bytes, or hex text as the CLI prints them."""
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v)
+    if isinstance(v, str):
+        try:
+            return bytes.fromhex(v)
+        except ValueError:
+            raise CodecError(f"{path}: {v[:40]!r} is not hex") from None
+    raise CodecError(f"{path}: expected bytes or a hex string, got {type(v).__name__}")
+
