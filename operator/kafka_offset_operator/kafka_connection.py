@@ -79,7 +79,10 @@ class OffsetsTopicReader:
             if batches:
                 last_progress = time.monotonic()
             elif not follow and time.monotonic() - last_progress > IDLE_TIMEOUT_S:
-                raise UserError(f"no progress reading {OFFSETS_TOPIC} from {self.bootstrap_server} for {IDLE_TIMEOUT_S:.0f}s")
+                raise UserError(
+                    f"no progress reading {OFFSETS_TOPIC} from {self.bootstrap_server} "
+                    f"for {IDLE_TIMEOUT_S:.0f}s"
+                )
             for tp, records in sorted(batches.items(), key=lambda item: item[0].partition):
                 for rec in records:
                     if not follow and rec.offset >= end[tp]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from offset_expiry.codec import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
@@ -21,9 +23,11 @@ def sample_records() -> list[tuple[str, bytes, bytes | None]]:
         "subscription",
     )
     assignment = encode_consumer_protocol(
-        CONSUMER_PROTOCOL_ASSIGNMENT, {"version": 3, "partitions": [{"topic": "orders", "partitions": [0, 1]}]}, "a"
+        CONSUMER_PROTOCOL_ASSIGNMENT,
+        {"version": 3, "partitions": [{"topic": "orders", "partitions": [0, 1]}]},
+        "a",
     )
-    member = {
+    member: dict[str, Any] = {
         "memberId": "billing-1-5f0c",
         "groupInstanceId": None,
         "clientId": "billing-1",
@@ -37,21 +41,38 @@ def sample_records() -> list[tuple[str, bytes, bytes | None]]:
         (
             "billing joined: a Stable consumer group with one member",
             *group_metadata(
-                "billing", protocol_type="consumer", generation=1, protocol="range",
-                leader=member["memberId"], current_state_timestamp=T0, members=[member],
+                "billing",
+                protocol_type="consumer",
+                generation=1,
+                protocol="range",
+                leader="billing-1-5f0c",
+                current_state_timestamp=T0,
+                members=[member],
             ),
         ),
-        ("billing committed orders-0", *offset_commit("billing", "orders", 0, offset=1200, commit_timestamp=T0 + 5000, leader_epoch=0)),
+        (
+            "billing committed orders-0",
+            *offset_commit("billing", "orders", 0, offset=1200, commit_timestamp=T0 + 5000, leader_epoch=0),
+        ),
         (
             "billing's last member left: the group is Empty since this timestamp",
             *group_metadata(
-                "billing", protocol_type="consumer", generation=2, protocol=None, leader=None,
+                "billing",
+                protocol_type="consumer",
+                generation=2,
+                protocol=None,
+                leader=None,
                 current_state_timestamp=T0 + 60_000,
             ),
         ),
         (
             "an admin commit with a retention time: value v1 with expireTimestamp",
-            *offset_commit("audit", "orders", 0, offset=7, commit_timestamp=T0, expire_timestamp=T0 + 86_400_000),
+            *offset_commit(
+                "audit", "orders", 0, offset=7, commit_timestamp=T0, expire_timestamp=T0 + 86_400_000
+            ),
         ),
-        ("the broker expired billing's offset: a tombstone", *offset_commit_tombstone("billing", "orders", 0)),
+        (
+            "the broker expired billing's offset: a tombstone",
+            *offset_commit_tombstone("billing", "orders", 0),
+        ),
     ]

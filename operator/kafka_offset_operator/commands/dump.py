@@ -9,7 +9,6 @@ from typing import Any
 
 from offset_expiry.codec import CodecError, decode_record, to_jsonable
 
-from ..errors import UserError
 from ..kafka_connection import OffsetsTopicReader
 
 
@@ -34,7 +33,8 @@ def add_parser(sub: Any) -> None:
 
 def record_group(record: dict[str, Any]) -> str | None:
     key = record["key"]
-    return key.get("group", key.get("GroupId"))
+    group = key.get("group", key.get("GroupId"))
+    return group if isinstance(group, str) else None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,7 +20,9 @@ class Clock:
         with self._lock:
             return int(time.time() * 1000) + self._offset_ms
 
-    def advance(self, *, days: float = 0, hours: float = 0, minutes: float = 0, seconds: float = 0, ms: float = 0) -> int:
+    def advance(
+        self, *, days: float = 0, hours: float = 0, minutes: float = 0, seconds: float = 0, ms: float = 0
+    ) -> int:
         delta = int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000 + ms)
         if delta < 0:
             raise ValueError("the clock only moves forward")
