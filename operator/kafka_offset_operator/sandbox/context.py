@@ -1,0 +1,80 @@
+"""What every request handler can reach: the broker's identity, clock, configuration, topics and coordinator.
+
+Interface contract for handler modules (the group coordinator builds on it; keep it stable):
+
+- `BrokerContext` is created once per broker, before the server accepts connections. Handlers receive it
+  as their first argument. Everything in it is used on the broker's event-loop thread only; code running
+  on other threads (tests, `SandboxBroker` methods) must hop onto the loop
+  (`asyncio.run_coroutine_threadsafe` / `loop.call_soon_threadsafe`).
+- `ctx.topics` is the `TopicStore` (see `topics.py`): `exists(name)`, `partition_count(name)`,
+  `names()`, `topic_id(name)`, and `append_records(topic, partition, [(key, value, timestamp_ms)])`, which
+  writes one v2 record batch and returns its base offset. `__consumer_offsets` exists from the start with
+  `config.offsets_partitions` partitions.
+- `ctx.coordinator` is `None` until a coordinator is installed. The broker installs one by importing
+  `kafka_offset_operator.sandbox.coordinator` and calling its module-level
+  `create_coordinator(ctx) -> Coordinator` on the loop thread before serving, if that module exists.
+  The broker then calls these methods when they exist (all on the loop thread):
+    * `await coordinator.start()`  - after creation (start timers, e.g. the periodic expiration task);
+    * `await coordinator.close()`  - at shutdown;
+    * `coordinator.on_topics_deleted(names: list[str])` - after DeleteTopics removed topics (sync or async);
+    * `coordinator.expire_offsets()` - `SandboxBroker.expire_offsets()` (sync or async; result returned);
+    * `coordinator.replay(partition: int, records: list[tuple[bytes, bytes | None, int]])` - after
+      `SandboxBroker.append_offsets_records` appended raw records to that `__consumer_offsets` partition,
+      so the coordinator can load them as Kafka does when it loads a partition (sync or async).
+- Time comes from `ctx.clock.now_ms()` only, never `time.time()`, so tests can advance it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .clock import Clock
+
+if TYPE_CHECKING:
+    from .topics import TopicStore
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+DAY_MS = 24 * 60 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """The broker settings the sandbox honours, named after Kafka's configs (defaults are Kafka 4.x's,
+    except the initial rebalance delay: 0 so tests do not wait 3 s for every first join)."""
+
+    offsets_retention_ms: int = 7 * DAY_MS  # offsets.retention.minutes = 10080
+    offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
+    offsets_partitions: int = 50  # offsets.topic.num.partitions
+    group_min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
+    group_max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
+    group_initial_rebalance_delay_ms: int = 0  # group.initial.rebalance.delay.ms (Kafka: 3000)
+    group_max_size: int = 2**31 - 1  # group.max.size
+    offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
+    max_request_bytes: int = 104_857_600  # socket.request.max.bytes
+    default_partitions: int = 1  # num.partitions, for CreateTopics with numPartitions = -1
+    auto_create_topics: bool = False  # auto.create.topics.enable (Kafka: true; off here unless asked)
+    message_max_bytes: int = 1_048_588  # message.max.bytes
+
+
+class Coordinator(Protocol):
+    """The group coordinator as the broker sees it. Every method is optional (looked up with getattr);
+    this Protocol documents names and arguments, see the module docstring for when each is called."""
+
+
+@dataclass
+class BrokerContext:
+    node_id: int
+    host: str
+    port: int
+    clock: Clock
+    config: BrokerConfig
+    topics: TopicStore
+    coordinator: Any = None  # a Coordinator once installed
+    cluster_id: str = field(default_factory=lambda: uuid.uuid4().hex[:22])
+
+    @property
+    def offsets_topic(self) -> str:
+        return OFFSETS_TOPIC

@@ -1,0 +1,319 @@
+"""Topics and partition logs kept in memory, as the v2 record batches clients produced.
+
+A partition's log is one growing bytearray of batches plus an index of where each batch starts and which
+offsets it holds, so Fetch serves a slice of the stored bytes without decoding or re-encoding anything
+(Kafka's broker also hands out stored batches as they are: `LocalLog.read` returns file slices).
+
+Used on the broker's event-loop thread only (see context.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import struct
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka.record.util import calc_crc32c
+
+# RecordBatch v2 header layout (DefaultRecordBatch.java): offsets of the fields we read or patch.
+BASE_OFFSET_AT = 0
+LENGTH_AT = 8
+LEADER_EPOCH_AT = 12
+MAGIC_AT = 16
+CRC_AT = 17
+ATTRIBUTES_AT = 21  # the CRC-32C covers attributes .. end of batch
+LAST_OFFSET_DELTA_AT = 23
+MAX_TIMESTAMP_AT = 35
+PRODUCER_ID_AT = 43
+RECORD_COUNT_AT = 57
+HEADER_SIZE = 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength precede the part batchLength counts
+
+_TRANSACTIONAL = 0x10
+_CONTROL = 0x20
+
+
+class InvalidBatch(ValueError):
+    """A produced batch Kafka would refuse; `error_code` is the Kafka error to answer with."""
+
+    def __init__(self, error_code: int, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+# Kafka error codes used here (org.apache.kafka.common.protocol.Errors).
+CORRUPT_MESSAGE = 2
+INVALID_RECORD = 87
+UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    """What the log needs to know about one batch: where it is and what it holds."""
+
+    position: int
+    size: int
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    producer_id: int
+    transactional: bool
+    control: bool
+
+
+def inspect_batch(data: bytes | bytearray | memoryview) -> tuple[int, int]:
+    """Validate one produced v2 batch; return (record count, size). Raises InvalidBatch.
+
+    The checks Kafka's LogValidator / DefaultRecordBatch.ensureValid make before anything is appended.
+    """
+    if len(data) < HEADER_SIZE:
+        raise InvalidBatch(CORRUPT_MESSAGE, f"record batch of {len(data)} bytes is shorter than its header")
+    length = struct.unpack_from(">i", data, LENGTH_AT)[0]
+    size = length + LOG_OVERHEAD
+    if length < HEADER_SIZE - LOG_OVERHEAD or size > len(data):
+        raise InvalidBatch(CORRUPT_MESSAGE, f"record batch length {length} does not match the data")
+    magic = data[MAGIC_AT]
+    if magic != 2:
+        raise InvalidBatch(UNSUPPORTED_FOR_MESSAGE_FORMAT, f"record batch magic {magic}: only v2 is served")
+    crc = struct.unpack_from(">I", data, CRC_AT)[0]
+    if calc_crc32c(memoryview(data)[ATTRIBUTES_AT:size]) != crc:
+        raise InvalidBatch(CORRUPT_MESSAGE, "record batch CRC does not match its contents")
+    last_delta = struct.unpack_from(">i", data, LAST_OFFSET_DELTA_AT)[0]
+    count = struct.unpack_from(">i", data, RECORD_COUNT_AT)[0]
+    if count <= 0 or last_delta != count - 1:
+        raise InvalidBatch(INVALID_RECORD, f"batch of {count} records has lastOffsetDelta {last_delta}")
+    return count, size
+
+
+def split_batches(records: bytes | bytearray | memoryview) -> list[memoryview]:
+    """Cut a produced `records` field into its batches (Kafka requires exactly one for Produce v3+)."""
+    view = memoryview(records)
+    out = []
+    pos = 0
+    while pos < len(view):
+        if len(view) - pos < LOG_OVERHEAD:
+            raise InvalidBatch(CORRUPT_MESSAGE, "truncated record batch")
+        length = struct.unpack_from(">i", view, pos + LENGTH_AT)[0]
+        end = pos + LOG_OVERHEAD + length
+        if length <= 0 or end > len(view):
+            raise InvalidBatch(CORRUPT_MESSAGE, "truncated record batch")
+        out.append(view[pos:end])
+        pos = end
+    return out
+
+
+def build_batch(records: Sequence[tuple[bytes | None, bytes | None, int]]) -> bytearray:
+    """A non-transactional, uncompressed v2 batch with offsets 0..n-1 (base offset patched on append)."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=False, producer_id=-1, producer_epoch=-1,
+        base_sequence=-1, batch_size=2**31 - 1,
+    )
+    for delta, (key, value, timestamp_ms) in enumerate(records):
+        builder.append(delta, timestamp=int(timestamp_ms), key=key, value=value, headers=[])
+    return bytearray(builder.build())
+
+
+class PartitionLog:
+    """One partition: the stored batches, back to back, and an index by offset."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.batches: list[BatchInfo] = []
+        self._bases: list[int] = []  # base offsets, for bisect
+        self.log_start_offset = 0
+        self.high_watermark = 0
+
+    def append(self, batch: bytes | bytearray | memoryview, leader_epoch: int = 0) -> int:
+        """Append one validated batch, assigning it the next offsets; return its base offset.
+
+        baseOffset and partitionLeaderEpoch lie before the CRC-covered range, so patching them keeps
+        the client's CRC valid and the batch is stored byte for byte otherwise.
+        """
+        base = self.high_watermark
+        position = len(self.data)
+        self.data += batch
+        struct.pack_into(">q", self.data, position + BASE_OFFSET_AT, base)
+        struct.pack_into(">i", self.data, position + LEADER_EPOCH_AT, leader_epoch)
+        last_delta, max_ts = (
+            struct.unpack_from(">i", self.data, position + LAST_OFFSET_DELTA_AT)[0],
+            struct.unpack_from(">q", self.data, position + MAX_TIMESTAMP_AT)[0],
+        )
+        attributes = struct.unpack_from(">h", self.data, position + ATTRIBUTES_AT)[0]
+        producer_id = struct.unpack_from(">q", self.data, position + PRODUCER_ID_AT)[0]
+        info = BatchInfo(
+            position, len(batch), base, base + last_delta, max_ts, producer_id,
+            bool(attributes & _TRANSACTIONAL), bool(attributes & _CONTROL),
+        )
+        self.batches.append(info)
+        self._bases.append(base)
+        self.high_watermark = info.last_offset + 1
+        return base
+
+    def batch_index_for(self, offset: int) -> int:
+        """Index of the first batch holding `offset` or later offsets (len(batches) at the end)."""
+        i = bisect.bisect_right(self._bases, offset) - 1
+        if i < 0:
+            return 0
+        if self.batches[i].last_offset < offset:
+            return i + 1
+        return i
+
+    def read(self, offset: int, max_bytes: int, *, min_one: bool) -> memoryview:
+        """Whole batches from the one holding `offset`, up to `max_bytes` (KIP-74: at least one batch
+        when `min_one`, even if it is larger). A zero-copy view of the stored bytes."""
+        i = self.batch_index_for(offset)
+        if i >= len(self.batches):
+            return memoryview(b"")
+        start = self.batches[i].position
+        limit = start + max_bytes
+        j = i
+        while j < len(self.batches) and self.batches[j].position + self.batches[j].size <= limit:
+            j += 1
+        if j == i:
+            if not min_one:
+                return memoryview(b"")
+            j = i + 1
+        end = self.batches[j - 1].position + self.batches[j - 1].size
+        return memoryview(self.data)[start:end]
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= `timestamp_ms`, as ListOffsets wants
+        (UnifiedLog.fetchOffsetByTimestamp); None when no record is that late."""
+        for info in self.batches:
+            if info.max_timestamp < timestamp_ms or info.control:
+                continue
+            batch = DefaultRecordBatch(bytes(self.data[info.position : info.position + info.size]))
+            for record in batch:
+                if record.timestamp >= timestamp_ms:
+                    return record.offset, record.timestamp
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the latest-stamped record (ListOffsets MAX_TIMESTAMP, KIP-734)."""
+        best: BatchInfo | None = None
+        for info in self.batches:
+            if not info.control and (best is None or info.max_timestamp > best.max_timestamp):
+                best = info
+        if best is None:
+            return None
+        batch = DefaultRecordBatch(bytes(self.data[best.position : best.position + best.size]))
+        for record in batch:
+            if record.timestamp == best.max_timestamp:
+                return record.offset, record.timestamp
+        return best.last_offset, best.max_timestamp
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionLog]
+    internal: bool = False
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+class TopicStore:
+    """All topics of the broker. Appends wake Fetch requests waiting for data (`wait_for_append`)."""
+
+    def __init__(self) -> None:
+        self._topics: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, str] = {}
+        self._waiters: set[asyncio.Future[None]] = set()
+
+    # -- topics
+
+    def create(
+        self, name: str, partitions: int, *, internal: bool = False, configs: dict[str, str] | None = None
+    ) -> Topic:
+        if name in self._topics:
+            raise ValueError(f"topic {name} already exists")
+        logs = [PartitionLog() for _ in range(partitions)]
+        topic = Topic(name, uuid.uuid4(), logs, internal, dict(configs or {}))
+        self._topics[name] = topic
+        self._by_id[topic.topic_id] = name
+        return topic
+
+    def delete(self, name: str) -> Topic:
+        topic = self._topics.pop(name)
+        self._by_id.pop(topic.topic_id, None)
+        self._wake()  # fetchers of a deleted topic answer UNKNOWN_TOPIC_OR_PARTITION now
+        return topic
+
+    def add_partitions(self, name: str, total: int) -> None:
+        topic = self._topics[name]
+        topic.partitions.extend(PartitionLog() for _ in range(total - len(topic.partitions)))
+
+    def exists(self, name: str) -> bool:
+        return name in self._topics
+
+    def get(self, name: str) -> Topic | None:
+        return self._topics.get(name)
+
+    def name_for_id(self, topic_id: uuid.UUID) -> str | None:
+        return self._by_id.get(topic_id)
+
+    def names(self) -> list[str]:
+        return list(self._topics)
+
+    def partition_count(self, name: str) -> int:
+        return len(self._topics[name].partitions)
+
+    def topic_id(self, name: str) -> uuid.UUID:
+        return self._topics[name].topic_id
+
+    def is_internal(self, name: str) -> bool:
+        return self._topics[name].internal
+
+    def partition(self, name: str, partition: int) -> PartitionLog | None:
+        topic = self._topics.get(name)
+        if topic is None or not 0 <= partition < len(topic.partitions):
+            return None
+        return topic.partitions[partition]
+
+    # -- records
+
+    def append_batch(self, name: str, partition: int, batch: bytes | bytearray | memoryview) -> int:
+        """Append one already validated v2 batch; return its base offset."""
+        log = self.partition(name, partition)
+        if log is None:
+            raise KeyError(f"{name}-{partition} does not exist")
+        base = log.append(batch)
+        self._wake()
+        return base
+
+    def append_records(
+        self, topic: str, partition: int, records: Iterable[tuple[bytes | None, bytes | None, int]]
+    ) -> int:
+        """Write records as one v2 batch, as the group coordinator writes to `__consumer_offsets`;
+        return the batch's base offset (the log end offset when `records` is empty)."""
+        records = list(records)
+        log = self.partition(topic, partition)
+        if log is None:
+            raise KeyError(f"{topic}-{partition} does not exist")
+        if not records:
+            return log.high_watermark
+        return self.append_batch(topic, partition, build_batch(records))
+
+    # -- long polls
+
+    def wait_for_append(self) -> asyncio.Future[None]:
+        """A future that completes at the next append (or topic deletion). Callers must discard it
+        (`discard_waiter`) when they stop waiting for another reason."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.add(fut)
+        return fut
+
+    def discard_waiter(self, fut: asyncio.Future[None]) -> None:
+        self._waiters.discard(fut)
+
+    def _wake(self) -> None:
+        if not self._waiters:
+            return
+        waiters, self._waiters = self._waiters, set()
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
