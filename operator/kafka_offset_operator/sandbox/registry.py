@@ -21,7 +21,8 @@ Interface contract (the group coordinator's `group_apis.py` registers into it; k
 - Handlers may await (long polls, JoinGroup waiting for a rebalance); the server handles requests of one
   connection one at a time and in order, as Kafka does, so a waiting handler only delays its own client.
 - A handler that raises gets its client disconnected (logged at debug level); return Kafka error codes
-  for anything a client could send on purpose.
+  for anything a client could send on purpose. Raise `CloseConnection` to drop the client on purpose
+  (Kafka does so for a failed acks=0 produce).
 - Registering the same API key twice is an error, so two modules cannot silently fight over an API.
 """
 
@@ -60,6 +61,10 @@ class RequestInfo:
     client_host: str
     client_port: int
     connection_id: int
+
+
+class CloseConnection(Exception):
+    """Raised by a handler to close the client's connection instead of answering."""
 
 
 _HANDLERS: dict[int, ApiSpec] = {}

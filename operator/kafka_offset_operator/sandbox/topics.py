@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
+from .error_codes import ErrorCode
+
 # RecordBatch v2 header layout (DefaultRecordBatch.java): offsets of the fields we read or patch.
 BASE_OFFSET_AT = 0
 LENGTH_AT = 8
@@ -45,12 +47,6 @@ class InvalidBatch(ValueError):
         self.error_code = error_code
 
 
-# Kafka error codes used here (org.apache.kafka.common.protocol.Errors).
-CORRUPT_MESSAGE = 2
-INVALID_RECORD = 87
-UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
-
-
 @dataclass(frozen=True)
 class BatchInfo:
     """What the log needs to know about one batch: where it is and what it holds."""
@@ -71,21 +67,21 @@ def inspect_batch(data: bytes | bytearray | memoryview) -> tuple[int, int]:
     The checks Kafka's LogValidator / DefaultRecordBatch.ensureValid make before anything is appended.
     """
     if len(data) < HEADER_SIZE:
-        raise InvalidBatch(CORRUPT_MESSAGE, f"record batch of {len(data)} bytes is shorter than its header")
+        raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, f"{len(data)}-byte batch is shorter than a header")
     length = struct.unpack_from(">i", data, LENGTH_AT)[0]
     size = length + LOG_OVERHEAD
     if length < HEADER_SIZE - LOG_OVERHEAD or size > len(data):
-        raise InvalidBatch(CORRUPT_MESSAGE, f"record batch length {length} does not match the data")
+        raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, f"record batch length {length} does not match the data")
     magic = data[MAGIC_AT]
     if magic != 2:
-        raise InvalidBatch(UNSUPPORTED_FOR_MESSAGE_FORMAT, f"record batch magic {magic}: only v2 is served")
+        raise InvalidBatch(ErrorCode.INVALID_RECORD, f"record batch magic {magic}: Produce v3+ needs magic 2")
     crc = struct.unpack_from(">I", data, CRC_AT)[0]
     if calc_crc32c(memoryview(data)[ATTRIBUTES_AT:size]) != crc:
-        raise InvalidBatch(CORRUPT_MESSAGE, "record batch CRC does not match its contents")
+        raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, "record batch CRC does not match its contents")
     last_delta = struct.unpack_from(">i", data, LAST_OFFSET_DELTA_AT)[0]
     count = struct.unpack_from(">i", data, RECORD_COUNT_AT)[0]
     if count <= 0 or last_delta != count - 1:
-        raise InvalidBatch(INVALID_RECORD, f"batch of {count} records has lastOffsetDelta {last_delta}")
+        raise InvalidBatch(ErrorCode.INVALID_RECORD, f"{count} records but lastOffsetDelta {last_delta}")
     return count, size
 
 
@@ -96,11 +92,11 @@ def split_batches(records: bytes | bytearray | memoryview) -> list[memoryview]:
     pos = 0
     while pos < len(view):
         if len(view) - pos < LOG_OVERHEAD:
-            raise InvalidBatch(CORRUPT_MESSAGE, "truncated record batch")
+            raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, "truncated record batch")
         length = struct.unpack_from(">i", view, pos + LENGTH_AT)[0]
         end = pos + LOG_OVERHEAD + length
         if length <= 0 or end > len(view):
-            raise InvalidBatch(CORRUPT_MESSAGE, "truncated record batch")
+            raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, "truncated record batch")
         out.append(view[pos:end])
         pos = end
     return out
@@ -109,8 +105,13 @@ def split_batches(records: bytes | bytearray | memoryview) -> list[memoryview]:
 def build_batch(records: Sequence[tuple[bytes | None, bytes | None, int]]) -> bytearray:
     """A non-transactional, uncompressed v2 batch with offsets 0..n-1 (base offset patched on append)."""
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=False, producer_id=-1, producer_epoch=-1,
-        base_sequence=-1, batch_size=2**31 - 1,
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=2**31 - 1,
     )
     for delta, (key, value, timestamp_ms) in enumerate(records):
         builder.append(delta, timestamp=int(timestamp_ms), key=key, value=value, headers=[])
@@ -145,8 +146,14 @@ class PartitionLog:
         attributes = struct.unpack_from(">h", self.data, position + ATTRIBUTES_AT)[0]
         producer_id = struct.unpack_from(">q", self.data, position + PRODUCER_ID_AT)[0]
         info = BatchInfo(
-            position, len(batch), base, base + last_delta, max_ts, producer_id,
-            bool(attributes & _TRANSACTIONAL), bool(attributes & _CONTROL),
+            position,
+            len(batch),
+            base,
+            base + last_delta,
+            max_ts,
+            producer_id,
+            bool(attributes & _TRANSACTIONAL),
+            bool(attributes & _CONTROL),
         )
         self.batches.append(info)
         self._bases.append(base)
