@@ -1,0 +1,252 @@
+"""When the broker will expire a committed offset, and whether a policy makes it a deletion candidate.
+
+Pure functions over small values: the reference implementation and the Spark pipeline both call
+`decide`, so they cannot disagree on the rules.
+
+Broker rules (Apache Kafka 4.x group coordinator, group-coordinator/src/main/java/org/apache/kafka/
+coordinator/group/):
+
+- `OffsetMetadataManager.cleanupExpiredOffsets`: a group without an expiration condition expires
+  nothing; otherwise an offset of a topic the group is subscribed to (`Group.isSubscribedToTopic`) never
+  expires, and any other offset expires when `OffsetExpirationConditionImpl.isOffsetExpired` says so.
+- `OffsetExpirationConditionImpl.isOffsetExpired`: an explicit expireTimestamp (OffsetCommitValue v1)
+  wins: expired iff `now >= expireTimestamp`; otherwise expired iff `now - base >= offsets.retention.ms`.
+  So the offset expires at `expireTimestamp`, or at `base + retention`.
+- `classic/ClassicGroup.offsetExpirationCondition`: with a protocol type and Empty, base =
+  currentStateTimestamp if known, else the commit timestamp; Stable, protocol type "consumer" and known
+  subscriptions, base = commit timestamp; no protocol type (a simple group), base = commit timestamp;
+  any other classic group (rebalancing, other protocol types, unparseable subscriptions): no condition.
+- `classic/ClassicGroup.isSubscribedToTopic`: the topic is in the members' subscribed topics; when they
+  are unknown, a "consumer" group counts as subscribed to everything and any other group to nothing.
+- `modern/consumer/ConsumerGroup.offsetExpirationCondition`: always, base = commit timestamp;
+  `modern/ModernGroup.isSubscribedToTopic`: members' SubscribedTopicNames and the topics of the group's
+  resolved regular expressions (`ConsumerGroup.updateResolvedRegularExpression`).
+- `streams/StreamsGroup`: base = commit timestamp; subscribed to its topology's source topics unless
+  Empty. We cannot decode streams topologies, so a non-empty streams group is "unknown".
+- Share groups never expire offsets (`ShareGroup.shouldExpire` is false).
+
+Policy verdict, first match wins:
+
+1. Protected: the group matches `protect.groups`. Protected groups are never candidates.
+2. Excluded: the group is not selected by `groups.include` / `groups.exclude`.
+3. ActiveSubscription: a member subscribes to the topic (the broker would not expire it either).
+4. UnknownSubscription: the topic cannot tell whether a member depends on the offset (a classic group
+   that is neither Empty, simple nor a Stable "consumer" group with parseable subscriptions; a KIP-848
+   group with a subscription regex that has no resolution record yet; a non-empty streams group; a share
+   group). Nothing is proposed where we cannot see the truth.
+5. DeletedTopic (candidate): the topic no longer exists and `rules.deletedTopics` is Delete.
+6. The retention rule of the offset's shape, applied like the broker's rule with the policy's own
+   retention: Empty groups -> `emptyGroupRetention` (reason EmptyGroup), simple groups ->
+   `standaloneRetention` (Standalone), unsubscribed topics of active groups ->
+   `unsubscribedTopicRetention` (UnsubscribedTopic). As in the broker, an explicit expireTimestamp
+   replaces the retention: the offset is a candidate once `now >= expireTimestamp` (ExpireTimestamp).
+7. WithinRetention: the rule has not fired yet, or the policy has no rule for that shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+
+from .policy import DeletedTopics, Policy
+
+CONSUMER_PROTOCOL = "consumer"
+
+
+class GroupType(StrEnum):
+    """Kafka's group types, as ListGroups names them."""
+
+    CLASSIC = "classic"
+    CONSUMER = "consumer"
+    STREAMS = "streams"
+    SHARE = "share"
+
+
+class Reason(StrEnum):
+    # candidates
+    EMPTY_GROUP = "EmptyGroup"
+    UNSUBSCRIBED_TOPIC = "UnsubscribedTopic"
+    STANDALONE = "Standalone"
+    EXPIRE_TIMESTAMP = "ExpireTimestamp"
+    DELETED_TOPIC = "DeletedTopic"
+    # kept
+    PROTECTED = "Protected"
+    EXCLUDED = "Excluded"
+    ACTIVE_SUBSCRIPTION = "ActiveSubscription"
+    WITHIN_RETENTION = "WithinRetention"
+    UNKNOWN_SUBSCRIPTION = "UnknownSubscription"
+
+
+CANDIDATE_REASONS = (
+    Reason.EMPTY_GROUP,
+    Reason.UNSUBSCRIBED_TOPIC,
+    Reason.STANDALONE,
+    Reason.EXPIRE_TIMESTAMP,
+    Reason.DELETED_TOPIC,
+)
+KEPT_REASONS = (
+    Reason.PROTECTED,
+    Reason.EXCLUDED,
+    Reason.ACTIVE_SUBSCRIPTION,
+    Reason.WITHIN_RETENTION,
+    Reason.UNKNOWN_SUBSCRIPTION,
+)
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """What the analysis knows of a group, rebuilt from `__consumer_offsets`.
+
+    `subscribed_topics` is None when the subscriptions are unknown (see ClassicGroup.isSubscribedToTopic).
+    `unresolved_regex` marks a KIP-848 group whose member regex has no resolution record yet: the broker
+    treats the regex as matching nothing, the policy treats the group's unsubscribed topics as unknown.
+    """
+
+    group_id: str
+    type: GroupType
+    state: str
+    protocol_type: str = ""
+    current_state_timestamp: int | None = None
+    subscribed_topics: frozenset[str] | None = frozenset()
+    unresolved_regex: bool = False
+
+    @property
+    def is_simple(self) -> bool:
+        return self.type is GroupType.CLASSIC and not self.protocol_type
+
+    @property
+    def is_empty(self) -> bool:
+        return self.state == "Empty"
+
+
+@dataclass(frozen=True)
+class OffsetView:
+    topic: str
+    partition: int
+    offset: int
+    commit_timestamp: int
+    expire_timestamp: int | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    broker_expires_at: int | None
+    candidate: bool
+    reason: Reason
+
+
+class Shape(Enum):
+    """How the broker treats one topic of one group."""
+
+    EMPTY_GROUP = "EmptyGroup"  # every offset expires; base: the group's state timestamp or the commit
+    STANDALONE = "Standalone"  # simple group; base: the commit
+    UNSUBSCRIBED = "UnsubscribedTopic"  # active group, topic nobody subscribes to; base: the commit
+    SUBSCRIBED = "Subscribed"  # never expires while subscribed
+    NO_CONDITION = "NoCondition"  # the group expires nothing in its state, or we cannot tell
+
+
+def shape_of(group: GroupView, topic: str) -> Shape:
+    """The broker's view: which expiration condition (if any) applies to this group's offsets of `topic`."""
+    if group.type is GroupType.CLASSIC:
+        if group.is_simple:
+            return Shape.STANDALONE
+        if group.is_empty:
+            # An Empty group's subscribed set is empty (ClassicGroup.computeSubscribedTopics).
+            return Shape.EMPTY_GROUP
+        if (
+            group.protocol_type == CONSUMER_PROTOCOL
+            and group.state == "Stable"
+            and group.subscribed_topics is not None
+        ):
+            return Shape.SUBSCRIBED if topic in group.subscribed_topics else Shape.UNSUBSCRIBED
+        return Shape.NO_CONDITION
+    if group.type is GroupType.CONSUMER:
+        if group.subscribed_topics is not None and topic in group.subscribed_topics:
+            return Shape.SUBSCRIBED
+        return Shape.EMPTY_GROUP if group.is_empty else Shape.UNSUBSCRIBED
+    if group.type is GroupType.STREAMS:
+        return Shape.EMPTY_GROUP if group.is_empty else Shape.NO_CONDITION
+    return Shape.NO_CONDITION
+
+
+def base_timestamp(group: GroupView, shape: Shape, offset: OffsetView) -> int:
+    """Where the retention period starts (the baseTimestamp of OffsetExpirationConditionImpl)."""
+    if (
+        shape is Shape.EMPTY_GROUP
+        and group.type is GroupType.CLASSIC
+        and group.current_state_timestamp is not None
+    ):
+        return group.current_state_timestamp
+    return offset.commit_timestamp
+
+
+def broker_expires_at(group: GroupView, offset: OffsetView, retention_ms: int) -> int | None:
+    """The first time at which the broker's cleanup would delete the offset, if the group stays as it is.
+
+    The broker acts at its next cleanup run at or after this time (offsets.retention.check.interval.ms).
+    A time in the past means the offset is already due.
+    """
+    shape = shape_of(group, offset.topic)
+    if shape in (Shape.SUBSCRIBED, Shape.NO_CONDITION):
+        return None
+    if offset.expire_timestamp is not None:
+        return offset.expire_timestamp
+    return base_timestamp(group, shape, offset) + retention_ms
+
+
+_RULE_REASON = {
+    Shape.EMPTY_GROUP: Reason.EMPTY_GROUP,
+    Shape.STANDALONE: Reason.STANDALONE,
+    Shape.UNSUBSCRIBED: Reason.UNSUBSCRIBED_TOPIC,
+}
+
+
+def _rule_retention(policy: Policy, shape: Shape) -> int | None:
+    if shape is Shape.EMPTY_GROUP:
+        return policy.rules.empty_group_retention_ms
+    if shape is Shape.STANDALONE:
+        return policy.rules.standalone_retention_ms
+    return policy.rules.unsubscribed_topic_retention_ms
+
+
+def verdict(
+    group: GroupView, offset: OffsetView, policy: Policy, now_ms: int, topic_exists: bool | None
+) -> tuple[bool, Reason]:
+    """The policy's answer for one offset; `topic_exists` is None when the cluster's topics are unknown."""
+    if policy.protect.protects(group.group_id):
+        return False, Reason.PROTECTED
+    if not policy.groups.selects(group.group_id):
+        return False, Reason.EXCLUDED
+    shape = shape_of(group, offset.topic)
+    if shape is Shape.SUBSCRIBED:
+        return False, Reason.ACTIVE_SUBSCRIPTION
+    if shape is Shape.NO_CONDITION or (shape is Shape.UNSUBSCRIBED and group.unresolved_regex):
+        return False, Reason.UNKNOWN_SUBSCRIPTION
+    if topic_exists is False and policy.rules.deleted_topics is DeletedTopics.DELETE:
+        return True, Reason.DELETED_TOPIC
+    retention = _rule_retention(policy, shape)
+    if retention is None:
+        return False, Reason.WITHIN_RETENTION
+    if offset.expire_timestamp is not None:
+        if now_ms >= offset.expire_timestamp:
+            return True, Reason.EXPIRE_TIMESTAMP
+        return False, Reason.WITHIN_RETENTION
+    if now_ms - base_timestamp(group, shape, offset) >= retention:
+        return True, _RULE_REASON[shape]
+    return False, Reason.WITHIN_RETENTION
+
+
+def decide(
+    group: GroupView,
+    offset: OffsetView,
+    policy: Policy,
+    *,
+    now_ms: int,
+    retention_ms: int,
+    existing_topics: Collection[str] | None,
+) -> Decision:
+    """The one per-offset decision both implementations make."""
+    topic_exists = None if existing_topics is None else offset.topic in existing_topics
+    candidate, reason = verdict(group, offset, policy, now_ms, topic_exists)
+    return Decision(broker_expires_at(group, offset, retention_ms), candidate, reason)
