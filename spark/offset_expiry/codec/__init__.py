@@ -11,22 +11,24 @@ from .builders import (
     offset_commit_tombstone,
     offset_commit_value_version,
 )
+from .jsonable import to_jsonable
+from .partitioning import java_string_hash, partition_for
 from .records import (
     RECORD_TYPES,
     RecordType,
+    decode_consumer_protocol,
     decode_key,
     decode_record,
     decode_value,
+    encode_consumer_protocol,
     encode_key,
     encode_record,
     encode_value,
     record_type_names,
+    subscription_topics,
 )
 from .schema import UNKNOWN_TAGS
 from .schemas import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
-from .records import decode_consumer_protocol, encode_consumer_protocol
-from .jsonable import to_jsonable
-from .partitioning import java_string_hash, partition_for
 from .wire import CodecError
 
 __all__ = [
@@ -46,11 +48,12 @@ __all__ = [
     "encode_value",
     "group_metadata",
     "group_metadata_tombstone",
+    "java_string_hash",
     "offset_commit",
     "offset_commit_tombstone",
     "offset_commit_value_version",
-    "record_type_names",
-    "java_string_hash",
     "partition_for",
+    "record_type_names",
+    "subscription_topics",
     "to_jsonable",
 ]

@@ -3,16 +3,21 @@ front of the value, tombstones, and the consumer protocol inside classic group m
 
 A decoded record is a plain dict, the same shape the CLI prints:
 `{"type", "keyVersion", "key", "valueVersion", "value"}` (plus `"unsupported": true` for share and
-streams group records, whose values are kept as raw bytes under `value["_raw"]`).
+streams group records, whose values are kept as raw bytes under `value["_raw"]`). Bytes after the last
+field of a key or value are kept under `"_trailing"`: Kafka's reader ignores them
+(CoordinatorRecordSerde.readMessage never checks that the buffer is used up), so they do not make a
+record unreadable, and keeping them lets the record be re-encoded byte for byte.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from . import schemas as s
+from .fastpath import offset_commit_record
 from .schema import Message, Struct, as_bytes
 from .wire import CodecError, Reader, Writer
 
@@ -28,6 +33,7 @@ class RecordType:
     name: str
     key: Struct
     value: Message | None
+    key_message: Message
 
     @property
     def supported(self) -> bool:
@@ -35,7 +41,8 @@ class RecordType:
 
 
 def _t(id_: int, name: str, key: Struct, value: Message | None = None) -> RecordType:
-    return RecordType(id_, name, key, value)
+    # Keys are never flexible and have a single layout: version 0 of their struct.
+    return RecordType(id_, name, key, value, Message(key.name, key, 0, 0))
 
 
 # The record type ids are the "apiKey" of Kafka's coordinator-key specs (the key's "version" in Kafka
@@ -49,9 +56,24 @@ RECORD_TYPES: dict[int, RecordType] = {
         _t(3, "ConsumerGroupMetadata", s.GROUP_KEY, s.CONSUMER_GROUP_METADATA_VALUE),
         _t(4, "ConsumerGroupPartitionMetadata", s.GROUP_KEY, s.CONSUMER_GROUP_PARTITION_METADATA_VALUE),
         _t(5, "ConsumerGroupMemberMetadata", s.GROUP_MEMBER_KEY, s.CONSUMER_GROUP_MEMBER_METADATA_VALUE),
-        _t(6, "ConsumerGroupTargetAssignmentMetadata", s.GROUP_KEY, s.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
-        _t(7, "ConsumerGroupTargetAssignmentMember", s.GROUP_MEMBER_KEY, s.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
-        _t(8, "ConsumerGroupCurrentMemberAssignment", s.GROUP_MEMBER_KEY, s.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+        _t(
+            6,
+            "ConsumerGroupTargetAssignmentMetadata",
+            s.GROUP_KEY,
+            s.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
+        ),
+        _t(
+            7,
+            "ConsumerGroupTargetAssignmentMember",
+            s.GROUP_MEMBER_KEY,
+            s.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
+        ),
+        _t(
+            8,
+            "ConsumerGroupCurrentMemberAssignment",
+            s.GROUP_MEMBER_KEY,
+            s.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+        ),
         _t(9, "ShareGroupPartitionMetadata", s.GROUP_KEY),
         _t(10, "ShareGroupMemberMetadata", s.GROUP_MEMBER_KEY),
         _t(11, "ShareGroupMetadata", s.GROUP_KEY),
@@ -59,7 +81,12 @@ RECORD_TYPES: dict[int, RecordType] = {
         _t(13, "ShareGroupTargetAssignmentMember", s.GROUP_MEMBER_KEY),
         _t(14, "ShareGroupCurrentMemberAssignment", s.GROUP_MEMBER_KEY),
         _t(15, "ShareGroupStatePartitionMetadata", s.GROUP_KEY),
-        _t(16, "ConsumerGroupRegularExpression", s.REGULAR_EXPRESSION_KEY, s.CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+        _t(
+            16,
+            "ConsumerGroupRegularExpression",
+            s.REGULAR_EXPRESSION_KEY,
+            s.CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE,
+        ),
         _t(17, "StreamsGroupMetadata", s.GROUP_KEY),
         _t(18, "StreamsGroupPartitionMetadata", s.GROUP_KEY),
         _t(19, "StreamsGroupMemberMetadata", s.GROUP_MEMBER_KEY),
@@ -87,18 +114,18 @@ def record_type_names() -> list[str]:
 
 def decode_key(key: bytes) -> tuple[RecordType, int, dict[str, Any]]:
     """Returns (record type, key version = the int16 record type, key fields)."""
-    r = Reader(key, "key")
+    r = Reader(_input_bytes(key, "key"), "key")
     type_id = r.int16("record type")
     rtype = RECORD_TYPES.get(type_id)
     if rtype is None:
         raise CodecError(f"unknown record type {type_id}", part="key", offset=0)
-    fields = _decode_plain(rtype.key, r)
-    r.expect_end()
+    fields = rtype.key_message.decode(r, 0)
+    _keep_trailing(r, fields)
     return rtype, type_id, fields
 
 
 def decode_value(rtype: RecordType, value: bytes) -> tuple[int, dict[str, Any]]:
-    r = Reader(value, "value")
+    r = Reader(_input_bytes(value, "value"), "value")
     version = r.int16("value version")
     if rtype.value is None:
         if version < 0:
@@ -106,14 +133,27 @@ def decode_value(rtype: RecordType, value: bytes) -> tuple[int, dict[str, Any]]:
         return version, {RAW: r.remaining()}
     rtype.value.check_version(version, r, 0)
     fields = rtype.value.decode(r, version)
-    r.expect_end()
+    _keep_trailing(r, fields)
     if rtype.id == 2 and fields.get("protocolType") == "consumer":
         _decode_member_protocols(fields)
     return version, fields
 
 
 def decode_record(key: bytes, value: bytes | None) -> dict[str, Any]:
-    """Decodes one record; raises CodecError naming the part and byte that is wrong."""
+    """Decodes one record; raises CodecError naming the part and byte that is wrong.
+
+    OffsetCommit records, most of the topic, take a straight-line path (fastpath.py) that returns the
+    same dict as the schema interpreter.
+    """
+    if type(key) is bytes and (value is None or type(value) is bytes):
+        fast = offset_commit_record(key, value)
+        if fast is not None:
+            return fast
+    return decode_record_generic(key, value)
+
+
+def decode_record_generic(key: bytes, value: bytes | None) -> dict[str, Any]:
+    """decode_record through the schema interpreter only (the reference the fast path is tested against)."""
     rtype, key_version, key_fields = decode_key(key)
     out: dict[str, Any] = {"type": rtype.name, "keyVersion": key_version, "key": key_fields}
     if value is None:
@@ -126,8 +166,17 @@ def decode_record(key: bytes, value: bytes | None) -> dict[str, Any]:
     return out
 
 
-def _decode_plain(st: Struct, r: Reader) -> dict[str, Any]:
-    return Message(st.name, st, 0, 0).decode(r, 0)
+def _input_bytes(data: Any, part: str) -> bytes:
+    if type(data) is bytes:
+        return data
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise CodecError(f"expected bytes, got {type(data).__name__}", part=part)
+
+
+def _keep_trailing(r: Reader, fields: dict[str, Any]) -> None:
+    if r.pos < len(r.buf):
+        fields[TRAILING] = r.remaining()
 
 
 def _decode_member_protocols(group: dict[str, Any]) -> None:
@@ -142,15 +191,13 @@ def _decode_member_protocols(group: dict[str, Any]) -> None:
         ):
             raw = member.get(field)
             if isinstance(raw, bytes):
-                try:
+                with contextlib.suppress(CodecError):
                     member[field] = decode_consumer_protocol(schema, raw, field)
-                except CodecError:
-                    pass
 
 
 def decode_consumer_protocol(schema: Message, raw: bytes, part: str) -> dict[str, Any]:
     """Kafka parses newer versions than it knows with its newest layout (ConsumerProtocol.java)."""
-    r = Reader(raw, part)
+    r = Reader(_input_bytes(raw, part), part)
     version = r.int16("version")
     if version < 0:
         raise r.error(f"negative {schema.name} version {version}", 0)
@@ -159,6 +206,23 @@ def decode_consumer_protocol(schema: Message, raw: bytes, part: str) -> dict[str
     if r.pos < len(raw):
         out[TRAILING] = r.remaining()
     return out
+
+
+def subscription_topics(subscription: bytes | Mapping[str, Any]) -> list[str]:
+    """The topics of one classic consumer member's subscription, read the way the group coordinator
+    reads them: the int16 version, then only the v0 prefix (`Topics`), whatever the version
+    (ClassicGroup.computeSubscribedTopics). Bytes that fail a full decode may still have a valid v0
+    prefix, and the broker then knows the member's topics; this gives the same answer. A decoded
+    subscription (a dict from decode_record) gives its `topics`.
+    """
+    if isinstance(subscription, Mapping):
+        return list(subscription.get("topics") or [])
+    r = Reader(_input_bytes(subscription, "subscription"), "subscription")
+    version = r.int16("version")
+    if version < 0:
+        raise r.error(f"negative ConsumerProtocolSubscription version {version}", 0)
+    prefix = s.CONSUMER_PROTOCOL_SUBSCRIPTION.decode(r, 0)
+    return list(prefix["topics"])
 
 
 def encode_consumer_protocol(schema: Message, value: Mapping[str, Any], part: str) -> bytes:
@@ -182,10 +246,15 @@ def encode_key(type_name: str, key: Mapping[str, Any], key_version: int | None =
         raise CodecError(f"unknown record type name {type_name!r}", part="key")
     type_id = ids[0] if key_version is None else key_version
     if type_id not in ids:
-        raise CodecError(f"{type_name} is written with key version {' or '.join(map(str, ids))}, not {type_id}", part="key")
+        raise CodecError(
+            f"{type_name} is written with key version {' or '.join(map(str, ids))}, not {type_id}", part="key"
+        )
+    if not isinstance(key, Mapping):
+        raise CodecError(f"expected an object, got {type(key).__name__}", part="key")
     w = Writer()
     w.int16(type_id)
-    Message(RECORD_TYPES[type_id].key.name, RECORD_TYPES[type_id].key, 0, 0).encode(w, key, 0, "key")
+    RECORD_TYPES[type_id].key_message.encode(w, key, 0, "key")
+    _append_trailing(w, key, "key")
     return w.getvalue()
 
 
@@ -197,6 +266,8 @@ def encode_value(type_name: str, value: Mapping[str, Any], version: int) -> byte
     w = Writer()
     if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version <= 0x7FFF:
         raise CodecError(f"value version must be a number 0..32767, got {version!r}", part="value")
+    if not isinstance(value, Mapping):
+        raise CodecError(f"expected an object, got {type(value).__name__}", part="value")
     w.int16(version)
     if rtype.value is None:
         w.out += as_bytes(value.get(RAW, b""), f"value.{RAW}")
@@ -204,11 +275,19 @@ def encode_value(type_name: str, value: Mapping[str, Any], version: int) -> byte
     if rtype.id == 2 and value.get("protocolType") == "consumer":
         value = _encode_member_protocols(value)
     rtype.value.encode(w, value, version, "value")
+    _append_trailing(w, value, "value")
     return w.getvalue()
+
+
+def _append_trailing(w: Writer, fields: Mapping[str, Any], part: str) -> None:
+    if TRAILING in fields:
+        w.out += as_bytes(fields[TRAILING], f"{part}.{TRAILING}")
 
 
 def encode_record(record: Mapping[str, Any]) -> tuple[bytes, bytes | None]:
     """The inverse of decode_record: takes its dict shape (JSON-decoded or not) back to bytes."""
+    if not isinstance(record, Mapping):
+        raise CodecError(f"a record is an object, got {type(record).__name__}")
     type_name = record.get("type")
     if not isinstance(type_name, str):
         raise CodecError("record has no 'type'")
@@ -222,15 +301,23 @@ def encode_record(record: Mapping[str, Any]) -> tuple[bytes, bytes | None]:
     return key, encode_value(type_name, value, version)
 
 
-def _encode_member_protocols(group: Mapping[str, Any]) -> dict[str, Any]:
-    members = []
-    for i, member in enumerate(group.get("members") or ()):
-        member = dict(member)
-        for field, schema in (
-            ("subscription", s.CONSUMER_PROTOCOL_SUBSCRIPTION),
-            ("assignment", s.CONSUMER_PROTOCOL_ASSIGNMENT),
-        ):
-            if isinstance(member.get(field), Mapping):
-                member[field] = encode_consumer_protocol(schema, member[field], f"value.members[{i}].{field}")
-        members.append(member)
-    return {**group, "members": members}
+def _encode_member_protocols(group: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Members whose subscription/assignment are decoded dicts get them encoded back to bytes.
+    Anything that is not a list of objects is left for the schema to reject with a clear error."""
+    members = group.get("members")
+    if not isinstance(members, (list, tuple)):
+        return group
+    encoded: list[Any] = []
+    for i, member in enumerate(members):
+        if isinstance(member, Mapping):
+            member = dict(member)
+            for field, schema in (
+                ("subscription", s.CONSUMER_PROTOCOL_SUBSCRIPTION),
+                ("assignment", s.CONSUMER_PROTOCOL_ASSIGNMENT),
+            ):
+                if isinstance(member.get(field), Mapping):
+                    member[field] = encode_consumer_protocol(
+                        schema, member[field], f"value.members[{i}].{field}"
+                    )
+        encoded.append(member)
+    return {**group, "members": encoded}

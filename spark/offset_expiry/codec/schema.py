@@ -110,7 +110,13 @@ def _decode_struct(st: Struct, r: Reader, version: int, flexible: bool, path: st
                 continue
             sub = Reader(raw, f"{r.part} {path}.{known.name} (tag {tag})")
             out[known.name] = _decode_value(
-                known.type, sub, version, flexible, known.nullable(version), f"{path}.{known.name}"
+                known.type,
+                sub,
+                version,
+                flexible,
+                known.nullable(version),
+                f"{path}.{known.name}",
+                tagged=True,
             )
             sub.expect_end()
         if unknown:
@@ -118,7 +124,9 @@ def _decode_struct(st: Struct, r: Reader, version: int, flexible: bool, path: st
     return out
 
 
-def _decode_value(t: FieldType, r: Reader, version: int, flexible: bool, nullable: bool, path: str) -> Any:
+def _decode_value(
+    t: FieldType, r: Reader, version: int, flexible: bool, nullable: bool, path: str, tagged: bool = False
+) -> Any:
     if isinstance(t, str):
         if t == "int32":
             return r.int32(path)
@@ -139,15 +147,14 @@ def _decode_value(t: FieldType, r: Reader, version: int, flexible: bool, nullabl
         raise AssertionError(f"unknown schema type {t}")
     if isinstance(t, Array):
         item = t.item
-        return r.array(path, flexible, nullable, lambda: _decode_value(item, r, version, flexible, False, path))
-    if nullable:
-        # Nullable structs carry a presence byte: -1 for null, 1 for present.
-        start = r.pos
-        marker = r.int8(path)
-        if marker == -1:
-            return None
-        if marker != 1:
-            raise r.error(f"{path}: bad presence marker {marker} for a nullable struct", start)
+        return r.array(
+            path, flexible, nullable, lambda: _decode_value(item, r, version, flexible, False, path)
+        )
+    # A nullable struct starts with a presence marker. Kafka's generated readers
+    # (MessageDataGenerator.generateStructReader) take an int8 (negative = null) in the struct's place,
+    # and an unsigned varint (0 = null) inside a tagged field; its writers put 1 for present.
+    if nullable and ((r.uvarint(path) == 0) if tagged else (r.int8(path) < 0)):
+        return None
     return _decode_struct(t, r, version, flexible, path)
 
 
@@ -163,7 +170,16 @@ def _encode_struct(
         if f.tag is not None:
             if f.name in value:
                 sub = Writer()
-                _encode_value(f.type, sub, value[f.name], version, flexible, f.nullable(version), f"{path}.{f.name}")
+                _encode_value(
+                    f.type,
+                    sub,
+                    value[f.name],
+                    version,
+                    flexible,
+                    f.nullable(version),
+                    f"{path}.{f.name}",
+                    tagged=True,
+                )
                 tags[f.tag] = sub.getvalue()
             continue
         if f.name in value:
@@ -174,13 +190,38 @@ def _encode_struct(
             raise CodecError(f"{path}.{f.name}: missing (required in version {version})")
         _encode_value(f.type, w, v, version, flexible, f.nullable(version), f"{path}.{f.name}")
     if flexible:
-        for tag, raw in (value.get(UNKNOWN_TAGS) or {}).items():
-            tags[int(tag)] = as_bytes(raw, f"{path}.{UNKNOWN_TAGS}.{tag}")
+        unknown = value.get(UNKNOWN_TAGS) or {}
+        if not isinstance(unknown, Mapping):
+            raise CodecError(f"{path}.{UNKNOWN_TAGS}: expected an object of tag number -> hex")
+        for tag, raw in unknown.items():
+            number = _tag_number(tag, f"{path}.{UNKNOWN_TAGS}")
+            if number in tags or any(f.tag == number for f in st.fields):
+                raise CodecError(f"{path}.{UNKNOWN_TAGS}: tag {number} is a known field of {st.name}")
+            tags[number] = as_bytes(raw, f"{path}.{UNKNOWN_TAGS}.{tag}")
         w.tagged_fields(tags)
 
 
+def _tag_number(tag: Any, path: str) -> int:
+    if isinstance(tag, int) and not isinstance(tag, bool):
+        number = tag
+    elif isinstance(tag, str) and tag.isascii() and tag.isdigit():
+        number = int(tag)
+    else:
+        raise CodecError(f"{path}: tag {tag!r} is not a number")
+    if not 0 <= number <= 0x7FFFFFFF:
+        raise CodecError(f"{path}: tag {number} is out of range")
+    return number
+
+
 def _encode_value(
-    t: FieldType, w: Writer, v: Any, version: int, flexible: bool, nullable: bool, path: str
+    t: FieldType,
+    w: Writer,
+    v: Any,
+    version: int,
+    flexible: bool,
+    nullable: bool,
+    path: str,
+    tagged: bool = False,
 ) -> None:
     if v is None and (not nullable or t in _NON_NULLABLE_TYPES):
         raise CodecError(f"{path}: null is not allowed here (version {version})")
@@ -221,10 +262,11 @@ def _encode_value(
             _encode_value(t.item, w, item, version, flexible, False, f"{path}[{i}]")
         return
     if nullable:
+        marker = w.uvarint if tagged else w.int8
         if v is None:
-            w.int8(-1)
+            marker(0 if tagged else -1)
             return
-        w.int8(1)
+        marker(1)
     _encode_struct(t, w, v, version, flexible, path)
 
 
@@ -238,4 +280,3 @@ def as_bytes(v: Any, path: str) -> bytes:
         except ValueError:
             raise CodecError(f"{path}: {v[:40]!r} is not hex") from None
     raise CodecError(f"{path}: expected bytes or a hex string, got {type(v).__name__}")
-

@@ -18,11 +18,15 @@ F = Field
 _GROUP_ID = F("GroupId", "string")
 _MEMBER_ID = F("MemberId", "string")
 
-OFFSET_COMMIT_KEY = Struct("OffsetCommitKey", (F("group", "string"), F("topic", "string"), F("partition", "int32")))
+OFFSET_COMMIT_KEY = Struct(
+    "OffsetCommitKey", (F("group", "string"), F("topic", "string"), F("partition", "int32"))
+)
 GROUP_METADATA_KEY = Struct("GroupMetadataKey", (F("group", "string"),))
 GROUP_KEY = Struct("GroupKey", (_GROUP_ID,))
 GROUP_MEMBER_KEY = Struct("GroupMemberKey", (_GROUP_ID, _MEMBER_ID))
-REGULAR_EXPRESSION_KEY = Struct("ConsumerGroupRegularExpressionKey", (_GROUP_ID, F("RegularExpression", "string")))
+REGULAR_EXPRESSION_KEY = Struct(
+    "ConsumerGroupRegularExpressionKey", (_GROUP_ID, F("RegularExpression", "string"))
+)
 
 # ---- classic values ----
 
@@ -36,6 +40,9 @@ OFFSET_COMMIT_VALUE = Message(
             F("metadata", "string"),
             F("commitTimestamp", "int64"),
             F("expireTimestamp", "int64", since=1, until=1, default=-1),
+            # KAFKA-19141 (Kafka 4.1): the topic's id, a tagged field that writers leave out while it is
+            # the zero uuid. Kafka 4.1+ writes v4 for commits without an expireTimestamp.
+            F("topicId", "uuid", since=4, tag=0),
         ),
     ),
     0,
@@ -104,7 +111,11 @@ CONSUMER_GROUP_PARTITION_METADATA_VALUE = _kip848(
                     F("NumPartitions", "int32"),
                     F(
                         "PartitionMetadata",
-                        Array(Struct("PartitionMetadata", (F("Partition", "int32"), F("Racks", Array("string"))))),
+                        Array(
+                            Struct(
+                                "PartitionMetadata", (F("Partition", "int32"), F("Racks", Array("string")))
+                            )
+                        ),
                         default=[],
                     ),
                 ),

@@ -19,6 +19,10 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
+# Kafka's generated readers and writers refuse strings longer than this, in classic and compact form
+# alike (MessageDataGenerator: "string field ... had invalid length" / "field is too long").
+MAX_STRING_BYTES = 0x7FFF
+
 
 class CodecError(ValueError):
     """Bytes that are not a valid record: says what is wrong and at which byte of which part."""
@@ -51,9 +55,7 @@ class Reader:
         if n < 0:
             raise self.error(f"negative length {n} for {what}")
         if start + n > len(self.buf):
-            raise self.error(
-                f"truncated: {what} needs {n} bytes, only {len(self.buf) - start} left", start
-            )
+            raise self.error(f"truncated: {what} needs {n} bytes, only {len(self.buf) - start} left", start)
         self.pos = start + n
         return start
 
@@ -95,6 +97,8 @@ class Reader:
             if n == -1 and nullable:
                 return None
             raise self.error(f"{what} is null or has negative length {n}", start)
+        if n > MAX_STRING_BYTES:
+            raise self.error(f"{what} has length {n}, longer than Kafka's limit of {MAX_STRING_BYTES}", start)
         at = self._take(n, what)
         try:
             return self.buf[at : at + n].decode("utf-8")
@@ -125,19 +129,21 @@ class Reader:
         # Every element takes at least one byte: a count larger than what is left is corrupt, and
         # checking it here keeps garbage from allocating huge lists.
         if n > len(self.buf) - self.pos:
-            raise self.error(f"truncated: {what} claims {n} elements, only {len(self.buf) - self.pos} bytes left", start)
+            raise self.error(
+                f"truncated: {what} claims {n} elements, only {len(self.buf) - self.pos} bytes left", start
+            )
         return [item() for _ in range(n)]
 
     def tagged_fields(self, what: str) -> dict[int, bytes]:
+        """Tag -> raw bytes. Kafka's readers take tags in any order (its writers sort them), so do we;
+        a repeated tag is refused because one of the two values would be lost."""
         count = self.uvarint(f"{what} tagged-field count")
         fields: dict[int, bytes] = {}
-        last = -1
         for _ in range(count):
             start = self.pos
             tag = self.uvarint(f"{what} tag")
-            if tag <= last:
-                raise self.error(f"{what} tags out of order or repeated (tag {tag} after {last})", start)
-            last = tag
+            if tag in fields:
+                raise self.error(f"{what} tag {tag} appears twice", start)
             size = self.uvarint(f"{what} tag {tag} size")
             at = self._take(size, f"{what} tag {tag}")
             fields[tag] = bytes(self.buf[at : at + size])
@@ -192,11 +198,13 @@ class Writer:
             self.uvarint(0) if flexible else self.int16(-1)
             return
         data = v.encode("utf-8")
+        if len(data) > MAX_STRING_BYTES:
+            raise ValueError(
+                f"string of {len(data)} bytes is longer than Kafka's limit of {MAX_STRING_BYTES}"
+            )
         if flexible:
             self.uvarint(len(data) + 1)
         else:
-            if len(data) > 0x7FFF:
-                raise ValueError(f"string of {len(data)} bytes is too long for an int16 length")
             self.int16(len(data))
         self.out += data
 
