@@ -1,0 +1,236 @@
+"""One `__consumer_offsets` record reduced to the flat facts the analysis needs.
+
+A Fact is a row with a fixed set of nullable columns, so the Spark pipeline can carry it in Arrow and the
+reference can keep it in a dict; both build it with `fact_from_record`, so both read the bytes alike.
+
+`logical_key` is what Kafka's replay keys its in-memory state by: key types 0 and 1 are the same offset
+(GroupCoordinatorShard.replay maps both to OffsetCommitKey), every other type is keyed by its own fields.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from .codec import CodecError, decode_record
+from .codec.wire import Reader
+
+OFFSET_COMMIT = 1
+GROUP_METADATA = 2
+CONSUMER_GROUP_METADATA = 3
+CONSUMER_GROUP_MEMBER_METADATA = 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+KIP848_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
+SHARE_TYPES = frozenset(range(9, 16))
+SHARE_MEMBER_TYPES = frozenset({10, 14})
+STREAMS_TYPES = frozenset(range(17, 25))
+STREAMS_MEMBER_TYPES = frozenset({19, 22})
+
+_MEMBER_KEY_TYPES = frozenset({5, 7, 8, 10, 13, 14, 19, 21, 22})
+
+
+class Fact(NamedTuple):
+    """The analysis' view of one decoded record. Columns that do not apply to the type are None.
+
+    - type: the record type (0 normalised to 1); group: the group id.
+    - topic/partition: offset commits. member: the member id of per-member records, or the regular
+      expression of a type-16 record.
+    - committed_offset, commit_timestamp, expire_timestamp (None for Kafka's -1 sentinel): offset commits.
+    - protocol_type, state_timestamp (None for -1), member_count: classic group metadata.
+    - topics: classic group metadata: the union of the members' subscribed topics (None = unknown);
+      type 5: the member's SubscribedTopicNames; type 16: the regex's resolved Topics.
+    - regex: type 5's SubscribedTopicRegex. epoch: type 3 Epoch, type 6 AssignmentEpoch, type 8
+      MemberEpoch. member_state: type 8 State.
+    """
+
+    type: int
+    group: str
+    topic: str | None = None
+    partition: int | None = None
+    member: str | None = None
+    tombstone: bool = False
+    committed_offset: int | None = None
+    commit_timestamp: int | None = None
+    expire_timestamp: int | None = None
+    protocol_type: str | None = None
+    state_timestamp: int | None = None
+    member_count: int | None = None
+    topics: tuple[str, ...] | None = None
+    regex: str | None = None
+    epoch: int | None = None
+    member_state: int | None = None
+
+    def logical_key(self) -> tuple[int, str, str | None, int | None, str | None]:
+        return (self.type, self.group, self.topic, self.partition, self.member)
+
+
+def fact_from_record(key: bytes, value: bytes | None) -> Fact:
+    """Raises CodecError for bytes that are not a record Kafka could have written."""
+    fast = _fast_offset_commit(key, value)
+    if fast is not None:
+        return fast
+    return _fact_from_decoded(decode_record(key, value))
+
+
+def _sentinel(value: Any) -> int | None:
+    return None if value is None or value == -1 else int(value)
+
+
+def _fact_from_decoded(record: dict[str, Any]) -> Fact:
+    type_id = int(record["keyVersion"])
+    key = record["key"]
+    value = record["value"]
+    if type_id in (0, 1):
+        base = Fact(OFFSET_COMMIT, key["group"], topic=key["topic"], partition=key["partition"])
+        if value is None:
+            return base._replace(tombstone=True)
+        return base._replace(
+            committed_offset=value["offset"],
+            commit_timestamp=value["commitTimestamp"],
+            expire_timestamp=_sentinel(value.get("expireTimestamp")),
+        )
+    if type_id == GROUP_METADATA:
+        base = Fact(GROUP_METADATA, key["group"])
+        if value is None:
+            return base._replace(tombstone=True)
+        members = value.get("members") or []
+        return base._replace(
+            protocol_type=value["protocolType"],
+            state_timestamp=_sentinel(value.get("currentStateTimestamp")),
+            member_count=len(members),
+            topics=classic_subscribed_topics(value["protocolType"], value.get("protocol"), members),
+        )
+    group = key["GroupId"]
+    member = key.get("MemberId") if type_id in _MEMBER_KEY_TYPES else key.get("RegularExpression")
+    base = Fact(type_id, group, member=member)
+    if value is None:
+        return base._replace(tombstone=True)
+    if type_id == CONSUMER_GROUP_METADATA:
+        return base._replace(epoch=value["Epoch"])
+    if type_id == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA:
+        return base._replace(epoch=value["AssignmentEpoch"])
+    if type_id == CONSUMER_GROUP_MEMBER_METADATA:
+        return base._replace(
+            topics=tuple(value["SubscribedTopicNames"]), regex=value["SubscribedTopicRegex"] or None
+        )
+    if type_id == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:
+        return base._replace(epoch=value["MemberEpoch"], member_state=value["State"])
+    if type_id == CONSUMER_GROUP_REGULAR_EXPRESSION:
+        return base._replace(topics=tuple(value["Topics"]))
+    return base
+
+
+def classic_subscribed_topics(
+    protocol_type: str, protocol: str | None, members: Iterable[dict[str, Any]]
+) -> tuple[str, ...] | None:
+    """The topics a classic group's members subscribe to, as ClassicGroup.computeSubscribedTopics sees them.
+
+    Only "consumer" groups have known subscriptions; a group without members subscribes to nothing; a
+    group without a selected protocol, or with a member whose subscription does not parse, is unknown.
+    Kafka reads only the version-0 prefix (topics, user data) after the version short, whatever the version.
+    """
+    if protocol_type != "consumer":
+        return None
+    members = list(members)
+    if not members:
+        return ()
+    if protocol is None:
+        return None
+    topics: set[str] = set()
+    for member in members:
+        subscription = member.get("subscription")
+        if isinstance(subscription, dict):
+            topics.update(subscription.get("topics") or ())
+            continue
+        parsed = subscription_topics_v0(subscription if isinstance(subscription, bytes) else b"")
+        if parsed is None:
+            return None
+        topics.update(parsed)
+    return tuple(sorted(topics))
+
+
+def subscription_topics_v0(raw: bytes) -> list[str] | None:
+    """ConsumerProtocol.deserializeVersion + deserializeConsumerProtocolSubscription(buffer, 0); None if bad."""
+    r = Reader(raw, "subscription")
+    try:
+        r.int16("version")
+        n = r.int32("topics length")
+        if n < 0:
+            return None
+        topics = []
+        for _ in range(n):
+            topic = r.string("topic", False, False)
+            assert topic is not None
+            topics.append(topic)
+        r.bytes_("user data", False, True)
+    except CodecError:
+        return None
+    return topics
+
+
+# ---- the fast path for the bulk of the topic: offset commits with a non-flexible value ----
+
+_H = struct.Struct(">h")
+_I = struct.Struct(">i")
+_Q = struct.Struct(">q")
+
+
+def _fast_offset_commit(key: bytes, value: bytes | None) -> Fact | None:
+    """Offset commit keys (type 1) with values v0..v3 in a few struct calls.
+
+    Returns None for anything unusual (other types, flexible v4, negative lengths, trailing bytes,
+    bad UTF-8), and the general decoder then gives the exact answer or error. It never returns a Fact the
+    general decoder would not.
+    """
+    try:
+        if len(key) < 10 or _H.unpack_from(key, 0)[0] != 1:
+            return None
+        glen = _H.unpack_from(key, 2)[0]
+        tpos = 4 + glen
+        tlen = _H.unpack_from(key, tpos)[0]
+        ppos = tpos + 2 + tlen
+        if glen < 0 or tlen < 0 or ppos + 4 != len(key):
+            return None
+        group = key[4:tpos].decode()
+        topic = key[tpos + 2 : ppos].decode()
+        partition = _I.unpack_from(key, ppos)[0]
+        if value is None:
+            return Fact(OFFSET_COMMIT, group, topic=topic, partition=partition, tombstone=True)
+        version = _H.unpack_from(value, 0)[0]
+        if version == 3:
+            offset = _Q.unpack_from(value, 2)[0]
+            pos = 14  # after the leader epoch
+        elif 0 <= version <= 2:
+            offset = _Q.unpack_from(value, 2)[0]
+            pos = 10
+        else:
+            return None
+        mlen = _H.unpack_from(value, pos)[0]
+        if mlen < 0:
+            return None
+        pos += 2 + mlen
+        value[pos - mlen : pos].decode()
+        commit = _Q.unpack_from(value, pos)[0]
+        pos += 8
+        expire = None
+        if version == 1:
+            expire = _Q.unpack_from(value, pos)[0]
+            pos += 8
+            if expire == -1:
+                expire = None
+        if pos != len(value):
+            return None
+        return Fact(
+            OFFSET_COMMIT,
+            group,
+            topic=topic,
+            partition=partition,
+            committed_offset=offset,
+            commit_timestamp=commit,
+            expire_timestamp=expire,
+        )
+    except (struct.error, UnicodeDecodeError):
+        return None

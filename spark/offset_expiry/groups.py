@@ -1,0 +1,134 @@
+"""A group's state, rebuilt from the live (compacted, non-tombstone) facts of its group records.
+
+Mirrors how Kafka's GroupMetadataManager replays the records on load:
+
+- classic (`replay(GroupMetadataKey, GroupMetadataValue)`): protocol type ("" means none: a simple group),
+  state Empty iff the record has no members, else Stable (rebalancing states are never persisted),
+  currentStateTimestamp (-1 means unknown), subscriptions from the members' consumer protocol;
+- KIP-848 consumer groups (`getOrMaybeCreatePersistedConsumerGroup`: any of record types 3-8 or 16 makes
+  one): members are the member ids of live type-5 and type-8 records, subscriptions are their
+  SubscribedTopicNames plus the resolved topics of type-16 records, and the state follows
+  `ConsumerGroup.maybeUpdateGroupState` (Empty, Assigning, Reconciling, Stable);
+- streams and share groups are recognised by their record types; only whether they have members can be
+  read (their values are not decoded);
+- offsets without any group record belong to a simple group (`OffsetMetadataManager.replay` creates one).
+
+If KIP-848 records and a classic GroupMetadata record are both live (Kafka writes a group conversion as
+one atomic batch, so this should not happen), the KIP-848 records win.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .facts import (
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+    CONSUMER_GROUP_MEMBER_METADATA,
+    CONSUMER_GROUP_METADATA,
+    CONSUMER_GROUP_REGULAR_EXPRESSION,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+    GROUP_METADATA,
+    KIP848_TYPES,
+    SHARE_MEMBER_TYPES,
+    SHARE_TYPES,
+    STREAMS_MEMBER_TYPES,
+    STREAMS_TYPES,
+    Fact,
+)
+from .rules import GroupType, GroupView
+
+MEMBER_STATE_STABLE = 0  # modern/MemberState.STABLE
+UNKNOWN_STATE = "Unknown"
+
+
+def simple_group(group_id: str) -> GroupView:
+    return GroupView(group_id, GroupType.CLASSIC, "Empty", "", None, frozenset())
+
+
+def rebuild_group(group_id: str, facts: Iterable[Fact]) -> GroupView:
+    """`facts`: the group's live non-offset facts (no tombstones, no offset commits)."""
+    by_type: dict[int, list[Fact]] = {}
+    for fact in facts:
+        by_type.setdefault(fact.type, []).append(fact)
+    types = by_type.keys()
+    if types & KIP848_TYPES:
+        return _consumer_group(group_id, by_type)
+    if types & STREAMS_TYPES:
+        has_members = bool(types & STREAMS_MEMBER_TYPES)
+        return GroupView(
+            group_id,
+            GroupType.STREAMS,
+            UNKNOWN_STATE if has_members else "Empty",
+            "streams",
+            None,
+            None if has_members else frozenset(),
+        )
+    if types & SHARE_TYPES:
+        has_members = bool(types & SHARE_MEMBER_TYPES)
+        return GroupView(
+            group_id, GroupType.SHARE, UNKNOWN_STATE if has_members else "Empty", "share", None, None
+        )
+    if GROUP_METADATA in by_type:
+        meta = by_type[GROUP_METADATA][-1]
+        protocol_type = meta.protocol_type or ""
+        if not protocol_type:
+            # Kafka loads protocolType "" as absent: a simple group, whatever else the record says.
+            return GroupView(
+                group_id,
+                GroupType.CLASSIC,
+                "Empty" if not meta.member_count else "Stable",
+                "",
+                meta.state_timestamp,
+                frozenset(),
+            )
+        return GroupView(
+            group_id,
+            GroupType.CLASSIC,
+            "Empty" if not meta.member_count else "Stable",
+            protocol_type,
+            meta.state_timestamp,
+            None if meta.topics is None else frozenset(meta.topics),
+        )
+    return simple_group(group_id)
+
+
+def _consumer_group(group_id: str, by_type: dict[int, list[Fact]]) -> GroupView:
+    member_meta = {f.member: f for f in by_type.get(CONSUMER_GROUP_MEMBER_METADATA, ())}
+    assignments = {f.member: f for f in by_type.get(CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, ())}
+    members = member_meta.keys() | assignments.keys()
+    resolved = {f.member: f.topics or () for f in by_type.get(CONSUMER_GROUP_REGULAR_EXPRESSION, ())}
+    subscribed: set[str] = set()
+    for meta in member_meta.values():
+        subscribed.update(meta.topics or ())
+    for topics in resolved.values():
+        subscribed.update(topics)
+    unresolved = any(m.regex is not None and m.regex not in resolved for m in member_meta.values())
+
+    group_epoch = _last_epoch(by_type.get(CONSUMER_GROUP_METADATA), 0)
+    assignment_epoch = _last_epoch(by_type.get(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA), 0)
+    if not members:
+        state = "Empty"
+    elif group_epoch > assignment_epoch:
+        state = "Assigning"
+    elif all(_reconciled(assignments.get(m), assignment_epoch) for m in members):
+        state = "Stable"
+    else:
+        state = "Reconciling"
+    return GroupView(group_id, GroupType.CONSUMER, state, "consumer", None, frozenset(subscribed), unresolved)
+
+
+def _last_epoch(facts: list[Fact] | None, default: int) -> int:
+    if not facts or facts[-1].epoch is None:
+        return default
+    return facts[-1].epoch
+
+
+def _reconciled(assignment: Fact | None, assignment_epoch: int) -> bool:
+    """ModernGroupMember.isReconciledTo; a member without an assignment record has epoch 0 and is STABLE."""
+    epoch = 0 if assignment is None or assignment.epoch is None else assignment.epoch
+    state = (
+        MEMBER_STATE_STABLE
+        if assignment is None or assignment.member_state is None
+        else assignment.member_state
+    )
+    return state == MEMBER_STATE_STABLE and epoch == assignment_epoch

@@ -1,0 +1,106 @@
+"""The reference analysis: plain Python, one process, written for obviousness. It is the test oracle
+the Spark pipeline must agree with record for record, and the baseline of the benchmark.
+
+Steps, in the order Kafka itself would see the data:
+
+1. Compact by raw key bytes, as Kafka's log cleaner does: the record with the highest offset wins
+   (tombstones included). Only the survivors are decoded: an older value cannot be current if a newer
+   one exists, even when the newer one is unreadable.
+2. Decode each survivor into a Fact; survivors that do not decode are counted in skippedRecords.
+3. Replay: for each logical key (offset commits of key types 0 and 1 share one), the survivor with the
+   highest offset wins; tombstones then delete.
+4. Rebuild every group from its live records (groups.rebuild_group), then decide each offset
+   (rules.decide) and shape the result (report.offset_result).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from .codec import CodecError
+from .facts import OFFSET_COMMIT, Fact, fact_from_record
+from .groups import rebuild_group, simple_group
+from .policy import Policy
+from .raw import RawRecord
+from .report import count_reasons, offset_result, sort_key, summary
+from .rules import OffsetView, decide
+
+
+def analyze_records(
+    records: Iterable[RawRecord],
+    policy: Policy,
+    *,
+    now_ms: int,
+    retention_ms: int,
+    existing_topics: Collection[str] | None,
+    snapshot: Mapping[int, int] | None = None,
+    candidates_only: bool = False,
+) -> dict[str, Any]:
+    scanned = 0
+    latest: dict[tuple[int, bytes], RawRecord] = {}
+    for record in records:
+        scanned += 1
+        slot = (record.partition, record.key)
+        current = latest.get(slot)
+        if current is None or record.offset > current.offset:
+            latest[slot] = record
+
+    skipped = 0
+    replayed: dict[tuple[Any, ...], tuple[int, int, Fact]] = {}
+    for record in latest.values():
+        try:
+            fact = fact_from_record(record.key, record.value)
+        except CodecError:
+            skipped += 1
+            continue
+        key = fact.logical_key()
+        rank = (record.offset, record.partition)
+        current_fact = replayed.get(key)
+        if current_fact is None or rank > current_fact[:2]:
+            replayed[key] = (*rank, fact)
+
+    offsets_by_group: dict[str, list[Fact]] = {}
+    group_facts: dict[str, list[Fact]] = {}
+    for _, _, fact in replayed.values():
+        if fact.tombstone:
+            continue
+        if fact.type == OFFSET_COMMIT:
+            offsets_by_group.setdefault(fact.group, []).append(fact)
+        else:
+            group_facts.setdefault(fact.group, []).append(fact)
+
+    topics = None if existing_topics is None else frozenset(existing_topics)
+    results = []
+    for group_id, offset_facts in offsets_by_group.items():
+        group = (
+            rebuild_group(group_id, group_facts[group_id])
+            if group_id in group_facts
+            else simple_group(group_id)
+        )
+        for fact in offset_facts:
+            offset = offset_view(fact)
+            decision = decide(
+                group, offset, policy, now_ms=now_ms, retention_ms=retention_ms, existing_topics=topics
+            )
+            results.append(offset_result(group, offset, decision))
+    results.sort(key=sort_key)
+
+    return {
+        "summary": summary(
+            records_scanned=scanned,
+            groups=len(offsets_by_group.keys() | group_facts.keys()),
+            reasons=count_reasons(results),
+            skipped_records=skipped,
+            snapshot=snapshot or {},
+        ),
+        "offsets": [r for r in results if r["candidate"]] if candidates_only else results,
+    }
+
+
+def offset_view(fact: Fact) -> OffsetView:
+    assert fact.topic is not None and fact.partition is not None
+    assert fact.committed_offset is not None and fact.commit_timestamp is not None
+    return OffsetView(
+        fact.topic, fact.partition, fact.committed_offset, fact.commit_timestamp, fact.expire_timestamp
+    )

@@ -1,0 +1,119 @@
+"""The analysis' output: one result per committed offset, and the summary (issue 4's JSON shape).
+
+```
+{"summary": {"recordsScanned", "groups", "offsets", "candidates", "byReason": {reason: count},
+             "skippedRecords", "snapshot": {partition: endOffset}},
+ "offsets": [{"group", "groupType", "groupState", "protocolType", "topic", "partition", "offset",
+              "commitTimestamp", "brokerExpiresAt", "candidate", "reason"}]}
+```
+
+Timestamps are milliseconds since the epoch; `brokerExpiresAt` is null when the broker will not expire
+the offset while the group stays in its current state. `byReason` lists every reason of the closed set,
+kept and candidate alike, with 0 for those that did not occur, so dashboards see a fixed set of keys.
+Offsets are sorted by group, topic and partition.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .rules import CANDIDATE_REASONS, Decision, GroupView, OffsetView, Reason
+
+RESULT_FIELDS = (
+    "group",
+    "groupType",
+    "groupState",
+    "protocolType",
+    "topic",
+    "partition",
+    "offset",
+    "commitTimestamp",
+    "brokerExpiresAt",
+    "candidate",
+    "reason",
+)
+_CANDIDATE_VALUES = frozenset(r.value for r in CANDIDATE_REASONS)
+
+
+def offset_result(group: GroupView, offset: OffsetView, decision: Decision) -> dict[str, Any]:
+    return {
+        "group": group.group_id,
+        "groupType": group.type.value,
+        "groupState": group.state,
+        "protocolType": group.protocol_type,
+        "topic": offset.topic,
+        "partition": offset.partition,
+        "offset": offset.offset,
+        "commitTimestamp": offset.commit_timestamp,
+        "brokerExpiresAt": decision.broker_expires_at,
+        "candidate": decision.candidate,
+        "reason": decision.reason.value,
+    }
+
+
+def sort_key(result: Mapping[str, Any]) -> tuple[str, str, int]:
+    return (result["group"], result["topic"], result["partition"])
+
+
+def summary(
+    *,
+    records_scanned: int,
+    groups: int,
+    reasons: Mapping[str, int],
+    skipped_records: int,
+    snapshot: Mapping[int, int],
+) -> dict[str, Any]:
+    """`reasons`: how many offsets got each reason."""
+    by_reason = {r.value: int(reasons.get(r.value, 0)) for r in Reason}
+    candidates = sum(n for r, n in by_reason.items() if r in _CANDIDATE_VALUES)
+    return {
+        "recordsScanned": records_scanned,
+        "groups": groups,
+        "offsets": sum(by_reason.values()),
+        "candidates": candidates,
+        "byReason": by_reason,
+        "skippedRecords": skipped_records,
+        "snapshot": {str(p): int(end) for p, end in sorted(snapshot.items())},
+    }
+
+
+def count_reasons(results: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for result in results:
+        counts[result["reason"]] = counts.get(result["reason"], 0) + 1
+    return counts
+
+
+def write_json_atomically(path: str, report: Mapping[str, Any]) -> None:
+    """Temp file in the same directory, fsync, rename: an interrupted run leaves the old file or none."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".analysis-", suffix=".tmp", dir=directory)
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            write_json(out, report)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(out: Any, report: Mapping[str, Any]) -> None:
+    """One offset per line, so large reports stay readable and diffable."""
+    out.write('{"summary": ')
+    out.write(json.dumps(report["summary"], sort_keys=False))
+    out.write(', "offsets": [')
+    separator = "\n  "
+    for result in report["offsets"]:
+        out.write(separator)
+        out.write(json.dumps(result))
+        separator = ",\n  "
+    out.write("]}\n" if separator == "\n  " else "\n]}\n")

@@ -1,0 +1,244 @@
+"""Records to facts (the fast path agrees with the codec) and facts to group state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from offset_expiry.codec import (
+    CodecError,
+    decode_record,
+    encode_consumer_protocol,
+    encode_key,
+    encode_value,
+    group_metadata,
+    offset_commit,
+    offset_commit_tombstone,
+)
+from offset_expiry.codec.schemas import CONSUMER_PROTOCOL_SUBSCRIPTION
+from offset_expiry.facts import (
+    Fact,
+    _fact_from_decoded,
+    _fast_offset_commit,
+    fact_from_record,
+    subscription_topics_v0,
+)
+from offset_expiry.groups import rebuild_group, simple_group
+from offset_expiry.rules import GroupType, GroupView
+from offset_expiry.synthetic import generate
+
+
+def slow(key: bytes, value: bytes | None) -> Fact:
+    return _fact_from_decoded(decode_record(key, value))
+
+
+def test_fast_path_agrees_with_the_codec_on_every_synthetic_record() -> None:
+    fast_hits = 0
+    for record in generate(7, groups=80).records:
+        try:
+            expected: Fact | None = slow(record.key, record.value)
+        except CodecError:
+            expected = None
+        fast = _fast_offset_commit(record.key, record.value)
+        if fast is not None:
+            fast_hits += 1
+            assert fast == expected
+        if expected is None:
+            try:
+                fact_from_record(record.key, record.value)
+            except CodecError:
+                pass
+            else:
+                raise AssertionError("fact_from_record accepted what the codec refuses")
+        else:
+            assert fact_from_record(record.key, record.value) == expected
+    assert fast_hits > 100
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(
+        [
+            offset_commit("g", "t", 1, offset=5, commit_timestamp=9, metadata="m"),
+            offset_commit("g", "t", 1, offset=5, commit_timestamp=9, expire_timestamp=20),
+            offset_commit_tombstone("gg", "topic", 3),
+        ]
+    ),
+    st.integers(0, 40),
+    st.integers(0, 255),
+    st.booleans(),
+)
+def test_fast_path_never_accepts_what_the_codec_refuses(base: Any, at: int, byte: int, in_key: bool) -> None:
+    key, value = base
+    if in_key or value is None:
+        key = key[:at] + bytes([byte]) + key[at + 1 :] if at < len(key) else key + bytes([byte])
+    else:
+        value = value[:at] + bytes([byte]) + value[at + 1 :] if at < len(value) else value + bytes([byte])
+    fast = _fast_offset_commit(key, value)
+    if fast is None:
+        return
+    assert fast == slow(key, value)
+
+
+def test_offset_commit_facts() -> None:
+    fact = fact_from_record(
+        *offset_commit("g", "t", 2, offset=10, commit_timestamp=100, expire_timestamp=500)
+    )
+    assert fact == Fact(1, "g", "t", 2, committed_offset=10, commit_timestamp=100, expire_timestamp=500)
+    # Kafka's -1 sentinel means "no expire timestamp".
+    raw = encode_value(
+        "OffsetCommit", {"offset": 1, "metadata": "", "commitTimestamp": 5, "expireTimestamp": -1}, 1
+    )
+    assert (
+        fact_from_record(
+            encode_key("OffsetCommit", {"group": "g", "topic": "t", "partition": 0}), raw
+        ).expire_timestamp
+        is None
+    )
+    # Key type 0 is the same logical offset as type 1.
+    legacy = encode_key("OffsetCommit", {"group": "g", "topic": "t", "partition": 2}, 0)
+    v0 = encode_value("OffsetCommit", {"offset": 1, "metadata": "", "commitTimestamp": 5}, 0)
+    assert fact_from_record(legacy, v0).logical_key() == fact.logical_key()
+    assert fact_from_record(*offset_commit_tombstone("g", "t", 2)).tombstone
+
+
+def member(member_id: str, subscription: Any) -> dict[str, Any]:
+    return {
+        "memberId": member_id,
+        "groupInstanceId": None,
+        "clientId": "c",
+        "clientHost": "/h",
+        "rebalanceTimeout": 1,
+        "sessionTimeout": 1,
+        "subscription": subscription,
+        "assignment": b"",
+    }
+
+
+def classic_fact(**kwargs: Any) -> Fact:
+    args: dict[str, Any] = {
+        "protocol_type": "consumer",
+        "generation": 3,
+        "protocol": "range",
+        "leader": None,
+        "current_state_timestamp": 77,
+    }
+    args.update(kwargs)
+    return fact_from_record(*group_metadata("g", **args))
+
+
+def test_classic_subscriptions() -> None:
+    sub_v3 = {"version": 3, "topics": ["b", "a"], "rackId": "r1"}
+    fact = classic_fact(members=[member("m1", sub_v3), member("m2", {"version": 0, "topics": ["c"]})])
+    assert fact.topics == ("a", "b", "c") and fact.member_count == 2 and fact.state_timestamp == 77
+    assert classic_fact(members=[]).topics == ()
+    # No selected protocol, or one member's bytes unreadable: subscriptions unknown.
+    assert classic_fact(protocol=None, members=[member("m1", sub_v3)]).topics is None
+    assert classic_fact(members=[member("m1", sub_v3), member("m2", b"\x00\x00\x00")]).topics is None
+    # Kafka reads only the v0 prefix: a v1 subscription cut after its user data still counts.
+    full = encode_consumer_protocol(CONSUMER_PROTOCOL_SUBSCRIPTION, {"version": 1, "topics": ["x"]}, "s")
+    v0_prefix = full[: 2 + 4 + 2 + 1 + 4]
+    assert subscription_topics_v0(v0_prefix) == ["x"]
+    assert classic_fact(members=[member("m1", v0_prefix)]).topics == ("x",)
+    # Other protocol types have no known subscriptions.
+    assert classic_fact(protocol_type="connect", members=[member("m1", b"opaque")]).topics is None
+    assert classic_fact(current_state_timestamp=-1).state_timestamp is None
+
+
+def test_rebuild_classic_and_simple_groups() -> None:
+    stable = rebuild_group("g", [classic_fact(members=[member("m1", {"version": 1, "topics": ["a"]})])])
+    assert stable == GroupView("g", GroupType.CLASSIC, "Stable", "consumer", 77, frozenset({"a"}))
+    empty = rebuild_group("g", [classic_fact()])
+    assert empty == GroupView("g", GroupType.CLASSIC, "Empty", "consumer", 77, frozenset())
+    assert rebuild_group("g", [classic_fact(protocol_type="")]).is_simple
+    assert rebuild_group("g", []) == simple_group("g")
+
+
+def kip848(type_name: str, key: dict[str, Any], value: dict[str, Any]) -> Fact:
+    return fact_from_record(encode_key(type_name, {"GroupId": "g", **key}), encode_value(type_name, value, 0))
+
+
+def member848(member_id: str, names: list[str], regex: str | None = None) -> Fact:
+    return kip848(
+        "ConsumerGroupMemberMetadata",
+        {"MemberId": member_id},
+        {
+            "InstanceId": None,
+            "RackId": None,
+            "ClientId": "c",
+            "ClientHost": "/h",
+            "SubscribedTopicNames": names,
+            "SubscribedTopicRegex": regex,
+            "RebalanceTimeoutMs": 1,
+            "ServerAssignor": None,
+        },
+    )
+
+
+def assignment848(member_id: str, epoch: int, state: int = 0) -> Fact:
+    return kip848(
+        "ConsumerGroupCurrentMemberAssignment",
+        {"MemberId": member_id},
+        {
+            "MemberEpoch": epoch,
+            "PreviousMemberEpoch": epoch - 1,
+            "State": state,
+            "AssignedPartitions": [],
+            "PartitionsPendingRevocation": [],
+        },
+    )
+
+
+def test_rebuild_kip848_groups() -> None:
+    meta = kip848("ConsumerGroupMetadata", {}, {"Epoch": 5})
+    target = kip848("ConsumerGroupTargetAssignmentMetadata", {}, {"AssignmentEpoch": 5})
+    regex = kip848(
+        "ConsumerGroupRegularExpression",
+        {"RegularExpression": "rx.*"},
+        {"Topics": ["rx-1", "rx-2"], "Version": 1, "Timestamp": 1},
+    )
+    group = rebuild_group(
+        "g",
+        [
+            meta,
+            target,
+            member848("m1", ["a"]),
+            member848("m2", [], "rx.*"),
+            regex,
+            assignment848("m1", 5),
+            assignment848("m2", 5),
+        ],
+    )
+    assert group == GroupView(
+        "g", GroupType.CONSUMER, "Stable", "consumer", None, frozenset({"a", "rx-1", "rx-2"}), False
+    )
+    assert (
+        rebuild_group("g", [meta, target, member848("m1", ["a"]), assignment848("m1", 4)]).state
+        == "Reconciling"
+    )
+    assert (
+        rebuild_group("g", [meta, target, member848("m1", ["a"]), assignment848("m1", 5, 1)]).state
+        == "Reconciling"
+    )
+    older_target = kip848("ConsumerGroupTargetAssignmentMetadata", {}, {"AssignmentEpoch": 4})
+    assert rebuild_group("g", [meta, older_target, member848("m1", ["a"])]).state == "Assigning"
+    unresolved = rebuild_group("g", [meta, target, member848("m1", ["a"], "other.*"), assignment848("m1", 5)])
+    assert unresolved.unresolved_regex and unresolved.subscribed_topics == frozenset({"a"})
+    assert rebuild_group("g", [meta, target]) == GroupView(
+        "g", GroupType.CONSUMER, "Empty", "consumer", None, frozenset()
+    )
+
+
+def test_rebuild_streams_and_share_groups() -> None:
+    def opaque(type_name: str, key: dict[str, Any]) -> Fact:
+        return fact_from_record(
+            encode_key(type_name, {"GroupId": "g", **key}), encode_value(type_name, {"_raw": b"x"}, 0)
+        )
+
+    streams = opaque("StreamsGroupMetadata", {})
+    assert rebuild_group("g", [streams]).state == "Empty"
+    busy = rebuild_group("g", [streams, opaque("StreamsGroupMemberMetadata", {"MemberId": "m"})])
+    assert (busy.type, busy.state, busy.subscribed_topics) == (GroupType.STREAMS, "Unknown", None)
+    assert rebuild_group("g", [opaque("ShareGroupMetadata", {})]).type is GroupType.SHARE
