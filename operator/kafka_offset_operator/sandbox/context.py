@@ -57,6 +57,7 @@ class BrokerConfig:
     default_partitions: int = 1  # num.partitions, for CreateTopics with numPartitions = -1
     auto_create_topics: bool = False  # auto.create.topics.enable (Kafka: true; off here unless asked)
     message_max_bytes: int = 1_048_588  # message.max.bytes
+    explicit: frozenset[str] = frozenset()  # Kafka names of the settings given at start (DescribeConfigs source)
 
 
 class Coordinator(Protocol):

@@ -20,6 +20,7 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.util import calc_crc32c
 
 from .error_codes import ErrorCode
+from .producer_state import ProducerEntry
 
 # RecordBatch v2 header layout (DefaultRecordBatch.java): offsets of the fields we read or patch.
 BASE_OFFSET_AT = 0
@@ -47,6 +48,13 @@ class InvalidBatch(ValueError):
         self.error_code = error_code
 
 
+class InvalidRecord(InvalidBatch):
+    """Kafka's InvalidRecordException: INVALID_RECORD."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.INVALID_RECORD, message)
+
+
 @dataclass(frozen=True)
 class BatchInfo:
     """What the log needs to know about one batch: where it is and what it holds."""
@@ -61,11 +69,37 @@ class BatchInfo:
     control: bool
 
 
-def inspect_batch(data: bytes | bytearray | memoryview) -> tuple[int, int]:
-    """Validate one produced v2 batch; return (record count, size). Raises InvalidBatch.
+@dataclass(frozen=True)
+class BatchHeader:
+    """The fields of a v2 batch header that validation and producer state need."""
 
-    The checks Kafka's LogValidator / DefaultRecordBatch.ensureValid make before anything is appended.
-    """
+    size: int
+    attributes: int
+    last_offset_delta: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & 0x07
+
+    @property
+    def transactional(self) -> bool:
+        return bool(self.attributes & _TRANSACTIONAL)
+
+    @property
+    def control(self) -> bool:
+        return bool(self.attributes & _CONTROL)
+
+
+_HEADER_AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes .. recordCount
+
+
+def read_header(data: bytes | bytearray | memoryview) -> BatchHeader:
+    """Read and sanity-check one v2 batch header (DefaultRecordBatch / ProduceRequest.validateRecords).
+    Raises InvalidBatch; the CRC is checked separately (`check_crc`), after the size limit, as Kafka does."""
     if len(data) < HEADER_SIZE:
         raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, f"{len(data)}-byte batch is shorter than a header")
     length = struct.unpack_from(">i", data, LENGTH_AT)[0]
@@ -75,14 +109,29 @@ def inspect_batch(data: bytes | bytearray | memoryview) -> tuple[int, int]:
     magic = data[MAGIC_AT]
     if magic != 2:
         raise InvalidBatch(ErrorCode.INVALID_RECORD, f"record batch magic {magic}: Produce v3+ needs magic 2")
+    attributes, last_delta, _base_ts, _max_ts, pid, epoch, base_seq, count = _HEADER_AFTER_CRC.unpack_from(
+        data, ATTRIBUTES_AT
+    )
+    # LogValidator.validateBatch
+    if last_delta < 0:
+        raise InvalidRecord("Batch has an invalid offset range")
+    if count <= 0:
+        raise InvalidRecord("Invalid reported count for record batch")
+    if last_delta + 1 != count:
+        raise InvalidRecord("Inconsistent batch offset range and record count")
+    header = BatchHeader(size, attributes, last_delta, pid, epoch, base_seq, count)
+    if header.control:
+        raise InvalidRecord("Clients are not allowed to write control records")
+    return header
+
+
+def check_crc(data: bytes | bytearray | memoryview, header: BatchHeader) -> None:
+    """DefaultRecordBatch.ensureValid: the CRC-32C over attributes .. end must match."""
     crc = struct.unpack_from(">I", data, CRC_AT)[0]
-    if calc_crc32c(memoryview(data)[ATTRIBUTES_AT:size]) != crc:
-        raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, "record batch CRC does not match its contents")
-    last_delta = struct.unpack_from(">i", data, LAST_OFFSET_DELTA_AT)[0]
-    count = struct.unpack_from(">i", data, RECORD_COUNT_AT)[0]
-    if count <= 0 or last_delta != count - 1:
-        raise InvalidBatch(ErrorCode.INVALID_RECORD, f"{count} records but lastOffsetDelta {last_delta}")
-    return count, size
+    if calc_crc32c(memoryview(data)[ATTRIBUTES_AT : header.size]) != crc:
+        raise InvalidBatch(
+            ErrorCode.CORRUPT_MESSAGE, "Record is corrupt (stored crc does not match computed crc)"
+        )
 
 
 def split_batches(records: bytes | bytearray | memoryview) -> list[memoryview]:
@@ -127,6 +176,7 @@ class PartitionLog:
         self._bases: list[int] = []  # base offsets, for bisect
         self.log_start_offset = 0
         self.high_watermark = 0
+        self.producers: dict[int, ProducerEntry] = {}  # idempotent producers' sequence state
 
     def append(self, batch: bytes | bytearray | memoryview, leader_epoch: int = 0) -> int:
         """Append one validated batch, assigning it the next offsets; return its base offset.
@@ -271,6 +321,10 @@ class TopicStore:
 
     def topic_id(self, name: str) -> uuid.UUID:
         return self._topics[name].topic_id
+
+    def configs(self, name: str) -> dict[str, str]:
+        """The topic's own config overrides (defaults are in configs.py)."""
+        return self._topics[name].configs
 
     def is_internal(self, name: str) -> bool:
         return self._topics[name].internal

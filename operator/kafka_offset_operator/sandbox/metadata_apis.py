@@ -1,0 +1,153 @@
+"""Metadata and FindCoordinator: one broker that leads every partition and coordinates every group.
+
+Metadata follows KafkaApis.handleTopicMetadataRequest / getTopicMetadata; FindCoordinator follows
+KafkaApis.handleFindCoordinatorRequest / getCoordinator.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kafka.protocol.metadata import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+
+from . import acl_operations
+from .context import BrokerContext
+from .error_codes import ErrorCode, default_message
+from .registry import CloseConnection, api_handler
+from .topic_names import invalid_reason, is_internal
+
+ZERO_UUID = uuid.UUID(int=0)
+LEADER_EPOCH = 0  # the single broker has led every partition since it was created
+
+Topic = MetadataResponse.MetadataResponseTopic
+Partition = Topic.MetadataResponsePartition
+
+
+def _topic_error(error: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> Any:
+    return Topic(
+        error_code=error,
+        name=name,
+        topic_id=topic_id,
+        is_internal=bool(name and is_internal(name)),
+        partitions=[],
+        authorized_operations=acl_operations.NOT_REQUESTED,
+    )
+
+
+def _topic(ctx: BrokerContext, name: str) -> Any:
+    node = ctx.node_id
+    return Topic(
+        error_code=ErrorCode.NONE,
+        name=name,
+        topic_id=ctx.topics.topic_id(name),
+        is_internal=ctx.topics.is_internal(name),
+        partitions=[
+            Partition(
+                error_code=ErrorCode.NONE,
+                partition_index=p,
+                leader_id=node,
+                leader_epoch=LEADER_EPOCH,
+                replica_nodes=[node],
+                isr_nodes=[node],
+                offline_replicas=[],
+            )
+            for p in range(ctx.topics.partition_count(name))
+        ],
+        authorized_operations=acl_operations.NOT_REQUESTED,
+    )
+
+
+@api_handler(MetadataRequest, 0, 13)
+async def handle_metadata(ctx: BrokerContext, request: Any, api_version: int) -> Any:
+    requested = request.topics
+    all_topics = requested is None or (api_version == 0 and not requested)
+    topics: list[Any] = []
+    if all_topics:
+        topics = [_topic(ctx, name) for name in ctx.topics.names()]
+    else:
+        for wanted in requested:
+            topic_id = wanted.topic_id or ZERO_UUID
+            if api_version < 12 and (wanted.name is None or topic_id != ZERO_UUID):
+                # KafkaApis throws InvalidRequestException: the request fails as a whole.
+                raise CloseConnection("Metadata before v12 needs topic names and no topic ids")
+            if topic_id != ZERO_UUID:
+                name = ctx.topics.name_for_id(topic_id)
+                topics.append(
+                    _topic(ctx, name)
+                    if name is not None
+                    else _topic_error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id)
+                )
+            elif ctx.topics.exists(wanted.name):
+                topics.append(_topic(ctx, wanted.name))
+            elif invalid_reason(wanted.name) is not None:
+                topics.append(_topic_error(ErrorCode.INVALID_TOPIC_EXCEPTION, wanted.name))
+            elif request.allow_auto_topic_creation and ctx.config.auto_create_topics:
+                # AutoTopicCreationManager.createTopics answers LEADER_NOT_AVAILABLE while the topic is made.
+                ctx.topics.create(wanted.name, ctx.config.default_partitions)
+                topics.append(_topic_error(ErrorCode.LEADER_NOT_AVAILABLE, wanted.name))
+            else:
+                topics.append(_topic_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, wanted.name))
+    if api_version >= 8 and request.include_topic_authorized_operations:
+        for topic in topics:
+            topic.authorized_operations = acl_operations.TOPIC_OPERATIONS
+    cluster_ops = acl_operations.NOT_REQUESTED
+    if 8 <= api_version <= 10 and request.include_cluster_authorized_operations:
+        cluster_ops = acl_operations.CLUSTER_OPERATIONS
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=[
+            MetadataResponse.MetadataResponseBroker(
+                node_id=ctx.node_id, host=ctx.host, port=ctx.port, rack=None
+            )
+        ],
+        cluster_id=ctx.cluster_id,
+        controller_id=ctx.node_id,
+        topics=topics,
+        authorized_operations=cluster_ops,
+        error_code=ErrorCode.NONE,
+    )
+
+
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+
+
+def coordinator_for(key_type: int) -> tuple[ErrorCode, bool]:
+    """(error, found): groups are coordinated here; transactions and share groups are not simulated, and
+    a Kafka broker without their state topic answers COORDINATOR_NOT_AVAILABLE (getCoordinator)."""
+    if key_type == GROUP_KEY:
+        return ErrorCode.NONE, True
+    if key_type == TRANSACTION_KEY:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, False
+    # Share keys before v6, share keys without a share coordinator, and unknown key types.
+    return ErrorCode.INVALID_REQUEST, False
+
+
+@api_handler(FindCoordinatorRequest, 0, 6)
+async def handle_find_coordinator(ctx: BrokerContext, request: Any, api_version: int) -> Any:
+    key_type = request.key_type if api_version >= 1 else GROUP_KEY
+    error, found = coordinator_for(key_type)
+    node_id, host, port = (ctx.node_id, ctx.host, ctx.port) if found else (-1, "", -1)
+    if api_version < 4:
+        return FindCoordinatorResponse(
+            throttle_time_ms=0,
+            error_code=error,
+            error_message=default_message(error),
+            node_id=node_id,
+            host=host,
+            port=port,
+        )
+    return FindCoordinatorResponse(
+        throttle_time_ms=0,
+        coordinators=[
+            FindCoordinatorResponse.Coordinator(
+                key=key, node_id=node_id, host=host, port=port, error_code=error, error_message=None
+            )
+            for key in request.coordinator_keys
+        ],
+    )

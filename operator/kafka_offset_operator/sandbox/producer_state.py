@@ -1,0 +1,76 @@
+"""Idempotent-producer bookkeeping per partition: epochs, sequence numbers, duplicate batches.
+
+The checks of Kafka's UnifiedLog.analyzeAndValidateProducerState, ProducerStateEntry.findDuplicateBatch
+and ProducerAppendInfo.checkProducerEpoch / checkSequence
+(storage/src/main/java/org/apache/kafka/storage/internals/log/), reduced to what a single leader needs.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from .error_codes import ErrorCode
+
+NUM_BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class BatchSequence:
+    first_seq: int
+    last_seq: int
+    base_offset: int
+
+
+@dataclass
+class ProducerEntry:
+    epoch: int
+    batches: deque[BatchSequence] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+
+def last_sequence(first_seq: int, last_offset_delta: int) -> int:
+    """DefaultRecordBatch.incrementSequence: sequences wrap from Integer.MAX_VALUE to 0."""
+    total = first_seq + last_offset_delta
+    return total - INT32_MAX - 1 if total > INT32_MAX else total
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+def check(
+    entry: ProducerEntry | None, epoch: int, first_seq: int, last_seq: int
+) -> tuple[ErrorCode, int | None]:
+    """(error, duplicate's base offset): NONE with an offset means "already written, answer with it"."""
+    if entry is None:
+        return ErrorCode.NONE, None  # no state (new producer, or state lost): any sequence is accepted
+    if epoch < entry.epoch:
+        return ErrorCode.INVALID_PRODUCER_EPOCH, None
+    if epoch == entry.epoch:
+        for batch in entry.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return ErrorCode.NONE, batch.base_offset
+        if not _in_sequence(entry.last_seq, first_seq):
+            return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, None
+    elif first_seq != 0:
+        return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, None
+    return ErrorCode.NONE, None
+
+
+def record(
+    producers: dict[int, ProducerEntry],
+    producer_id: int,
+    epoch: int,
+    first_seq: int,
+    last_seq: int,
+    base: int,
+) -> None:
+    entry = producers.get(producer_id)
+    if entry is None or entry.epoch != epoch:
+        entry = producers[producer_id] = ProducerEntry(epoch)
+    entry.batches.append(BatchSequence(first_seq, last_seq, base))

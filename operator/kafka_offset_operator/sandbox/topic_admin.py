@@ -1,0 +1,340 @@
+"""CreateTopics, DeleteTopics and CreatePartitions, with the KRaft controller's checks and messages.
+
+Sources: ControllerApis.createTopics / deleteTopics / createPartitions and
+ReplicationControlManager.createTopics / createTopic / validateNewTopicNames / computeConfigChanges /
+createPartitions (metadata/src/main/java/org/apache/kafka/controller/). One broker means a replication
+factor above 1 cannot be placed (StripedReplicaPlacer's message).
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections import Counter
+from typing import Any
+
+from kafka.protocol.admin import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+
+from . import configs
+from .context import BrokerContext
+from .error_codes import ErrorCode
+from .registry import api_handler
+from .topic_names import invalid_reason, is_internal, unify_collision_chars
+
+ZERO_UUID = uuid.UUID(int=0)
+BROKERS = 1
+
+TopicResult = CreateTopicsResponse.CreatableTopicResult
+TopicConfig = TopicResult.CreatableTopicConfigs
+DeleteResult = DeleteTopicsResponse.DeletableTopicResult
+PartitionsResult = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+
+class ApiError(Exception):
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _partitions_and_rf(ctx: BrokerContext, topic: Any) -> tuple[int, int]:
+    """ReplicationControlManager.createTopic's checks; (partitions, replication factor) or ApiError."""
+    if topic.assignments:
+        if topic.replication_factor != -1:
+            raise ApiError(
+                ErrorCode.INVALID_REQUEST,
+                "A manual partition assignment was specified, but replication factor was not set to -1.",
+            )
+        if topic.num_partitions != -1:
+            raise ApiError(
+                ErrorCode.INVALID_REQUEST,
+                "A manual partition assignment was specified, but numPartitions was not set to -1.",
+            )
+        indexes = [a.partition_index for a in topic.assignments]
+        for a in topic.assignments:
+            if indexes.count(a.partition_index) > 1:
+                raise ApiError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"Found multiple manual partition assignments for partition {a.partition_index}",
+                )
+            if (
+                not a.broker_ids
+                or any(b != ctx.node_id for b in a.broker_ids)
+                or len(set(a.broker_ids)) != len(a.broker_ids)
+            ):
+                raise ApiError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes broker(s) that are not registered: {a.broker_ids}",
+                )
+        if sorted(indexes) != list(range(len(indexes))):
+            raise ApiError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                "partitions should be a consecutive 0-based integer sequence",
+            )
+        return len(indexes), 1
+    if topic.replication_factor < -1 or topic.replication_factor == 0:
+        raise ApiError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        )
+    if topic.num_partitions < -1 or topic.num_partitions == 0:
+        raise ApiError(
+            ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
+        )
+    partitions = ctx.config.default_partitions if topic.num_partitions == -1 else topic.num_partitions
+    rf = 1 if topic.replication_factor == -1 else topic.replication_factor
+    if rf > BROKERS:
+        raise ApiError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be "
+            f"reached because only {BROKERS} broker(s) are registered.",
+        )
+    return partitions, rf
+
+
+def _topic_configs(topic: Any) -> dict[str, str]:
+    null = [c.name for c in topic.configs if c.value is None]
+    if null:
+        raise ApiError(
+            ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {','.join(null)}"
+        )
+    unknown = configs.unknown_topic_configs([c.name for c in topic.configs])
+    if unknown:
+        raise ApiError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}")
+    return {c.name: c.value for c in topic.configs}
+
+
+def _create_one(ctx: BrokerContext, topic: Any, validate_only: bool) -> Any:
+    name = topic.name
+    reason = invalid_reason(name)
+    if reason is not None:
+        raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+    if ctx.topics.exists(name):
+        raise ApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    unified = unify_collision_chars(name)
+    for other in ctx.topics.names():
+        if unify_collision_chars(other) == unified:
+            raise ApiError(
+                ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {other}"
+            )
+    overrides = _topic_configs(topic)
+    partitions, rf = _partitions_and_rf(ctx, topic)
+    topic_id = ZERO_UUID
+    if not validate_only:
+        topic_id = ctx.topics.create(name, partitions, internal=is_internal(name), configs=overrides).topic_id
+    return TopicResult(
+        name=name,
+        topic_id=topic_id,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        topic_config_error_code=ErrorCode.NONE,
+        num_partitions=partitions,
+        replication_factor=rf,
+        configs=[
+            TopicConfig(
+                name=e.name, value=e.value, read_only=False, config_source=e.source, is_sensitive=False
+            )
+            for e in configs.topic_entries(overrides)
+        ],
+    )
+
+
+@api_handler(CreateTopicsRequest, 2, 7)
+async def handle_create_topics(ctx: BrokerContext, request: Any, api_version: int) -> Any:
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    reported_duplicates: set[str] = set()
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            if topic.name not in reported_duplicates:
+                reported_duplicates.add(topic.name)
+                results.append(_error_result(topic.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+            continue
+        try:
+            results.append(_create_one(ctx, topic, bool(request.validate_only)))
+        except ApiError as exc:
+            results.append(_error_result(topic.name, exc.code, exc.message))
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+def _error_result(name: str, code: ErrorCode, message: str | None) -> Any:
+    return TopicResult(
+        name=name,
+        topic_id=ZERO_UUID,
+        error_code=code,
+        error_message=message,
+        topic_config_error_code=ErrorCode.NONE,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=[],
+    )
+
+
+async def _notify_deleted(ctx: BrokerContext, names: list[str]) -> None:
+    """GroupCoordinator.onPartitionsDeleted: the coordinator drops the deleted topics' offsets."""
+    callback = getattr(ctx.coordinator, "on_topics_deleted", None)
+    if callback is not None and names:
+        result = callback(names)
+        if inspect.isawaitable(result):
+            await result
+
+
+@api_handler(DeleteTopicsRequest, 1, 6)
+async def handle_delete_topics(ctx: BrokerContext, request: Any, api_version: int) -> Any:
+    results = []
+    # (name, id) pairs as the request gave them; v6 may name a topic by id.
+    given: list[tuple[str | None, uuid.UUID]] = (
+        [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]
+        if api_version >= 6
+        else [(n, ZERO_UUID) for n in request.topic_names]
+    )
+    names = Counter(n for n, i in given if n is not None and i == ZERO_UUID)
+    ids = Counter(i for n, i in given if n is None and i != ZERO_UUID)
+    to_delete: list[tuple[str, uuid.UUID]] = []
+    for name, topic_id in given:
+        if name is None and topic_id == ZERO_UUID:
+            results.append(
+                DeleteResult(
+                    name=None,
+                    topic_id=ZERO_UUID,
+                    error_code=ErrorCode.INVALID_REQUEST,
+                    error_message="Neither topic name nor id were specified.",
+                )
+            )
+        elif name is not None and topic_id != ZERO_UUID:
+            results.append(
+                DeleteResult(
+                    name=name,
+                    topic_id=topic_id,
+                    error_code=ErrorCode.INVALID_REQUEST,
+                    error_message="You may not specify both topic name and topic id.",
+                )
+            )
+        elif name is not None and names[name] > 1:
+            if names[name] > 0:
+                names[name] = 0  # report a duplicate once
+                results.append(
+                    DeleteResult(
+                        name=name,
+                        topic_id=ZERO_UUID,
+                        error_code=ErrorCode.INVALID_REQUEST,
+                        error_message="Duplicate topic name.",
+                    )
+                )
+        elif name is None and ids[topic_id] > 1:
+            if ids[topic_id] > 0:
+                ids[topic_id] = 0
+                results.append(
+                    DeleteResult(
+                        name=None,
+                        topic_id=topic_id,
+                        error_code=ErrorCode.INVALID_REQUEST,
+                        error_message="Duplicate topic id.",
+                    )
+                )
+        elif name is None:
+            found = ctx.topics.name_for_id(topic_id)
+            if found is None:
+                results.append(
+                    DeleteResult(
+                        name=None,
+                        topic_id=topic_id,
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                        error_message=None,
+                    )
+                )
+            else:
+                to_delete.append((found, topic_id))
+        elif not ctx.topics.exists(name):
+            results.append(
+                DeleteResult(
+                    name=name,
+                    topic_id=ZERO_UUID,
+                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    error_message=None,
+                )
+            )
+        else:
+            to_delete.append((name, ctx.topics.topic_id(name)))
+    deleted = []
+    for name, topic_id in dict.fromkeys(to_delete):
+        if is_internal(name):
+            # Kafka's KRaft controller would delete it; the sandbox's coordinator cannot live without it.
+            results.append(
+                DeleteResult(
+                    name=name,
+                    topic_id=topic_id,
+                    error_code=ErrorCode.INVALID_REQUEST,
+                    error_message=f"The sandbox broker does not delete internal topic {name}.",
+                )
+            )
+            continue
+        ctx.topics.delete(name)
+        deleted.append(name)
+        results.append(DeleteResult(name=name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None))
+    await _notify_deleted(ctx, deleted)
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+
+
+@api_handler(CreatePartitionsRequest, 0, 3)
+async def handle_create_partitions(ctx: BrokerContext, request: Any, api_version: int) -> Any:
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    reported: set[str] = set()
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            if topic.name not in reported:
+                reported.add(topic.name)
+                results.append(
+                    PartitionsResult(
+                        name=topic.name,
+                        error_code=ErrorCode.INVALID_REQUEST,
+                        error_message="Duplicate topic name.",
+                    )
+                )
+            continue
+        try:
+            _add_partitions(ctx, topic, bool(request.validate_only))
+            results.append(PartitionsResult(name=topic.name, error_code=ErrorCode.NONE, error_message=None))
+        except ApiError as exc:
+            results.append(PartitionsResult(name=topic.name, error_code=exc.code, error_message=exc.message))
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+
+
+def _add_partitions(ctx: BrokerContext, topic: Any, validate_only: bool) -> None:
+    """ReplicationControlManager.createPartitions."""
+    if not ctx.topics.exists(topic.name):
+        raise ApiError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+        )
+    current = ctx.topics.partition_count(topic.name)
+    if topic.count == current:
+        raise ApiError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
+    if topic.count < current:
+        raise ApiError(
+            ErrorCode.INVALID_PARTITIONS,
+            f"The topic {topic.name} currently has {current} partition(s); {topic.count} would not be an increase.",
+        )
+    additional = topic.count - current
+    if topic.assignments is not None:
+        if len(topic.assignments) != additional:
+            raise ApiError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Attempted to add {additional} additional partition(s), but only {len(topic.assignments)} "
+                "assignment(s) were specified.",
+            )
+        for a in topic.assignments:
+            if list(a.broker_ids) != [ctx.node_id]:
+                raise ApiError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes broker(s) that are not registered: {a.broker_ids}",
+                )
+    if not validate_only:
+        ctx.topics.add_partitions(topic.name, topic.count)
