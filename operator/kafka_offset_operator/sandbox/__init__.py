@@ -3,3 +3,7 @@
 It speaks the Kafka protocol over TCP, runs a classic group coordinator with Kafka 4.x's rules and
 writes every group/offset change to its own `__consumer_offsets` topic in Kafka's binary format.
 """
+
+from .broker import SandboxBroker
+
+__all__ = ["SandboxBroker"]
