@@ -1,0 +1,169 @@
+"""The sandbox's group coordinator: one synchronous state machine, data in and data out.
+
+It plays the part of Kafka 4.x's GroupCoordinatorShard for every `__consumer_offsets` partition at
+once. Time comes from the injected clock; records go to the injected sink; nothing here does I/O or
+knows about asyncio. Before each operation, timers whose deadline has passed are fired in deadline
+order, each at its own deadline, so after a clock jump the state is what Kafka's would be had that
+time really passed (see `tick`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from .admin import GroupAdmin
+from .errors import Error
+from .loader import LoadReport, RecordLoader
+from .membership import Membership
+from .messages import (
+    CleanupReport,
+    DeletedGroup,
+    DescribedGroup,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListedGroup,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchGroupRequest,
+    OffsetFetchGroupResponse,
+    RequestContext,
+    SyncGroupRequest,
+    SyncGroupResponse,
+    TopicResult,
+)
+from .offset_manager import OffsetManager, TopicView
+from .pending import Pending
+from .state import CoordinatorConfig, CoordinatorState, Liveness, RecordSink, TimestampedRecord, never_live
+
+CLEANUP_KEY = "expire-group-metadata"
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        config: CoordinatorConfig,
+        now_ms: Callable[[], int],
+        sink: RecordSink,
+        topics: TopicView,
+        liveness: Liveness = never_live,
+    ) -> None:
+        self.state = CoordinatorState(config, now_ms, sink, liveness)
+        self.membership = Membership(self.state)
+        self.offsets = OffsetManager(self.state, self.membership, topics)
+        self.admin = GroupAdmin(self.state, self.offsets)
+        self.loader = RecordLoader(self.state, self.membership)
+        self._ticking = False
+        self._schedule_cleanup(self.state.now() + config.offsets_retention_check_interval_ms)
+
+    # ---- time ----
+
+    def tick(self) -> int:
+        """Fires every timer due at the broker clock's now, earliest first, each at its deadline.
+        Returns how many fired."""
+        if self._ticking:
+            return 0
+        self._ticking = True
+        fired = 0
+        try:
+            while True:
+                due = self.state.timers.pop_due(self.state.clock_now())
+                if due is None:
+                    return fired
+                with self.state.at(due.deadline_ms):
+                    due.callback()
+                fired += 1
+        finally:
+            self._ticking = False
+
+    def next_deadline(self) -> int | None:
+        return self.state.timers.next_deadline()
+
+    def _schedule_cleanup(self, deadline_ms: int) -> None:
+        self.state.timers.schedule(CLEANUP_KEY, deadline_ms, self._periodic_cleanup)
+
+    def _periodic_cleanup(self) -> None:
+        """The offsets.retention.check.interval.ms task. After a clock jump it does not replay every
+        missed interval: it runs again right after the next state change (another due timer), or at
+        the last interval boundary before now. Expiry only grows with time while a group's state
+        holds, so the outcome is Kafka's; only the tombstones' timestamps may be later."""
+        ran_at = self.state.now()
+        self.offsets.cleanup()
+        interval = self.state.config.offsets_retention_check_interval_ms
+        now = self.state.clock_now()
+        following = ran_at + interval
+        if following <= now:
+            last_due = ran_at + (now - ran_at) // interval * interval
+            other = self.state.timers.next_deadline()
+            if other is None or other > now:
+                following = last_due
+            else:
+                after_other = ran_at + -(-(other - ran_at) // interval) * interval
+                following = min(max(after_other, following), last_due)
+        self._schedule_cleanup(following)
+
+    # ---- membership ----
+
+    def join_group(self, ctx: RequestContext, request: JoinGroupRequest) -> Pending[JoinGroupResponse]:
+        self.tick()
+        return self.membership.join(ctx, request)
+
+    def sync_group(self, ctx: RequestContext, request: SyncGroupRequest) -> Pending[SyncGroupResponse]:
+        self.tick()
+        return self.membership.sync(ctx, request)
+
+    def heartbeat(self, ctx: RequestContext, request: HeartbeatRequest) -> Error:
+        self.tick()
+        return self.membership.heartbeat(ctx, request)
+
+    def leave_group(self, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+        self.tick()
+        return self.membership.leave(ctx, request)
+
+    # ---- offsets ----
+
+    def commit_offsets(self, ctx: RequestContext, request: OffsetCommitRequest) -> tuple[TopicResult, ...]:
+        self.tick()
+        return self.offsets.commit(ctx, request)
+
+    def fetch_offsets(self, request: OffsetFetchGroupRequest) -> OffsetFetchGroupResponse:
+        self.tick()
+        return self.offsets.fetch(request)
+
+    def delete_offsets(self, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+        self.tick()
+        return self.offsets.delete(request)
+
+    # ---- admin ----
+
+    def list_groups(
+        self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
+    ) -> list[ListedGroup]:
+        self.tick()
+        return self.admin.list_groups(states_filter, types_filter)
+
+    def describe_groups(self, group_ids: Iterable[str], api_version: int = 5) -> list[DescribedGroup]:
+        self.tick()
+        return self.admin.describe_groups(group_ids, api_version)
+
+    def delete_groups(self, group_ids: Iterable[str]) -> list[DeletedGroup]:
+        self.tick()
+        return self.admin.delete_groups(group_ids)
+
+    # ---- broker hooks ----
+
+    def expire_offsets(self) -> CleanupReport:
+        """Runs the expiration task now (after any timers that are due)."""
+        self.tick()
+        return self.offsets.cleanup()
+
+    def on_topics_deleted(self, topics: Iterable[str]) -> int:
+        self.tick()
+        return self.offsets.on_topics_deleted(topics)
+
+    def load(self, records: Sequence[TimestampedRecord]) -> LoadReport:
+        self.tick()
+        return self.loader.load(records)
