@@ -57,6 +57,7 @@ class GroupCoordinator:
         self.admin = GroupAdmin(self.state, self.offsets)
         self.loader = RecordLoader(self.state, self.membership)
         self._ticking = False
+        self._collecting: CleanupReport | None = None
         self._schedule_cleanup(self.state.now() + config.offsets_retention_check_interval_ms)
 
     # ---- time ----
@@ -91,7 +92,7 @@ class GroupCoordinator:
         the last interval boundary before now. Expiry only grows with time while a group's state
         holds, so the outcome is Kafka's; only the tombstones' timestamps may be later."""
         ran_at = self.state.now()
-        self.offsets.cleanup()
+        self._collect(self.offsets.cleanup())
         interval = self.state.config.offsets_retention_check_interval_ms
         now = self.state.clock_now()
         following = ran_at + interval
@@ -156,9 +157,20 @@ class GroupCoordinator:
     # ---- broker hooks ----
 
     def expire_offsets(self) -> CleanupReport:
-        """Runs the expiration task now (after any timers that are due)."""
-        self.tick()
-        return self.offsets.cleanup()
+        """Runs the expiration task now, after the timers that are due (which may include periodic
+        runs of it after a clock jump). Reports what all of those runs expired and deleted."""
+        self._collecting = CleanupReport()
+        try:
+            self.tick()
+            self._collect(self.offsets.cleanup())
+            return self._collecting
+        finally:
+            self._collecting = None
+
+    def _collect(self, report: CleanupReport) -> None:
+        if self._collecting is not None:
+            self._collecting.expired_offsets += report.expired_offsets
+            self._collecting.deleted_groups += report.deleted_groups
 
     def on_topics_deleted(self, topics: Iterable[str]) -> int:
         self.tick()

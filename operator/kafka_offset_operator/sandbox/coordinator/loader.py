@@ -9,12 +9,19 @@ skipped, never fatal.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from offset_expiry.codec import RECORD_TYPES, CodecError, decode_key
-from offset_expiry.codec.wire import Reader
+from offset_expiry.codec import (
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    CodecError,
+    RecordType,
+    decode_key,
+    decode_value,
+    encode_consumer_protocol,
+)
 
 from .classic import ClassicGroup, ClassicMember, GroupState
 from .membership import Membership
@@ -39,16 +46,17 @@ class LoadReport:
             self.problems.append(why)
 
 
-def decode_plain_value(type_id: int, value: bytes) -> dict[str, Any]:
-    """The value's fields as Kafka's generated classes read them (member subscriptions stay bytes)."""
-    message = RECORD_TYPES[type_id].value
-    if message is None:
-        raise CodecError(f"record type {type_id} is not supported", part="value")
-    reader = Reader(value, "value")
-    version = reader.int16("value version")
-    message.check_version(version, reader, 0)
-    fields = message.decode(reader, version)
-    reader.expect_end()
+def decode_plain_value(rtype: RecordType, value: bytes) -> dict[str, Any]:
+    """The value's fields as Kafka's generated classes hold them: a classic member's subscription and
+    assignment stay bytes (the codec decodes them for display; they round-trip exactly)."""
+    _version, fields = decode_value(rtype, value)
+    for member in fields.get("members") or () if rtype.id == 2 else ():
+        for name, schema in (
+            ("subscription", CONSUMER_PROTOCOL_SUBSCRIPTION),
+            ("assignment", CONSUMER_PROTOCOL_ASSIGNMENT),
+        ):
+            if isinstance(member.get(name), Mapping):
+                member[name] = encode_consumer_protocol(schema, member[name], name)
     return fields
 
 
@@ -63,7 +71,7 @@ class RecordLoader:
         for key, value, _timestamp in records:
             try:
                 rtype, type_id, key_fields = decode_key(key)
-                fields = None if value is None else decode_plain_value(type_id, value)
+                fields = None if value is None else decode_plain_value(rtype, value)
             except CodecError as exc:
                 report.skip(f"undecodable record: {exc}")
                 continue

@@ -1,0 +1,183 @@
+"""The expiration task (KIP-211 / KIP-496) on the state machine, per group kind, with the exact
+inclusive boundary `now - base >= retention` (OffsetExpirationConditionImpl) and the tombstones
+Kafka 4.x writes (cleanupExpiredOffsets + cleanupGroupMetadata)."""
+
+from __future__ import annotations
+
+from coordinator_harness import DAY, RETENTION, T0, Harness, kip848_group_records
+
+from kafka_offset_operator.sandbox.coordinator import Error
+from kafka_offset_operator.sandbox.coordinator.classic import GroupState
+from kafka_offset_operator.sandbox.coordinator.messages import OffsetDeleteRequest, Protocol
+from offset_expiry.codec import offset_commit
+
+
+def offsets_of(h: Harness, group: str) -> set[tuple[str, int]]:
+    return {(t, p) for t, p, _ in h.coord.state.offsets.entries(group)}
+
+
+def empty_consumer_group(h: Harness, group: str, offsets: dict[tuple[str, int], int]) -> int:
+    """A consumer group that committed and then left: returns its currentStateTimestamp."""
+    member_id, generation = h.stable_group(group, "orders")
+    h.commit(group, offsets, generation=generation, member_id=member_id)
+    h.clock.advance(hours=1)
+    h.leave(group, member_id)
+    state = h.coord.state.classic_group(group)
+    assert state is not None and state.state is GroupState.EMPTY and state.current_state_timestamp is not None
+    return state.current_state_timestamp
+
+
+def test_empty_group_expires_from_its_state_timestamp_then_is_deleted() -> None:
+    h = Harness()
+    became_empty = empty_consumer_group(h, "g1", {("orders", 0): 1, ("payments", 0): 2})
+    h.clock.advance(ms=became_empty + RETENTION - 1 - h.clock.now_ms())
+    assert h.coord.expire_offsets().expired_offsets == []
+    h.clock.advance(ms=1)
+    mark = h.mark()
+    report = h.coord.expire_offsets()
+    assert sorted(report.expired_offsets) == [("g1", "orders", 0), ("g1", "payments", 0)]
+    assert report.deleted_groups == ["g1"]
+    assert h.summary(mark) == [
+        ("OffsetCommit", "g1", "orders", 0, True),
+        ("OffsetCommit", "g1", "payments", 0, True),
+        ("GroupMetadata", "g1", True),
+    ]
+    assert h.coord.list_groups() == []
+
+
+def test_admin_recommit_does_not_postpone_an_empty_classic_group() -> None:
+    h = Harness()
+    became_empty = empty_consumer_group(h, "g1", {("orders", 0): 1})
+    h.clock.advance(days=6)
+    assert h.commit("g1", {("orders", 0): 1, ("audit", 0): 3}) == {
+        ("orders", 0): Error.NONE,
+        ("audit", 0): Error.NONE,
+    }
+    h.clock.advance(ms=became_empty + RETENTION - h.clock.now_ms())
+    report = h.coord.expire_offsets()
+    assert sorted(report.expired_offsets) == [("g1", "audit", 0), ("g1", "orders", 0)]
+
+
+def test_simple_group_expires_by_commit_timestamp_and_a_recommit_postpones_it() -> None:
+    h = Harness()
+    h.commit("standalone", {("orders", 0): 1, ("orders", 1): 1})
+    h.clock.advance(days=6)
+    h.commit("standalone", {("orders", 1): 2})
+    h.clock.advance(days=1)
+    report = h.coord.expire_offsets()
+    assert report.expired_offsets == [("standalone", "orders", 0)]
+    assert report.deleted_groups == []
+    h.clock.advance(days=6)
+    report = h.coord.expire_offsets()
+    assert report.expired_offsets == [("standalone", "orders", 1)]
+    assert report.deleted_groups == ["standalone"]  # even a group that never had a GroupMetadata record
+
+
+def test_stable_consumer_group_keeps_subscribed_offsets_and_loses_unsubscribed_ones() -> None:
+    h = Harness()
+    member_id, generation = h.stable_group("g1", "orders")
+    h.commit("g1", {("orders", 0): 1, ("payments", 0): 2}, generation=generation, member_id=member_id)
+    h.live.add(("g1", member_id))  # the client keeps heartbeating through the jump
+    h.clock.advance(ms=RETENTION - 1)
+    assert h.coord.expire_offsets().expired_offsets == []
+    h.clock.advance(ms=1)
+    report = h.coord.expire_offsets()
+    assert report.expired_offsets == [("g1", "payments", 0)]
+    assert report.deleted_groups == []
+    assert offsets_of(h, "g1") == {("orders", 0)}
+
+
+def test_rebalancing_groups_and_active_non_consumer_groups_expire_nothing() -> None:
+    h = Harness()
+    member_id, generation = h.stable_group("g1", "orders")
+    h.commit("g1", {("payments", 0): 2}, generation=generation, member_id=member_id)
+    h.join_new_member("g1", client_id="other")  # PreparingRebalance from now on
+    joined = h.join("connect", version=3, protocol_type="connect", protocols=(Protocol("default", b"\x00"),))
+    h.coord.tick()
+    c = joined.result()
+    h.sync("connect", c.member_id, c.generation_id)
+    h.commit("connect", {("audit", 0): 1}, generation=c.generation_id, member_id=c.member_id)
+    h.live.update({("g1", member_id), ("connect", c.member_id)})
+    h.clock.advance(ms=RETENTION + 1)
+    # Expire directly, before the timers: what matters here is the states, not the timeouts.
+    report = h.coord.offsets.cleanup()
+    assert report.expired_offsets == []
+
+
+def test_explicit_expire_timestamp_wins() -> None:
+    h = Harness()
+    h.commit("g1", {("orders", 0): 1}, version=3, retention_ms=DAY)
+    h.commit("g1", {("orders", 1): 1})
+    h.clock.advance(ms=DAY)
+    assert h.coord.expire_offsets().expired_offsets == [("g1", "orders", 0)]
+
+
+def test_the_periodic_task_runs_every_check_interval_of_broker_time() -> None:
+    h = Harness()
+    h.commit("standalone", {("orders", 0): 1})
+    h.clock.advance(ms=RETENTION)  # retention passed at T0 + 7d; the task is due every 10 minutes
+    h.coord.tick()
+    assert offsets_of(h, "standalone") == set()
+    tombstones = [ts for _, _, v, ts in h.sink.records if v is None]
+    assert tombstones == [T0 + RETENTION, T0 + RETENTION]  # offset, then the emptied group
+
+
+def test_topic_deletion_deletes_its_offsets_in_every_group() -> None:
+    h = Harness()
+    h.commit("a", {("orders", 0): 1, ("payments", 0): 1})
+    h.commit("b", {("orders", 1): 1})
+    mark = h.mark()
+    assert h.coord.on_topics_deleted(["orders"]) == 2
+    assert sorted(h.summary(mark)) == [
+        ("OffsetCommit", "a", "orders", 0, True),
+        ("OffsetCommit", "b", "orders", 1, True),
+    ]
+    assert offsets_of(h, "a") == {("payments", 0)}
+
+
+def test_kip848_group_expires_by_commit_time_outside_names_and_resolved_regexes() -> None:
+    h = Harness()
+    h.coord.load(
+        kip848_group_records(
+            "modern", {"m1": (["orders"], None), "m2": ([], "pay.*")}, {"pay.*": ["payments"]}
+        )
+    )
+    # Admin commits are refused while members exist, so the offsets are seeded as records too.
+    assert h.commit("modern", {("orders", 0): 1}) == {("orders", 0): Error.UNKNOWN_MEMBER_ID}
+    h.coord.load(
+        [
+            (*offset_commit("modern", topic, 0, offset=1, commit_timestamp=T0), T0)
+            for topic in ("orders", "payments", "audit")
+        ]
+    )
+    h.clock.advance(ms=RETENTION)
+    report = h.coord.offsets.cleanup()
+    assert report.expired_offsets == [("modern", "audit", 0)]
+    assert report.deleted_groups == []
+    error = h.coord.delete_offsets(OffsetDeleteRequest("modern", (("payments", (0,)), ("audit", (0,)))))
+    assert error.error is Error.NONE
+    assert [(t.name, t.partitions[0].error) for t in error.topics] == [
+        ("payments", Error.GROUP_SUBSCRIBED_TO_TOPIC),
+        ("audit", Error.NONE),
+    ]
+    [listed] = h.coord.list_groups()
+    assert (listed.group_type, listed.protocol_type, listed.state) == ("consumer", "consumer", "Stable")
+    [described] = h.coord.describe_groups(["modern"], api_version=6)
+    assert (described.state, described.error) == ("Dead", Error.GROUP_ID_NOT_FOUND)
+    assert [r.error for r in h.coord.delete_groups(["modern"])] == [Error.NON_EMPTY_GROUP]
+
+
+def test_empty_kip848_group_accepts_admin_commits_and_is_deleted_with_its_tombstones() -> None:
+    h = Harness()
+    h.coord.load(kip848_group_records("modern", {}, {}, epoch=3))
+    assert h.commit("modern", {("orders", 0): 1}) == {("orders", 0): Error.NONE}
+    h.clock.advance(ms=RETENTION)
+    mark = h.mark()
+    report = h.coord.offsets.cleanup()
+    assert report.deleted_groups == ["modern"]
+    assert h.summary(mark) == [
+        ("OffsetCommit", "modern", "orders", 0, True),
+        ("ConsumerGroupTargetAssignmentMetadata", "modern", True),
+        ("ConsumerGroupPartitionMetadata", "modern", True),
+        ("ConsumerGroupMetadata", "modern", True),
+    ]

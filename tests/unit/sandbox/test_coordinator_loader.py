@@ -1,0 +1,98 @@
+"""Records found in `__consumer_offsets` become coordinator state, as when a Kafka shard loads its
+partition (GroupCoordinatorShard.replay, GroupMetadataManager.replay / onLoaded)."""
+
+from __future__ import annotations
+
+from coordinator_harness import T0, Harness, assignment, subscription
+
+from kafka_offset_operator.sandbox.coordinator import Error
+from kafka_offset_operator.sandbox.coordinator.classic import GroupState
+from offset_expiry.codec import (
+    group_metadata,
+    group_metadata_tombstone,
+    offset_commit,
+    offset_commit_tombstone,
+)
+
+
+def stable_group_record(
+    group: str, *topics: str, session_ms: int = 45_000
+) -> tuple[bytes, bytes | None, int]:
+    key, value = group_metadata(
+        group,
+        protocol_type="consumer",
+        generation=4,
+        protocol="range",
+        leader="m1",
+        current_state_timestamp=T0 - 1000,
+        members=[
+            {
+                "memberId": "m1",
+                "groupInstanceId": None,
+                "clientId": "c",
+                "clientHost": "/10.0.0.9",
+                "rebalanceTimeout": -1,
+                "sessionTimeout": session_ms,
+                "subscription": subscription(*topics),
+                "assignment": assignment(orders=[0]),
+            }
+        ],
+    )
+    return key, value, T0
+
+
+def test_a_loaded_group_with_members_is_stable_and_its_members_get_sessions() -> None:
+    h = Harness()
+    report = h.coord.load(
+        [
+            stable_group_record("g1", "orders"),
+            (*offset_commit("g1", "payments", 0, offset=3, commit_timestamp=T0), T0),
+        ]
+    )
+    assert (report.applied, report.skipped) == (2, 0)
+    group = h.coord.state.classic_group("g1")
+    assert group is not None and group.state is GroupState.STABLE
+    assert group.generation_id == 4 and group.subscribed_topics == frozenset({"orders"})
+    assert group.members["m1"].rebalance_timeout_ms == 45_000  # -1 means "use the session timeout"
+    [described] = h.coord.describe_groups(["g1"])
+    assert described.state == "Stable" and described.members[0].metadata == subscription("orders")
+    assert h.commit("g1", {("orders", 0): 1}) == {("orders", 0): Error.UNKNOWN_MEMBER_ID}
+    # GroupMetadataManager.onLoaded schedules each member's session: nobody heartbeats, so it ends.
+    h.clock.advance(ms=45_000)
+    h.coord.tick()
+    assert group.state is GroupState.EMPTY
+
+
+def test_offsets_without_a_group_belong_to_a_simple_group_and_tombstones_remove() -> None:
+    h = Harness()
+    h.coord.load(
+        [
+            (
+                *offset_commit(
+                    "lone", "orders", 0, offset=1, commit_timestamp=T0 - 5, expire_timestamp=T0 + 9
+                ),
+                T0,
+            ),
+            (*offset_commit("lone", "orders", 1, offset=2, commit_timestamp=T0 - 5), T0),
+            (*offset_commit_tombstone("lone", "orders", 1), T0),
+        ]
+    )
+    stored = {(t, p): v for t, p, v in h.coord.state.offsets.entries("lone")}
+    assert list(stored) == [("orders", 0)]
+    assert stored["orders", 0].expire_timestamp == T0 + 9
+    [listed] = h.coord.list_groups()
+    assert (listed.protocol_type, listed.state) == ("", "Empty")
+
+
+def test_a_group_tombstone_removes_the_group() -> None:
+    h = Harness()
+    h.coord.load([stable_group_record("g1", "orders"), (*group_metadata_tombstone("g1"), T0)])
+    assert h.coord.list_groups() == []
+    assert len(h.coord.state.timers) == 1  # only the expiration task: the member's session went too
+
+
+def test_records_that_do_not_decode_are_counted_and_skipped() -> None:
+    h = Harness()
+    report = h.coord.load([(b"\x00\x63garbage", b"x", T0), (b"\x00\x09\x00\x01g", b"\x00\x00", T0)])
+    assert (report.applied, report.skipped) == (0, 2)
+    assert h.coord.list_groups() == []
