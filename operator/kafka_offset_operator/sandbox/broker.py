@@ -287,6 +287,14 @@ class SandboxBroker:
     def create_topic(self, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None) -> None:
         self.call(lambda: self.runtime.create_topic(name, partitions, configs))
 
+    def append_records(
+        self, topic: str, partition: int, records: Iterable[tuple[bytes | None, bytes | None, int]]
+    ) -> int:
+        """Append records to a topic partition as one v2 batch (bulk seeding for tests and benchmarks);
+        returns the batch's base offset."""
+        batch = list(records)
+        return self.call(lambda: self.ctx.topics.append_records(topic, partition, batch))
+
     def expire_offsets(self) -> Any:
         """Run the coordinator's offset expiration now (it also runs every offsets.retention.check.interval.ms)."""
         return self.call(self.runtime.expire_offsets)

@@ -37,24 +37,31 @@ class BrokerServer:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
         self._server: asyncio.Server | None = None
-        self._connections: dict[int, asyncio.StreamWriter] = {}
+        self._connections: dict[int, tuple[asyncio.Task[None] | None, asyncio.StreamWriter]] = {}
         self._ids = itertools.count(1)
+        self._closing = False
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, self.ctx.host, self.ctx.port)
         self.ctx.port = int(self._server.sockets[0].getsockname()[1])
 
     async def close(self) -> None:
+        self._closing = True
         if self._server is not None:
             self._server.close()
-        for writer in list(self._connections.values()):
+        tasks = []
+        for task, writer in list(self._connections.values()):
             writer.close()
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+                tasks.append(task)
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn_id = next(self._ids)
-        self._connections[conn_id] = writer
+        self._connections[conn_id] = (asyncio.current_task(), writer)
         peer = writer.get_extra_info("peername") or ("", 0)
         try:
             while True:
@@ -72,7 +79,9 @@ class BrokerServer:
         except _Close as exc:
             log.debug("closing connection %d from %s: %s", conn_id, peer, exc)
         except asyncio.CancelledError:
-            raise
+            if not self._closing:
+                raise
+            # Shutting down: end quietly (asyncio's start_server logs connection tasks that end cancelled).
         except Exception:  # a bug in a handler must not take the broker down
             log.debug("closing connection %d from %s after an unexpected error", conn_id, peer, exc_info=True)
         finally:
