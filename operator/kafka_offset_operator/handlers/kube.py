@@ -1,0 +1,151 @@
+"""The operator's own Kubernetes client: Secrets, policies, backup ConfigMaps and status writes.
+
+Kopf watches and dispatches; this module does the reads and writes a handler must finish *before* its next
+step (the backup must be in the status before anything is deleted), which Kopf's deferred `patch` cannot
+promise. Built on the official `kubernetes` client, so kubeconfig (KUBECONFIG honoured) and in-cluster
+service-account auth work the same way as for kubectl.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import kubernetes.client
+import kubernetes.config
+from kubernetes.client.exceptions import ApiException
+
+GROUP = "kafkaoffsets.dev"
+VERSION = "v1alpha1"
+DELETIONS = "offsetdeletions"
+POLICIES = "consumergroupoffsetpolicies"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class NotFound(LookupError):
+    """The object does not exist (HTTP 404)."""
+
+
+def load_config(kubeconfig: str | Path | None = None) -> kubernetes.client.Configuration:
+    """In-cluster service account when running in a pod, else the kubeconfig (KUBECONFIG or ~/.kube/config);
+    an explicit path wins over both."""
+    config = kubernetes.client.Configuration()
+    if kubeconfig is not None:
+        kubernetes.config.load_kube_config(config_file=str(kubeconfig), client_configuration=config)  # type: ignore[no-untyped-call]
+        return config
+    try:
+        kubernetes.config.load_incluster_config(client_configuration=config)  # type: ignore[no-untyped-call]
+    except kubernetes.config.ConfigException:
+        kubernetes.config.load_kube_config(client_configuration=config)  # type: ignore[no-untyped-call]
+    return config
+
+
+@dataclass
+class Kube:
+    """Synchronous calls for the handlers (they run in Kopf's thread pool)."""
+
+    config: kubernetes.client.Configuration
+
+    def __post_init__(self) -> None:
+        self._client = kubernetes.client.ApiClient(self.config)
+        self._core = kubernetes.client.CoreV1Api(self._client)
+        self._custom = kubernetes.client.CustomObjectsApi(self._client)
+
+    def close(self) -> None:
+        self._client.close()  # type: ignore[no-untyped-call]
+
+    # -- reads
+
+    def secret_data(self, namespace: str, name: str) -> dict[str, bytes]:
+        """The decoded data of a Secret in `namespace` (never another namespace's)."""
+        try:
+            secret = self._core.read_namespaced_secret(name, namespace)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        data: Mapping[str, Any] = secret.data or {}
+        out = {key: base64.b64decode(value) for key, value in data.items()}
+        for key, value in (secret.string_data or {}).items():
+            out.setdefault(key, value.encode())
+        return out
+
+    def get_custom(self, plural: str, namespace: str, name: str) -> dict[str, Any]:
+        try:
+            obj = self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return cast(dict[str, Any], obj)
+
+    def get_configmap_binary(self, namespace: str, name: str, key: str) -> bytes:
+        try:
+            cm = self._core.read_namespaced_config_map(name, namespace)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        value = (cm.binary_data or {}).get(key)
+        if value is None:
+            raise NotFound(f"ConfigMap {namespace}/{name} has no key {key}")
+        return base64.b64decode(value)
+
+    # -- writes
+
+    def patch_status(self, plural: str, namespace: str, name: str, status: Mapping[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch of `.status` (RFC 7386: None removes a key, lists are replaced whole)."""
+        try:
+            obj = self._custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, plural, name, {"status": dict(status)}, _content_type=MERGE_PATCH
+            )
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return cast(dict[str, Any], obj)
+
+    def put_configmap_binary(
+        self, namespace: str, name: str, key: str, value: bytes, owner: Mapping[str, Any], labels: Mapping[str, str]
+    ) -> None:
+        """Create the ConfigMap, or overwrite its key when it exists (a retry after a crash)."""
+        encoded = base64.b64encode(value).decode()
+        body: Any = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": dict(labels),
+                "ownerReferences": [dict(owner)],
+            },
+            "binaryData": {key: encoded},
+        }
+        try:
+            self._core.create_namespaced_config_map(namespace, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise _translate(exc) from None
+            patch = {"binaryData": {key: encoded}}
+            try:
+                self._core.patch_namespaced_config_map(name, namespace, patch, _content_type=MERGE_PATCH)
+            except ApiException as exc2:
+                raise _translate(exc2) from None
+
+
+class KubeError(RuntimeError):
+    """A Kubernetes API failure other than 404, with the API's reason (never the request body)."""
+
+
+def _translate(exc: ApiException) -> Exception:
+    if exc.status == 404:
+        return NotFound(str(exc.reason))
+    return KubeError(f"Kubernetes API error {exc.status}: {exc.reason}")
+
+
+def owner_reference(body: Mapping[str, Any]) -> dict[str, Any]:
+    """An ownerReference to `body`, so Kubernetes deletes what we made for it along with it."""
+    meta = body.get("metadata", {})
+    return {
+        "apiVersion": body.get("apiVersion", f"{GROUP}/{VERSION}"),
+        "kind": body.get("kind", "OffsetDeletion"),
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "controller": True,
+        "blockOwnerDeletion": False,
+    }
