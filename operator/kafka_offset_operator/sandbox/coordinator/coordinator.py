@@ -9,7 +9,8 @@ time really passed (see `tick`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from .admin import GroupAdmin
 from .errors import Error
@@ -80,6 +81,13 @@ class GroupCoordinator:
         finally:
             self._ticking = False
 
+    @contextlib.contextmanager
+    def _operation(self) -> Iterator[None]:
+        """Fires due timers, then runs one request at one instant: its records and timestamps agree."""
+        self.tick()
+        with self.state.at(self.state.clock_now()):
+            yield
+
     def next_deadline(self) -> int | None:
         return self.state.timers.next_deadline()
 
@@ -109,50 +117,50 @@ class GroupCoordinator:
     # ---- membership ----
 
     def join_group(self, ctx: RequestContext, request: JoinGroupRequest) -> Pending[JoinGroupResponse]:
-        self.tick()
-        return self.membership.join(ctx, request)
+        with self._operation():
+            return self.membership.join(ctx, request)
 
     def sync_group(self, ctx: RequestContext, request: SyncGroupRequest) -> Pending[SyncGroupResponse]:
-        self.tick()
-        return self.membership.sync(ctx, request)
+        with self._operation():
+            return self.membership.sync(ctx, request)
 
     def heartbeat(self, ctx: RequestContext, request: HeartbeatRequest) -> Error:
-        self.tick()
-        return self.membership.heartbeat(ctx, request)
+        with self._operation():
+            return self.membership.heartbeat(ctx, request)
 
     def leave_group(self, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
-        self.tick()
-        return self.membership.leave(ctx, request)
+        with self._operation():
+            return self.membership.leave(ctx, request)
 
     # ---- offsets ----
 
     def commit_offsets(self, ctx: RequestContext, request: OffsetCommitRequest) -> tuple[TopicResult, ...]:
-        self.tick()
-        return self.offsets.commit(ctx, request)
+        with self._operation():
+            return self.offsets.commit(ctx, request)
 
     def fetch_offsets(self, request: OffsetFetchGroupRequest) -> OffsetFetchGroupResponse:
-        self.tick()
-        return self.offsets.fetch(request)
+        with self._operation():
+            return self.offsets.fetch(request)
 
     def delete_offsets(self, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
-        self.tick()
-        return self.offsets.delete(request)
+        with self._operation():
+            return self.offsets.delete(request)
 
     # ---- admin ----
 
     def list_groups(
         self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
     ) -> list[ListedGroup]:
-        self.tick()
-        return self.admin.list_groups(states_filter, types_filter)
+        with self._operation():
+            return self.admin.list_groups(states_filter, types_filter)
 
     def describe_groups(self, group_ids: Iterable[str], api_version: int = 5) -> list[DescribedGroup]:
-        self.tick()
-        return self.admin.describe_groups(group_ids, api_version)
+        with self._operation():
+            return self.admin.describe_groups(group_ids, api_version)
 
     def delete_groups(self, group_ids: Iterable[str]) -> list[DeletedGroup]:
-        self.tick()
-        return self.admin.delete_groups(group_ids)
+        with self._operation():
+            return self.admin.delete_groups(group_ids)
 
     # ---- broker hooks ----
 
@@ -161,8 +169,8 @@ class GroupCoordinator:
         runs of it after a clock jump). Reports what all of those runs expired and deleted."""
         self._collecting = CleanupReport()
         try:
-            self.tick()
-            self._collect(self.offsets.cleanup())
+            with self._operation():
+                self._collect(self.offsets.cleanup())
             return self._collecting
         finally:
             self._collecting = None
@@ -173,9 +181,9 @@ class GroupCoordinator:
             self._collecting.deleted_groups += report.deleted_groups
 
     def on_topics_deleted(self, topics: Iterable[str]) -> int:
-        self.tick()
-        return self.offsets.on_topics_deleted(topics)
+        with self._operation():
+            return self.offsets.on_topics_deleted(topics)
 
     def load(self, records: Sequence[TimestampedRecord]) -> LoadReport:
-        self.tick()
-        return self.loader.load(records)
+        with self._operation():
+            return self.loader.load(records)
