@@ -9,7 +9,7 @@ import signal
 import sys
 from typing import Any
 
-from offset_expiry.durations import format_duration_ms
+from offset_expiry.durations import format_duration_ms, parse_duration_ms
 
 from ..errors import UserError
 from ..sandbox.broker import BrokerRuntime, broker_config
@@ -48,8 +48,12 @@ def parse_listen(text: str) -> tuple[str, int]:
 def run(args: argparse.Namespace) -> int:
     host, port = parse_listen(args.listen)
     try:
-        config = broker_config(args.offsets_retention, offsets_partitions=args.offsets_partitions)
-    except (ValueError, TypeError) as exc:
+        retention_ms = parse_duration_ms(args.offsets_retention)
+    except ValueError as exc:
+        raise UserError(f"--offsets-retention: {exc}") from None
+    try:
+        config = broker_config(retention_ms, offsets_partitions=args.offsets_partitions)
+    except ValueError as exc:
         raise UserError(str(exc)) from None
     if args.debug:
         logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(name)s %(message)s")

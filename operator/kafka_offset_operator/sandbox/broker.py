@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from offset_expiry.codec import decode_key, partition_for
-from offset_expiry.durations import parse_duration_ms
+from offset_expiry.durations import format_duration_ms, parse_duration_ms
 
 from .clock import Clock
 from .configs import OFFSETS_TOPIC_CONFIGS
@@ -84,15 +84,14 @@ def broker_config(offsets_retention: str | int = "7d", **settings: Any) -> Broke
         parse_duration_ms(offsets_retention) if isinstance(offsets_retention, str) else offsets_retention
     )
     if retention_ms <= 0 or retention_ms % 60_000:
-        raise ValueError(
-            f"offsets retention must be a positive whole number of minutes, got {offsets_retention!r}"
-        )
+        shown = offsets_retention if isinstance(offsets_retention, str) else format_duration_ms(retention_ms)
+        raise ValueError(f"offsets retention must be a positive whole number of minutes, got {shown}")
     fields = {f.name for f in dataclasses.fields(BrokerConfig)} - {"explicit", "offsets_retention_ms"}
     unknown = sorted(set(settings) - fields)
     if unknown:
         raise TypeError(f"unknown broker settings: {', '.join(unknown)}")
     if settings.get("offsets_partitions", 1) < 1:
-        raise ValueError("offsets_partitions must be at least 1")
+        raise ValueError(f"offsets partitions must be at least 1, got {settings['offsets_partitions']}")
     explicit = {_KAFKA_NAMES["offsets_retention_ms"]} | {
         _KAFKA_NAMES[k] for k in settings if k in _KAFKA_NAMES
     }

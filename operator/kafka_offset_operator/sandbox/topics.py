@@ -402,6 +402,10 @@ class TopicStore:
         self._waiters.add(fut)
         return fut
 
+    def waiting_fetches(self) -> int:
+        """How many long polls wait for an append (tests use it to know a Fetch is parked)."""
+        return sum(1 for fut in self._waiters if not fut.done())
+
     def discard_waiter(self, fut: asyncio.Future[None]) -> None:
         self._waiters.discard(fut)
 
