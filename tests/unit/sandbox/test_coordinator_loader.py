@@ -96,3 +96,40 @@ def test_records_that_do_not_decode_are_counted_and_skipped() -> None:
     report = h.coord.load([(b"\x00\x63garbage", b"x", T0), (b"\x00\x09\x00\x01g", b"\x00\x00", T0)])
     assert (report.applied, report.skipped) == (0, 2)
     assert h.coord.list_groups() == []
+
+
+def test_the_offset_commit_fast_path_reads_what_the_codec_reads() -> None:
+    from kafka_offset_operator.sandbox.coordinator.loader import fast_offset_commit
+    from offset_expiry.codec import decode_record, encode_key, encode_value
+
+    key1 = encode_key("OffsetCommit", {"group": "g", "topic": "tópico", "partition": 7})
+    key0 = encode_key("OffsetCommit", {"group": "g", "topic": "t", "partition": 1}, key_version=0)
+    values = [
+        encode_value("OffsetCommit", {"offset": 5, "metadata": "m", "commitTimestamp": T0}, 0),
+        encode_value(
+            "OffsetCommit", {"offset": 5, "metadata": "", "commitTimestamp": T0, "expireTimestamp": T0 + 1}, 1
+        ),
+        encode_value("OffsetCommit", {"offset": 5, "metadata": "x", "commitTimestamp": T0}, 2),
+        encode_value(
+            "OffsetCommit", {"offset": 5, "leaderEpoch": 3, "metadata": "é", "commitTimestamp": T0}, 3
+        ),
+    ]
+    for key in (key0, key1):
+        for value in values:
+            fast = fast_offset_commit(key, value)
+            assert fast is not None
+            decoded = decode_record(key, value)
+            group, topic, partition, stored = fast
+            assert (group, topic, partition) == tuple(decoded["key"].values())
+            assert stored is not None
+            assert stored.offset == decoded["value"]["offset"]
+            assert stored.leader_epoch == decoded["value"].get("leaderEpoch", -1)
+            assert stored.metadata == decoded["value"]["metadata"]
+            assert stored.commit_timestamp == decoded["value"]["commitTimestamp"]
+            assert (stored.expire_timestamp or -1) == decoded["value"].get("expireTimestamp", -1)
+        assert fast_offset_commit(key, None) is not None
+        assert fast_offset_commit(key, values[3] + b"\x00") is None  # odd bytes go to the codec
+    flexible = encode_value(
+        "OffsetCommit", {"offset": 5, "leaderEpoch": 3, "metadata": "", "commitTimestamp": T0}, 4
+    )
+    assert fast_offset_commit(key1, flexible) is None

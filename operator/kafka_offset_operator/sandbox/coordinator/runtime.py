@@ -122,7 +122,10 @@ class SandboxCoordinator:
         heard = self._heard.get((group_id, member_id))
         group = self.core.state.classic_group(group_id)
         member = None if group is None else group.members.get(member_id)
-        if heard is None or member is None:
+        if member is None:
+            self._heard.pop((group_id, member_id), None)
+            return False
+        if heard is None:
             return False
         connection_id, at = heard
         if connection_id is not None and connection_id in self._closed_connections:
