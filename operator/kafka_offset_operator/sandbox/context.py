@@ -26,6 +26,7 @@ Interface contract for handler modules (the group coordinator builds on it; keep
 
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -57,7 +58,14 @@ class BrokerConfig:
     default_partitions: int = 1  # num.partitions, for CreateTopics with numPartitions = -1
     auto_create_topics: bool = False  # auto.create.topics.enable (Kafka: true; off here unless asked)
     message_max_bytes: int = 1_048_588  # message.max.bytes
-    explicit: frozenset[str] = frozenset()  # Kafka names of the settings given at start (DescribeConfigs source)
+    explicit: frozenset[str] = (
+        frozenset()
+    )  # Kafka names of the settings given at start (DescribeConfigs source)
+
+
+def new_cluster_id() -> str:
+    """Uuid.randomUuid().toString(): 16 random bytes in URL-safe base64 without padding (22 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
 class Coordinator(Protocol):
@@ -74,7 +82,7 @@ class BrokerContext:
     config: BrokerConfig
     topics: TopicStore
     coordinator: Any = None  # a Coordinator once installed
-    cluster_id: str = field(default_factory=lambda: uuid.uuid4().hex[:22])
+    cluster_id: str = field(default_factory=lambda: new_cluster_id())
 
     @property
     def offsets_topic(self) -> str:

@@ -1,4 +1,4 @@
-"""Metadata and FindCoordinator: one broker that leads every partition and coordinates every group.
+"""Metadata, FindCoordinator and DescribeCluster: one broker that leads every partition and coordinates every group.
 
 Metadata follows KafkaApis.handleTopicMetadataRequest / getTopicMetadata; FindCoordinator follows
 KafkaApis.handleFindCoordinatorRequest / getCoordinator.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
 from kafka.protocol.metadata import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -150,4 +151,40 @@ async def handle_find_coordinator(ctx: BrokerContext, request: Any, api_version:
             )
             for key in request.coordinator_keys
         ],
+    )
+
+
+BROKER_ENDPOINT = 1  # EndpointType.BROKER; 2 is CONTROLLER, 0 UNKNOWN
+
+
+@api_handler(DescribeClusterRequest, 0, 2)
+async def handle_describe_cluster(ctx: BrokerContext, request: Any, api_version: int) -> Any:
+    """KafkaApis.handleDescribeCluster / AuthHelper.computeDescribeClusterResponse."""
+    endpoint_type = request.endpoint_type if api_version >= 1 else BROKER_ENDPOINT
+    error, message = ErrorCode.NONE, None
+    if endpoint_type not in (BROKER_ENDPOINT, 2):
+        error = ErrorCode.INVALID_REQUEST if api_version == 0 else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+        message = f"Unsupported endpoint type {endpoint_type}"
+    elif endpoint_type != BROKER_ENDPOINT:
+        error = ErrorCode.INVALID_REQUEST if api_version == 0 else ErrorCode.MISMATCHED_ENDPOINT_TYPE
+        message = (
+            "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+        )
+    ok = error == ErrorCode.NONE
+    broker = DescribeClusterResponse.DescribeClusterBroker(
+        broker_id=ctx.node_id, host=ctx.host, port=ctx.port, rack=None, is_fenced=False
+    )
+    return DescribeClusterResponse(
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message,
+        endpoint_type=BROKER_ENDPOINT,
+        cluster_id=ctx.cluster_id if ok else "",
+        controller_id=ctx.node_id if ok else -1,
+        brokers=[broker] if ok else [],
+        authorized_operations=(
+            acl_operations.CLUSTER_OPERATIONS
+            if ok and request.include_cluster_authorized_operations
+            else acl_operations.NOT_REQUESTED
+        ),
     )

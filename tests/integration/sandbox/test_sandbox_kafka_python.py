@@ -175,3 +175,11 @@ def test_retention_given_in_hours_is_reported_in_minutes() -> None:
         finally:
             admin.close()
     assert described["broker"]["0"]["offsets.retention.minutes"]["value"] == "2160"
+
+
+def test_describe_cluster(broker: SandboxBroker, admin: KafkaAdminClient) -> None:
+    cluster = admin.describe_cluster()
+    assert cluster["controller_id"] == 0 and len(cluster["cluster_id"]) == 22
+    assert [(b["broker_id"], b["host"], b["port"]) for b in cluster["brokers"]] == [
+        (0, "127.0.0.1", broker.port)
+    ]

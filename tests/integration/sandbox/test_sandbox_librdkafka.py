@@ -29,6 +29,8 @@ def test_confluent_admin_create_and_list_topics(broker: SandboxBroker) -> None:
         "c1": 3,
     }
     assert [b.id for b in metadata.brokers.values()] == [0]
+    cluster = admin.describe_cluster().result(10)
+    assert cluster.cluster_id == metadata.cluster_id and cluster.controller.id == 0
 
 
 def test_confluent_produce_then_consume_by_assignment(broker: SandboxBroker) -> None:
