@@ -10,7 +10,7 @@ from typing import Any
 
 import kopf
 import pytest
-from conftest import GROUP_VERSION, NAMESPACE, ROOT, EmulatedCluster, Kube, OperatorThread
+from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, EmulatedCluster, Kube, OperatorThread
 
 from kafka_offset_operator.handlers.runtime import OperatorContext
 

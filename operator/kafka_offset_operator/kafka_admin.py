@@ -1,0 +1,429 @@
+"""The one module through which the operator talks to Kafka, on kafka-python's KafkaAdminClient.
+
+Two jobs: turn a resource's `spec.kafka` plus Secrets of its own namespace into client settings
+(`connection_from_spec`), and give the handlers Kafka's answers as plain values with Kafka's error NAMES
+(`GROUP_SUBSCRIBED_TO_TOPIC`, `GROUP_ID_NOT_FOUND`, ...), so the decision functions never see kafka-python.
+
+Secrets: the password is held in a `Masked` string whose repr/str are asterisks, so kafka-python's own
+DEBUG log of its configuration (KafkaAdminClient.__init__) cannot print it; TLS material is written to a
+private 0700 directory as 0600 files and removed on close. No message built here contains a secret.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Literal
+
+import kafka.errors as kerrors
+from kafka import KafkaAdminClient, TopicPartition
+from kafka.admin import ConfigResource
+from kafka.structs import OffsetAndMetadata
+
+TP = tuple[str, int]  # (topic, partition)
+
+# Not Kafka error codes: what we call failures that happen before Kafka answers.
+CONNECTION_FAILED = "CONNECTION_FAILED"
+CLIENT_ERROR = "CLIENT_ERROR"
+
+# Kafka errors worth another try later (besides kafka-python's RetriableError family): a busy group or a
+# coordinator that moved. UNKNOWN_MEMBER_ID is what an admin OffsetCommit gets while the group has members.
+RETRY_LATER = frozenset(
+    {
+        "COORDINATOR_NOT_AVAILABLE",
+        "NOT_COORDINATOR",
+        "COORDINATOR_LOAD_IN_PROGRESS",
+        "REQUEST_TIMED_OUT",
+        "REBALANCE_IN_PROGRESS",
+        "UNKNOWN_MEMBER_ID",
+        "ILLEGAL_GENERATION",
+        "NETWORK_EXCEPTION",
+        CONNECTION_FAILED,
+    }
+)
+
+SecretReader = Callable[[str], Mapping[str, bytes]]  # Secret name -> data; raises LookupError if missing
+
+
+class Masked(str):
+    """A secret string that prints as asterisks but encodes to its real value."""
+
+    def __repr__(self) -> str:
+        return "'******'"
+
+    def __str__(self) -> str:
+        return "******"
+
+    def __format__(self, spec: str) -> str:
+        return "******"
+
+
+class ConnectionSpecError(ValueError):
+    """A connection spec that cannot work; `field` is the path to fix, e.g. spec.kafka.sasl.secretRef."""
+
+    def __init__(self, field: str, problem: str, reason: str = "InvalidSpec") -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+        self.reason = reason
+
+
+class KafkaFailure(Exception):
+    """Kafka (or the way to it) refused a whole request. `code` is Kafka's error name when Kafka answered."""
+
+    def __init__(self, code: str, message: str, retriable: bool) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.retriable = retriable
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    ca: bytes | None = field(default=None, repr=False)
+    cert: bytes | None = field(default=None, repr=False)
+    key: bytes | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """Everything needed to connect; secrets are masked in repr and never logged."""
+
+    bootstrap_servers: str
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    username: str | None = None
+    password: Masked | None = field(default=None, repr=False)
+    tls: TlsFiles | None = None
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Values that must never appear in status, events or logs (for the redaction test and filter)."""
+        out = [str.__str__(self.password)] if self.password else []
+        if self.tls and self.tls.key:
+            out.append(self.tls.key.decode(errors="replace"))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A committed offset as OffsetFetch returns it."""
+
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+
+
+@dataclass(frozen=True)
+class Member:
+    member_id: str
+    client_id: str
+    client_host: str
+    topics: tuple[str, ...] | None  # the subscription, when the member's metadata could be read
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """A classic group as DescribeGroups shows it. A KIP-848 group or a group that does not exist shows as
+    Dead (with GROUP_ID_NOT_FOUND from DescribeGroups v6 on)."""
+
+    group_id: str
+    state: str
+    protocol_type: str = ""
+    protocol: str = ""
+    members: tuple[Member, ...] = ()
+    error: str | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.state != "Dead"
+
+    @property
+    def active(self) -> bool:
+        return bool(self.members) or self.state in ("Stable", "PreparingRebalance", "CompletingRebalance")
+
+    @property
+    def subscribed_topics(self) -> frozenset[str] | None:
+        """Union of the members' subscriptions; None when some member's subscription is unknown."""
+        topics: set[str] = set()
+        for member in self.members:
+            if member.topics is None:
+                return None
+            topics.update(member.topics)
+        return frozenset(topics)
+
+
+# -- connection settings from a spec
+
+
+def connection_from_spec(
+    kafka: Mapping[str, Any] | None, read_secret: SecretReader, where: str = "spec.kafka"
+) -> ConnectionSettings:
+    """Resolve `spec.kafka` with its Secrets. Every problem names the field to fix (prefixed by `where`)."""
+    if not kafka:
+        raise ConnectionSpecError(where, "is required (or spec.policyRef)")
+    servers = kafka.get("bootstrapServers")
+    if not isinstance(servers, str) or not _valid_servers(servers):
+        raise ConnectionSpecError(f"{where}.bootstrapServers", "must be a comma-separated host:port list")
+    protocol = kafka.get("securityProtocol") or "PLAINTEXT"
+    if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+        raise ConnectionSpecError(f"{where}.securityProtocol", f"unknown protocol {protocol!r}")
+    sasl = kafka.get("sasl")
+    uses_sasl = protocol.startswith("SASL_")
+    if sasl and not uses_sasl:
+        raise ConnectionSpecError(f"{where}.securityProtocol", f"is {protocol}, but sasl is set: use SASL_PLAINTEXT or SASL_SSL")
+    if uses_sasl and not sasl:
+        raise ConnectionSpecError(f"{where}.sasl", f"is required with securityProtocol {protocol}")
+    mechanism = username = password = None
+    if sasl:
+        mechanism = sasl.get("mechanism")
+        if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            raise ConnectionSpecError(f"{where}.sasl.mechanism", f"unknown mechanism {mechanism!r}")
+        ref = sasl.get("secretRef") or {}
+        user_key = ref.get("usernameKey") or "username"
+        pass_key = ref.get("passwordKey") or "password"
+        data = _secret(ref, read_secret, f"{where}.sasl.secretRef")
+        username = _key(data, user_key, f"{where}.sasl.secretRef.usernameKey", ref).decode()
+        password = Masked(_key(data, pass_key, f"{where}.sasl.secretRef.passwordKey", ref).decode())
+    tls = None
+    tls_spec = kafka.get("tls") or {}
+    if tls_spec and protocol not in ("SSL", "SASL_SSL"):
+        raise ConnectionSpecError(f"{where}.securityProtocol", f"is {protocol}, but tls is set: use SSL or SASL_SSL")
+    if protocol in ("SSL", "SASL_SSL"):
+        ca = cert = key = None
+        if ca_ref := tls_spec.get("caSecretRef"):
+            data = _secret(ca_ref, read_secret, f"{where}.tls.caSecretRef")
+            ca = _key(data, ca_ref.get("key") or "ca.crt", f"{where}.tls.caSecretRef.key", ca_ref)
+        if cert_ref := tls_spec.get("certSecretRef"):
+            data = _secret(cert_ref, read_secret, f"{where}.tls.certSecretRef")
+            cert = _key(data, cert_ref.get("certKey") or "tls.crt", f"{where}.tls.certSecretRef.certKey", cert_ref)
+            key = _key(data, cert_ref.get("keyKey") or "tls.key", f"{where}.tls.certSecretRef.keyKey", cert_ref)
+        tls = TlsFiles(ca, cert, key)
+    return ConnectionSettings(servers, protocol, mechanism, username, password, tls)
+
+
+def _valid_servers(servers: str) -> bool:
+    for server in servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            return False
+    return True
+
+
+def _secret(ref: Mapping[str, Any], read_secret: SecretReader, where: str) -> Mapping[str, bytes]:
+    name = ref.get("name")
+    if not name:
+        raise ConnectionSpecError(f"{where}.name", "is required")
+    try:
+        return read_secret(name)
+    except LookupError:
+        raise ConnectionSpecError(where, f"Secret {name!r} not found in the resource's namespace", "SecretNotFound") from None
+
+
+def _key(data: Mapping[str, bytes], key: str, where: str, ref: Mapping[str, Any]) -> bytes:
+    if key not in data:
+        raise ConnectionSpecError(where, f"Secret {ref.get('name')!r} has no key {key!r}", "SecretNotFound")
+    return data[key]
+
+
+# -- errors
+
+
+def error_name(error: type[BaseException] | BaseException) -> str:
+    """Kafka's name for an error class or instance (e.g. GROUP_SUBSCRIBED_TO_TOPIC)."""
+    cls = error if isinstance(error, type) else type(error)
+    message = getattr(cls, "message", None)
+    if issubclass(cls, kerrors.BrokerResponseError) and isinstance(message, str):
+        return message
+    if issubclass(cls, (kerrors.KafkaConnectionError, kerrors.KafkaTimeoutError)):
+        return CONNECTION_FAILED
+    return CLIENT_ERROR
+
+
+def is_retriable(name: str) -> bool:
+    return name in RETRY_LATER
+
+
+def _failure(exc: BaseException) -> KafkaFailure:
+    name = error_name(exc)
+    retriable = is_retriable(name) or bool(getattr(exc, "retriable", False))
+    if isinstance(exc, kerrors.BrokerResponseError):
+        text = getattr(type(exc), "description", None) or name
+    elif name == CONNECTION_FAILED:
+        text = "cannot reach the Kafka brokers"
+    else:
+        text = type(exc).__name__
+    return KafkaFailure(name, str(text), retriable)
+
+
+# -- the client
+
+
+def write_private_files(tls: TlsFiles) -> tuple[str, dict[str, str]]:
+    """TLS material as files for kafka-python: a fresh 0700 directory of 0600 files. Returns the directory
+    (the caller removes it) and kafka-python's ssl_* options pointing into it."""
+    tmpdir = tempfile.mkdtemp(prefix="koo-tls-")  # mkdtemp creates it 0700
+    out: dict[str, str] = {}
+    for option, content in (("ssl_cafile", tls.ca), ("ssl_certfile", tls.cert), ("ssl_keyfile", tls.key)):
+        if content is None:
+            continue
+        path = os.path.join(tmpdir, option.removeprefix("ssl_") + ".pem")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
+        out[option] = path
+    return tmpdir, out
+
+
+class KafkaAdmin:
+    """A connected admin client for one reconcile step; use as a context manager.
+
+    Connection failures and whole-request errors raise KafkaFailure; per-partition errors come back as
+    {(topic, partition): error name or None}.
+    """
+
+    def __init__(self, settings: ConnectionSettings, timeout_ms: int = 10_000, client_id: str = "kafka-offset-operator") -> None:
+        self.settings = settings
+        self._tmpdir: str | None = None
+        config: dict[str, Any] = {
+            "bootstrap_servers": settings.bootstrap_servers.split(","),
+            "client_id": client_id,
+            "security_protocol": settings.security_protocol,
+            "request_timeout_ms": timeout_ms,
+            "bootstrap_timeout_ms": timeout_ms,
+        }
+        if settings.sasl_mechanism:
+            config.update(sasl_mechanism=settings.sasl_mechanism, sasl_plain_username=settings.username,
+                          sasl_plain_password=settings.password)
+        if settings.tls is not None:
+            self._tmpdir, files = write_private_files(settings.tls)
+            config.update(files)
+        try:
+            self._client = KafkaAdminClient(**config)
+        except Exception as exc:
+            self._cleanup()
+            raise _failure(exc) from None
+
+    def _cleanup(self) -> None:
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        finally:
+            self._cleanup()
+
+    def __enter__(self) -> KafkaAdmin:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raise _failure(exc) from None
+
+    # -- groups
+
+    def describe_group(self, group: str) -> GroupInfo:
+        raw = self._call(self._client.describe_groups, [group])[group]
+        error = raw.get("error")
+        members = tuple(_member(m) for m in raw.get("members") or ())
+        return GroupInfo(
+            group_id=group,
+            state=raw.get("group_state") or "Dead",
+            protocol_type=raw.get("protocol_type") or "",
+            protocol=raw.get("protocol_data") or "",
+            members=members,
+            error=_name_from_text(error) if error else None,
+        )
+
+    def committed_offsets(self, group: str) -> dict[TP, Committed]:
+        """Every committed offset of the group (OffsetFetch for all partitions); {} for an unknown group."""
+        raw = self._call(self._client.list_group_offsets, {group: None}).get(group, {})
+        return {
+            (tp.topic, tp.partition): Committed(
+                oam.offset, -1 if oam.leader_epoch is None else oam.leader_epoch, oam.metadata or ""
+            )
+            for tp, oam in raw.items()
+            if oam.offset >= 0
+        }
+
+    def delete_offsets(self, group: str, partitions: Iterable[TP]) -> dict[TP, str | None]:
+        """OffsetDelete in one request. A top-level error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...) raises
+        KafkaFailure: Kafka then returns no partition results at all."""
+        tps = [TopicPartition(t, p) for t, p in partitions]
+        raw = self._call(self._client.delete_group_offsets, group, tps)
+        return {(tp.topic, tp.partition): _partition_error(err) for tp, err in raw.items()}
+
+    def commit_offsets(self, group: str, offsets: Mapping[TP, Committed]) -> dict[TP, str | None]:
+        """An admin OffsetCommit (generation -1, no member): accepted only while the group has no members."""
+        request = {
+            TopicPartition(t, p): OffsetAndMetadata(c.offset, c.metadata, None if c.leader_epoch < 0 else c.leader_epoch)
+            for (t, p), c in offsets.items()
+        }
+        raw = self._call(self._client.alter_group_offsets, group, request)
+        return {(tp.topic, tp.partition): _partition_error(err) for tp, err in raw.items()}
+
+    def list_groups(self) -> list[dict[str, Any]]:
+        return list(self._call(self._client.list_groups))
+
+    # -- configs
+
+    def broker_configs(self, names: Iterable[str]) -> dict[str, str | None]:
+        """Values of broker configs (e.g. offsets.retention.minutes) from one broker, whatever their source."""
+        brokers = self._client._manager.cluster.brokers()
+        if not brokers:
+            raise KafkaFailure(CONNECTION_FAILED, "no brokers in the cluster metadata", True)
+        broker_id = str(sorted(b.node_id for b in brokers)[0])
+        wanted = list(names)
+        resource = ConfigResource("BROKER", broker_id, wanted)
+        raw = self._call(self._client.describe_configs, [resource], config_filter="all")
+        configs = raw.get("broker", {}).get(broker_id, {})
+        return {name: (configs[name].get("value") if name in configs else None) for name in wanted}
+
+
+def _partition_error(err: type[BaseException]) -> str | None:
+    return None if err is kerrors.NoError else error_name(err)
+
+
+def _name_from_text(text: str) -> str:
+    """DescribeGroups gives errors as text like '[Error 69] GroupIdNotFoundError: ...'; map back to the name."""
+    if text.startswith("[Error "):
+        code = text[len("[Error "):].split("]", 1)[0]
+        if code.lstrip("-").isdigit():
+            return error_name(kerrors.for_code(int(code)))
+    return CLIENT_ERROR
+
+
+def _member(raw: Mapping[str, Any]) -> Member:
+    metadata = raw.get("member_metadata")
+    topics: tuple[str, ...] | None = None
+    if isinstance(metadata, Mapping) and isinstance(metadata.get("topics"), list):
+        topics = tuple(metadata["topics"])
+    elif metadata is not None and isinstance(getattr(metadata, "topics", None), list):
+        topics = tuple(metadata.topics)
+    return Member(
+        member_id=raw.get("member_id") or "",
+        client_id=raw.get("client_id") or "",
+        client_host=raw.get("client_host") or "",
+        topics=topics,
+    )
+
+
+Outcome = Literal["ok", "retry", "failed"]
+
+
+def outcome_of(error: str | None) -> Outcome:
+    """What a per-partition answer means for the caller: done, try again later, or a final failure."""
+    if error is None:
+        return "ok"
+    return "retry" if is_retriable(error) else "failed"

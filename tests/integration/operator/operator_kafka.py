@@ -1,0 +1,69 @@
+"""Real consumer groups on the sandbox broker, made with kafka-python's KafkaConsumer (no doubles)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from kafka_offset_operator.sandbox import SandboxBroker
+
+
+def make_topics(broker: SandboxBroker, topics: dict[str, int], records_per_partition: int = 5) -> None:
+    """Create topics and give every partition some records, so offsets can be committed past 0."""
+    for name, partitions in topics.items():
+        broker.create_topic(name, partitions)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        for name, partitions in topics.items():
+            for p in range(partitions):
+                for i in range(records_per_partition):
+                    producer.send(name, f"{name}-{p}-{i}".encode(), partition=p)
+        producer.flush(timeout=30)
+    finally:
+        producer.close()
+
+
+def _consumer(broker: SandboxBroker, group: str, topics: Iterable[str]) -> KafkaConsumer:
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap_servers,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=30_000,
+    )
+    consumer.subscribe(list(topics))
+    return consumer
+
+
+def _join(consumer: KafkaConsumer, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not consumer.assignment():
+        if time.monotonic() > deadline:
+            raise AssertionError("the consumer got no assignment")
+        consumer.poll(timeout_ms=100)
+
+
+def commit(consumer: KafkaConsumer, offsets: dict[tuple[str, int], int]) -> None:
+    consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()})
+
+
+def empty_group(broker: SandboxBroker, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """A classic consumer group that joined, committed `offsets` and left: state Empty, protocol consumer."""
+    with live_group(broker, group, sorted({t for t, _ in offsets})) as consumer:
+        commit(consumer, offsets)
+
+
+@contextmanager
+def live_group(broker: SandboxBroker, group: str, topics: Iterable[str]) -> Iterator[KafkaConsumer]:
+    """A consumer that is a member of `group` (state Stable, subscribed to `topics`) until the block ends,
+    when it leaves the group (LeaveGroup on close)."""
+    consumer = _consumer(broker, group, topics)
+    try:
+        _join(consumer)
+        yield consumer
+    finally:
+        consumer.close()

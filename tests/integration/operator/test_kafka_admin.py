@@ -1,0 +1,164 @@
+"""kafka_admin against the sandbox broker over TCP, with groups made by kafka-python consumers."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+
+import pytest
+from operator_kafka import commit, empty_group, live_group, make_topics
+
+from kafka_offset_operator.kafka_admin import (
+    CONNECTION_FAILED,
+    Committed,
+    ConnectionSettings,
+    ConnectionSpecError,
+    KafkaAdmin,
+    KafkaFailure,
+    Masked,
+    TlsFiles,
+    connection_from_spec,
+    write_private_files,
+)
+from kafka_offset_operator.sandbox import SandboxBroker
+
+PASSWORD = "pa55-Wq9-never-print-me"
+
+
+def plain(broker: SandboxBroker) -> ConnectionSettings:
+    return ConnectionSettings(broker.bootstrap_servers)
+
+
+def test_fetch_delete_and_recommit_offsets_of_an_empty_group(broker: SandboxBroker) -> None:
+    make_topics(broker, {"orders": 2, "payments": 1})
+    empty_group(broker, "billing", {("orders", 0): 3, ("orders", 1): 4, ("payments", 0): 2})
+    with KafkaAdmin(plain(broker)) as admin:
+        group = admin.describe_group("billing")
+        assert (group.state, group.protocol_type, group.members, group.exists) == ("Empty", "consumer", (), True)
+        before = admin.committed_offsets("billing")
+        assert {tp: c.offset for tp, c in before.items()} == {("orders", 0): 3, ("orders", 1): 4, ("payments", 0): 2}
+
+        assert admin.delete_offsets("billing", [("orders", 0), ("orders", 1)]) == {("orders", 0): None, ("orders", 1): None}
+        assert set(admin.committed_offsets("billing")) == {("payments", 0)}
+
+        restored = {tp: before[tp] for tp in [("orders", 0), ("orders", 1)]}
+        assert admin.commit_offsets("billing", restored) == {("orders", 0): None, ("orders", 1): None}
+        assert admin.committed_offsets("billing") == before
+
+
+def test_subscribed_topic_of_a_live_group_is_refused_per_partition(broker: SandboxBroker) -> None:
+    make_topics(broker, {"orders": 1, "old": 1})
+    with live_group(broker, "shipping", ["orders"]) as consumer:
+        commit(consumer, {("orders", 0): 2})
+        with KafkaAdmin(plain(broker)) as admin:
+            group = admin.describe_group("shipping")
+            assert group.state == "Stable" and group.active
+            assert group.subscribed_topics == frozenset({"orders"})
+            assert admin.delete_offsets("shipping", [("orders", 0)]) == {("orders", 0): "GROUP_SUBSCRIBED_TO_TOPIC"}
+            # An admin commit needs a group without members.
+            assert admin.commit_offsets("shipping", {("orders", 0): Committed(1)}) == {("orders", 0): "UNKNOWN_MEMBER_ID"}
+            assert admin.committed_offsets("shipping")[("orders", 0)].offset == 2
+
+
+def test_unknown_group_and_unknown_topic(broker: SandboxBroker) -> None:
+    make_topics(broker, {"orders": 1})
+    empty_group(broker, "known", {("orders", 0): 1})
+    with KafkaAdmin(plain(broker)) as admin:
+        ghost = admin.describe_group("ghost")
+        assert not ghost.exists and ghost.error == "GROUP_ID_NOT_FOUND"
+        assert admin.committed_offsets("ghost") == {}
+        with pytest.raises(KafkaFailure) as err:
+            admin.delete_offsets("ghost", [("orders", 0)])
+        assert err.value.code == "GROUP_ID_NOT_FOUND" and not err.value.retriable
+        assert admin.delete_offsets("known", [("nosuch", 0)]) == {("nosuch", 0): "UNKNOWN_TOPIC_OR_PARTITION"}
+
+
+def test_broker_configs(broker: SandboxBroker) -> None:
+    with KafkaAdmin(plain(broker)) as admin:
+        assert admin.broker_configs(["offsets.retention.minutes"]) == {"offsets.retention.minutes": "10080"}
+
+
+def test_unreachable_kafka_is_a_retriable_failure() -> None:
+    with pytest.raises(KafkaFailure) as err:
+        KafkaAdmin(ConnectionSettings("127.0.0.1:1"), timeout_ms=500)
+    assert err.value.code == CONNECTION_FAILED and err.value.retriable
+
+
+def test_sasl_password_never_reaches_the_logs(broker: SandboxBroker, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)  # kafka-python logs its whole configuration at DEBUG
+    settings = connection_from_spec(
+        {"bootstrapServers": broker.bootstrap_servers, "securityProtocol": "SASL_PLAINTEXT",
+         "sasl": {"mechanism": "PLAIN", "secretRef": {"name": "creds"}}},
+        lambda name: {"username": b"svc", "password": PASSWORD.encode()},
+    )
+    assert PASSWORD not in repr(settings)
+    with pytest.raises(KafkaFailure) as err:  # the sandbox speaks no SASL
+        KafkaAdmin(settings, timeout_ms=1000)
+    assert PASSWORD not in str(err.value)
+    assert "sasl_plain_password" in caplog.text  # the config line was logged ...
+    assert PASSWORD not in caplog.text  # ... masked
+
+
+def test_masked_string_encodes_to_the_secret() -> None:
+    secret = Masked(PASSWORD)
+    assert secret.encode() == PASSWORD.encode() and "\0".join(["u", secret]) == "u\0" + PASSWORD
+    assert PASSWORD not in f"{secret} {secret!r} {[secret]}"
+
+
+def test_tls_material_is_written_private() -> None:
+    tmpdir, files = write_private_files(TlsFiles(ca=b"CA", cert=b"CERT", key=b"KEY"))
+    try:
+        assert stat.S_IMODE(os.stat(tmpdir).st_mode) == 0o700
+        assert set(files) == {"ssl_cafile", "ssl_certfile", "ssl_keyfile"}
+        for path in files.values():
+            assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        with open(files["ssl_keyfile"], "rb") as f:
+            assert f.read() == b"KEY"
+    finally:
+        import shutil
+
+        shutil.rmtree(tmpdir)
+
+
+@pytest.mark.parametrize(
+    ("spec", "secrets", "field", "reason"),
+    [
+        (None, {}, "spec.kafka", "InvalidSpec"),
+        ({"bootstrapServers": "no-port"}, {}, "spec.kafka.bootstrapServers", "InvalidSpec"),
+        ({"bootstrapServers": "k:9092", "securityProtocol": "SASL_SSL"}, {}, "spec.kafka.sasl", "InvalidSpec"),
+        ({"bootstrapServers": "k:9092", "sasl": {"mechanism": "PLAIN", "secretRef": {"name": "s"}}}, {},
+         "spec.kafka.securityProtocol", "InvalidSpec"),
+        ({"bootstrapServers": "k:9092", "securityProtocol": "SASL_PLAINTEXT",
+          "sasl": {"mechanism": "PLAIN", "secretRef": {"name": "missing"}}}, {}, "spec.kafka.sasl.secretRef",
+         "SecretNotFound"),
+        ({"bootstrapServers": "k:9092", "securityProtocol": "SASL_PLAINTEXT",
+          "sasl": {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": "s", "passwordKey": "pw"}}},
+         {"s": {"username": b"u"}}, "spec.kafka.sasl.secretRef.passwordKey", "SecretNotFound"),
+        ({"bootstrapServers": "k:9092", "securityProtocol": "SSL", "tls": {"caSecretRef": {"name": "ca"}}}, {},
+         "spec.kafka.tls.caSecretRef", "SecretNotFound"),
+    ],
+)
+def test_connection_spec_errors_name_the_field(spec: dict | None, secrets: dict, field: str, reason: str) -> None:
+    def read(name: str) -> dict[str, bytes]:
+        if name not in secrets:
+            raise LookupError(name)
+        return secrets[name]
+
+    with pytest.raises(ConnectionSpecError) as err:
+        connection_from_spec(spec, read)
+    assert (err.value.field, err.value.reason) == (field, reason)
+
+
+def test_connection_from_spec_with_sasl_and_tls() -> None:
+    secrets = {"user": {"username": b"svc", "password": PASSWORD.encode()},
+               "ca": {"ca.crt": b"CA"}, "client": {"tls.crt": b"C", "tls.key": b"K"}}
+    settings = connection_from_spec(
+        {"bootstrapServers": "a:9093,b:9093", "securityProtocol": "SASL_SSL",
+         "sasl": {"mechanism": "SCRAM-SHA-256", "secretRef": {"name": "user"}},
+         "tls": {"caSecretRef": {"name": "ca"}, "certSecretRef": {"name": "client"}}},
+        lambda name: secrets[name],
+    )
+    assert (settings.sasl_mechanism, settings.username) == ("SCRAM-SHA-256", "svc")
+    assert settings.tls == TlsFiles(b"CA", b"C", b"K")
+    assert set(settings.secrets) == {PASSWORD, "K"}
