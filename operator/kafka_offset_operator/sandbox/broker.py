@@ -38,6 +38,7 @@ HANDLER_MODULES = (
     "produce",
     "fetch",
     "list_offsets",
+    "leader_epochs",
     "describe_configs",
 )
 OPTIONAL_HANDLER_MODULES = ("group_apis",)  # the group coordinator's APIs, once they exist

@@ -8,7 +8,12 @@ import time
 
 import pytest
 from kafka import KafkaAdminClient
-from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequest
+from kafka.protocol.consumer import (
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    OffsetForLeaderEpochRequest,
+)
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 from sandbox_wire_client import WireClient, frame, request_header
@@ -294,3 +299,36 @@ def test_list_offsets_earliest_latest_and_by_timestamp(broker: SandboxBroker) ->
     assert ask(-3) == (0, 2, 3000)  # max timestamp
     assert ask(1500) == (0, 1, 2000)  # first record at or after 1500
     assert ask(9999) == (0, -1, -1)  # nothing that late
+
+
+# ---- OffsetForLeaderEpoch ----
+
+
+def test_offset_for_leader_epoch(broker: SandboxBroker) -> None:
+    broker.create_topic("t", 2)
+    broker.append_records("t", 0, [(b"a", b"1", 1), (b"b", b"2", 2)])
+    ot = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+
+    def ask(partition: int, epoch: int, current: int = -1) -> tuple[int, int, int]:
+        request = OffsetForLeaderEpochRequest(
+            replica_id=-1,
+            topics=[
+                ot(
+                    topic="t",
+                    partitions=[
+                        ot.OffsetForLeaderPartition(
+                            partition=partition, current_leader_epoch=current, leader_epoch=epoch
+                        )
+                    ],
+                )
+            ],
+        )
+        with WireClient(broker.port) as client:
+            p = client.request(request, 4).topics[0].partitions[0]
+        return p.error_code, p.leader_epoch, p.end_offset
+
+    assert ask(0, 0) == (0, 0, 2)  # the current epoch ends at the log end
+    assert ask(0, 3) == (0, -1, -1)  # an epoch the log never had
+    assert ask(1, 0) == (0, -1, -1)  # nothing written: no epoch entries yet
+    assert ask(0, 0, current=5) == (75, -1, -1)  # UNKNOWN_LEADER_EPOCH: the client is ahead of us
+    assert ask(9, 0)[0] == 3  # UNKNOWN_TOPIC_OR_PARTITION
