@@ -13,92 +13,80 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-_H = struct.Struct(">h")
 _I = struct.Struct(">i")
 _Q = struct.Struct(">q")
-_QI = struct.Struct(">qi")
-
-
-def _classic_string(buf: bytes, pos: int) -> tuple[str, int] | None:
-    """A non-null int16-length string at `pos`, and the position after it."""
-    if pos + 2 > len(buf):
-        return None
-    n = _H.unpack_from(buf, pos)[0]
-    end = pos + 2 + n
-    if n < 0 or end > len(buf):
-        return None
-    try:
-        return buf[pos + 2 : end].decode("utf-8"), end
-    except UnicodeDecodeError:
-        return None
+_QQ = struct.Struct(">qq")
+_QH = struct.Struct(">qh")  # offset, metadata length (v0..v2)
+_QIH = struct.Struct(">qih")  # offset, leaderEpoch, metadata length (v3)
+_QI = struct.Struct(">qi")  # offset, leaderEpoch (v4)
 
 
 def offset_commit_key(key: bytes) -> tuple[int, dict[str, Any]] | None:
     """(key type, {group, topic, partition}) for a type 0/1 key with nothing after it."""
-    if len(key) < 10:
+    n = len(key)
+    if n < 10 or key[0] != 0 or key[1] > 1 or key[2] & 0x80:
         return None
-    type_id = _H.unpack_from(key, 0)[0]
-    if type_id != 1 and type_id != 0:
+    topic_at = 4 + ((key[2] << 8) | key[3])
+    if topic_at + 2 > n or key[topic_at] & 0x80:
         return None
-    group = _classic_string(key, 2)
-    if group is None:
+    partition_at = topic_at + 2 + ((key[topic_at] << 8) | key[topic_at + 1])
+    if partition_at + 4 != n:
         return None
-    topic = _classic_string(key, group[1])
-    if topic is None or topic[1] + 4 != len(key):
+    try:
+        group = key[4:topic_at].decode("utf-8")
+        topic = key[topic_at + 2 : partition_at].decode("utf-8")
+    except UnicodeDecodeError:
         return None
-    return type_id, {"group": group[0], "topic": topic[0], "partition": _I.unpack_from(key, topic[1])[0]}
+    return key[1], {"group": group, "topic": topic, "partition": _I.unpack_from(key, partition_at)[0]}
 
 
 def offset_commit_value(value: bytes) -> tuple[int, dict[str, Any]] | None:
     """(version, fields) for an OffsetCommitValue v0..v4 without tagged fields or trailing bytes."""
     n = len(value)
-    if n < 2:
+    if n < 12 or value[0] != 0 or value[1] > 4:
         return None
-    version = _H.unpack_from(value, 0)[0]
-    if version == 3 or version == 4:
-        if n < 14:
-            return None
-        offset, leader_epoch = _QI.unpack_from(value, 2)
+    version = value[1]
+    try:
         if version == 3:
-            metadata = _classic_string(value, 14)
-            if metadata is None or metadata[1] + 8 != n:
+            if n < 24:
                 return None
-            text, pos = metadata
-        else:
-            # A compact string whose length fits one varint byte, then the commit time and an empty
+            offset, leader_epoch, length = _QIH.unpack_from(value, 2)
+            end = 16 + length
+            if length < 0 or end + 8 != n:
+                return None
+            return 3, {
+                "offset": offset,
+                "leaderEpoch": leader_epoch,
+                "metadata": value[16:end].decode("utf-8"),
+                "commitTimestamp": _Q.unpack_from(value, end)[0],
+            }
+        if version == 4:
+            # A compact string whose length fits one varint byte, the commit time, and an empty
             # tagged-field section.
-            length = value[14] - 1 if n > 14 else -1
-            pos = 15 + length
-            if length < 0 or value[14] & 0x80 or pos + 9 != n or value[n - 1] != 0:
+            if n < 24 or value[14] & 0x80 or value[14] == 0:
                 return None
-            try:
-                text = value[15:pos].decode("utf-8")
-            except UnicodeDecodeError:
+            end = 14 + value[14]
+            if end + 9 != n or value[end + 8] != 0:
                 return None
-        return version, {
-            "offset": offset,
-            "leaderEpoch": leader_epoch,
-            "metadata": text,
-            "commitTimestamp": _Q.unpack_from(value, pos)[0],
-        }
-    if 0 <= version <= 2:
-        if n < 12:
+            offset, leader_epoch = _QI.unpack_from(value, 2)
+            return 4, {
+                "offset": offset,
+                "leaderEpoch": leader_epoch,
+                "metadata": value[15:end].decode("utf-8"),
+                "commitTimestamp": _Q.unpack_from(value, end)[0],
+            }
+        offset, length = _QH.unpack_from(value, 2)
+        end = 12 + length
+        if length < 0 or end + (16 if version == 1 else 8) != n:
             return None
-        metadata = _classic_string(value, 10)
-        if metadata is None:
-            return None
-        text, pos = metadata
-        if pos + (16 if version == 1 else 8) != n:
-            return None
-        fields: dict[str, Any] = {
-            "offset": _Q.unpack_from(value, 2)[0],
-            "metadata": text,
-            "commitTimestamp": _Q.unpack_from(value, pos)[0],
-        }
+        fields: dict[str, Any] = {"offset": offset, "metadata": value[12:end].decode("utf-8")}
         if version == 1:
-            fields["expireTimestamp"] = _Q.unpack_from(value, pos + 8)[0]
+            fields["commitTimestamp"], fields["expireTimestamp"] = _QQ.unpack_from(value, end)
+        else:
+            fields["commitTimestamp"] = _Q.unpack_from(value, end)[0]
         return version, fields
-    return None
+    except UnicodeDecodeError:
+        return None
 
 
 def offset_commit_record(key: bytes, value: bytes | None) -> dict[str, Any] | None:

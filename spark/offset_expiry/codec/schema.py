@@ -100,25 +100,20 @@ def _decode_struct(st: Struct, r: Reader, version: int, flexible: bool, path: st
             continue
         out[f.name] = _decode_value(f.type, r, version, flexible, f.nullable(version), f"{path}.{f.name}")
     if flexible:
-        raw_tags = r.tagged_fields(path)
-        by_tag = {f.tag: f for f in tagged if flexible}
+        spans = r.tagged_fields(path)
+        by_tag = {f.tag: f for f in tagged}
         unknown: dict[str, bytes] = {}
-        for tag, raw in raw_tags.items():
+        for tag, (start, end) in spans.items():
             known = by_tag.get(tag)
             if known is None:
-                unknown[str(tag)] = raw
+                unknown[str(tag)] = bytes(r.buf[start:end])
                 continue
-            sub = Reader(raw, f"{r.part} {path}.{known.name} (tag {tag})")
-            out[known.name] = _decode_value(
-                known.type,
-                sub,
-                version,
-                flexible,
-                known.nullable(version),
-                f"{path}.{known.name}",
-                tagged=True,
-            )
-            sub.expect_end()
+            # Read the field in place, bounded by its size, so errors give the byte in the whole value.
+            sub = Reader(r.buf, r.part, start, end)
+            name = f"{path}.{known.name}"
+            nullable = known.nullable(version)
+            out[known.name] = _decode_value(known.type, sub, version, flexible, nullable, name, tagged=True)
+            sub.expect_end(f"{name} (tag {tag})")
         if unknown:
             out[UNKNOWN_TAGS] = unknown
     return out

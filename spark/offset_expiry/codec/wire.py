@@ -38,14 +38,18 @@ class CodecError(ValueError):
 
 
 class Reader:
-    """A cursor over one key or value. `part` ("key", "value", "subscription") prefixes errors."""
+    """A cursor over one key or value. `part` ("key", "value", "subscription") prefixes errors.
 
-    __slots__ = ("buf", "part", "pos")
+    `end` bounds the readable bytes (a tagged field's content is read in place, so error offsets stay
+    counted from the start of the key or value)."""
 
-    def __init__(self, buf: bytes, part: str, pos: int = 0) -> None:
+    __slots__ = ("buf", "end", "part", "pos")
+
+    def __init__(self, buf: bytes, part: str, pos: int = 0, end: int | None = None) -> None:
         self.buf = buf
         self.part = part
         self.pos = pos
+        self.end = len(buf) if end is None else end
 
     def error(self, message: str, offset: int | None = None) -> CodecError:
         return CodecError(message, part=self.part, offset=self.pos if offset is None else offset)
@@ -54,8 +58,8 @@ class Reader:
         start = self.pos
         if n < 0:
             raise self.error(f"negative length {n} for {what}")
-        if start + n > len(self.buf):
-            raise self.error(f"truncated: {what} needs {n} bytes, only {len(self.buf) - start} left", start)
+        if start + n > self.end:
+            raise self.error(f"truncated: {what} needs {n} bytes, only {self.end - start} left", start)
         self.pos = start + n
         return start
 
@@ -79,7 +83,7 @@ class Reader:
         result = 0
         shift = 0
         while True:
-            if self.pos >= len(self.buf):
+            if self.pos >= self.end:
                 raise self.error(f"truncated: unsigned varint for {what}", start)
             byte = self.buf[self.pos]
             self.pos += 1
@@ -128,17 +132,17 @@ class Reader:
             raise self.error(f"{what} is null or has negative length {n}", start)
         # Every element takes at least one byte: a count larger than what is left is corrupt, and
         # checking it here keeps garbage from allocating huge lists.
-        if n > len(self.buf) - self.pos:
+        if n > self.end - self.pos:
             raise self.error(
-                f"truncated: {what} claims {n} elements, only {len(self.buf) - self.pos} bytes left", start
+                f"truncated: {what} claims {n} elements, only {self.end - self.pos} bytes left", start
             )
         return [item() for _ in range(n)]
 
-    def tagged_fields(self, what: str) -> dict[int, bytes]:
-        """Tag -> raw bytes. Kafka's readers take tags in any order (its writers sort them), so do we;
-        a repeated tag is refused because one of the two values would be lost."""
+    def tagged_fields(self, what: str) -> dict[int, tuple[int, int]]:
+        """Tag -> (start, end) of its content. Kafka's readers take tags in any order (its writers sort
+        them), so do we; a repeated tag is refused because one of the two values would be lost."""
         count = self.uvarint(f"{what} tagged-field count")
-        fields: dict[int, bytes] = {}
+        fields: dict[int, tuple[int, int]] = {}
         for _ in range(count):
             start = self.pos
             tag = self.uvarint(f"{what} tag")
@@ -146,16 +150,16 @@ class Reader:
                 raise self.error(f"{what} tag {tag} appears twice", start)
             size = self.uvarint(f"{what} tag {tag} size")
             at = self._take(size, f"{what} tag {tag}")
-            fields[tag] = bytes(self.buf[at : at + size])
+            fields[tag] = (at, at + size)
         return fields
 
-    def expect_end(self) -> None:
-        if self.pos != len(self.buf):
-            raise self.error(f"{len(self.buf) - self.pos} unexpected trailing bytes")
+    def expect_end(self, what: str) -> None:
+        if self.pos != self.end:
+            raise self.error(f"{what}: {self.end - self.pos} unexpected trailing bytes")
 
     def remaining(self) -> bytes:
-        rest = bytes(self.buf[self.pos :])
-        self.pos = len(self.buf)
+        rest = bytes(self.buf[self.pos : self.end])
+        self.pos = self.end
         return rest
 
 
