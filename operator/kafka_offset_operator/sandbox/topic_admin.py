@@ -186,99 +186,99 @@ async def _notify_deleted(ctx: BrokerContext, names: list[str]) -> None:
             await result
 
 
+def _delete_result(name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str | None = None) -> Any:
+    return DeleteResult(name=name, topic_id=topic_id, error_code=code, error_message=message)
+
+
+def _resolve_deletions(
+    ctx: BrokerContext, given: list[tuple[str | None, uuid.UUID]]
+) -> tuple[list[Any], dict[uuid.UUID, str]]:
+    """ControllerApis.deleteTopics' bookkeeping: (error results, id -> name of the topics to delete)."""
+    results = []
+    by_name = Counter(n for n, i in given if n is not None and i == ZERO_UUID)
+    by_id = Counter(i for n, i in given if n is None and i != ZERO_UUID)
+    duplicate_names = [n for n, count in by_name.items() if count > 1]
+    duplicate_ids = [i for i, count in by_id.items() if count > 1]
+    to_delete: dict[uuid.UUID, str] = {}
+    named_twice: set[uuid.UUID] = set()
+    for name, topic_id in given:
+        if name is None and topic_id == ZERO_UUID:
+            results.append(
+                _delete_result(
+                    None, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified."
+                )
+            )
+        elif name is not None and topic_id != ZERO_UUID:
+            results.append(
+                _delete_result(
+                    name,
+                    topic_id,
+                    ErrorCode.INVALID_REQUEST,
+                    "You may not specify both topic name and topic id.",
+                )
+            )
+        elif name in duplicate_names or (name is None and topic_id in duplicate_ids):
+            continue  # answered once below
+        elif name is None:
+            found = ctx.topics.name_for_id(topic_id)
+            if found is None:
+                results.append(_delete_result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+            elif topic_id in to_delete:
+                named_twice.add(topic_id)
+            else:
+                to_delete[topic_id] = found
+        elif not ctx.topics.exists(name):
+            results.append(_delete_result(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        else:
+            topic_id = ctx.topics.topic_id(name)
+            if topic_id in to_delete:
+                named_twice.add(topic_id)
+            else:
+                to_delete[topic_id] = name
+    results += [
+        _delete_result(n, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+        for n in duplicate_names
+    ]
+    results += [
+        _delete_result(None, i, ErrorCode.INVALID_REQUEST, "Duplicate topic id.") for i in duplicate_ids
+    ]
+    for topic_id in named_twice:
+        results.append(
+            _delete_result(
+                to_delete.pop(topic_id),
+                topic_id,
+                ErrorCode.INVALID_REQUEST,
+                "The provided topic name maps to an ID that was already supplied.",
+            )
+        )
+    return results, to_delete
+
+
 @api_handler(DeleteTopicsRequest, 1, 6)
 async def handle_delete_topics(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    results = []
     # (name, id) pairs as the request gave them; v6 may name a topic by id.
     given: list[tuple[str | None, uuid.UUID]] = (
         [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]
         if api_version >= 6
         else [(n, ZERO_UUID) for n in request.topic_names]
     )
-    names = Counter(n for n, i in given if n is not None and i == ZERO_UUID)
-    ids = Counter(i for n, i in given if n is None and i != ZERO_UUID)
-    to_delete: list[tuple[str, uuid.UUID]] = []
-    for name, topic_id in given:
-        if name is None and topic_id == ZERO_UUID:
-            results.append(
-                DeleteResult(
-                    name=None,
-                    topic_id=ZERO_UUID,
-                    error_code=ErrorCode.INVALID_REQUEST,
-                    error_message="Neither topic name nor id were specified.",
-                )
-            )
-        elif name is not None and topic_id != ZERO_UUID:
-            results.append(
-                DeleteResult(
-                    name=name,
-                    topic_id=topic_id,
-                    error_code=ErrorCode.INVALID_REQUEST,
-                    error_message="You may not specify both topic name and topic id.",
-                )
-            )
-        elif name is not None and names[name] > 1:
-            if names[name] > 0:
-                names[name] = 0  # report a duplicate once
-                results.append(
-                    DeleteResult(
-                        name=name,
-                        topic_id=ZERO_UUID,
-                        error_code=ErrorCode.INVALID_REQUEST,
-                        error_message="Duplicate topic name.",
-                    )
-                )
-        elif name is None and ids[topic_id] > 1:
-            if ids[topic_id] > 0:
-                ids[topic_id] = 0
-                results.append(
-                    DeleteResult(
-                        name=None,
-                        topic_id=topic_id,
-                        error_code=ErrorCode.INVALID_REQUEST,
-                        error_message="Duplicate topic id.",
-                    )
-                )
-        elif name is None:
-            found = ctx.topics.name_for_id(topic_id)
-            if found is None:
-                results.append(
-                    DeleteResult(
-                        name=None,
-                        topic_id=topic_id,
-                        error_code=ErrorCode.UNKNOWN_TOPIC_ID,
-                        error_message=None,
-                    )
-                )
-            else:
-                to_delete.append((found, topic_id))
-        elif not ctx.topics.exists(name):
-            results.append(
-                DeleteResult(
-                    name=name,
-                    topic_id=ZERO_UUID,
-                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    error_message=None,
-                )
-            )
-        else:
-            to_delete.append((name, ctx.topics.topic_id(name)))
+    results, to_delete = _resolve_deletions(ctx, given)
     deleted = []
-    for name, topic_id in dict.fromkeys(to_delete):
+    for topic_id, name in to_delete.items():
         if is_internal(name):
             # Kafka's KRaft controller would delete it; the sandbox's coordinator cannot live without it.
             results.append(
-                DeleteResult(
-                    name=name,
-                    topic_id=topic_id,
-                    error_code=ErrorCode.INVALID_REQUEST,
-                    error_message=f"The sandbox broker does not delete internal topic {name}.",
+                _delete_result(
+                    name,
+                    topic_id,
+                    ErrorCode.INVALID_REQUEST,
+                    f"The sandbox broker does not delete internal topic {name}.",
                 )
             )
             continue
         ctx.topics.delete(name)
         deleted.append(name)
-        results.append(DeleteResult(name=name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None))
+        results.append(_delete_result(name, topic_id, ErrorCode.NONE))
     await _notify_deleted(ctx, deleted)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import struct
 import time
+import uuid
 
 import pytest
 from kafka import KafkaAdminClient
+from kafka.protocol.admin import CreateTopicsRequest, DeleteTopicsRequest
 from kafka.protocol.consumer import (
     FetchRequest,
     FetchResponse,
@@ -332,3 +334,55 @@ def test_offset_for_leader_epoch(broker: SandboxBroker) -> None:
     assert ask(1, 0) == (0, -1, -1)  # nothing written: no epoch entries yet
     assert ask(0, 0, current=5) == (75, -1, -1)  # UNKNOWN_LEADER_EPOCH: the client is ahead of us
     assert ask(9, 0)[0] == 3  # UNKNOWN_TOPIC_OR_PARTITION
+
+
+# ---- DeleteTopics / CreateTopics edge cases ----
+
+
+def test_delete_topics_by_name_and_id_with_kafkas_refusals(broker: SandboxBroker) -> None:
+    for name in ("a", "b", "c"):
+        broker.create_topic(name, 1)
+    a_id, b_id = (broker.call(lambda n=n: broker.ctx.topics.topic_id(n)) for n in ("a", "b"))
+    state = DeleteTopicsRequest.DeleteTopicState
+    request = DeleteTopicsRequest(
+        topics=[
+            state(name=None, topic_id=a_id),  # by id
+            state(name="c", topic_id=uuid.UUID(int=0)),
+            state(name="c", topic_id=uuid.UUID(int=0)),  # twice: refused, not deleted
+            state(name="b", topic_id=b_id),  # name and id together
+            state(name=None, topic_id=uuid.uuid4()),  # unknown id
+            state(name="zz", topic_id=uuid.UUID(int=0)),  # unknown name
+            state(name="__consumer_offsets", topic_id=uuid.UUID(int=0)),
+        ],
+        timeout_ms=1000,
+    )
+    with WireClient(broker.port) as client:
+        results = client.request(request, 6).responses
+    errors = sorted((r.name or "", r.error_code) for r in results)
+    assert errors == [("", 100), ("__consumer_offsets", 42), ("a", 0), ("b", 42), ("c", 42), ("zz", 3)]
+    assert sorted(broker.call(broker.ctx.topics.names)) == ["__consumer_offsets", "b", "c"]
+
+
+def test_create_topics_validate_only_and_duplicates(broker: SandboxBroker) -> None:
+    ct = CreateTopicsRequest.CreatableTopic
+
+    def topic(name: str, partitions: int = 1, rf: int = 1) -> object:
+        return ct(name=name, num_partitions=partitions, replication_factor=rf, assignments=[], configs=[])
+
+    request = CreateTopicsRequest(
+        topics=[
+            topic("x"),
+            topic("y"),
+            topic("y"),
+            topic("z", partitions=0),
+            topic("w", partitions=-1, rf=-1),
+        ],
+        timeout_ms=1000,
+        validate_only=True,
+    )
+    with WireClient(broker.port) as client:
+        results = {r.name: r for r in client.request(request, 7).topics}
+    assert {n: r.error_code for n, r in results.items()} == {"x": 0, "y": 42, "z": 37, "w": 0}
+    assert results["y"].error_message == "Duplicate topic name."
+    assert (results["w"].num_partitions, results["w"].replication_factor) == (1, 1)  # broker defaults
+    assert broker.call(broker.ctx.topics.names) == ["__consumer_offsets"]  # validate_only created nothing
