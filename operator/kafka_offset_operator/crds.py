@@ -394,6 +394,23 @@ def _deletion_spec() -> Schema:
                     },
                 },
             },
+            "expectedOffsets": {
+                "type": "array",
+                "description": (
+                    "Committed offsets as a policy's scan saw them (set by the policy that created this deletion). "
+                    "A partition whose committed offset differs when the deletion runs was committed since the "
+                    "scan: it is Skipped, not deleted."
+                ),
+                "items": {
+                    "type": "object",
+                    "required": ["topic", "partition", "offset"],
+                    "properties": {
+                        "topic": {"type": "string", "minLength": 1, "description": "Topic name."},
+                        "partition": {"type": "integer", "minimum": 0, "description": "Partition."},
+                        "offset": {"type": "integer", "minimum": 0, "description": "The offset the scan saw."},
+                    },
+                },
+            },
             "approved": {
                 "type": "boolean",
                 "default": False,
@@ -447,8 +464,13 @@ def _deletion_status() -> Schema:
             "startTime": _time("When the deletion started."),
             "completionTime": _time("When the deletion ended."),
             "restoreTime": _time("When the backup was re-committed."),
+            "deleteStartTime": _time(
+                "Set just before the OffsetDelete request is sent, so an operator that restarts mid-way knows the "
+                "request may have been applied (see docs/offset-deletion.md)."
+            ),
             "deleted": _count("Partitions whose offsets were deleted."),
             "failed": _count("Partitions Kafka refused to delete."),
+            "restored": _count("Partitions whose backed-up offsets were committed back."),
             "results": {
                 "type": "array",
                 "description": "One entry per requested partition.",
@@ -465,6 +487,29 @@ def _deletion_status() -> Schema:
                         },
                         "error": _text("Kafka's error name, e.g. GROUP_SUBSCRIBED_TO_TOPIC."),
                         "message": _text("What the error means here."),
+                        "count": _count(
+                            "For very large deletions, successful partitions of a topic are summed in one entry "
+                            "without a partition: how many."
+                        ),
+                    },
+                },
+            },
+            "restoreResults": {
+                "type": "array",
+                "description": "One entry per deleted partition, once a restore ran.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "topic": _text("Topic name."),
+                        "partition": {"type": "integer", "description": "Partition."},
+                        "status": {
+                            "type": "string",
+                            "enum": ["Restored", "Skipped", "Failed"],
+                            "description": "Restored; Skipped (the group committed this partition since the "
+                            "deletion, so it was left as is); Failed (see error).",
+                        },
+                        "error": _text("Kafka's error name, e.g. UNKNOWN_TOPIC_OR_PARTITION."),
+                        "message": _text("What happened here."),
                     },
                 },
             },
@@ -473,11 +518,15 @@ def _deletion_status() -> Schema:
                 "description": "What was committed before the deletion, kept for restore.",
                 "properties": {
                     "takenAt": _time("When the backup was read (OffsetFetch)."),
+                    "partitions": _count("How many partitions the backup holds."),
                     "offsets": {"type": "array", "items": partition_offset, "description": "The offsets."},
                     "configMapRef": {
                         "type": "object",
                         "description": "Where a backup too large for the status is kept.",
-                        "properties": {"name": _text("ConfigMap name, in this namespace.")},
+                        "properties": {
+                            "name": _text("ConfigMap name, in this namespace (owned by this OffsetDeletion)."),
+                            "key": _text("binaryData key holding the gzip'd JSON list of offsets."),
+                        },
                     },
                 },
             },

@@ -50,8 +50,10 @@ class OperatorContext:
 
 
 def _registrars() -> list[Registrar]:
-    """The handlers of a production operator (none yet: the OffsetDeletion handlers come next)."""
-    return []
+    """The handlers of a production operator. Imported here: importing the runtime registers nothing."""
+    from . import deletion
+
+    return [deletion.register]
 
 
 def build_settings(options: OperatorOptions) -> kopf.OperatorSettings:

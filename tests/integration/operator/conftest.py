@@ -15,8 +15,9 @@ from kafka_offset_operator.sandbox import SandboxBroker
 
 @pytest.fixture
 def broker() -> Iterator[SandboxBroker]:
-    """A fresh sandbox broker per test (it starts in milliseconds), 4 __consumer_offsets partitions."""
-    with SandboxBroker(offsets_retention="7d", offsets_partitions=4) as b:
+    """A fresh sandbox broker per test (it starts in milliseconds), 4 __consumer_offsets partitions, and no
+    initial rebalance delay so groups form at once."""
+    with SandboxBroker(offsets_retention="7d", offsets_partitions=4, group_initial_rebalance_delay_ms=0) as b:
         yield b
 
 

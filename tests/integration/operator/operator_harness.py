@@ -44,7 +44,7 @@ class Emulator(kmock.KubernetesEmulator):
     """kmock's emulator with three fixes towards a real API server, so Kopf meets the protocol it is built for:
 
     - on create it assigns uid, resourceVersion, generation and creationTimestamp when missing (as kubectl
-      apply and the operator itself leave them out);
+      apply and the operator itself leave them out), and a name from metadata.generateName (Kopf's Events);
     - every write bumps metadata.resourceVersion from one counter, as etcd does (kmock keeps it as given);
     - a JSON patch that cannot apply (a failed `test` of resourceVersion, a path that is gone) answers
       422 Unprocessable Entity, as the API server does and as Kopf expects, instead of a 500.
@@ -75,6 +75,8 @@ class Emulator(kmock.KubernetesEmulator):
     async def _handle(self, request: kmock.Request) -> Any:
         if request.resource is not None and request.action == kmock.action.CREATE and isinstance(request.data, dict):
             meta = request.data.setdefault("metadata", {})
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
             meta.setdefault("uid", str(uuid.uuid4()))
             meta.setdefault("resourceVersion", str(next(self._versions)))
             meta.setdefault("generation", 1)
