@@ -3,6 +3,8 @@
 Source: apache/kafka group-coordinator/src/main/resources/common/message/*Key.json and *Value.json
 (Kafka 4.x) and clients/src/main/resources/common/message/ConsumerProtocol{Subscription,Assignment}.json.
 Field names are Kafka's own: lower camel case for the classic records, upper camel case for KIP-848.
+Defaults (used when encoding a dict that lacks a field) are Kafka's: a nullable string without an explicit
+"default": "null" defaults to "" (generator FieldSpec.fieldDefault).
 The embedded consumer protocol uses the names of this project's JSON output (`topics`, `partitions`),
 which the README documents.
 """
@@ -71,8 +73,8 @@ GROUP_METADATA_VALUE = Message(
         (
             F("protocolType", "string"),
             F("generation", "int32"),
-            F("protocol", "string", nullable_since=0, default=None),
-            F("leader", "string", nullable_since=0, default=None),
+            F("protocol", "string", nullable_since=0, default=""),
+            F("leader", "string", nullable_since=0, default=""),
             F("currentStateTimestamp", "int64", since=2, default=-1),
             F("members", Array(_MEMBER_METADATA), default=[]),
         ),
@@ -126,14 +128,14 @@ CONSUMER_GROUP_PARTITION_METADATA_VALUE = _kip848(
 
 CONSUMER_GROUP_MEMBER_METADATA_VALUE = _kip848(
     "ConsumerGroupMemberMetadataValue",
-    F("InstanceId", "string", nullable_since=0, default=None),
-    F("RackId", "string", nullable_since=0, default=None),
+    F("InstanceId", "string", nullable_since=0, default=""),
+    F("RackId", "string", nullable_since=0, default=""),
     F("ClientId", "string"),
     F("ClientHost", "string"),
     F("SubscribedTopicNames", Array("string"), default=[]),
-    F("SubscribedTopicRegex", "string", nullable_since=0, default=None),
+    F("SubscribedTopicRegex", "string", nullable_since=0, default=""),
     F("RebalanceTimeoutMs", "int32", default=-1),
-    F("ServerAssignor", "string", nullable_since=0, default=None),
+    F("ServerAssignor", "string", nullable_since=0, default=""),
     F(
         "ClassicMemberMetadata",
         Struct(

@@ -240,3 +240,27 @@ def test_unsupported_records_keep_their_key_fields_and_raw_value() -> None:
             decoded = decode_record(key, value)
             assert decoded["unsupported"] is True
             assert decoded["key"] == rec["key"]
+
+
+def test_fields_missing_from_a_dict_get_kafkas_defaults() -> None:
+    # Generator FieldSpec.fieldDefault: "default" when given, "" for strings without one (even nullable
+    # ones), null only for "default": "null".
+    key = encode_key("GroupMetadata", {"group": "g"})
+    value = decode_record(key, encode_value("GroupMetadata", {"protocolType": "", "generation": 0}, 3))[
+        "value"
+    ]
+    assert value == {"protocolType": "", "generation": 0, "protocol": "", "leader": "",
+                     "currentStateTimestamp": -1, "members": []}  # fmt: skip
+    offset = decode_record(
+        encode_key("OffsetCommit", OFFSET_KEY), encode_value("OffsetCommit", {"offset": 1, "metadata": "",
+                                                                               "commitTimestamp": 2}, 3)
+    )["value"]  # fmt: skip
+    assert offset["leaderEpoch"] == -1
+    member = {"memberId": "m", "clientId": "c", "clientHost": "h", "sessionTimeout": 1,
+              "subscription": b"", "assignment": b""}  # fmt: skip
+    value = decode_record(
+        key, encode_value("GroupMetadata", {"protocolType": "x", "generation": 1, "members": [member]}, 3)
+    )["value"]
+    assert value["members"][0]["groupInstanceId"] is None and value["members"][0]["rebalanceTimeout"] == -1
+    with pytest.raises(CodecError, match=r"value\.offset: missing \(required in version 3\)"):
+        encode_value("OffsetCommit", {"metadata": "", "commitTimestamp": 2}, 3)
