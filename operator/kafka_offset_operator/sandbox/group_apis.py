@@ -12,6 +12,7 @@ v10 addresses topics by id and is not served).
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, TypeVar
 
 from kafka.protocol.admin.groups import (
@@ -48,6 +49,7 @@ from .coordinator.runtime import SandboxCoordinator
 from .registry import api_handler, current_request
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def _coordinator(ctx: BrokerContext) -> SandboxCoordinator | None:
@@ -122,7 +124,21 @@ async def handle_join_group(ctx: BrokerContext, request: Any, api_version: int) 
         reason=request.reason if api_version >= 8 else None,
     )
     coordinator.heard_from(join.group_id, join.member_id, rctx.connection_id)
+    log.debug(
+        "JoinGroup v%d %s member=%r from connection %s",
+        api_version,
+        join.group_id,
+        join.member_id,
+        rctx.connection_id,
+    )
     response = await _wait(coordinator.core.join_group(rctx, join))
+    log.debug(
+        "JoinGroup %s -> %s member=%r generation=%d",
+        join.group_id,
+        response.error.name,
+        response.member_id,
+        response.generation_id,
+    )
     coordinator.heard_from(join.group_id, response.member_id, rctx.connection_id)
     return _join_response(response, api_version)
 
@@ -148,7 +164,15 @@ async def handle_sync_group(ctx: BrokerContext, request: Any, api_version: int) 
         protocol_name=request.protocol_name if api_version >= 5 else None,
     )
     coordinator.heard_from(sync.group_id, sync.member_id, rctx.connection_id)
+    log.debug(
+        "SyncGroup v%d %s member=%r generation=%d",
+        api_version,
+        sync.group_id,
+        sync.member_id,
+        sync.generation_id,
+    )
     response = await _wait(coordinator.core.sync_group(rctx, sync))
+    log.debug("SyncGroup %s member=%r -> %s", sync.group_id, sync.member_id, response.error.name)
     return SyncGroupResponse(
         throttle_time_ms=0,
         error_code=int(response.error),
@@ -174,7 +198,15 @@ async def handle_heartbeat(ctx: BrokerContext, request: Any, api_version: int) -
         request.group_instance_id if api_version >= 3 else None,
     )
     coordinator.heard_from(heartbeat.group_id, heartbeat.member_id, rctx.connection_id)
-    return HeartbeatResponse(throttle_time_ms=0, error_code=int(coordinator.core.heartbeat(rctx, heartbeat)))
+    error = coordinator.core.heartbeat(rctx, heartbeat)
+    log.debug(
+        "Heartbeat %s member=%r generation=%d -> %s",
+        heartbeat.group_id,
+        heartbeat.member_id,
+        heartbeat.generation_id,
+        error.name,
+    )
+    return HeartbeatResponse(throttle_time_ms=0, error_code=int(error))
 
 
 # ---- LeaveGroup ----

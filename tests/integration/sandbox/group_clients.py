@@ -52,6 +52,11 @@ class GroupConsumer:
             **config,
         }
         self._consumer = KafkaConsumer(**settings)
+        # Know the topics before joining: kafka-python 3.0.12 can stall for good when its first
+        # JoinGroup completes before the subscribed topics' metadata arrives and it rejoins (seen with
+        # group.initial.rebalance.delay.ms=0; Kafka's default 3 s delay hides the race).
+        for topic in topics:
+            self._consumer.partitions_for_topic(topic)
         self._consumer.subscribe(topics)
         self._thread = threading.Thread(target=self._run, name=f"consumer-{group}", daemon=True)
         self._thread.start()
