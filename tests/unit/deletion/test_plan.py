@@ -1,0 +1,190 @@
+"""The OffsetDeletion state machine's decisions, as data in / data out (no doubles, no I/O)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kafka_offset_operator.deletion import plan
+from kafka_offset_operator.deletion.conditions import Condition, merge_conditions
+from kafka_offset_operator.deletion.plan import Step
+from kafka_offset_operator.deletion.spec import DeletionSpecError, parse_spec
+from kafka_offset_operator.kafka_admin import Committed, GroupInfo, Member
+
+NOW = "2026-01-02T03:04:05Z"
+EMPTY = GroupInfo("g", "Empty", "consumer")
+GONE = GroupInfo("g", "Dead", error="GROUP_ID_NOT_FOUND")
+BUSY = GroupInfo("g", "Stable", "consumer", "range", (Member("m1", "c", "/h", ("orders",)),))
+
+
+def spec(**extra: Any) -> Any:
+    base = {"kafka": {"bootstrapServers": "k:9092"}, "group": "g", "topics": [{"name": "orders"}], "approved": True}
+    return parse_spec({**base, **extra})
+
+
+def test_next_step_follows_the_phases() -> None:
+    assert plan.next_step(spec(approved=False), {}) is Step.AWAIT
+    assert plan.next_step(spec(), {}) is Step.BACKUP
+    assert plan.next_step(spec(), {"phase": "AwaitingApproval"}) is Step.BACKUP
+    assert plan.next_step(spec(), {"phase": "Running"}) is Step.DELETE
+    assert plan.next_step(spec(), {"phase": "Succeeded"}) is Step.DONE
+    assert plan.next_step(spec(restore=True), {"phase": "PartiallyFailed"}) is Step.RESTORE
+    assert plan.next_step(spec(restore=True), {"phase": "Succeeded", "restoreTime": NOW}) is Step.DONE
+    assert plan.next_step(spec(restore=True), {"phase": "Failed"}) is Step.DONE  # nothing was deleted
+
+
+def test_needs_work_keeps_the_timer_only_while_there_is_something_to_do() -> None:
+    assert plan.needs_work({"approved": False}, {})
+    assert not plan.needs_work({"approved": False}, {"phase": "AwaitingApproval"})
+    assert plan.needs_work({"approved": True}, {"phase": "AwaitingApproval"})
+    assert plan.needs_work({}, {"phase": "Running"})
+    assert not plan.needs_work({}, {"phase": "Succeeded"})
+    assert plan.needs_work({"restore": True}, {"phase": "Succeeded"})
+    assert not plan.needs_work({"restore": True}, {"phase": "Restored", "restoreTime": NOW})
+    waiting = {"phase": "AwaitingApproval", "conditions": [{"type": "Degraded", "status": "True", "reason": "SecretNotFound"}]}
+    assert plan.needs_work({"approved": False}, waiting)  # retry until the Secret exists
+
+
+def test_backup_keeps_what_will_be_deleted_and_settles_the_rest() -> None:
+    s = spec(topics=[{"name": "orders"}, {"name": "pay", "partitions": [0, 1]}, {"name": "none"}],
+             expectedOffsets=[{"topic": "orders", "partition": 1, "offset": 10}])
+    committed = {("orders", 0): Committed(3, 0, "m"), ("orders", 1): Committed(11), ("pay", 0): Committed(5),
+                 ("other", 0): Committed(1)}
+    result = plan.plan_backup(s, {}, EMPTY, committed, NOW, 7, configmap_name="x-offset-backup")
+    assert result.offsets == {("orders", 0): Committed(3, 0, "m"), ("pay", 0): Committed(5)}
+    patch = result.outcome.status
+    assert (patch["phase"], patch["startTime"], patch["observedGeneration"]) == ("Running", NOW, 7)
+    assert patch["backup"]["offsets"] == [
+        {"topic": "orders", "partition": 0, "offset": 3, "leaderEpoch": 0, "metadata": "m"},
+        {"topic": "pay", "partition": 0, "offset": 5, "leaderEpoch": -1, "metadata": ""}]
+    statuses = {(r["topic"], r.get("partition")): r["status"] for r in patch["results"]}
+    assert statuses == {("orders", 1): "Skipped", ("pay", 1): "NotCommitted", ("none", None): "NotCommitted"}
+    assert [e.reason for e in result.outcome.events] == ["BackedUp"]
+
+
+def test_large_backup_refers_to_a_configmap_and_round_trips() -> None:
+    committed = {("orders", p): Committed(p + 1) for p in range(5)}
+    result = plan.plan_backup(spec(), {}, EMPTY, committed, NOW, None, configmap_name="x-offset-backup", large=3)
+    assert result.in_configmap and result.outcome.status["backup"]["offsets"] is None
+    assert result.outcome.status["backup"]["configMapRef"] == {"name": "x-offset-backup", "key": plan.BACKUP_KEY}
+    assert plan.decode_backup(plan.encode_backup(result.offsets)) == committed
+
+
+def test_unknown_group_without_offsets_fails_at_once() -> None:
+    outcome = plan.plan_backup(spec(), {}, GONE, {}, NOW, None, configmap_name="c").outcome
+    assert outcome.status["phase"] == "Failed"
+    assert outcome.status["results"] == [{"topic": "orders", "status": "Failed", "error": "GROUP_ID_NOT_FOUND",
+                                          "message": plan.EXPLAIN["GROUP_ID_NOT_FOUND"]}]
+
+
+BACKUP = {("orders", 0): Committed(3), ("orders", 1): Committed(4), ("orders", 2): Committed(5)}
+
+
+def test_deletion_recheck_deletes_only_what_is_unchanged() -> None:
+    current = {("orders", 0): Committed(3), ("orders", 1): Committed(8)}  # 1 moved on, 2 is gone
+    first = plan.plan_deletion(BACKUP, current, started=False)
+    assert first.to_delete == (("orders", 0),)
+    assert {(r["partition"], r["status"]) for r in first.results} == {(1, "Skipped"), (2, "NotCommitted")}
+    # After a restart with the request possibly sent, a gone offset is ours.
+    resumed = plan.plan_deletion(BACKUP, current, started=True)
+    assert {(r["partition"], r["status"]) for r in resumed.results} == {(1, "Skipped"), (2, "Deleted")}
+
+
+def test_deletion_started_is_written_once() -> None:
+    assert plan.deletion_started({}, NOW).status == {"deleteStartTime": NOW}
+    assert plan.deletion_started({"deleteStartTime": "earlier"}, NOW).status == {}
+
+
+@pytest.mark.parametrize(
+    ("answers", "top", "phase", "deleted", "failed"),
+    [
+        ({("orders", 0): None, ("orders", 1): None}, None, "Succeeded", 2, 0),
+        ({("orders", 0): None, ("orders", 1): "GROUP_SUBSCRIBED_TO_TOPIC"}, None, "PartiallyFailed", 1, 1),
+        ({("orders", 0): "UNKNOWN_TOPIC_OR_PARTITION", ("orders", 1): "GROUP_SUBSCRIBED_TO_TOPIC"}, None, "Failed", 0, 2),
+        ({}, "NON_EMPTY_GROUP", "Failed", 0, 2),
+    ],
+)
+def test_finish_deletion_phase_from_kafkas_answers(answers: dict, top: str | None, phase: str, deleted: int,
+                                                   failed: int) -> None:
+    todo = plan.DeletePlan((("orders", 0), ("orders", 1)), ())
+    outcome = plan.finish_deletion(spec(), {"phase": "Running"}, todo, answers, top, NOW, None)
+    assert (outcome.status["phase"], outcome.status["deleted"], outcome.status["failed"]) == (phase, deleted, failed)
+    errors = {r.get("error") for r in outcome.status["results"]} - {None}
+    assert errors == ({top} if top else {e for e in answers.values() if e})
+    ready = next(c for c in outcome.status["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == ("True" if phase == "Succeeded" else "False")
+    assert [e.type for e in outcome.events] == ["Normal" if phase == "Succeeded" else "Warning"]
+
+
+def test_huge_results_are_summed_per_topic_and_still_restorable() -> None:
+    todo = plan.DeletePlan(tuple(("t", p) for p in range(6)), ())
+    answers = {("t", p): None for p in range(5)} | {("t", 5): "UNKNOWN_TOPIC_OR_PARTITION"}
+    status = plan.finish_deletion(spec(), {}, todo, answers, None, NOW, None, results_limit=4).status
+    assert status["deleted"] == 5 and status["failed"] == 1
+    assert status["results"][0] == {"topic": "t", "status": "Deleted", "message": "5 partitions deleted", "count": 5}
+    backup = {("t", p): Committed(p) for p in range(6)}
+    assert plan.deleted_partitions(status, backup) == [("t", p) for p in range(5)]
+
+
+def test_restore_commits_only_partitions_still_without_an_offset() -> None:
+    current = {("orders", 1): Committed(4), ("orders", 2): Committed(9)}
+    todo = plan.plan_restore(BACKUP, [("orders", 0), ("orders", 1), ("orders", 2)], current)
+    assert todo.to_commit == {("orders", 0): Committed(3)}
+    assert {(r["partition"], r["status"]) for r in todo.results} == {(1, "Restored"), (2, "Skipped")}
+    done = plan.finish_restore({"phase": "Succeeded"}, todo, {("orders", 0): None}, EMPTY, 30, NOW, None).status
+    assert (done["phase"], done["restored"], done["restoreTime"]) == ("Restored", 2, NOW)
+
+
+def test_restore_blocked_by_members_is_a_condition_and_one_event() -> None:
+    first = plan.restore_blocked({"phase": "Succeeded"}, BUSY, 30, NOW, None)
+    degraded = next(c for c in first.status["conditions"] if c["type"] == "Degraded")
+    assert (degraded["reason"], "phase" in first.status) == ("RestoreBlocked", False)
+    assert "1 active member" in degraded["message"] and len(first.events) == 1
+    again = plan.restore_blocked(plan.merge_patch({"phase": "Succeeded"}, first.status), BUSY, 30, NOW, None)
+    assert again.events == ()
+    assert not plan.changes(plan.merge_patch({"phase": "Succeeded"}, first.status), again.status)
+    # A member that joined between the check and the commit: UNKNOWN_MEMBER_ID means the same.
+    todo = plan.RestorePlan({("orders", 0): Committed(3)}, ())
+    racing = plan.finish_restore({"phase": "Succeeded"}, todo, {("orders", 0): "UNKNOWN_MEMBER_ID"}, BUSY, 30, NOW, None)
+    assert "phase" not in racing.status
+
+
+def test_spec_problem_names_the_field_and_waits_in_pending() -> None:
+    outcome = plan.spec_problem({}, "spec.kafka.sasl.secretRef", "Secret 'x' not found", "SecretNotFound", NOW, 1)
+    assert outcome.status["phase"] == "Pending"
+    degraded = next(c for c in outcome.status["conditions"] if c["type"] == "Degraded")
+    assert degraded["message"] == "spec.kafka.sasl.secretRef: Secret 'x' not found"
+    assert plan.settled(plan.merge_patch({}, outcome.status), NOW, 1).status["conditions"][1]["status"] == "False"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"group": ""}, "spec.group"),
+        ({"group": " padded"}, "spec.group"),
+        ({"topics": []}, "spec.topics"),
+        ({"topics": [{"name": "bad topic"}]}, "spec.topics[0].name"),
+        ({"topics": [{"name": "a"}, {"name": "a"}]}, "spec.topics[1].name"),
+        ({"topics": [{"name": "a", "partitions": [0, -1]}]}, "spec.topics[0].partitions[1]"),
+        ({"kafka": None}, "spec.kafka"),
+        ({"policyRef": {"name": "p"}}, "spec.policyRef"),
+        ({"approved": "yes"}, "spec.approved"),
+        ({"expectedOffsets": [{"topic": "a", "partition": 0, "offset": -2}]}, "spec.expectedOffsets[0].offset"),
+    ],
+)
+def test_bad_specs_name_the_field(change: dict[str, Any], field: str) -> None:
+    with pytest.raises(DeletionSpecError) as err:
+        spec(**change)
+    assert err.value.field == field
+
+
+def test_conditions_keep_their_transition_time_while_status_holds() -> None:
+    first = merge_conditions([], [Condition("Ready", "False", "A", "a")], "t1", 1)
+    second = merge_conditions(first, [Condition("Ready", "False", "B", "b")], "t2", 2)
+    third = merge_conditions(second, [Condition("Ready", "True", "C", "c")], "t3", 2)
+    assert [c["lastTransitionTime"] for c in (first[0], second[0], third[0])] == ["t1", "t1", "t3"]
+
+
+def test_merge_patch_is_rfc7386() -> None:
+    assert plan.merge_patch({"a": {"b": 1, "c": 2}, "l": [1]}, {"a": {"b": None}, "l": [2]}) == {"a": {"c": 2}, "l": [2]}
