@@ -5,7 +5,7 @@ that dominates the Spark job's decode time. This module reads the common, well-f
 OffsetCommit key (types 0 and 1) and value (versions 0..4) with `struct` and returns exactly the dict
 the interpreter would. Anything unusual (non-UTF-8 text, tagged fields, long compact strings, trailing
 bytes, truncation) returns None, and the caller falls back to the interpreter, which produces the
-value or the precise error. tests/unit/codec/test_fastpath.py proves the two agree.
+value or the precise error. tests/unit/codec/test_codec_fastpath.py proves the two agree.
 """
 
 from __future__ import annotations
