@@ -232,3 +232,13 @@ def test_leave_by_instance_id_removes_a_static_member() -> None:
     assert joined.result().error is Error.NONE
     group = h.coord.state.classic_group("g1")
     assert group is not None and not group.members
+
+
+def test_unloading_answers_waiting_requests_with_not_coordinator() -> None:
+    h = Harness()
+    h.stable_group("g1")
+    waiting = h.join_new_member("g1", client_id="other")  # waits for the first member to rejoin
+    h.coord.unload()
+    assert waiting.result().error is Error.NOT_COORDINATOR
+    assert state_of(h, "g1") is GroupState.DEAD
+    assert len(h.coord.state.timers) == 0

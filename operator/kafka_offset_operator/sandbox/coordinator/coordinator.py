@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from .admin import GroupAdmin
+from .classic import ClassicGroup, GroupState
 from .errors import Error
 from .loader import LoadReport, RecordLoader
 from .membership import Membership
@@ -39,6 +40,7 @@ from .messages import (
 from .offset_manager import OffsetManager, TopicView
 from .pending import Pending
 from .state import CoordinatorConfig, CoordinatorState, Liveness, RecordSink, TimestampedRecord, never_live
+from .timers import Timers
 
 CLEANUP_KEY = "expire-group-metadata"
 
@@ -179,6 +181,20 @@ class GroupCoordinator:
         if self._collecting is not None:
             self._collecting.expired_offsets += report.expired_offsets
             self._collecting.deleted_groups += report.deleted_groups
+
+    def unload(self) -> None:
+        """The coordinator stops (GroupMetadataManager.onUnloaded): requests still waiting in JoinGroup
+        or SyncGroup get NOT_COORDINATOR, and classic groups are Dead."""
+        for group in self.state.groups.values():
+            if not isinstance(group, ClassicGroup):
+                continue
+            group.transition_to(GroupState.DEAD, self.state.clock_now())
+            for member in list(group.members.values()):
+                group.complete_join(
+                    member, JoinGroupResponse(Error.NOT_COORDINATOR, member_id=member.member_id)
+                )
+                group.complete_sync(member, SyncGroupResponse(Error.NOT_COORDINATOR))
+        self.state.timers = Timers()
 
     def on_topics_deleted(self, topics: Iterable[str]) -> int:
         with self._operation():

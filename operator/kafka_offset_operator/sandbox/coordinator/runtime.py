@@ -75,6 +75,7 @@ class SandboxCoordinator:
         )
 
     async def close(self) -> None:
+        self.core.unload()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
