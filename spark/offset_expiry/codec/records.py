@@ -175,14 +175,15 @@ def _input_bytes(data: Any, part: str) -> bytes:
 
 
 def _keep_trailing(r: Reader, fields: dict[str, Any]) -> None:
-    if r.pos < len(r.buf):
+    if r.pos < r.end:
         fields[TRAILING] = r.remaining()
 
 
 def _decode_member_protocols(group: dict[str, Any]) -> None:
     """Consumer groups carry a ConsumerProtocolSubscription/Assignment in each member's bytes.
 
-    Bytes that do not parse stay bytes: the broker treats such a group's subscription as unknown.
+    Bytes that do not parse in full stay bytes, so they re-encode unchanged; subscription_topics()
+    still reads the v0 prefix the broker reads from them.
     """
     for member in group.get("members") or ():
         for field, schema in (
@@ -210,7 +211,7 @@ def decode_consumer_protocol(schema: Message, raw: bytes, part: str) -> dict[str
 
 def subscription_topics(subscription: bytes | Mapping[str, Any]) -> list[str]:
     """The topics of one classic consumer member's subscription, read the way the group coordinator
-    reads them: the int16 version, then only the v0 prefix (`Topics`), whatever the version
+    reads them: the int16 version, then only the v0 fields (Topics, UserData), whatever the version
     (ClassicGroup.computeSubscribedTopics). Bytes that fail a full decode may still have a valid v0
     prefix, and the broker then knows the member's topics; this gives the same answer. A decoded
     subscription (a dict from decode_record) gives its `topics`.
