@@ -1,0 +1,79 @@
+"""`run`: the operator itself, under Kopf, against the current kubeconfig or in-cluster config."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run the operator (Kopf) against the cluster",
+        description="Run the operator: reconcile OffsetDeletions (and policies) in the given namespaces or the "
+        "whole cluster. Kubernetes access: the pod's service account in a cluster, else the kubeconfig "
+        "(KUBECONFIG honoured, or --kubeconfig).",
+    )
+    scope = p.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--namespace", "-n", action="append", metavar="NS", dest="namespaces",
+                       help="a namespace to serve (repeat for several)")
+    scope.add_argument("--all-namespaces", "-A", action="store_true", help="serve every namespace")
+    p.add_argument("--kubeconfig", type=Path, metavar="PATH", help="kubeconfig file (default: KUBECONFIG or in-cluster)")
+    p.add_argument("--health-port", type=_port, default=8080, metavar="N",
+                   help="liveness endpoint http://0.0.0.0:N/healthz (Kopf's); 0 turns it off (default 8080)")
+    p.add_argument("--metrics-port", type=_port, default=9090, metavar="N",
+                   help="Prometheus metrics on http://0.0.0.0:N/metrics; 0 turns them off (default 9090)")
+    p.add_argument("--retry-interval", type=_seconds, default=30.0, metavar="SECONDS",
+                   help="how often unfinished work is retried (Kafka down, group busy) (default 30)")
+    p.add_argument("--verbose", "-v", action="store_true", help="debug logging (secrets stay masked)")
+    p.set_defaults(run=run)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0.1 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0.1 and 86400 seconds")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    import kubernetes.config
+
+    from .. import metrics
+    from ..handlers.runtime import OperatorOptions, run_operator
+
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.kubeconfig is not None and not args.kubeconfig.is_file():
+        raise UserError(f"--kubeconfig: {args.kubeconfig} is not a file")
+    options = OperatorOptions(
+        namespaces=tuple(args.namespaces or ()),
+        clusterwide=bool(args.all_namespaces),
+        kubeconfig=args.kubeconfig,
+        liveness_endpoint=f"http://0.0.0.0:{args.health_port}/healthz" if args.health_port else None,
+        retry_interval=args.retry_interval,
+    )
+    if args.metrics_port:
+        try:
+            metrics.serve(args.metrics_port)
+        except OSError as exc:
+            raise UserError(f"--metrics-port {args.metrics_port}: {exc.strerror}") from None
+    try:
+        asyncio.run(run_operator(options))
+    except kubernetes.config.ConfigException as exc:
+        raise UserError(f"no Kubernetes configuration: {exc} (run in a pod, set KUBECONFIG or pass --kubeconfig)") from None
+    return 0
