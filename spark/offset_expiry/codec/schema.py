@@ -91,19 +91,18 @@ class Message:
 
 # Decoding runs a "plan" per (struct, version, flexible, path): the fields present in that version,
 # each with a reader closure that already knows its type, nullability and error path. Plans are built on
-# first use and cached, so the per-record work is the reading itself (about twice as fast as
-# re-deciding every field's shape for every record).
+# first use and cached, so the per-record work is the reading itself. The cache is keyed by id() for
+# speed and holds the struct itself, so an id cannot be reused by another struct while its plan lives.
 Decoder = Callable[[Reader], Any]
-_PLANS: dict[
-    tuple[int, int, bool, str], tuple[list[tuple[str, Decoder]], dict[int, tuple[str, Decoder]]]
-] = {}
+Plan = tuple[Struct, list[tuple[str, Decoder]], dict[int, tuple[str, Decoder]]]
+_PLANS: dict[tuple[int, int, bool, str], Plan] = {}
 
 
 def _decode_struct(st: Struct, r: Reader, version: int, flexible: bool, path: str) -> dict[str, Any]:
     plan = _PLANS.get((id(st), version, flexible, path))
     if plan is None:
         plan = _make_plan(st, version, flexible, path)
-    untagged, tagged = plan
+    _, untagged, tagged = plan
     out: dict[str, Any] = {}
     for name, read in untagged:
         out[name] = read(r)
@@ -126,9 +125,7 @@ def _decode_struct(st: Struct, r: Reader, version: int, flexible: bool, path: st
     return out
 
 
-def _make_plan(
-    st: Struct, version: int, flexible: bool, path: str
-) -> tuple[list[tuple[str, Decoder]], dict[int, tuple[str, Decoder]]]:
+def _make_plan(st: Struct, version: int, flexible: bool, path: str) -> Plan:
     untagged: list[tuple[str, Decoder]] = []
     tagged: dict[int, tuple[str, Decoder]] = {}
     for f in st.fields:
@@ -139,7 +136,7 @@ def _make_plan(
             untagged.append((f.name, read))
         elif flexible:
             tagged[f.tag] = (f.name, read)
-    plan = (untagged, tagged)
+    plan = (st, untagged, tagged)
     _PLANS[(id(st), version, flexible, path)] = plan
     return plan
 
