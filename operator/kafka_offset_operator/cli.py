@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from . import __version__
-from .commands import decode, demo, dump, run, sandbox_broker
+from .commands import analyze, decode, demo, dump, run, sandbox_broker
 from .errors import UserError
 
 PROG = "kafka-offset-operator"
-COMMANDS = (decode, dump, demo, run, sandbox_broker)
+COMMANDS = (decode, dump, analyze, demo, run, sandbox_broker)
 
 
 class _Parser(argparse.ArgumentParser):

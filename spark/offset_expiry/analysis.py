@@ -1,0 +1,106 @@
+"""One analysis run, end to end: cluster facts and a snapshot of `__consumer_offsets` from Kafka, the
+Spark pipeline over the snapshot, and the report. Used by the CLI (local session) and by job.py
+(spark-submit, e.g. in a SparkApplication)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from .cluster import describe_cluster
+from .pipeline import analyze_dataframe, results_as_dicts
+from .policy import Policy
+from .progress import Progress
+from .raw import OFFSETS_TOPIC
+from .source import DEFAULT_SPLIT_RECORDS, FORMAT, KafkaSnapshotDataSource, Snapshot, take_snapshot
+
+
+@dataclass(frozen=True)
+class AnalysisRequest:
+    """`now_ms` None: the time the snapshot is taken. `retention_ms` None: the broker's
+    offsets.retention.minutes (DescribeConfigs)."""
+
+    bootstrap_servers: str
+    policy: Policy = field(default_factory=Policy)
+    now_ms: int | None = None
+    retention_ms: int | None = None
+    candidates_only: bool = False
+    topic: str = OFFSETS_TOPIC
+    client_settings: Mapping[str, str] = field(default_factory=dict)
+    split_records: int = DEFAULT_SPLIT_RECORDS
+    reader_compacts: bool = True
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything taken from Kafka before Spark starts: so a wrong address or a missing topic fails fast."""
+
+    request: AnalysisRequest
+    topics: frozenset[str]
+    snapshot: Snapshot
+    now_ms: int
+    retention_ms: int
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The report (offsets as an Arrow table) and the inputs it was computed with."""
+
+    report: dict[str, Any]
+    now_ms: int
+    retention_ms: int
+
+    def as_json_report(self) -> dict[str, Any]:
+        """The report with offsets as a lazy stream of dicts (for report.write_json)."""
+        return {"summary": self.report["summary"], "offsets": results_as_dicts(self.report["offsets"])}
+
+
+def prepare(request: AnalysisRequest, progress: Progress | None = None) -> Prepared:
+    progress = progress or Progress(enabled=False)
+    progress.phase(f"describing the cluster at {request.bootstrap_servers}")
+    cluster = describe_cluster(
+        request.bootstrap_servers, request.client_settings, want_retention=request.retention_ms is None
+    )
+    retention_ms = request.retention_ms if request.retention_ms is not None else cluster.retention_ms
+    assert retention_ms is not None
+    progress.phase(f"taking a snapshot of {request.topic}")
+    snapshot = take_snapshot(request.bootstrap_servers, request.topic, request.client_settings)
+    now_ms = request.now_ms if request.now_ms is not None else int(time.time() * 1000)
+    return Prepared(request, cluster.topics, snapshot, now_ms, retention_ms)
+
+
+def execute(spark: SparkSession, prepared: Prepared, progress: Progress | None = None) -> Analysis:
+    progress = progress or Progress(enabled=False)
+    request, snapshot = prepared.request, prepared.snapshot
+    spark.dataSource.register(KafkaSnapshotDataSource)
+    reader = (
+        spark.read.format(FORMAT)
+        .option("bootstrap.servers", request.bootstrap_servers)
+        .option("topic", request.topic)
+        .option("snapshot", snapshot.to_json())
+        .option("split.records", str(request.split_records))
+        .option("compact", "true" if request.reader_compacts else "false")
+    )
+    for name, value in request.client_settings.items():
+        reader = reader.option(f"kafka.{name}", value)
+    total = sum(end - start for start, end in snapshot.ranges.values())
+    progress.phase(f"analysing {total} records of {request.topic} in {len(snapshot.ranges)} partitions")
+    progress.watch(spark)
+    report = analyze_dataframe(
+        reader.load(),
+        request.policy,
+        now_ms=prepared.now_ms,
+        retention_ms=prepared.retention_ms,
+        existing_topics=prepared.topics,
+        snapshot=snapshot.end_offsets,
+        candidates_only=request.candidates_only,
+    )
+    return Analysis(report, prepared.now_ms, prepared.retention_ms)
+
+
+def run_analysis(spark: SparkSession, request: AnalysisRequest, progress: Progress | None = None) -> Analysis:
+    return execute(spark, prepare(request, progress), progress)

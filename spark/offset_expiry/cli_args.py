@@ -1,0 +1,96 @@
+"""The analysis' command-line arguments, shared by `kafka-offset-operator analyze` and job.py so both
+accept exactly the same flags. Bad values raise InputError with a message fit for one line."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .durations import parse_duration_ms
+from .errors import InputError
+from .policy import Policy, PolicyError, policy_from_yaml
+
+if TYPE_CHECKING:
+    from .analysis import AnalysisRequest
+
+FORMATS = ("table", "json")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bootstrap-server", required=True, metavar="HOST:PORT", help="a broker to connect to"
+    )
+    parser.add_argument(
+        "--policy",
+        metavar="PATH",
+        help="a ConsumerGroupOffsetPolicy (the resource or just its spec) in YAML; default: no rules, "
+        "report what the broker will expire",
+    )
+    parser.add_argument(
+        "--now",
+        metavar="ISO-8601",
+        help="evaluate as of this time (e.g. 2025-01-31T12:00:00Z; no zone means UTC); default: the time "
+        "the snapshot is taken",
+    )
+    parser.add_argument(
+        "--broker-retention",
+        metavar="DURATION",
+        help="the broker's offsets.retention.minutes as a duration (e.g. 7d); default: read it from the "
+        "cluster with DescribeConfigs",
+    )
+    parser.add_argument(
+        "--format", choices=FORMATS, default="table", help="table (for people, default) or json"
+    )
+    parser.add_argument(
+        "--output", metavar="PATH", help="write the report here (atomically) instead of stdout"
+    )
+    parser.add_argument("--candidates-only", action="store_true", help="list only the deletion candidates")
+
+
+def parse_time_ms(text: str, flag: str = "--now") -> int:
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InputError(f"{flag}: {text!r} is not an ISO-8601 time like 2025-01-31T12:00:00Z") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def load_policy(path: str | None) -> Policy:
+    if path is None:
+        return Policy()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"--policy: cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"--policy: {path} is not UTF-8 text") from None
+    try:
+        return policy_from_yaml(text, path)
+    except PolicyError as exc:
+        raise InputError(f"--policy {path}: {exc}") from None
+
+
+def request_from_args(args: argparse.Namespace) -> AnalysisRequest:
+    from .analysis import AnalysisRequest  # imports Spark: only when a run is really about to start
+
+    retention_ms = None
+    if args.broker_retention is not None:
+        try:
+            retention_ms = parse_duration_ms(args.broker_retention)
+        except ValueError as exc:
+            raise InputError(f"--broker-retention: {exc}") from None
+        if retention_ms <= 0:
+            raise InputError("--broker-retention: must be longer than 0 (Kafka requires at least 1 minute)")
+    if not args.bootstrap_server.strip() or ":" not in args.bootstrap_server:
+        raise InputError(f"--bootstrap-server: {args.bootstrap_server!r} is not HOST:PORT")
+    return AnalysisRequest(
+        bootstrap_servers=args.bootstrap_server.strip(),
+        policy=load_policy(args.policy),
+        now_ms=None if args.now is None else parse_time_ms(args.now),
+        retention_ms=retention_ms,
+        candidates_only=args.candidates_only,
+    )

@@ -1,0 +1,332 @@
+"""A PySpark Python Data Source (Spark 4) that reads a snapshot of a Kafka topic with kafka-python.
+
+    spark.dataSource.register(KafkaSnapshotDataSource)
+    raw = spark.read.format("kafka-snapshot").option("bootstrap.servers", "host:9092")
+              .option("topic", "__consumer_offsets").option("snapshot", snapshot_json(ranges)).load()
+
+Snapshot semantics: the driver takes each partition's start and end offsets once, before the run
+(`take_snapshot`), and every reader stops at that end, so a run is consistent and finite however busy
+the topic is. The end is the last stable offset (the consumer reads `read_committed`): transactional
+offset commits count only once committed (OffsetMetadataManager.replayEndTransactionMarker), aborted ones
+never do, and kafka-python's fetcher drops them and the control markers for us.
+
+One Spark input partition per topic partition; partitions holding more than `split.records` offsets are
+split into offset ranges, so a big partition does not serialise the read. Readers yield Arrow record
+batches (partition, offset, timestamp, key, value, records): rows as Python tuples are several times
+slower. `records` is how many records of the range a row stands for: 1, unless the option
+`compact=true` asks the reader to keep only the newest record per key of its range (a map-side
+combine of the pipeline's compaction: it ships one row per key instead of one per commit).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from .errors import InputError
+from .raw import OFFSETS_TOPIC
+
+FORMAT = "kafka-snapshot"
+RAW_ARROW = pa.schema(
+    [
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("records", pa.int64()),
+    ]
+)
+RAW_DDL = "partition int, offset long, timestamp long, key binary, value binary, records long"
+DEFAULT_SPLIT_RECORDS = 2_000_000
+BATCH_ROWS = 20_000
+IDLE_TIMEOUT_S = 60.0
+# kafka-python settings a caller may pass as options "kafka.<name>" (connection and security only).
+CLIENT_SETTINGS = frozenset(
+    {
+        "security_protocol",
+        "sasl_mechanism",
+        "sasl_plain_username",
+        "sasl_plain_password",
+        "ssl_cafile",
+        "ssl_certfile",
+        "ssl_keyfile",
+        "ssl_password",
+        "ssl_check_hostname",
+        "client_id",
+        "request_timeout_ms",
+    }
+)
+
+
+class SourceError(InputError):
+    """The topic cannot be read: unreachable broker, missing topic, no progress."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """partition -> (first offset, end offset): what a run reads."""
+
+    ranges: Mapping[int, tuple[int, int]]
+
+    @property
+    def end_offsets(self) -> dict[int, int]:
+        return {p: end for p, (_, end) in sorted(self.ranges.items())}
+
+    def to_json(self) -> str:
+        return json.dumps({str(p): [start, end] for p, (start, end) in sorted(self.ranges.items())})
+
+    @classmethod
+    def from_json(cls, text: str) -> Snapshot:
+        return cls({int(p): (int(r[0]), int(r[1])) for p, r in json.loads(text).items()})
+
+
+def client_config(bootstrap_servers: str, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "bootstrap_servers": bootstrap_servers.split(","),
+        "group_id": None,
+        "enable_auto_commit": False,
+        "isolation_level": "read_committed",
+        "request_timeout_ms": 30_000,
+        "fetch_max_bytes": 64 * 1024 * 1024,
+        "max_partition_fetch_bytes": 16 * 1024 * 1024,
+        "max_poll_records": 100_000,
+        "check_crcs": False,  # Kafka checked them on produce; the codec rejects garbage anyway
+    }
+    for name, value in (settings or {}).items():
+        if name not in CLIENT_SETTINGS:
+            raise SourceError(f"unsupported Kafka client setting {name!r}")
+        config[name] = _typed_setting(name, value)
+    return config
+
+
+def _typed_setting(name: str, value: Any) -> Any:
+    if name.endswith("_ms") and isinstance(value, str):
+        return int(value)
+    if name == "ssl_check_hostname" and isinstance(value, str):
+        return value.lower() == "true"
+    return value
+
+
+def take_snapshot(
+    bootstrap_servers: str, topic: str = OFFSETS_TOPIC, settings: Mapping[str, Any] | None = None
+) -> Snapshot:
+    """First and (last stable) end offset of every partition, taken now."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaError
+
+    try:
+        consumer = KafkaConsumer(**client_config(bootstrap_servers, settings))
+    except (KafkaError, ValueError, OSError) as exc:
+        raise SourceError(f"cannot connect to Kafka at {bootstrap_servers}: {exc}") from None
+    try:
+        partitions = consumer.partitions_for_topic(topic)
+        if not partitions:
+            raise SourceError(f"topic {topic} does not exist on {bootstrap_servers}")
+        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+        starts = consumer.beginning_offsets(tps)
+        ends = consumer.end_offsets(tps)
+        return Snapshot({tp.partition: (int(starts[tp]), int(ends[tp])) for tp in tps})
+    except KafkaError as exc:
+        raise SourceError(f"cannot read offsets of {topic} from {bootstrap_servers}: {exc}") from None
+    finally:
+        consumer.close()
+
+
+@dataclass(frozen=True)
+class OffsetRange(InputPartition):
+    partition: int
+    start: int
+    end: int
+
+
+def plan_ranges(snapshot: Snapshot, split_records: int) -> list[OffsetRange]:
+    """One range per partition, or several of at most `split_records` offsets; empty partitions skipped."""
+    out = []
+    for partition, (start, end) in sorted(snapshot.ranges.items()):
+        at = start
+        while at < end:
+            stop = min(end, at + split_records)
+            out.append(OffsetRange(partition, at, stop))
+            at = stop
+    return out
+
+
+def read_range(
+    bootstrap_servers: str,
+    topic: str,
+    rng: OffsetRange,
+    settings: Mapping[str, Any] | None = None,
+    *,
+    compact: bool = False,
+) -> Iterator[pa.RecordBatch]:
+    """Records with rng.start <= offset < rng.end, as Arrow batches of at most BATCH_ROWS rows."""
+    sink = _CompactingSink(rng.partition) if compact else _Sink(rng.partition)
+    for offset, timestamp, key, value in _consume(bootstrap_servers, topic, rng, settings):
+        batch = sink.add(offset, timestamp, key, value)
+        if batch is not None:
+            yield batch
+    yield from sink.finish()
+
+
+def _consume(
+    bootstrap_servers: str, topic: str, rng: OffsetRange, settings: Mapping[str, Any] | None
+) -> Iterator[tuple[int, int, bytes, bytes | None]]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(**client_config(bootstrap_servers, settings))
+    try:
+        tp = TopicPartition(topic, rng.partition)
+        consumer.assign([tp])
+        consumer.seek(tp, rng.start)
+        last_progress = time.monotonic()
+        while consumer.position(tp) < rng.end:
+            polled = consumer.poll(timeout_ms=500).get(tp, ())
+            if not polled:
+                if time.monotonic() - last_progress > IDLE_TIMEOUT_S:
+                    raise SourceError(
+                        f"no progress reading {topic}-{rng.partition} at offset {consumer.position(tp)} "
+                        f"(snapshot end {rng.end}) for {IDLE_TIMEOUT_S:.0f}s"
+                    )
+                continue
+            last_progress = time.monotonic()
+            for record in polled:
+                if record.offset >= rng.end:
+                    break
+                yield (
+                    record.offset,
+                    record.timestamp,
+                    record.key if record.key is not None else b"",
+                    record.value,
+                )
+    finally:
+        consumer.close()
+
+
+class _Sink:
+    """Collects records into Arrow batches."""
+
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+        self.columns: tuple[list[int], list[int], list[bytes], list[bytes | None]] = ([], [], [], [])
+
+    def add(self, offset: int, timestamp: int, key: bytes, value: bytes | None) -> pa.RecordBatch | None:
+        offsets, timestamps, keys, values = self.columns
+        offsets.append(offset)
+        timestamps.append(timestamp)
+        keys.append(key)
+        values.append(value)
+        if len(offsets) < BATCH_ROWS:
+            return None
+        batch = _batch(self.partition, offsets, timestamps, keys, values, [1] * len(offsets))
+        self.columns = ([], [], [], [])
+        return batch
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        offsets, timestamps, keys, values = self.columns
+        if offsets:
+            yield _batch(self.partition, offsets, timestamps, keys, values, [1] * len(offsets))
+
+
+class _CompactingSink:
+    """Keeps the newest record per key (records arrive in offset order) and how many it stands for."""
+
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+        self.latest: dict[bytes, list[Any]] = {}
+
+    def add(self, offset: int, timestamp: int, key: bytes, value: bytes | None) -> None:
+        slot = self.latest.get(key)
+        if slot is None:
+            self.latest[key] = [offset, timestamp, value, 1]
+        else:
+            slot[0], slot[1], slot[2] = offset, timestamp, value
+            slot[3] += 1
+        return None
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        items = list(self.latest.items())
+        self.latest = {}
+        for i in range(0, len(items), BATCH_ROWS):
+            chunk = items[i : i + BATCH_ROWS]
+            yield _batch(
+                self.partition,
+                [v[0] for _, v in chunk],
+                [v[1] for _, v in chunk],
+                [k for k, _ in chunk],
+                [v[2] for _, v in chunk],
+                [v[3] for _, v in chunk],
+            )
+
+
+def _batch(
+    partition: int,
+    offsets: list[int],
+    timestamps: list[int],
+    keys: list[bytes],
+    values: list[bytes | None],
+    records: list[int],
+) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([partition] * len(offsets), pa.int32()),
+            pa.array(offsets, pa.int64()),
+            pa.array(timestamps, pa.int64()),
+            pa.array(keys, pa.binary()),
+            pa.array(values, pa.binary()),
+            pa.array(records, pa.int64()),
+        ],
+        schema=RAW_ARROW,
+    )
+
+
+def _settings_from_options(options: Mapping[str, str]) -> dict[str, str]:
+    return {k[len("kafka.") :]: v for k, v in options.items() if k.startswith("kafka.")}
+
+
+class KafkaSnapshotReader(DataSourceReader):
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.bootstrap_servers = options["bootstrap.servers"]
+        self.topic = options.get("topic", OFFSETS_TOPIC)
+        self.settings = _settings_from_options(options)
+        self.split_records = int(options.get("split.records", DEFAULT_SPLIT_RECORDS))
+        self.compact = options.get("compact", "false").lower() == "true"
+        snapshot = options.get("snapshot")
+        self.snapshot = (
+            Snapshot.from_json(snapshot)
+            if snapshot
+            else take_snapshot(self.bootstrap_servers, self.topic, self.settings)
+        )
+
+    def partitions(self) -> Sequence[OffsetRange]:
+        return plan_ranges(self.snapshot, self.split_records)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, OffsetRange)
+        yield from read_range(
+            self.bootstrap_servers, self.topic, partition, self.settings, compact=self.compact
+        )
+
+
+class KafkaSnapshotDataSource(DataSource):
+    """Options: bootstrap.servers (required), topic (default __consumer_offsets), snapshot (JSON from
+    Snapshot.to_json; taken at planning time if absent), split.records, compact (true|false),
+    kafka.<client setting>."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return RAW_DDL
+
+    def reader(self, schema: Any) -> KafkaSnapshotReader:
+        if "bootstrap.servers" not in self.options:
+            raise SourceError("option bootstrap.servers is required")
+        return KafkaSnapshotReader(self.options)

@@ -1,0 +1,92 @@
+"""The human-readable report: one line per (group, topic, reason), partitions folded into ranges,
+broker expiry as a time relative to the analysis' `now`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .durations import UNITS_MS
+
+HEADERS = ("GROUP", "TOPIC", "PARTITIONS", "STATE", "CANDIDATE", "REASON", "BROKER EXPIRY")
+
+
+def relative(at_ms: int | None, now_ms: int) -> str:
+    """'in 3d4h', '2h5m ago', 'now', or 'never' (two most significant units)."""
+    if at_ms is None:
+        return "never"
+    delta = at_ms - now_ms
+    if delta == 0:
+        return "now"
+    text = _two_units(abs(delta))
+    return f"in {text}" if delta > 0 else f"{text} ago"
+
+
+def _two_units(ms: int) -> str:
+    parts: list[str] = []
+    for unit in ("d", "h", "m", "s"):
+        n, ms = divmod(ms, UNITS_MS[unit])
+        if n or parts:
+            parts.append(f"{n}{unit}" if n else "")
+        if len(parts) == 2:
+            break
+    text = "".join(parts)
+    return text or "<1s"
+
+
+def fold_partitions(partitions: Iterable[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> '0-2,5,7-8'."""
+    ordered = sorted(set(partitions))
+    spans: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        spans.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(spans)
+
+
+def render(summary: Mapping[str, Any], offsets: Iterable[Mapping[str, Any]], now_ms: int) -> str:
+    rows: dict[tuple[str, str, str, bool, str], dict[str, Any]] = {}
+    for r in offsets:
+        key = (r["group"], r["topic"], r["reason"], r["candidate"], r["groupState"])
+        row = rows.setdefault(key, {"partitions": [], "expiry": []})
+        row["partitions"].append(r["partition"])
+        row["expiry"].append(r["brokerExpiresAt"])
+    lines = [HEADERS]
+    ordered = sorted(rows.items(), key=lambda kv: (not kv[0][3], kv[0][0], kv[0][1], kv[0][2]))
+    for (group, topic, reason, candidate, state), row in ordered:
+        known = [e for e in row["expiry"] if e is not None]
+        expiry = relative(min(known), now_ms) if known else "never"
+        if known and len(known) < len(row["expiry"]):
+            expiry += " (some never)"
+        lines.append(
+            (
+                group,
+                topic,
+                fold_partitions(row["partitions"]),
+                state,
+                "yes" if candidate else "no",
+                reason,
+                expiry,
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(HEADERS))]
+    text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines]
+    if len(lines) == 1:
+        text = ["(no offsets to list)"]
+    return "\n".join([*text, "", *summary_lines(summary)]) + "\n"
+
+
+def summary_lines(summary: Mapping[str, Any]) -> list[str]:
+    by_reason = summary["byReason"]
+    counted = ", ".join(f"{reason} {n}" for reason, n in by_reason.items() if n)
+    partitions = len(summary["snapshot"])
+    return [
+        f"{summary['candidates']} deletion candidates among {summary['offsets']} committed offsets "
+        f"of {summary['groups']} groups" + (f" ({counted})" if counted else ""),
+        f"scanned {summary['recordsScanned']} records in {partitions} partitions of __consumer_offsets; "
+        f"{summary['skippedRecords']} undecodable records skipped",
+    ]
