@@ -49,7 +49,8 @@ class Emulator(kmock.KubernetesEmulator):
     - a JSON patch that cannot apply (a failed `test` of resourceVersion, a path that is gone) answers
       422 Unprocessable Entity, as the API server does and as Kopf expects, instead of a 500.
 
-    And kmock 0.8 cannot parse the path of the cluster-wide namespace list (/api/v1/namespaces reads as a
+    And two kmock 0.8 discovery bugs are mended: the core group's version document says groupVersion "/v1"
+    (kubectl then maps no core kind), and kmock cannot parse the path of the cluster-wide namespace list (/api/v1/namespaces reads as a
     namespace prefix and fails), which Kopf lists and watches: that one path is served here; the list names
     the namespaces objects live in, and the watch stays open without events.
     """
@@ -57,20 +58,33 @@ class Emulator(kmock.KubernetesEmulator):
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
         self._versions = itertools.count(1000)
+        self._namespaces: set[str] = set()
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         if raw_request.path.rstrip("/") != "/api/v1/namespaces":
             return await super().__call__(raw_request)
+        if raw_request.method == "POST":  # kubectl apply of a Namespace
+            body = await raw_request.json()
+            body.setdefault("metadata", {}).update(uid=str(uuid.uuid4()), resourceVersion=str(next(self._versions)))
+            self._namespaces.add(body["metadata"]["name"])
+            return aiohttp.web.json_response(body, status=201)
         if raw_request.query.get("watch") in ("true", "1"):
             response = aiohttp.web.StreamResponse()
             await response.prepare(raw_request)
             await asyncio.Event().wait()  # until the client goes away or the server stops
             return response
-        names = {NAMESPACE} | {ns for (_res, ns, _name) in self.objects if ns}
+        names = {NAMESPACE} | self._namespaces | {ns for (_res, ns, _name) in self.objects if ns}
         items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n, "uid": n, "resourceVersion": "1"}}
                  for n in sorted(names)]
         return aiohttp.web.json_response(
             {"apiVersion": "v1", "kind": "NamespaceList", "metadata": {"resourceVersion": "1"}, "items": items})
+
+    async def _serve_version(self, request: kmock.Request) -> Any:
+        # kmock 0.8 names the core group version "/v1"; the API server (and kubectl's mapper) says "v1".
+        doc = await super()._serve_version(request)
+        if isinstance(doc, dict) and str(doc.get("groupVersion", "")).startswith("/"):
+            doc["groupVersion"] = doc["groupVersion"].lstrip("/")
+        return doc
 
     async def _handle(self, request: kmock.Request) -> Any:
         if request.resource is not None and request.action == kmock.action.CREATE and isinstance(request.data, dict):
