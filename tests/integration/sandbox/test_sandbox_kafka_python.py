@@ -183,3 +183,20 @@ def test_describe_cluster(broker: SandboxBroker, admin: KafkaAdminClient) -> Non
     assert [(b["broker_id"], b["host"], b["port"]) for b in cluster["brokers"]] == [
         (0, "127.0.0.1", broker.port)
     ]
+
+
+def test_auto_created_topics_when_enabled() -> None:
+    with SandboxBroker(offsets_partitions=1, auto_create_topics=True) as broker:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+        producer.send("made-on-demand", b"v").get(timeout=20)
+        producer.close()
+        assert broker.call(lambda: broker.ctx.topics.partition_count("made-on-demand")) == 1
+
+
+def test_topics_are_not_auto_created_by_default(broker: SandboxBroker) -> None:
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=None)
+    try:
+        assert not consumer.partitions_for_topic("not-there")
+    finally:
+        consumer.close()
+    assert not broker.call(lambda: broker.ctx.topics.exists("not-there"))

@@ -17,7 +17,8 @@ from kafka.protocol.consumer import (
     OffsetForLeaderEpochRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
-from kafka.protocol.producer import ProduceRequest
+from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+from kafka.record.util import calc_crc32c
 from sandbox_wire_client import WireClient, frame, request_header
 
 from kafka_offset_operator.sandbox import SandboxBroker
@@ -386,3 +387,43 @@ def test_create_topics_validate_only_and_duplicates(broker: SandboxBroker) -> No
     assert results["y"].error_message == "Duplicate topic name."
     assert (results["w"].num_partitions, results["w"].replication_factor) == (1, 1)  # broker defaults
     assert broker.call(broker.ctx.topics.names) == ["__consumer_offsets"]  # validate_only created nothing
+
+
+# ---- idempotent producers ----
+
+
+def idempotent_batch(producer_id: int, epoch: int, first_seq: int, count: int = 1) -> bytes:
+    """A v2 batch as an idempotent producer writes it: producer id, epoch and base sequence set."""
+    batch = build_batch([(b"k%d" % i, b"v", 1) for i in range(count)])
+    struct.pack_into(">qhi", batch, 43, producer_id, epoch, first_seq)
+    struct.pack_into(">I", batch, 17, calc_crc32c(memoryview(batch)[21:]))
+    return bytes(batch)
+
+
+def test_idempotent_producer_retries_duplicates_and_gaps(broker: SandboxBroker) -> None:
+    broker.create_topic("t", 1)
+    with WireClient(broker.port) as client:
+        pid = client.request(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000), 4)
+        assert pid.error_code == 0 and pid.producer_epoch == 0
+
+        def produce(epoch: int, seq: int, count: int = 1) -> tuple[int, int]:
+            batch = idempotent_batch(pid.producer_id, epoch, seq, count)
+            p = client.request(produce_request("t", batch, acks=-1), 9).responses[0].partition_responses[0]
+            return p.error_code, p.base_offset
+
+        assert produce(0, 0, 3) == (0, 0)
+        assert produce(0, 3) == (0, 3)
+        assert produce(0, 0, 3) == (0, 0)  # a retry of a written batch: its offset, not a second copy
+        assert produce(0, 9) == (45, -1)  # OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert produce(1, 5) == (45, -1)  # a new epoch must start at sequence 0
+        assert produce(1, 0) == (0, 4)
+        assert produce(0, 4) == (47, -1)  # INVALID_PRODUCER_EPOCH: fenced by epoch 1
+    assert broker.call(lambda: broker.ctx.topics.partition("t", 0).high_watermark) == 5  # type: ignore[union-attr]
+
+
+def test_transactional_init_producer_id_is_refused(broker: SandboxBroker) -> None:
+    with WireClient(broker.port) as client:
+        response = client.request(
+            InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60_000), 4
+        )
+    assert response.error_code == 16  # NOT_COORDINATOR: the sandbox has no transaction coordinator
