@@ -27,7 +27,7 @@ def make_topics(broker: SandboxBroker, topics: dict[str, int], records_per_parti
         producer.close()
 
 
-def _consumer(broker: SandboxBroker, group: str, topics: Iterable[str]) -> KafkaConsumer:
+def _consumer(broker: SandboxBroker, group: str, topics: list[str]) -> KafkaConsumer:
     consumer = KafkaConsumer(
         bootstrap_servers=broker.bootstrap_servers,
         group_id=group,
@@ -35,6 +35,10 @@ def _consumer(broker: SandboxBroker, group: str, topics: Iterable[str]) -> Kafka
         auto_offset_reset="earliest",
         session_timeout_ms=30_000,
     )
+    for topic in topics:
+        # Metadata first: a consumer that subscribes before it knows the topics' partitions joins with an
+        # assignment of nothing and waits for a metadata refresh to rejoin.
+        consumer.partitions_for_topic(topic)
     consumer.subscribe(list(topics))
     return consumer
 
@@ -61,7 +65,7 @@ def empty_group(broker: SandboxBroker, group: str, offsets: dict[tuple[str, int]
 def live_group(broker: SandboxBroker, group: str, topics: Iterable[str]) -> Iterator[KafkaConsumer]:
     """A consumer that is a member of `group` (state Stable, subscribed to `topics`) until the block ends,
     when it leaves the group (LeaveGroup on close)."""
-    consumer = _consumer(broker, group, topics)
+    consumer = _consumer(broker, group, list(topics))
     try:
         _join(consumer)
         yield consumer

@@ -55,8 +55,9 @@ def test_deletes_offsets_of_an_empty_group_after_backing_them_up(broker: Sandbox
     assert cond(status, "Ready")["status"] == "True"
     # OffsetFetch: only the partition not asked for is left.
     assert committed(broker, "reporting") == {("payments", 2): 1}
-    reasons = [e["reason"] for e in kube.events_for("old-topics")]
-    assert "BackedUp" in reasons and "Succeeded" in reasons
+    reasons = kube.wait_for(lambda: {e["reason"] for e in kube.events_for("old-topics")} >= {"BackedUp", "Succeeded"},
+                            what="BackedUp and Succeeded events")
+    assert reasons
 
 
 def test_subscribed_topic_of_a_live_group_is_refused_and_nothing_is_deleted(
@@ -139,6 +140,7 @@ def test_restore_waits_while_the_group_has_members(broker: SandboxBroker, kube: 
     status = kube.wait_for_status("busy", lambda s: s.get("phase") == "Restored", what="Restored")["status"]
     assert committed(broker, "mover") == {("old", 0): 2}
     assert cond(status, "Degraded")["status"] == "False"
+    kube.wait_for(lambda: any(e["reason"] == "Restored" for e in kube.events_for("busy")), what="the Restored event")
     assert [e["reason"] for e in kube.events_for("busy")].count("RestoreBlocked") == 1
 
 
@@ -155,6 +157,9 @@ def test_missing_secret_is_a_condition_naming_the_field(broker: SandboxBroker, k
     assert degraded["message"].startswith("spec.kafka.sasl.secretRef:") and "kafka-user" in degraded["message"]
     assert committed(broker, "secure") == {("orders", 0): 1}
     assert op.alive  # no crash loop: the operator waits for the Secret
+    # Kopf posts events asynchronously: wait for it, then check it was posted once, not once per retry.
+    kube.wait_for(lambda: kube.events_for("locked"), what="the SecretNotFound event")
+    kube.wait_for_status("locked", lambda s: True)  # a few more retries happen meanwhile (0.3s interval)
     assert [e["reason"] for e in kube.events_for("locked")] == ["SecretNotFound"]
 
 
