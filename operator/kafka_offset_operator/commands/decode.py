@@ -26,11 +26,12 @@ def add_parser(sub: Any) -> None:
 
 def parse_hex(text: str, option: str) -> bytes:
     """Hex with optional 0x prefix and whitespace; errors name the option and the character."""
-    cleaned = text.strip()
-    if cleaned[:2].lower() == "0x":
-        cleaned = cleaned[2:]
+    start = len(text) - len(text.lstrip())
+    if text[start : start + 2].lower() == "0x":
+        start += 2
     digits = []
-    for i, ch in enumerate(cleaned):
+    for i in range(start, len(text)):
+        ch = text[i]
         if ch.isspace():
             continue
         if ch not in "0123456789abcdefABCDEF":

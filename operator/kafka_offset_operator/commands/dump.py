@@ -9,7 +9,6 @@ from typing import Any
 
 from offset_expiry.codec import CodecError, decode_record, to_jsonable
 
-from ..kafka_connection import OffsetsTopicReader
 
 
 def add_parser(sub: Any) -> None:
@@ -38,6 +37,8 @@ def record_group(record: dict[str, Any]) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..kafka_connection import OffsetsTopicReader  # kafka-python takes ~1.5 s to import: only here
+
     skipped = 0
     first_error = ""
     with OffsetsTopicReader(args.bootstrap_server) as reader:

@@ -145,3 +145,9 @@ def test_demo_exits_0_and_prints_decodable_records(capsys: pytest.CaptureFixture
     records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert {r["type"] for r in records} >= {"OffsetCommit", "GroupMetadata"}
     assert any(r["value"] is None for r in records)  # the tombstone
+
+
+def test_bad_hex_position_counts_the_0x_prefix(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "decode", "--key", "0x00zz")
+    assert code == 2
+    assert err.strip().endswith("'z' at character 5 is not a hex digit")
