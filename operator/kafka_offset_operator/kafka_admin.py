@@ -373,6 +373,15 @@ class KafkaAdmin:
         raw = self._call(self._client.alter_group_offsets, group, request)
         return {(tp.topic, tp.partition): _partition_error(err) for tp, err in raw.items()}
 
+    def delete_group(self, group: str) -> str | None:
+        """DeleteGroups for one group (its offsets and the group itself): None when deleted, else Kafka's
+        error name, e.g. NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND. Used by keep-alive."""
+        raw = self._call(self._client.delete_groups, [group]).get(group, "KafkaError")
+        if raw == "OK":
+            return None
+        cls = getattr(kerrors, str(raw), None)
+        return error_name(cls) if isinstance(cls, type) and issubclass(cls, BaseException) else CLIENT_ERROR
+
     def list_groups(self) -> list[dict[str, Any]]:
         return list(self._call(self._client.list_groups))
 
