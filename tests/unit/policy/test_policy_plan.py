@@ -1,0 +1,226 @@
+"""The policy's decisions as data in / data out: spec parsing, the live re-check, the OffsetDeletions it
+proposes, the status it writes, its schedule, and keep-alive plans. No doubles, no I/O."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+
+from kafka_offset_operator.kafka_admin import Committed, GroupInfo, Member
+from kafka_offset_operator.policy import keepalive, plan, schedule
+from kafka_offset_operator.policy.keepalive import KeepAlivePlan, Method
+from kafka_offset_operator.policy.results import ReportError, from_rows, read_report
+from kafka_offset_operator.policy.spec import Engine, Mode, PolicySpecError, parse_policy_spec
+from offset_expiry.policy import Protection
+from offset_expiry.report import write_json
+
+DAY = 86_400_000
+NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+KAFKA = {"bootstrapServers": "kafka:9092"}
+POLICY_BODY = {"apiVersion": "kafkaoffsets.dev/v1alpha1", "kind": "ConsumerGroupOffsetPolicy",
+               "metadata": {"name": "stale", "namespace": "kafka", "uid": "u-1", "generation": 3}}
+
+
+def row(group: str, topic: str, partition: int, offset: int, reason: str = "EmptyGroup", *, candidate: bool = True,
+        group_type: str = "classic", state: str = "Empty", protocol: str = "consumer",
+        expires: int | None = NOW + DAY) -> dict[str, Any]:
+    return {"group": group, "groupType": group_type, "groupState": state, "protocolType": protocol,
+            "topic": topic, "partition": partition, "offset": offset, "commitTimestamp": NOW - 5 * DAY,
+            "brokerExpiresAt": expires, "candidate": candidate, "reason": reason}
+
+
+SUMMARY = {"recordsScanned": 120, "groups": 4, "offsets": 9, "candidates": 3, "skippedRecords": 1,
+           "byReason": {"EmptyGroup": 2, "Standalone": 1, "Protected": 1, "WithinRetention": 5}, "snapshot": {"0": 120}}
+
+
+# -- spec
+
+
+def test_a_minimal_spec_gets_the_crd_defaults() -> None:
+    spec = parse_policy_spec({"kafka": KAFKA})
+    assert (spec.mode, spec.engine, spec.interval_ms, spec.broker_retention_ms) == (Mode.DRY_RUN, Engine.LOCAL, 3_600_000, None)
+    assert spec.analysis_spec["groups"] == {"include": ["*"], "exclude": []}
+
+
+@pytest.mark.parametrize(("spec", "field"), [
+    ({"kafka": KAFKA, "mode": "Sometimes"}, "spec.mode"),
+    ({"kafka": KAFKA, "schedule": {"interval": "often"}}, "spec.schedule.interval"),
+    ({"kafka": KAFKA, "schedule": {"interval": "0s"}}, "spec.schedule.interval"),
+    ({"kafka": KAFKA, "rules": {"emptyGroupRetention": "3 days"}}, "spec.rules.emptyGroupRetention"),
+    ({"kafka": KAFKA, "analysis": {"engine": "Flink"}}, "spec.analysis.engine"),
+    ({"kafka": KAFKA, "analysis": {"brokerRetention": "7"}}, "spec.analysis.brokerRetention"),
+    ({"kafka": KAFKA, "analysis": {"sparkApplication": {"executor": {"instances": 0}}}},
+     "spec.analysis.sparkApplication.executor.instances"),
+    ({"kafka": KAFKA, "analysis": {"sparkApplication": {"driver": {"memory": "lots"}}}},
+     "spec.analysis.sparkApplication.driver.memory"),
+    ({"kafka": KAFKA, "protect": {"keepAlive": "yes"}}, "spec.protect.keepAlive"),
+    ({"mode": "DryRun"}, "spec.kafka"),
+])
+def test_every_bad_field_is_named(spec: dict[str, Any], field: str) -> None:
+    with pytest.raises(PolicySpecError) as err:
+        parse_policy_spec(spec)
+    assert err.value.field == field
+
+
+# -- results
+
+
+def test_a_report_is_read_line_by_line_keeping_candidates_and_protected_offsets() -> None:
+    rows = [row("a", "t", 0, 5), row("b", "t", 0, 1, "WithinRetention", candidate=False),
+            row("keep", "t", 1, 2, "Protected", candidate=False)]
+    out = io.StringIO()
+    write_json(out, {"summary": SUMMARY, "offsets": rows})
+    report = read_report(io.StringIO(out.getvalue()))
+    assert [o.group for o in report.candidates] == ["a"]
+    assert [o.group for o in report.protected] == ["keep"]
+    assert report.candidates_by_reason == {"DeletedTopic": 0, "EmptyGroup": 2, "ExpireTimestamp": 0,
+                                           "Standalone": 1, "UnsubscribedTopic": 0}
+    empty = io.StringIO()
+    write_json(empty, {"summary": SUMMARY, "offsets": []})
+    assert read_report(io.StringIO(empty.getvalue())).candidates == ()
+    with pytest.raises(ReportError):
+        read_report(io.StringIO(out.getvalue()[:-20]))  # truncated
+    with pytest.raises(ReportError):
+        read_report(io.StringIO(json.dumps({"offsets": []})))
+
+
+# -- live re-check
+
+
+def proposal(*rows_: dict[str, Any]) -> plan.Proposal:
+    [p] = plan.proposals(from_rows(SUMMARY, rows_).candidates)
+    return p
+
+
+EMPTY = GroupInfo("g", "Empty", "consumer")
+NONE = Protection()
+
+
+def test_recheck_keeps_partitions_still_at_their_scanned_offset() -> None:
+    p = proposal(row("g", "t", 0, 5), row("g", "t", 1, 7), row("g", "u", 0, 1))
+    live = {("t", 0): Committed(5), ("t", 1): Committed(9)}  # t-1 committed since the scan, u-0 gone
+    result = plan.recheck(p, EMPTY, live, NONE)
+    assert result.proposal is not None and dict(result.proposal.offsets) == {("t", 0): 5}
+    assert {(s.topic, s.partition, s.why) for s in result.skipped} == {
+        ("t", 1, plan.COMMITTED_SINCE_SCAN), ("u", 0, plan.NOT_COMMITTED)}
+
+
+def test_recheck_drops_groups_whose_premise_changed() -> None:
+    member = Member("m", "c", "/h", ("t",))
+    stable = GroupInfo("g", "Stable", "consumer", "range", (member,))
+    empty_rule = proposal(row("g", "t", 0, 5))
+    assert plan.recheck(empty_rule, stable, {("t", 0): Committed(5)}, NONE).skipped[0].why == plan.GROUP_ACTIVE
+    unsubscribed = proposal(row("g", "t", 0, 5, "UnsubscribedTopic", state="Stable"),
+                            row("g", "old", 0, 5, "UnsubscribedTopic", state="Stable"))
+    result = plan.recheck(unsubscribed, stable, {("t", 0): Committed(5), ("old", 0): Committed(5)}, NONE)
+    assert result.proposal is not None and set(result.proposal.offsets) == {("old", 0)}
+    assert result.skipped[0].why == plan.SUBSCRIBED
+    unknown = GroupInfo("g", "Stable", "consumer", "range", (Member("m", "c", "/h", None),))
+    assert plan.recheck(unsubscribed, unknown, {("old", 0): Committed(5)}, NONE).proposal is None
+    standalone = proposal(row("g", "t", 0, 5, "Standalone", protocol=""))
+    assert plan.recheck(standalone, EMPTY, {("t", 0): Committed(5)}, NONE).skipped[0].why == plan.NOT_SIMPLE
+    protected = plan.recheck(empty_rule, EMPTY, {("t", 0): Committed(5)}, Protection(groups=("g",)))
+    assert protected.proposal is None and protected.skipped[0].why == plan.PROTECTED
+
+
+def test_kip848_groups_are_compared_by_offset_only() -> None:
+    p = proposal(row("m", "t", 0, 5, "UnsubscribedTopic", group_type="consumer", state="Stable"))
+    invisible = GroupInfo("m", "Dead", error="GROUP_ID_NOT_FOUND")
+    assert plan.recheck(p, invisible, {("t", 0): Committed(5)}, NONE).proposal is not None
+
+
+# -- children
+
+
+def test_children_are_named_by_content_and_approved_per_mode() -> None:
+    p = proposal(row("orders-app", "t", 1, 5), row("orders-app", "t", 0, 4))
+    assert plan.children(POLICY_BODY, [p], Mode.DRY_RUN, NOW) == []
+    [approve] = plan.children(POLICY_BODY, [p], Mode.APPROVE, NOW)
+    [auto] = plan.children(POLICY_BODY, [p], Mode.AUTO, NOW)
+    assert approve["metadata"]["name"] == auto["metadata"]["name"] == plan.child_name("stale", p)
+    assert approve["metadata"]["name"].startswith("stale-")
+    assert (approve["spec"]["approved"], auto["spec"]["approved"]) == (False, True)
+    assert approve["spec"]["topics"] == [{"name": "t", "partitions": [0, 1]}]
+    assert approve["spec"]["expectedOffsets"] == [{"topic": "t", "partition": 0, "offset": 4},
+                                                  {"topic": "t", "partition": 1, "offset": 5}]
+    assert approve["spec"]["policyRef"] == {"name": "stale"}
+    owner = approve["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["uid"], owner["controller"]) == ("ConsumerGroupOffsetPolicy", "u-1", True)
+    moved = proposal(row("orders-app", "t", 1, 6), row("orders-app", "t", 0, 4))
+    assert plan.child_name("stale", moved) != plan.child_name("stale", p)  # different offsets, new proposal
+    long = plan.child_name("x" * 80, p)
+    assert len(long) <= 63 and long[-11] == "-"
+
+
+# -- status
+
+
+def test_a_run_writes_lastrun_top_candidates_and_ready() -> None:
+    report = from_rows(SUMMARY, [row("a", "t", 0, 5), row("a", "t", 1, 5), row("b", "u", 0, 1, "Standalone", protocol="")])
+    run = plan.RunSummary("Local", NOW - 60_000, NOW, report, Mode.APPROVE, deletions_created=2,
+                          skipped=(plan.Skip("b", "u", 0, plan.COMMITTED_SINCE_SCAN),))
+    patch = plan.run_succeeded({}, run, NOW + DAY, 3)
+    assert patch["lastRun"] == {
+        "startTime": "2025-12-31T23:59:00Z", "completionTime": "2026-01-01T00:00:00Z", "engine": "Local",
+        "recordsScanned": 120, "skippedRecords": 1, "groupsSeen": 4, "offsets": 9, "candidates": 3,
+        "candidatesByReason": {"DeletedTopic": 0, "EmptyGroup": 2, "ExpireTimestamp": 0, "Standalone": 1,
+                               "UnsubscribedTopic": 0},
+        "deletionsCreated": 2}
+    assert patch["nextRunTime"] == "2026-01-02T00:00:00Z"
+    assert patch["observedGeneration"] == 3
+    assert patch["topCandidates"][0] == {"group": "a", "topics": ["t"], "partitions": 2, "reason": "EmptyGroup",
+                                         "brokerExpiresAt": "2026-01-02T00:00:00Z"}
+    ready, degraded = patch["conditions"]
+    assert (ready["type"], ready["status"], ready["reason"]) == ("Ready", "True", "AnalysisSucceeded")
+    assert "2 OffsetDeletions created" in ready["message"] and "1 CommittedSinceScan" in ready["message"]
+    assert (degraded["type"], degraded["status"]) == ("Degraded", "False")
+
+
+def test_failures_degrade_and_invalid_specs_wait_for_a_new_generation() -> None:
+    failed = plan.run_failed({}, "KafkaUnavailable", "cannot reach Kafka", NOW, NOW + 30_000, 3)
+    assert [(c["type"], c["status"], c["reason"]) for c in failed["conditions"]] == [
+        ("Ready", "False", "KafkaUnavailable"), ("Degraded", "True", "KafkaUnavailable")]
+    assert schedule.due(3, failed, NOW + 29_000) is False
+    assert schedule.due(3, failed, NOW + 30_000) is True
+    invalid = plan.spec_invalid({}, "spec.mode", "'x' is not one of DryRun, Approve, Auto", "InvalidSpec", NOW, 3)
+    assert invalid["conditions"][0]["message"].startswith("spec.mode: ")
+    status = {**invalid, "nextRunTime": None}
+    assert schedule.due(3, status, NOW + 10 * DAY) is False  # no crash loop
+    assert schedule.due(4, status, NOW) is True  # the spec changed
+
+
+def test_backoff_doubles_up_to_the_interval() -> None:
+    delays = [schedule.retry_delay_ms(n, 1000, 6000) for n in range(1, 6)]
+    assert delays == [1000, 2000, 4000, 6000, 6000]
+    assert schedule.retry_delay_ms(50, 30_000, 86_400_000) == schedule.MAX_BACKOFF_MS
+
+
+# -- keep-alive
+
+
+def protected(group_type: str = "classic", protocol: str = "consumer", state: str = "Empty",
+              expires: int | None = NOW + 3 * DAY) -> keepalive.ProtectedGroup:
+    rows = [row("billing", "inv", 0, 5, "Protected", candidate=False, group_type=group_type, state=state,
+                protocol=protocol, expires=expires)]
+    [group] = keepalive.protected_groups(from_rows(SUMMARY, rows).protected)
+    return group
+
+
+def test_keep_alive_picks_the_mechanism_that_works_for_the_group_kind() -> None:
+    lead = keepalive.lead_ms(7 * DAY, 3_600_000)
+    assert lead == int(3.5 * DAY)
+    empty = GroupInfo("billing", "Empty", "consumer")
+    simple = GroupInfo("billing", "Empty", "")
+    assert keepalive.plan_group(protected(), empty, NOW, lead).method is Method.REBASE
+    assert keepalive.plan_group(protected(protocol=""), simple, NOW, lead).method is Method.RECOMMIT
+    assert keepalive.plan_group(protected("consumer"), GroupInfo("billing", "Dead"), NOW, lead).method is Method.RECOMMIT
+    busy = GroupInfo("billing", "Stable", "consumer", "range", (Member("m", "c", "/h", ("inv",)),))
+    blocked = keepalive.plan_group(protected(state="Stable"), busy, NOW, lead)
+    assert blocked.method is None and blocked.blocked and "members" in blocked.blocked
+    later = keepalive.plan_group(protected(expires=NOW + 5 * DAY), empty, NOW, lead)
+    assert later == KeepAlivePlan("billing", None, due_at=NOW + 5 * DAY - lead)
+    assert keepalive.plan_group(protected(expires=None), empty, NOW, lead) == KeepAlivePlan("billing", None)
+    assert keepalive.lead_ms(7 * DAY, 5 * DAY) == 7 * DAY  # rare runs: act at every run
