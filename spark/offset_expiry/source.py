@@ -6,9 +6,9 @@
 
 Snapshot semantics: the driver takes each partition's start and end offsets once, before the run
 (`take_snapshot`), and every reader stops at that end, so a run is consistent and finite however busy
-the topic is. The end is the last stable offset (the consumer reads `read_committed`): transactional
-offset commits count only once committed (OffsetMetadataManager.replayEndTransactionMarker), aborted ones
-never do, and kafka-python's fetcher drops them and the control markers for us.
+the topic is. The end is the last stable offset (offsets are listed `read_committed`), and readers fetch
+`read_committed` (fetcher.py, recordset.py): transactional offset commits count only once committed
+(OffsetMetadataManager.replayEndTransactionMarker), aborted ones never do.
 
 One Spark input partition per topic partition; partitions holding more than `split.records` offsets are
 split into offset ranges, so a big partition does not serialise the read. Readers yield Arrow record
@@ -21,7 +21,6 @@ combine of the pipeline's compaction: it ships one row per key instead of one pe
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +29,9 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .errors import InputError
+from .fetcher import PartitionFetcher
 from .raw import OFFSETS_TOPIC
+from .recordset import ParsedRecords
 
 FORMAT = "kafka-snapshot"
 RAW_ARROW = pa.schema(
@@ -46,7 +47,6 @@ RAW_ARROW = pa.schema(
 RAW_DDL = "partition int, offset long, timestamp long, key binary, value binary, records long"
 DEFAULT_SPLIT_RECORDS = 2_000_000
 BATCH_ROWS = 20_000
-IDLE_TIMEOUT_S = 60.0
 # kafka-python settings a caller may pass as options "kafka.<name>" (connection and security only).
 CLIENT_SETTINGS = frozenset(
     {
@@ -167,71 +167,33 @@ def read_range(
     compact: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Records with rng.start <= offset < rng.end, as Arrow batches of at most BATCH_ROWS rows."""
-    sink = _CompactingSink(rng.partition) if compact else _Sink(rng.partition)
-    for offset, timestamp, key, value in _consume(bootstrap_servers, topic, rng, settings):
-        batch = sink.add(offset, timestamp, key, value)
-        if batch is not None:
-            yield batch
+    sink: _Sink | _CompactingSink = _CompactingSink(rng.partition) if compact else _Sink(rng.partition)
+    fetcher = PartitionFetcher(bootstrap_servers, settings)
+    try:
+        for parsed in fetcher.fetch(topic, rng.partition, rng.start, rng.end):
+            yield from sink.add(parsed)
+    finally:
+        fetcher.close()
     yield from sink.finish()
 
 
-def _consume(
-    bootstrap_servers: str, topic: str, rng: OffsetRange, settings: Mapping[str, Any] | None
-) -> Iterator[tuple[int, int, bytes, bytes | None]]:
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(**client_config(bootstrap_servers, settings))
-    try:
-        tp = TopicPartition(topic, rng.partition)
-        consumer.assign([tp])
-        consumer.seek(tp, rng.start)
-        last_progress = time.monotonic()
-        while consumer.position(tp) < rng.end:
-            polled = consumer.poll(timeout_ms=500).get(tp, ())
-            if not polled:
-                if time.monotonic() - last_progress > IDLE_TIMEOUT_S:
-                    raise SourceError(
-                        f"no progress reading {topic}-{rng.partition} at offset {consumer.position(tp)} "
-                        f"(snapshot end {rng.end}) for {IDLE_TIMEOUT_S:.0f}s"
-                    )
-                continue
-            last_progress = time.monotonic()
-            for record in polled:
-                if record.offset >= rng.end:
-                    break
-                yield (
-                    record.offset,
-                    record.timestamp,
-                    record.key if record.key is not None else b"",
-                    record.value,
-                )
-    finally:
-        consumer.close()
-
-
 class _Sink:
-    """Collects records into Arrow batches."""
+    """Cuts the records into Arrow batches."""
 
     def __init__(self, partition: int) -> None:
         self.partition = partition
-        self.columns: tuple[list[int], list[int], list[bytes], list[bytes | None]] = ([], [], [], [])
 
-    def add(self, offset: int, timestamp: int, key: bytes, value: bytes | None) -> pa.RecordBatch | None:
-        offsets, timestamps, keys, values = self.columns
-        offsets.append(offset)
-        timestamps.append(timestamp)
-        keys.append(key)
-        values.append(value)
-        if len(offsets) < BATCH_ROWS:
-            return None
-        batch = _batch(self.partition, offsets, timestamps, keys, values, [1] * len(offsets))
-        self.columns = ([], [], [], [])
-        return batch
+    def add(self, parsed: ParsedRecords) -> Iterator[pa.RecordBatch]:
+        for i in range(0, len(parsed.offsets), BATCH_ROWS):
+            j = i + BATCH_ROWS
+            n = len(parsed.offsets[i:j])
+            keys = [b"" if k is None else k for k in parsed.keys[i:j]]
+            yield _batch(
+                self.partition, parsed.offsets[i:j], parsed.timestamps[i:j], keys, parsed.values[i:j], [1] * n
+            )
 
     def finish(self) -> Iterator[pa.RecordBatch]:
-        offsets, timestamps, keys, values = self.columns
-        if offsets:
-            yield _batch(self.partition, offsets, timestamps, keys, values, [1] * len(offsets))
+        return iter(())
 
 
 class _CompactingSink:
@@ -241,14 +203,20 @@ class _CompactingSink:
         self.partition = partition
         self.latest: dict[bytes, list[Any]] = {}
 
-    def add(self, offset: int, timestamp: int, key: bytes, value: bytes | None) -> None:
-        slot = self.latest.get(key)
-        if slot is None:
-            self.latest[key] = [offset, timestamp, value, 1]
-        else:
-            slot[0], slot[1], slot[2] = offset, timestamp, value
-            slot[3] += 1
-        return None
+    def add(self, parsed: ParsedRecords) -> Iterator[pa.RecordBatch]:
+        latest = self.latest
+        for offset, timestamp, key, value in zip(
+            parsed.offsets, parsed.timestamps, parsed.keys, parsed.values, strict=True
+        ):
+            slot = latest.get(key if key is not None else b"")
+            if slot is None:
+                latest[key if key is not None else b""] = [offset, timestamp, value, 1]
+            else:
+                slot[0] = offset
+                slot[1] = timestamp
+                slot[2] = value
+                slot[3] += 1
+        return iter(())
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         items = list(self.latest.items())

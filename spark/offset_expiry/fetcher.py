@@ -1,0 +1,147 @@
+"""Raw Fetch requests for one partition range, read_committed, over kafka-python's network client.
+
+KafkaConsumer turns every record into several Python objects; at millions of records that alone is
+slower than the rest of the analysis. Here kafka-python does what it is good at (connections, SASL/TLS,
+metadata, the Fetch request and response classes) and the record bytes go to recordset.parse_record_set.
+
+Uses `kafka.net.compat.KafkaNetClient`, kafka-python 3's replacement for its old KafkaClient (the
+network layer its consumer, producer and admin client share).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .errors import InputError
+from .recordset import AbortedTransaction, ParsedRecords, parse_record_set
+
+FETCH_MAX_BYTES = 32 * 1024 * 1024
+PARTITION_MAX_BYTES = 16 * 1024 * 1024
+MAX_FETCH_VERSION = 12  # v13+ names topics by id
+READ_COMMITTED = 1
+RETRY_FOR_S = 60.0
+_RETRIABLE = {3, 5, 6, 7, 13, 56, 74, 75}  # unknown partition, leader moves, timeouts, epochs
+_OFFSET_OUT_OF_RANGE = 1
+
+
+class FetchError(InputError):
+    pass
+
+
+def net_config(bootstrap_servers: str, settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "bootstrap_servers": bootstrap_servers.split(","),
+        "client_id": "offset-expiry-reader",
+        "request_timeout_ms": 30_000,
+        "receive_message_max_bytes": FETCH_MAX_BYTES + 1024 * 1024,
+    }
+    config.update(settings or {})
+    return config
+
+
+class PartitionFetcher:
+    """Fetches [start, end) of one partition; one instance per Spark task."""
+
+    def __init__(self, bootstrap_servers: str, settings: Mapping[str, Any] | None = None) -> None:
+        from kafka.errors import KafkaError
+        from kafka.net.compat import KafkaNetClient
+
+        self.bootstrap_servers = bootstrap_servers
+        try:
+            self.client = KafkaNetClient(**net_config(bootstrap_servers, settings))
+            self.client.get_broker_version(timeout_ms=30_000)
+        except (KafkaError, OSError) as exc:
+            raise FetchError(f"cannot connect to Kafka at {bootstrap_servers}: {exc}") from None
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _leader(self, topic: str, partition: int, deadline: float) -> int:
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        cluster = self.client.cluster
+        future = cluster.add_topic(topic)
+        while True:
+            self.client.poll(future=future, timeout_ms=1000)
+            leader = cluster.leader_for_partition(tp)
+            if leader is not None and leader >= 0:
+                return int(leader)
+            if time.monotonic() > deadline:
+                raise FetchError(f"no leader for {topic}-{partition} on {self.bootstrap_servers}")
+            future = cluster.request_update()
+
+    def fetch(self, topic: str, partition: int, start: int, end: int) -> Iterator[ParsedRecords]:
+        """Parsed records with start <= offset < end, in offset order, one fetch response at a time."""
+        from kafka.errors import for_code
+        from kafka.protocol.consumer import FetchRequest
+
+        version = self.client.api_version(FetchRequest, max_version=MAX_FETCH_VERSION)
+        if version < 4:
+            raise FetchError("the broker does not support read_committed fetches (Fetch v4, Kafka 0.11)")
+        deadline = time.monotonic() + RETRY_FOR_S
+        node = self._leader(topic, partition, deadline)
+        offset = start
+        while offset < end:
+            request = FetchRequest(
+                version=version,
+                replica_id=-1,
+                max_wait_ms=500,
+                min_bytes=1,
+                max_bytes=FETCH_MAX_BYTES,
+                isolation_level=READ_COMMITTED,
+                session_id=0,
+                session_epoch=-1,
+                topics=[
+                    FetchRequest.FetchTopic(
+                        topic=topic,
+                        partitions=[
+                            FetchRequest.FetchTopic.FetchPartition(
+                                partition=partition,
+                                current_leader_epoch=-1,
+                                fetch_offset=offset,
+                                last_fetched_epoch=-1,
+                                log_start_offset=-1,
+                                partition_max_bytes=PARTITION_MAX_BYTES,
+                            )
+                        ],
+                    )
+                ],
+                forgotten_topics_data=[],
+                rack_id="",
+            )
+            response = self.client.send_and_receive(node, request, timeout_ms=60_000)
+            data = response.responses[0].partitions[0]
+            if data.error_code == _OFFSET_OUT_OF_RANGE and data.log_start_offset > offset:
+                offset = data.log_start_offset  # deleted since the snapshot: gone from Kafka too
+                continue
+            if data.error_code in _RETRIABLE and time.monotonic() < deadline:
+                node = self._leader(topic, partition, deadline)
+                continue
+            if data.error_code:
+                name = for_code(data.error_code).__name__
+                raise FetchError(f"fetching {topic}-{partition} at offset {offset}: {name}")
+            aborted = [
+                AbortedTransaction(a.producer_id, a.first_offset) for a in data.aborted_transactions or ()
+            ]
+            parsed = parse_record_set(bytes(data.records or b""), offset, aborted)
+            if parsed.next_offset <= offset:
+                if time.monotonic() > deadline:
+                    raise FetchError(
+                        f"no progress reading {topic}-{partition} at offset {offset} (snapshot end {end})"
+                    )
+                continue
+            deadline = time.monotonic() + RETRY_FOR_S
+            offset = parsed.next_offset
+            yield _below(parsed, end)
+
+
+def _below(parsed: ParsedRecords, end: int) -> ParsedRecords:
+    if not parsed.offsets or parsed.offsets[-1] < end:
+        return parsed
+    n = next(i for i, o in enumerate(parsed.offsets) if o >= end)
+    return ParsedRecords(
+        parsed.offsets[:n], parsed.timestamps[:n], parsed.keys[:n], parsed.values[:n], parsed.next_offset
+    )

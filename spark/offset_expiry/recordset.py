@@ -1,0 +1,258 @@
+"""Records out of the bytes of a Fetch response partition (a Kafka "record set"), read_committed.
+
+The analysis reads millions of records; kafka-python's consumer builds several Python objects per record
+(about 20 µs each here), this straight-line parser of the v2 batch format (DefaultRecordBatch.java,
+DefaultRecord.java) takes a few. What it does not handle itself it hands to kafka-python's own record
+classes: compressed batches and the legacy v0/v1 message format.
+
+read_committed, as KafkaConsumer does it (Fetcher's CompletedFetch._unpack_records) and as
+OffsetMetadataManager.replayEndTransactionMarker applies it: control batches (transaction markers) are
+never records; a transactional batch is dropped if its producer is in the response's aborted list (from
+the transaction's first offset until that producer's ABORT marker).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from collections.abc import Iterable
+from typing import NamedTuple
+
+# RecordBatch v2 header: baseOffset int64, batchLength int32, partitionLeaderEpoch int32, magic int8,
+# crc uint32, attributes int16, lastOffsetDelta int32, baseTimestamp int64, maxTimestamp int64,
+# producerId int64, producerEpoch int16, baseSequence int32, recordCount int32.
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = _HEADER.size  # 61
+_LOG_OVERHEAD = 12  # baseOffset + batchLength
+_MAGIC_AT = 16
+_COMPRESSION_MASK = 0x07
+_TRANSACTIONAL = 0x10
+_CONTROL = 0x20
+_ABORT = 0
+
+
+class CorruptRecordSet(ValueError):
+    pass
+
+
+class AbortedTransaction(NamedTuple):
+    producer_id: int
+    first_offset: int
+
+
+class ParsedRecords(NamedTuple):
+    """Parallel lists of the records kept, and the offset to fetch next (after the last complete batch)."""
+
+    offsets: list[int]
+    timestamps: list[int]
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    next_offset: int
+
+
+def parse_record_set(
+    data: bytes, fetch_offset: int, aborted: Iterable[AbortedTransaction] = (), read_committed: bool = True
+) -> ParsedRecords:
+    """Parses every complete batch in `data` (a fetch may end with a partial one, which is left for the
+    next fetch). Records below `fetch_offset` (a batch can start before it) are skipped."""
+    offsets: list[int] = []
+    timestamps: list[int] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    pending_aborts = deque(sorted(aborted, key=lambda t: t.first_offset))
+    aborted_producers: set[int] = set()
+    next_offset = fetch_offset
+    pos = 0
+    size = len(data)
+    while pos + _LOG_OVERHEAD <= size:
+        base_offset, length = struct.unpack_from(">qi", data, pos)
+        end = pos + _LOG_OVERHEAD + length
+        if end > size:
+            break  # a partial batch at the end of the response
+        if length < 0 or end < pos + _MAGIC_AT + 1:
+            raise CorruptRecordSet(f"batch at offset {base_offset} has length {length}")
+        magic = data[pos + _MAGIC_AT]
+        if magic == 2 and length < HEADER_SIZE - _LOG_OVERHEAD:
+            raise CorruptRecordSet(f"batch at offset {base_offset} has length {length}")
+        if magic != 2:
+            _legacy(data[pos:end], fetch_offset, offsets, timestamps, keys, values)
+            next_offset = max(next_offset, (offsets[-1] + 1) if offsets else next_offset)
+            pos = end
+            continue
+        (_, _, _, _, _, attributes, last_delta, base_ts, _, producer_id, _, _, count) = _HEADER.unpack_from(
+            data, pos
+        )
+        last_offset = base_offset + last_delta
+        next_offset = max(next_offset, last_offset + 1)
+        if read_committed and producer_id >= 0:
+            while pending_aborts and pending_aborts[0].first_offset <= last_offset:
+                aborted_producers.add(pending_aborts.popleft().producer_id)
+            if attributes & _CONTROL:
+                if _control_type(data, pos + HEADER_SIZE, end, base_offset) == _ABORT:
+                    aborted_producers.discard(producer_id)
+                pos = end
+                continue
+            if attributes & _TRANSACTIONAL and producer_id in aborted_producers:
+                pos = end
+                continue
+        if attributes & _CONTROL:
+            pos = end
+            continue
+        if attributes & _COMPRESSION_MASK:
+            _compressed(data[pos:end], fetch_offset, offsets, timestamps, keys, values)
+        else:
+            _records(
+                data,
+                pos + HEADER_SIZE,
+                end,
+                count,
+                base_offset,
+                base_ts,
+                fetch_offset,
+                offsets,
+                timestamps,
+                keys,
+                values,
+            )
+        pos = end
+    return ParsedRecords(offsets, timestamps, keys, values, next_offset)
+
+
+def _records(
+    buf: bytes,
+    p: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_ts: int,
+    fetch_offset: int,
+    offsets: list[int],
+    timestamps: list[int],
+    keys: list[bytes | None],
+    values: list[bytes | None],
+) -> None:
+    """The records of an uncompressed v2 batch. Varints are zig-zag encoded (ByteUtils.readVarint)."""
+    try:
+        for _ in range(count):
+            # length (varint): the record ends at p + length; used to skip headers
+            b = buf[p]
+            p += 1
+            length = b & 0x7F
+            shift = 7
+            while b & 0x80:
+                b = buf[p]
+                p += 1
+                length |= (b & 0x7F) << shift
+                shift += 7
+            length = (length >> 1) ^ -(length & 1)
+            record_end = p + length
+            p += 1  # attributes (unused)
+            b = buf[p]
+            p += 1
+            v = b & 0x7F
+            shift = 7
+            while b & 0x80:
+                b = buf[p]
+                p += 1
+                v |= (b & 0x7F) << shift
+                shift += 7
+            ts_delta = (v >> 1) ^ -(v & 1)
+            b = buf[p]
+            p += 1
+            v = b & 0x7F
+            shift = 7
+            while b & 0x80:
+                b = buf[p]
+                p += 1
+                v |= (b & 0x7F) << shift
+                shift += 7
+            offset = base_offset + ((v >> 1) ^ -(v & 1))
+            b = buf[p]
+            p += 1
+            v = b & 0x7F
+            shift = 7
+            while b & 0x80:
+                b = buf[p]
+                p += 1
+                v |= (b & 0x7F) << shift
+                shift += 7
+            n = (v >> 1) ^ -(v & 1)
+            if n >= 0:
+                key: bytes | None = buf[p : p + n]
+                p += n
+            else:
+                key = None
+            b = buf[p]
+            p += 1
+            v = b & 0x7F
+            shift = 7
+            while b & 0x80:
+                b = buf[p]
+                p += 1
+                v |= (b & 0x7F) << shift
+                shift += 7
+            n = (v >> 1) ^ -(v & 1)
+            if n >= 0:
+                value: bytes | None = buf[p : p + n]
+                p += n
+            else:
+                value = None
+            if p > record_end or record_end > end:
+                raise CorruptRecordSet(f"record at offset {offset} overruns its length")
+            p = record_end  # skip the headers
+            if offset >= fetch_offset:
+                offsets.append(offset)
+                timestamps.append(base_ts + ts_delta)
+                keys.append(key)
+                values.append(value)
+    except IndexError:
+        raise CorruptRecordSet(f"batch at offset {base_offset} is truncated") from None
+
+
+def _control_type(buf: bytes, p: int, end: int, base_offset: int) -> int:
+    """The marker type of a control batch's record, whose key is (int16 version, int16 type)
+    (ControlRecordType.parse): 0 ABORT, 1 COMMIT; -1 if unreadable."""
+    keys: list[bytes | None] = []
+    _records(buf, p, end, 1, base_offset, 0, base_offset, [], [], keys, [])
+    key = keys[0] if keys else None
+    if key is None or len(key) < 4:
+        return -1
+    return int(struct.unpack_from(">h", key, 2)[0])
+
+
+def _compressed(
+    batch: bytes,
+    fetch_offset: int,
+    offsets: list[int],
+    timestamps: list[int],
+    keys: list[bytes | None],
+    values: list[bytes | None],
+) -> None:
+    from kafka.record.default_records import DefaultRecordBatch
+
+    for record in DefaultRecordBatch(batch):
+        if record.offset >= fetch_offset:
+            offsets.append(record.offset)
+            timestamps.append(record.timestamp)
+            keys.append(record.key)
+            values.append(record.value)
+
+
+def _legacy(
+    data: bytes,
+    fetch_offset: int,
+    offsets: list[int],
+    timestamps: list[int],
+    keys: list[bytes | None],
+    values: list[bytes | None],
+) -> None:
+    """Message format v0/v1 (before Kafka 0.11), possibly compressed with inner messages."""
+    from kafka.record.legacy_records import LegacyRecordBatch
+
+    magic = data[_MAGIC_AT]
+    for record in LegacyRecordBatch(data, magic):
+        if record.offset >= fetch_offset:
+            offsets.append(record.offset)
+            timestamps.append(record.timestamp if record.timestamp is not None else -1)
+            keys.append(record.key)
+            values.append(record.value)
