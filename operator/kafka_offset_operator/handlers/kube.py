@@ -128,6 +128,79 @@ class Kube:
                 raise _translate(exc2) from None
 
 
+    # -- any custom object (SparkApplications, OffsetDeletions a policy creates) and labelled ConfigMaps
+
+    def create_object(self, group: str, version: str, plural: str, namespace: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Create; None when an object of that name exists already (HTTP 409), so creating is idempotent."""
+        try:
+            obj = self._custom.create_namespaced_custom_object(group, version, namespace, plural, dict(body))
+        except ApiException as exc:
+            if exc.status == 409:
+                return None
+            raise _translate(exc) from None
+        return cast(dict[str, Any], obj)
+
+    def get_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict[str, Any]:
+        try:
+            obj = self._custom.get_namespaced_custom_object(group, version, namespace, plural, name)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return cast(dict[str, Any], obj)
+
+    def list_objects(self, group: str, version: str, plural: str, namespace: str, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+        """Objects carrying all `labels` (filtered here too: not every API server double filters)."""
+        selector = ",".join(f"{k}={v}" for k, v in labels.items())
+        try:
+            found = cast(dict[str, Any], self._custom.list_namespaced_custom_object(
+                group, version, namespace, plural, label_selector=selector))
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return [o for o in found.get("items") or () if _has_labels(o.get("metadata") or {}, labels)]
+
+    def patch_object(self, group: str, version: str, plural: str, namespace: str, name: str,
+                     patch: Mapping[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch of the object (not its status)."""
+        try:
+            obj = self._custom.patch_namespaced_custom_object(group, version, namespace, plural, name, dict(patch),
+                                                              _content_type=MERGE_PATCH)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return cast(dict[str, Any], obj)
+
+    def delete_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> None:
+        """Delete; an object that is already gone is fine."""
+        try:
+            self._custom.delete_namespaced_custom_object(group, version, namespace, plural, name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise _translate(exc) from None
+
+    def list_configmap_names(self, namespace: str, labels: Mapping[str, str]) -> list[str]:
+        selector = ",".join(f"{k}={v}" for k, v in labels.items())
+        try:
+            found = self._core.list_namespaced_config_map(namespace, label_selector=selector)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        names = []
+        for cm in found.items or ():
+            meta = cm.metadata
+            if meta is not None and meta.name and _has_labels({"labels": meta.labels or {}}, labels):
+                names.append(str(meta.name))
+        return sorted(names)
+
+    def delete_configmap(self, namespace: str, name: str) -> None:
+        try:
+            self._core.delete_namespaced_config_map(name, namespace)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise _translate(exc) from None
+
+
+def _has_labels(meta: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    have = meta.get("labels") or {}
+    return all(have.get(k) == v for k, v in labels.items())
+
+
 class KubeError(RuntimeError):
     """A Kubernetes API failure other than 404, with the API's reason (never the request body)."""
 
