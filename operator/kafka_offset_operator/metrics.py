@@ -6,7 +6,9 @@ The policy handlers add their analysis metrics here too, so one module lists eve
 
 from __future__ import annotations
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, start_http_server
+import contextlib
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 PREFIX = "kafka_offset_operator"
 
@@ -37,6 +39,34 @@ DELETE_SECONDS = Histogram(
 )
 
 
+# -- ConsumerGroupOffsetPolicy analysis runs
+
+ANALYSIS_RUNS = Counter(
+    f"{PREFIX}_analysis_runs_total",
+    "Policy analysis runs by engine (Local, SparkApplication) and outcome (Succeeded, Failed, Cancelled).",
+    ["engine", "outcome"],
+)
+ANALYSIS_SECONDS = Histogram(
+    f"{PREFIX}_analysis_duration_seconds", "Duration of policy analysis runs, from start to report read.",
+    ["engine"], buckets=(1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600),
+)
+CANDIDATES = Gauge(
+    f"{PREFIX}_candidates",
+    "Candidate offsets (partitions) of a policy's last successful analysis, by reason.",
+    ["namespace", "policy", "reason"],
+)
+DELETIONS_CREATED = Counter(
+    f"{PREFIX}_policy_deletions_created_total",
+    "OffsetDeletions created by policies, by mode (Approve: awaiting approval; Auto: approved).",
+    ["mode"],
+)
+KEEPALIVE = Counter(
+    f"{PREFIX}_keepalive_actions_total",
+    "Keep-alive actions on protected groups by outcome (Recommitted, Rebased, Resumed, Blocked).",
+    ["outcome"],
+)
+
+
 def deletion_finished(phase: str, deleted: int, failed: int) -> None:
     DELETIONS.labels(phase=phase).inc()
     OFFSETS_DELETED.inc(deleted)
@@ -58,3 +88,29 @@ def observe_delete_request(seconds: float) -> None:
 def serve(port: int, addr: str = "0.0.0.0", registry: CollectorRegistry = REGISTRY) -> None:
     """Serve /metrics on a daemon thread."""
     start_http_server(port, addr=addr, registry=registry)
+
+
+def analysis_finished(engine: str, outcome: str, seconds: float) -> None:
+    ANALYSIS_RUNS.labels(engine=engine, outcome=outcome).inc()
+    ANALYSIS_SECONDS.labels(engine=engine).observe(seconds)
+
+
+def candidates(namespace: str, policy: str, by_reason: dict[str, int]) -> None:
+    for reason, count in by_reason.items():
+        CANDIDATES.labels(namespace=namespace, policy=policy, reason=reason).set(count)
+
+
+def forget_policy(namespace: str, policy: str, reasons: list[str]) -> None:
+    """A deleted policy's gauges go away with it."""
+    for reason in reasons:
+        with contextlib.suppress(KeyError):
+            CANDIDATES.remove(namespace, policy, reason)
+
+
+def deletions_created(mode: str, count: int) -> None:
+    if count:
+        DELETIONS_CREATED.labels(mode=mode).inc(count)
+
+
+def keepalive_action(outcome: str) -> None:
+    KEEPALIVE.labels(outcome=outcome).inc()

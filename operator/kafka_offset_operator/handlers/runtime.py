@@ -51,9 +51,9 @@ class OperatorContext:
 
 def _registrars() -> list[Registrar]:
     """The handlers of a production operator. Imported here: importing the runtime registers nothing."""
-    from . import deletion
+    from . import deletion, policy
 
-    return [deletion.register]
+    return [deletion.register, policy.register]
 
 
 def build_settings(options: OperatorOptions) -> kopf.OperatorSettings:

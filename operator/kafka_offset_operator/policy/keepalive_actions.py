@@ -8,14 +8,10 @@ commits the partitions that still have no offset, never overwriting one a consum
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..deletion.plan import backup_entries, parse_backup
 from ..kafka_admin import TP, Committed, GroupInfo, KafkaAdmin
 from .keepalive import KeepAlivePlan, Method, needs_live_view, plan_group, protected_groups
 from .results import ScannedOffset
@@ -50,21 +46,6 @@ class MemoryStore:
 
     def drop(self, group: str) -> None:
         self.backups.pop(group, None)
-
-
-def backup_key(group: str) -> str:
-    """A ConfigMap key for a group id (keys allow only [-._a-zA-Z0-9])."""
-    return hashlib.sha256(group.encode()).hexdigest()[:20] + ".json.gz"
-
-
-def encode_entry(group: str, offsets: Mapping[TP, Committed]) -> bytes:
-    return gzip.compress(json.dumps({"group": group, "offsets": backup_entries(offsets)},
-                                    separators=(",", ":")).encode(), mtime=0)
-
-
-def decode_entry(data: bytes) -> tuple[str, dict[TP, Committed]]:
-    doc = json.loads(gzip.decompress(data))
-    return str(doc["group"]), parse_backup(doc["offsets"])
 
 
 @dataclass(frozen=True)

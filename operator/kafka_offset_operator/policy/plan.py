@@ -226,6 +226,17 @@ def children(policy_body: Mapping[str, Any], kept: Sequence[Proposal], mode: Mod
     return [child_manifest(policy_body, p, mode, scan_time_ms) for p in kept]
 
 
+def approve_existing(mode: Mode, child: Mapping[str, Any] | None, policy_body: Mapping[str, Any]) -> bool:
+    """In Auto mode, a proposal this policy made earlier (in Approve mode) and that still waits is approved:
+    Auto means the policy's proposals are approved. Rejecting a proposal is deleting it, so nothing a person
+    decided is overridden. Only children this very policy owns are touched."""
+    if mode is not Mode.AUTO or child is None or (child.get("spec") or {}).get("approved"):
+        return False
+    uid = (policy_body.get("metadata") or {}).get("uid")
+    owners = (child.get("metadata") or {}).get("ownerReferences") or ()
+    return any(o.get("uid") == uid and o.get("kind") == "ConsumerGroupOffsetPolicy" for o in owners)
+
+
 # -- status
 
 

@@ -1,0 +1,326 @@
+"""Kopf handlers for ConsumerGroupOffsetPolicy: thin I/O around policy/ (decisions) and policy_engines.
+
+One Kopf daemon per policy. It wakes every few seconds (or when stopped), re-reads the policy and, when a
+run is due (a new spec generation, or spec.schedule.interval since the last run, or the backoff after a
+failure: policy/schedule.py), runs one visit:
+
+    spec + Secrets -> Kafka preflight (retention) -> analysis (Local | SparkApplication)
+    -> live re-check (DescribeGroups, OffsetFetch) -> OffsetDeletions per mode -> keep-alive -> status
+
+Everything blocking runs in a thread, off the event loop; a deleted policy (or a stopping operator) sets
+the daemon's `stopped` flag, which cancels a running analysis. A visit never raises: every failure ends in
+a status condition naming its reason (and, for a bad spec, the field), so nothing crash-loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import kopf
+
+from .. import metrics
+from ..deletion.plan import backup_entries, parse_backup
+from ..kafka_admin import (
+    TP,
+    Committed,
+    ConnectionSettings,
+    ConnectionSpecError,
+    KafkaAdmin,
+    KafkaFailure,
+    connection_from_spec,
+)
+from ..policy import keepalive, plan, schedule
+from ..policy.keepalive_actions import KeepAliveResult, run_pass
+from ..policy.local_engine import AnalysisFailed, CancelFlag, Cancelled
+from ..policy.results import Report
+from ..policy.spark_application import DEFAULT_MAIN_FILE
+from ..policy.spec import Mode, PolicySpec, PolicySpecError, parse_policy_spec
+from .kube import DELETIONS, GROUP, POLICIES, VERSION, KubeError, NotFound
+from .policy_engines import DEFAULT_IMAGE_ENV, MAIN_FILE_ENV, Job, SparkApplicationEngine
+from .policy_engines import run as run_analysis
+from .runtime import OperatorContext
+
+log = logging.getLogger(__name__)
+
+RETENTION_CONFIG = "offsets.retention.minutes"
+KEEPALIVE_KEY = "backups.json.gz"
+
+
+def register(registry: kopf.OperatorRegistry, ctx: OperatorContext) -> None:
+    runner = PolicyRunner(ctx)
+
+    @kopf.daemon(GROUP, VERSION, POLICIES, id="policy", registry=registry, cancellation_timeout=60.0)
+    async def policy(namespace: str | None, name: str, stopped: kopf.DaemonStopped, **_: Any) -> None:
+        if namespace is not None:  # the CRD is namespaced
+            await runner.serve(namespace, name, stopped)
+
+
+@dataclass(frozen=True)
+class Visit:
+    """What one visit did, for the status and the events."""
+
+    ok: bool
+    retry: bool = True
+
+
+class PolicyRunner:
+    def __init__(self, ctx: OperatorContext) -> None:
+        self.kube = ctx.kube
+        self.options = ctx.options
+        extra = ctx.options.extra
+        clock = cast(Callable[[], int] | None, extra.get("clock_ms"))
+        self.now_ms: Callable[[], int] = clock or (lambda: int(time.time() * 1000))
+        self.pinned_clock = clock is not None  # then the analysis evaluates at the same "now"
+        self.tick_s = max(0.2, min(5.0, ctx.options.retry_interval))
+        self.retry_ms = int(ctx.options.retry_interval * 1000)
+        self.spark = SparkApplicationEngine(
+            ctx.kube,
+            cast(str | None, extra.get("spark_image")) or os.environ.get(DEFAULT_IMAGE_ENV),
+            cast(str | None, extra.get("spark_main_file")) or os.environ.get(MAIN_FILE_ENV) or DEFAULT_MAIN_FILE,
+            poll_s=min(2.0, self.tick_s),
+        )
+        self.failures: dict[tuple[str, str], int] = {}
+        self.slot = asyncio.Lock()  # one analysis at a time in this operator (each takes all cores)
+
+    # -- the daemon's loop
+
+    async def serve(self, namespace: str, name: str, stopped: kopf.DaemonStopped) -> None:
+        try:
+            while not stopped:
+                body = await asyncio.to_thread(self._get, namespace, name)
+                if body is None or body["metadata"].get("deletionTimestamp"):
+                    return
+                status = body.get("status") or {}
+                if schedule.due(_generation(body), status, self.now_ms()):
+                    async with self.slot:
+                        await asyncio.to_thread(self.visit, namespace, name, stopped)
+                    continue  # re-read: the status now says when the next run is due
+                wait = schedule.wait_ms(plan.parse_iso(status.get("nextRunTime")), self.now_ms(), int(self.tick_s * 1000))
+                await stopped.wait(timeout=max(0.05, wait / 1000))
+        finally:
+            self.failures.pop((namespace, name), None)
+            if stopped:
+                metrics.forget_policy(namespace, name, list(_ALL_REASONS))
+
+    def _get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self.kube.get_custom(POLICIES, namespace, name)
+        except NotFound:
+            return None
+        except KubeError as exc:
+            log.warning("cannot read policy %s/%s: %s", namespace, name, exc)
+            return None
+
+    # -- one visit (in a thread)
+
+    def visit(self, namespace: str, name: str, cancel: CancelFlag) -> Visit:
+        body = self._get(namespace, name)
+        if body is None:
+            return Visit(True, retry=False)
+        try:
+            return self._visit(body, cancel)
+        except KubeError as exc:
+            return self._failed(body, "KubernetesApiError", str(exc))
+
+    def _visit(self, body: dict[str, Any], cancel: CancelFlag) -> Visit:
+        namespace = body["metadata"]["namespace"]
+        started = self.now_ms()
+        try:
+            spec = parse_policy_spec(body.get("spec"))
+            settings = connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret))
+        except (PolicySpecError, ConnectionSpecError) as exc:
+            if exc.reason == "SecretNotFound":  # may appear later: retried with backoff
+                return self._failed(body, exc.reason, str(exc))
+            self._patch(body, plan.spec_invalid(_status(body), exc.field, exc.problem, exc.reason, started, _generation(body)))
+            return Visit(False, retry=False)
+        self._patch(body, plan.running(_status(body), spec.engine.value, started, _generation(body)))
+        try:
+            retention_ms = self._preflight(spec, settings)
+            report = run_analysis(Job(body, spec, settings, retention_ms, started if self.pinned_clock else None),
+                                  cancel, self.spark)
+            metrics.analysis_finished(spec.engine.value, "Succeeded", (self.now_ms() - started) / 1000)
+            with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
+                kept, skipped = self._recheck(admin, spec, report)
+                created, existing = self._propose(body, spec, kept, started)
+                kept_alive = self._keep_alive(admin, body, spec, report, retention_ms)
+        except Cancelled:
+            metrics.analysis_finished(spec.engine.value, "Cancelled", (self.now_ms() - started) / 1000)
+            return Visit(False, retry=False)
+        except AnalysisFailed as exc:
+            metrics.analysis_finished(spec.engine.value, "Failed", (self.now_ms() - started) / 1000)
+            if exc.reason == "InvalidSpec":
+                field, _, problem = exc.message.partition(": ")
+                self._patch(body, plan.spec_invalid(_status(body), field, problem, exc.reason, self.now_ms(), _generation(body)))
+                return Visit(False, retry=False)
+            return self._failed(body, exc.reason, exc.message)
+        except KafkaFailure as exc:
+            metrics.kafka_error(exc.code)
+            reason = "KafkaUnavailable" if exc.retriable else "KafkaError"
+            return self._failed(body, reason, f"Kafka at {settings.bootstrap_servers}: {exc.code}: {exc.message}")
+        run = plan.RunSummary(spec.engine.value, started, self.now_ms(), report, spec.mode, created, existing,
+                              len(kept), tuple(skipped), [r.line for r in kept_alive])
+        self._succeeded(body, spec, run)
+        return Visit(True)
+
+    # -- the steps
+
+    def _preflight(self, spec: PolicySpec, settings: ConnectionSettings) -> int:
+        """Kafka answers (else KafkaUnavailable before any Spark starts) and its offsets retention."""
+        with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
+            configs = admin.broker_configs([RETENTION_CONFIG])
+        if spec.broker_retention_ms is not None:
+            return spec.broker_retention_ms
+        minutes = configs.get(RETENTION_CONFIG)
+        if minutes is None or not str(minutes).isdigit():
+            raise AnalysisFailed("InvalidSpec", "spec.analysis.brokerRetention: is required: the brokers do not "
+                                 f"report {RETENTION_CONFIG}")
+        return int(minutes) * 60_000
+
+    def _recheck(self, admin: KafkaAdmin, spec: PolicySpec, report: Report) -> tuple[list[plan.Proposal], list[plan.Skip]]:
+        kept: list[plan.Proposal] = []
+        skipped: list[plan.Skip] = []
+        for proposal in plan.proposals(report.candidates):
+            live = admin.describe_group(proposal.group)
+            committed: Mapping[TP, Committed] = admin.committed_offsets(proposal.group)
+            result = plan.recheck(proposal, live, committed, spec.policy.protect)
+            skipped.extend(result.skipped)
+            if result.proposal is not None:
+                kept.append(result.proposal)
+        return kept, skipped
+
+    def _propose(self, body: dict[str, Any], spec: PolicySpec, kept: list[plan.Proposal], scan_ms: int) -> tuple[int, int]:
+        created = existing = 0
+        for child in plan.children(body, kept, spec.mode, scan_ms):
+            meta = child["metadata"]
+            if self.kube.create_object(GROUP, VERSION, DELETIONS, meta["namespace"], child) is not None:
+                created += 1
+                continue
+            existing += 1  # the same proposal from an earlier run: Auto approves it if it still waits
+            if plan.approve_existing(spec.mode, self._find_child(meta["namespace"], meta["name"]), body):
+                self.kube.patch_object(GROUP, VERSION, DELETIONS, meta["namespace"], meta["name"],
+                                       {"spec": {"approved": True}})
+        metrics.deletions_created(spec.mode.value, created)
+        if created:
+            self._event(body, "Normal", "OffsetDeletionsCreated", f"{created} OffsetDeletions created "
+                        f"({'approved' if spec.mode is Mode.AUTO else 'awaiting approval'})")
+        return created, existing
+
+    def _find_child(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self.kube.get_custom(DELETIONS, namespace, name)
+        except NotFound:
+            return None
+
+    def _keep_alive(self, admin: KafkaAdmin, body: dict[str, Any], spec: PolicySpec, report: Report,
+                    retention_ms: int) -> list[KeepAliveResult]:
+        if not spec.keep_alive:
+            return []
+        store = ConfigMapStore(self.kube, body)
+        lead = keepalive.lead_ms(retention_ms, spec.interval_ms)
+        results = run_pass(admin, store, report.protected, self.now_ms(), lead)
+        for result in results:
+            metrics.keepalive_action(result.outcome)
+            kind = "Warning" if result.outcome == "Blocked" else "Normal"
+            self._event(body, kind, f"KeepAlive{result.outcome}", result.line)
+        if spec.interval_ms >= retention_ms:
+            results.append(KeepAliveResult("*", "Blocked", 0, "spec.schedule.interval is not shorter than the "
+                                           "broker's retention: offsets may expire between two runs"))
+        return results
+
+    # -- status and events
+
+    def _succeeded(self, body: dict[str, Any], spec: PolicySpec, run: plan.RunSummary) -> None:
+        meta = body["metadata"]
+        self.failures.pop((meta["namespace"], meta["name"]), None)
+        patch = plan.run_succeeded(_status(body), run, run.completion_ms + spec.interval_ms, _generation(body))
+        patch["conditions"] = plan.settled(patch, run.completion_ms, _generation(body))["conditions"]
+        self._patch(body, patch)
+        metrics.candidates(meta["namespace"], meta["name"], run.report.candidates_by_reason)
+
+    def _failed(self, body: dict[str, Any], reason: str, message: str) -> Visit:
+        meta = body["metadata"]
+        key = (meta["namespace"], meta["name"])
+        self.failures[key] = self.failures.get(key, 0) + 1
+        try:
+            interval = parse_policy_spec(body.get("spec")).interval_ms
+        except PolicySpecError:
+            interval = self.retry_ms
+        now = self.now_ms()
+        retry = now + schedule.retry_delay_ms(self.failures[key], self.retry_ms, interval)
+        status = _status(body)
+        patch = plan.run_failed(status, reason, message, now, retry, _generation(body))
+        patch["conditions"] = plan.settled(patch, now, _generation(body))["conditions"]
+        old: Mapping[str, Any] = next((c for c in status.get("conditions") or () if c.get("type") == "Degraded"), {})
+        if old.get("reason") != reason:
+            self._event(body, "Warning", reason, message)
+        self._patch(body, patch)
+        return Visit(False)
+
+    def _patch(self, body: dict[str, Any], patch: Mapping[str, Any]) -> None:
+        meta = body["metadata"]
+        current = self.kube.patch_status(POLICIES, meta["namespace"], meta["name"], patch)
+        body["status"] = current.get("status") or {}
+
+    def _event(self, body: Mapping[str, Any], kind: str, reason: str, message: str) -> None:
+        try:
+            kopf.event(cast(Any, dict(body)), type=kind, reason=reason, message=message[:1000])
+        except Exception as exc:  # events are best effort
+            log.debug("event not posted: %s", exc)
+
+
+class ConfigMapStore:
+    """keepalive_actions.BackupStore in a ConfigMap owned by the policy (`<policy>-keepalive`), so a rebase's
+    backup survives an operator restart: one binaryData key, gzip'd JSON {group: [offsets]}."""
+
+    def __init__(self, kube: Any, policy_body: Mapping[str, Any]) -> None:
+        meta = policy_body["metadata"]
+        self.kube = kube
+        self.namespace = meta["namespace"]
+        self.name = f"{meta['name'][:240]}-keepalive"
+        self.owner = plan.owner_reference(policy_body)
+        self.labels = {**plan.MANAGED_BY, plan.POLICY_LABEL: meta["name"]}
+
+    def load_all(self) -> dict[str, dict[TP, Committed]]:
+        try:
+            data = self.kube.get_configmap_binary(self.namespace, self.name, KEEPALIVE_KEY)
+        except NotFound:
+            return {}
+        return {group: parse_backup(entries) for group, entries in json.loads(gzip.decompress(data)).items()}
+
+    def _write(self, backups: Mapping[str, Mapping[TP, Committed]]) -> None:
+        if not backups:
+            self.kube.delete_configmap(self.namespace, self.name)
+            return
+        doc = {group: backup_entries(offsets) for group, offsets in sorted(backups.items())}
+        self.kube.put_configmap_binary(self.namespace, self.name, KEEPALIVE_KEY,
+                                       gzip.compress(json.dumps(doc).encode(), mtime=0), self.owner, self.labels)
+
+    def save(self, group: str, offsets: Mapping[TP, Committed]) -> None:
+        backups: dict[str, Mapping[TP, Committed]] = dict(self.load_all())
+        backups[group] = offsets
+        self._write(backups)
+
+    def drop(self, group: str) -> None:
+        backups = self.load_all()
+        if backups.pop(group, None) is not None:
+            self._write(backups)
+
+
+_ALL_REASONS = ("EmptyGroup", "UnsubscribedTopic", "Standalone", "ExpireTimestamp", "DeletedTopic")
+
+
+def _status(body: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(body.get("status") or {})
+
+
+def _generation(body: Mapping[str, Any]) -> int | None:
+    value = (body.get("metadata") or {}).get("generation")
+    return value if isinstance(value, int) else None
