@@ -138,7 +138,8 @@ class Kube:
             if exc.status == 409:
                 return None
             raise _translate(exc) from None
-        return cast(dict[str, Any], obj)
+        # The client maps only 201 to a body; a server answering 200 gives None: created all the same.
+        return cast(dict[str, Any], obj) if obj is not None else dict(body)
 
     def get_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict[str, Any]:
         try:

@@ -88,6 +88,7 @@ class PolicyRunner:
             poll_s=min(2.0, self.tick_s),
         )
         self.failures: dict[tuple[str, str], int] = {}
+        self.seen_spec: dict[tuple[str, str], str] = {}  # the spec each policy's last run used
         self.slot = asyncio.Lock()  # one analysis at a time in this operator (each takes all cores)
 
     # -- the daemon's loop
@@ -99,7 +100,10 @@ class PolicyRunner:
                 if body is None or body["metadata"].get("deletionTimestamp"):
                     return
                 status = body.get("status") or {}
-                if schedule.due(_generation(body), status, self.now_ms()):
+                spec_now = json.dumps(body.get("spec"), sort_keys=True)
+                changed = self.seen_spec.get((namespace, name), spec_now) != spec_now  # also without a new generation
+                if schedule.due(_generation(body), status, self.now_ms(), spec_changed=changed):
+                    self.seen_spec[(namespace, name)] = spec_now
                     async with self.slot:
                         await asyncio.to_thread(self.visit, namespace, name, stopped)
                     continue  # re-read: the status now says when the next run is due
@@ -107,6 +111,7 @@ class PolicyRunner:
                 await stopped.wait(timeout=max(0.05, wait / 1000))
         finally:
             self.failures.pop((namespace, name), None)
+            self.seen_spec.pop((namespace, name), None)
             if stopped:
                 metrics.forget_policy(namespace, name, list(_ALL_REASONS))
 
