@@ -1,0 +1,128 @@
+"""The SparkApplication engine, with a stand-in for spark-operator (spark_operator_standin.py) that runs
+job.py locally and writes status.applicationState like spark-operator: the first application fails (a
+driver killed for memory), the policy is Degraded and retries; the second runs the real job, which reads
+its policy from a ConfigMap and writes its results into ConfigMaps; an offset committed after the job's
+scan is skipped; the applications and ConfigMaps are cleaned up, and the policy recovers. One Spark run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from operator_harness import GROUP_VERSION, NAMESPACE, EmulatedCluster, Kube, OperatorThread
+from operator_kafka import empty_group, make_topics
+from policy_scenario import admin_commit, committed
+from spark_operator_standin import SparkOperatorStandIn
+
+from kafka_offset_operator.handlers.runtime import OperatorOptions
+from kafka_offset_operator.sandbox import SandboxBroker
+
+SPARK_CRD = Path(__file__).parent / "crds" / "sparkapplications.yaml"
+RUN_TIMEOUT = 240.0
+
+
+@pytest.fixture
+def cluster() -> Iterator[EmulatedCluster]:
+    """The emulated API with our CRDs and spark-operator's SparkApplication."""
+    c = EmulatedCluster(extra_crds=[yaml.safe_load(SPARK_CRD.read_text())]).start()
+    try:
+        yield c
+        assert c.server_errors() == [], "the emulated API server failed requests"
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def operator_options(kubeconfig: Path) -> OperatorOptions:
+    return OperatorOptions(namespaces=(NAMESPACE,), kubeconfig=kubeconfig, retry_interval=0.3, kafka_timeout_ms=5000,
+                           extra={"spark_image": "ghcr.io/example/kafka-offset-operator:test"})
+
+
+@pytest.fixture
+def standin(kube: Kube, kubeconfig: Path) -> Iterator[SparkOperatorStandIn]:
+    s = SparkOperatorStandIn(kube, kubeconfig).start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def cond(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in status.get("conditions", []) if c["type"] == kind), {})
+
+
+def test_spark_application_engine_fails_recovers_and_skips_a_late_commit(
+        broker: SandboxBroker, kube: Kube, standin: SparkOperatorStandIn, start_operator: Any) -> None:
+    make_topics(broker, {"orders": 2})
+    empty_group(broker, "old-report", {("orders", 0): 4, ("orders", 1): 5})
+    standin.fail_next(1)
+    standin.before_complete = lambda app: admin_commit(broker, "old-report", {("orders", 1): 6})
+    start_operator()
+    kube.create("consumergroupoffsetpolicies", {
+        "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+        "metadata": {"name": "cluster-run", "namespace": NAMESPACE},
+        "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "Auto",
+                 "rules": {"emptyGroupRetention": "1s"},
+                 "analysis": {"engine": "SparkApplication",
+                              "sparkApplication": {"serviceAccount": "offset-analysis", "executor": {"instances": 2}}}}})
+
+    def policy() -> dict[str, Any]:
+        return kube.get(GROUP_VERSION, "consumergroupoffsetpolicies", "cluster-run").get("status") or {}
+
+    degraded = kube.wait_for(lambda: cond(policy(), "Degraded").get("status") == "True" and policy(), 60, "Degraded")
+    assert cond(degraded, "Degraded")["reason"] == "SparkApplicationFailed"
+    assert "OOMKilled" in cond(degraded, "Degraded")["message"]
+
+    status = kube.wait_for(lambda: cond(policy(), "Ready").get("status") == "True" and policy(), RUN_TIMEOUT,
+                           "the retried run")
+    assert cond(status, "Degraded")["status"] == "False"
+    assert status["lastRun"]["engine"] == "SparkApplication" and status["lastRun"]["candidates"] == 2
+    assert "1 CommittedSinceScan" in cond(status, "Ready")["message"]
+
+    # What spark-operator was given.
+    first, second = standin.seen[:2]
+    assert standin.states[first] == ["SUBMITTED", "FAILED"]
+    assert standin.states[second] == ["SUBMITTED", "RUNNING", "COMPLETED"]
+
+    # The deletion skips the partition committed after the scan: it was never proposed.
+    [deletion] = kube.list(GROUP_VERSION, "offsetdeletions")
+    assert deletion["spec"]["topics"] == [{"name": "orders", "partitions": [0]}] and deletion["spec"]["approved"]
+    kube.wait_for_status(deletion["metadata"]["name"], lambda s: s.get("phase") == "Succeeded", what="deleted")
+    assert committed(broker, "old-report") == {("orders", 1): 6}
+
+    # Nothing left behind: applications, policy and result ConfigMaps.
+    kube.wait_for(lambda: kube.list("sparkoperator.k8s.io/v1beta2", "sparkapplications") == [], 30, "apps removed")
+    leftovers = [cm["metadata"]["name"] for cm in kube.list("v1", "configmaps")
+                 if (cm["metadata"].get("labels") or {}).get("kafkaoffsets.dev/run")]
+    assert leftovers == []
+
+
+def test_the_application_spec_spark_operator_gets(broker: SandboxBroker, kube: Kube, start_operator: Any) -> None:
+    """Without spark-operator nothing moves the application, so its spec is read as the operator created it;
+    stopping the operator cancels the run, which deletes the application."""
+    op: OperatorThread = start_operator()
+    kube.create("consumergroupoffsetpolicies", {
+        "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+        "metadata": {"name": "spec-check", "namespace": NAMESPACE},
+        "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers},
+                 "analysis": {"engine": "SparkApplication", "brokerRetention": "7d",
+                              "sparkApplication": {"image": "example/koo:1", "driver": {"memory": "2g"}}}}})
+    [app] = kube.wait_for(lambda: kube.list("sparkoperator.k8s.io/v1beta2", "sparkapplications"), 30, "an app")
+    spec = app["spec"]
+    assert (spec["type"], spec["mode"], spec["image"]) == ("Python", "cluster", "example/koo:1")
+    assert spec["mainApplicationFile"].endswith("/spark/offset_expiry/job.py")
+    assert spec["driver"]["memory"] == "2g" and spec["executor"]["instances"] == 1
+    args = spec["arguments"]
+    assert args[args.index("--bootstrap-server") + 1] == broker.bootstrap_servers
+    assert args[args.index("--policy") + 1] == f"configmap://{NAMESPACE}/{app['metadata']['name']}-policy"
+    assert args[args.index("--results") + 1].startswith(f"configmap://{NAMESPACE}/{app['metadata']['name']}-results?")
+    assert args[args.index("--broker-retention") + 1] == "10080m"
+    [owner] = app["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"]) == ("ConsumerGroupOffsetPolicy", "spec-check")
+    policy_cm = kube.get("v1", "configmaps", f"{app['metadata']['name']}-policy")
+    assert "policy.yaml" in policy_cm["binaryData"]
+    op.stop()  # cancels the wait: the application is deleted with its run
+    assert kube.list("sparkoperator.k8s.io/v1beta2", "sparkapplications") == []
