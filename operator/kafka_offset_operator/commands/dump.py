@@ -10,7 +10,6 @@ from typing import Any
 from offset_expiry.codec import CodecError, decode_record, to_jsonable
 
 
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "dump",
