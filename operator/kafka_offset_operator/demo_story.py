@@ -30,6 +30,15 @@ STORY_DAYS = 6
 TOPICS = {"orders": 2, "payments": 2, "invoices": 1}
 RECORDS_PER_PARTITION = 6
 
+# What the story does, for the demo's first table: (group, what happened, kind of group now).
+STORY = (
+    ("manual-replay", "a replay tool committed payments with no group membership, 6 days ago", "simple (standalone)"),
+    ("reporting-old", "a retired report read orders and payments; it left 5 days ago", "Empty consumer group"),
+    ("billing-monthly", "the monthly billing job read invoices; it left 5 days ago", "Empty, protected"),
+    ("orders-app", "the live service; it stopped reading payments 4 days ago", "Stable consumer group"),
+    ("nightly-export", "last night's export read orders; it left 2 days ago", "Empty consumer group"),
+)
+
 # The policy the demo applies (and the tests use): the broker keeps offsets 7 days; these rules are stricter.
 POLICY_SPEC = {
     "groups": {"include": ["*"]},

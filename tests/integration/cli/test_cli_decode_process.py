@@ -43,9 +43,3 @@ def test_bad_hex_exits_2_without_a_traceback() -> None:
     done = cli("decode", "--key", "00g1")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == "kafka-offset-operator: error: --key: 'g' at character 3 is not a hex digit\n"
-
-
-def test_demo_exits_0() -> None:
-    done = cli("demo")
-    assert done.returncode == 0 and done.stderr == ""
-    assert any(line.startswith("{") for line in done.stdout.splitlines())

@@ -1,4 +1,4 @@
-"""`kafka-offset-operator decode` and `demo` through cli.main: the JSON shape of issue 2, and one-line
+"""`kafka-offset-operator decode` through cli.main: the JSON shape of issue 2, and one-line
 errors with exit code 2 for bad input."""
 
 from __future__ import annotations
@@ -137,14 +137,6 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith(PROG) and message in err
     assert "Traceback" not in err
-
-
-def test_demo_exits_0_and_prints_decodable_records(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "demo")
-    assert (code, err) == (0, "")
-    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    assert {r["type"] for r in records} >= {"OffsetCommit", "GroupMetadata"}
-    assert any(r["value"] is None for r in records)  # the tombstone
 
 
 def test_bad_hex_position_counts_the_0x_prefix(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,33 @@
+"""`kafka-offset-operator demo` as a user runs it (a subprocess): sandbox broker, emulated Kubernetes API,
+the operator, a policy in DryRun then Approve; exit 0 and readable tables of the policy and its
+OffsetDeletions. No cluster, Docker or network."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+DEMO_TIMEOUT_S = 420  # a cold Spark start on a busy 2-core machine; about 30-70 s as a rule
+
+
+def test_demo_exits_0_with_the_policy_and_its_deletions_as_tables() -> None:
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "kafka_offset_operator", "demo"], capture_output=True, text=True,
+                          timeout=DEMO_TIMEOUT_S)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "Traceback" not in out + done.stderr
+    policy = out[out.index("ConsumerGroupOffsetPolicy kafka/stale-offsets"):]
+    assert "Ready       True (AnalysisSucceeded)" in policy
+    assert "candidates  7 (EmptyGroup 3, Standalone 2, UnsubscribedTopic 2)" in policy
+    assert "keep-alive of protected groups: billing-monthly: rebased as a simple group" in out
+    deletions = out[out.index("OffsetDeletions created by the policy"):].splitlines()[1:5]
+    assert deletions[0].split() == ["NAME", "GROUP", "TOPICS[PARTITIONS]", "PHASE", "APPROVED"]
+    rows = {line.split()[1]: line.split()[2:] for line in deletions[1:]}
+    assert rows == {
+        "manual-replay": ["payments[0,1]", "AwaitingApproval", "false"],
+        "orders-app": ["payments[0,1]", "AwaitingApproval", "false"],
+        "reporting-old": ["orders[0,1]", "payments[0]", "AwaitingApproval", "false"],
+    }
+    print(f"demo took {time.monotonic() - started:.1f}s")
