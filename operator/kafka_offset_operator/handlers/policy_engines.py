@@ -3,8 +3,9 @@ thread) and cancellable (`cancel.is_set()` is polled; a deleted policy or a stop
 
 - Local: the process-wide warm Spark worker (policy/local_engine.py).
 - SparkApplication: creates the policy ConfigMap and the SparkApplication (policy/spark_application.py),
-  watches `status.applicationState.state`, reads the result ConfigMaps, and cleans up. A run found in the
-  cluster when a policy's worker starts (an operator restart) is adopted, not started again.
+  watches `status.applicationState.state`, reads the result ConfigMaps, and cleans up. A deleted policy
+  deletes its running application; a stopping operator leaves it running, and the next operator adopts it
+  (a run found in the cluster when a policy's worker starts is watched, not started again).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import kopf
 import yaml
 
 from offset_expiry import results_sink
@@ -92,8 +94,9 @@ class SparkApplicationEngine:
         run_id = app["metadata"]["labels"][sparkapp.RUN_LABEL]
         while True:
             if cancel.is_set():
-                self._cleanup(namespace, name, run_id, policy)
-                raise Cancelled()
+                if not operator_leaving(cancel):  # the policy is gone: so is its run
+                    self._cleanup(namespace, name, run_id, policy)
+                raise Cancelled()  # an operator restart adopts the run still going (see _adopt)
             try:
                 app = self.kube.get_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL, namespace, name)
             except NotFound:
@@ -160,6 +163,15 @@ class SparkApplicationEngine:
             self.kube.delete_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL, namespace, app)
         if run_id:
             self._cleanup_configmaps(namespace, run_id, policy)
+
+
+def operator_leaving(cancel: CancelFlag) -> bool:
+    """Whether the operator stops or pauses (rather than the policy being deleted): Kopf's daemon flag says."""
+    reason = getattr(cancel, "reason", None)
+    if reason is None:
+        return False
+    leaving = kopf.DaemonStoppingReason.OPERATOR_EXITING | kopf.DaemonStoppingReason.OPERATOR_PAUSING
+    return bool(reason & leaving) and not reason & kopf.DaemonStoppingReason.RESOURCE_DELETED
 
 
 def run(job: Job, cancel: CancelFlag, spark: SparkApplicationEngine) -> Report:

@@ -6,6 +6,7 @@ scan is skipped; the applications and ConfigMaps are cleaned up, and the policy 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from kafka_offset_operator.handlers.runtime import OperatorOptions
 from kafka_offset_operator.sandbox import SandboxBroker
 
 SPARK_CRD = Path(__file__).parent / "crds" / "sparkapplications.yaml"
+APPS = "sparkoperator.k8s.io/v1beta2"
 RUN_TIMEOUT = 240.0
 
 
@@ -94,15 +96,16 @@ def test_spark_application_engine_fails_recovers_and_skips_a_late_commit(
     assert committed(broker, "old-report") == {("orders", 1): 6}
 
     # Nothing left behind: applications, policy and result ConfigMaps.
-    kube.wait_for(lambda: kube.list("sparkoperator.k8s.io/v1beta2", "sparkapplications") == [], 30, "apps removed")
+    kube.wait_for(lambda: kube.list(APPS, "sparkapplications") == [], 30, "apps removed")
     leftovers = [cm["metadata"]["name"] for cm in kube.list("v1", "configmaps")
                  if (cm["metadata"].get("labels") or {}).get("kafkaoffsets.dev/run")]
     assert leftovers == []
 
 
-def test_the_application_spec_spark_operator_gets(broker: SandboxBroker, kube: Kube, start_operator: Any) -> None:
-    """Without spark-operator nothing moves the application, so its spec is read as the operator created it;
-    stopping the operator cancels the run, which deletes the application."""
+def test_the_application_spec_and_its_life_across_operator_restarts(
+        broker: SandboxBroker, kube: Kube, start_operator: Any) -> None:
+    """Without spark-operator nothing moves the application, so its spec is read as the operator created it.
+    A restarted operator adopts the run still going; deleting the policy deletes it."""
     op: OperatorThread = start_operator()
     kube.create("consumergroupoffsetpolicies", {
         "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
@@ -110,19 +113,35 @@ def test_the_application_spec_spark_operator_gets(broker: SandboxBroker, kube: K
         "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers},
                  "analysis": {"engine": "SparkApplication", "brokerRetention": "7d",
                               "sparkApplication": {"image": "example/koo:1", "driver": {"memory": "2g"}}}}})
-    [app] = kube.wait_for(lambda: kube.list("sparkoperator.k8s.io/v1beta2", "sparkapplications"), 30, "an app")
+    [app] = kube.wait_for(lambda: kube.list(APPS, "sparkapplications"), 30, "an app")
+    name = app["metadata"]["name"]
     spec = app["spec"]
     assert (spec["type"], spec["mode"], spec["image"]) == ("Python", "cluster", "example/koo:1")
     assert spec["mainApplicationFile"].endswith("/spark/offset_expiry/job.py")
     assert spec["driver"]["memory"] == "2g" and spec["executor"]["instances"] == 1
     args = spec["arguments"]
     assert args[args.index("--bootstrap-server") + 1] == broker.bootstrap_servers
-    assert args[args.index("--policy") + 1] == f"configmap://{NAMESPACE}/{app['metadata']['name']}-policy"
-    assert args[args.index("--results") + 1].startswith(f"configmap://{NAMESPACE}/{app['metadata']['name']}-results?")
+    assert args[args.index("--policy") + 1] == f"configmap://{NAMESPACE}/{name}-policy"
+    assert args[args.index("--results") + 1].startswith(f"configmap://{NAMESPACE}/{name}-results?")
     assert args[args.index("--broker-retention") + 1] == "10080m"
     [owner] = app["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"]) == ("ConsumerGroupOffsetPolicy", "spec-check")
-    policy_cm = kube.get("v1", "configmaps", f"{app['metadata']['name']}-policy")
-    assert "policy.yaml" in policy_cm["binaryData"]
-    op.stop()  # cancels the wait: the application is deleted with its run
-    assert kube.list("sparkoperator.k8s.io/v1beta2", "sparkapplications") == []
+    assert "policy.yaml" in kube.get("v1", "configmaps", f"{name}-policy")["binaryData"]
+
+    op.stop()  # the run keeps going without the operator ...
+    assert [a["metadata"]["name"] for a in kube.list(APPS, "sparkapplications")] == [name]
+    before = policy_progress(kube)
+    # The visit's message carries its start time in seconds: let the clock reach the next second first.
+    second = int(time.time())
+    kube.wait_for(lambda: int(time.time()) > second, 5, "the next second")
+    start_operator()  # ... and the next operator adopts it instead of starting another
+    kube.wait_for(lambda: policy_progress(kube) != before, 30, "the new operator's visit")
+    assert [a["metadata"]["name"] for a in kube.list(APPS, "sparkapplications")] == [name]
+
+    kube.delete(GROUP_VERSION, "consumergroupoffsetpolicies", "spec-check")
+    kube.wait_for(lambda: kube.list(APPS, "sparkapplications") == [], 30, "the run deleted with its policy")
+
+
+def policy_progress(kube: Kube) -> str:
+    status = kube.get(GROUP_VERSION, "consumergroupoffsetpolicies", "spec-check").get("status") or {}
+    return str(cond(status, "Progressing").get("message"))
