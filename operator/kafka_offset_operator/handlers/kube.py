@@ -128,7 +128,7 @@ class Kube:
                 raise _translate(exc2) from None
 
 
-    # -- any custom object (SparkApplications, OffsetDeletions a policy creates) and labelled ConfigMaps
+    # -- any custom object (SparkApplications, OffsetDeletions a policy creates), and deleting ConfigMaps
 
     def create_object(self, group: str, version: str, plural: str, namespace: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
         """Create; None when an object of that name exists already (HTTP 409), so creating is idempotent."""
@@ -176,25 +176,15 @@ class Kube:
             if exc.status != 404:
                 raise _translate(exc) from None
 
-    def list_configmap_names(self, namespace: str, labels: Mapping[str, str]) -> list[str]:
-        selector = ",".join(f"{k}={v}" for k, v in labels.items())
-        try:
-            found = self._core.list_namespaced_config_map(namespace, label_selector=selector)
-        except ApiException as exc:
-            raise _translate(exc) from None
-        names = []
-        for cm in found.items or ():
-            meta = cm.metadata
-            if meta is not None and meta.name and _has_labels({"labels": meta.labels or {}}, labels):
-                names.append(str(meta.name))
-        return sorted(names)
-
-    def delete_configmap(self, namespace: str, name: str) -> None:
+    def delete_configmap(self, namespace: str, name: str) -> bool:
+        """Delete; False when it did not exist."""
         try:
             self._core.delete_namespaced_config_map(name, namespace)
         except ApiException as exc:
             if exc.status != 404:
                 raise _translate(exc) from None
+            return False
+        return True
 
 
 def _has_labels(meta: Mapping[str, Any], labels: Mapping[str, str]) -> bool:

@@ -91,11 +91,10 @@ class SparkApplicationEngine:
         namespace, policy = meta["namespace"], meta["name"]
         app = self._adopt(namespace, policy) or self._submit(job)
         name = app["metadata"]["name"]
-        run_id = app["metadata"]["labels"][sparkapp.RUN_LABEL]
         while True:
             if cancel.is_set():
                 if not operator_leaving(cancel):  # the policy is gone: so is its run
-                    self._cleanup(namespace, name, run_id, policy)
+                    self._cleanup(namespace, name)
                 raise Cancelled()  # an operator restart adopts the run still going (see _adopt)
             try:
                 app = self.kube.get_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL, namespace, name)
@@ -106,9 +105,9 @@ class SparkApplicationEngine:
                 try:
                     return self._results(namespace, name)
                 finally:
-                    self._cleanup(namespace, name, run_id, policy)
+                    self._cleanup(namespace, name)
             if state.phase is sparkapp.Phase.FAILED:
-                self._cleanup_configmaps(namespace, run_id, policy)  # the app stays for its logs until the next run
+                self._cleanup_configmaps(namespace, name)  # the app stays for its logs until the next run
                 raise AnalysisFailed("SparkApplicationFailed", f"SparkApplication {name} {state.state}: {state.message}")
             time.sleep(self.poll_s)
 
@@ -121,8 +120,7 @@ class SparkApplicationEngine:
             if sparkapp.state_of(app).phase is sparkapp.Phase.RUNNING and found is None:
                 found = app
             else:
-                labels = app["metadata"].get("labels") or {}
-                self._cleanup(namespace, app["metadata"]["name"], labels.get(sparkapp.RUN_LABEL, ""), policy)
+                self._cleanup(namespace, app["metadata"]["name"])
         return found
 
     def _submit(self, job: Job) -> dict[str, Any]:
@@ -154,15 +152,19 @@ class SparkApplicationEngine:
             raise AnalysisFailed("SparkApplicationFailed", f"SparkApplication {app} completed without usable results "
                                  f"in ConfigMap {name}: {exc}") from None
 
-    def _cleanup_configmaps(self, namespace: str, run_id: str, policy: str) -> None:
-        for cm in self.kube.list_configmap_names(namespace, {POLICY_LABEL: policy, sparkapp.RUN_LABEL: run_id}):
-            self.kube.delete_configmap(namespace, cm)
+    def _cleanup_configmaps(self, namespace: str, app: str) -> None:
+        """The run's ConfigMaps, by name (no `list` permission needed): the parts are numbered from 0."""
+        self.kube.delete_configmap(namespace, sparkapp.policy_configmap_name(app))
+        results = sparkapp.results_configmap_name(app)
+        part = 0
+        while self.kube.delete_configmap(namespace, f"{results}-part-{part}"):
+            part += 1
+        self.kube.delete_configmap(namespace, results)
 
-    def _cleanup(self, namespace: str, app: str, run_id: str, policy: str) -> None:
+    def _cleanup(self, namespace: str, app: str) -> None:
         with contextlib.suppress(NotFound):
             self.kube.delete_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL, namespace, app)
-        if run_id:
-            self._cleanup_configmaps(namespace, run_id, policy)
+        self._cleanup_configmaps(namespace, app)
 
 
 def operator_leaving(cancel: CancelFlag) -> bool:

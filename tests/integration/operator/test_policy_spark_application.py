@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_harness import GROUP_VERSION, NAMESPACE, EmulatedCluster, Kube, OperatorThread
+from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, EmulatedCluster, Kube, OperatorThread
 from operator_kafka import empty_group, make_topics
 from policy_scenario import admin_commit, committed
 from spark_operator_standin import SparkOperatorStandIn
@@ -57,7 +57,8 @@ def cond(status: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 def test_spark_application_engine_fails_recovers_and_skips_a_late_commit(
-        broker: SandboxBroker, kube: Kube, standin: SparkOperatorStandIn, start_operator: Any) -> None:
+        broker: SandboxBroker, cluster: EmulatedCluster, kube: Kube, standin: SparkOperatorStandIn,
+        start_operator: Any) -> None:
     make_topics(broker, {"orders": 2})
     empty_group(broker, "old-report", {("orders", 0): 4, ("orders", 1): 5})
     standin.fail_next(1)
@@ -100,6 +101,31 @@ def test_spark_application_engine_fails_recovers_and_skips_a_late_commit(
     leftovers = [cm["metadata"]["name"] for cm in kube.list("v1", "configmaps")
                  if (cm["metadata"].get("labels") or {}).get("kafkaoffsets.dev/run")]
     assert leftovers == []
+    assert operator_calls(cluster) - allowed_by_clusterrole() == set()  # the install's RBAC suffices
+
+
+def operator_calls(cluster: EmulatedCluster) -> set[tuple[str, str, str]]:
+    """(API group, resource, verb) of every request the operator made (Kopf, or the kubernetes client)."""
+    assert cluster.emulator is not None
+    verbs = {"fetch": "get", "list": "list", "watch": "watch", "create": "create", "delete": "delete"}
+    calls = set()
+    for request in cluster.emulator._requests:  # kmock keeps every request it served
+        agent = request.headers.get("User-Agent", "")
+        if request.resource is None or request.action is None or not request.resource.plural:
+            continue
+        if not agent.startswith(("kopf", "OpenAPI-Generator")):
+            continue  # the test's own client and the stand-in (urllib)
+        method = request.method.value
+        verb = {"PATCH": "patch", "PUT": "update"}.get(method) or verbs[request.action.value.lower()]
+        resource = request.resource.plural + (f"/{request.subresource}" if request.subresource else "")
+        calls.add((request.resource.group, resource, verb))
+    return calls
+
+
+def allowed_by_clusterrole() -> set[tuple[str, str, str]]:
+    docs = yaml.safe_load_all((ROOT / "manifests" / "operator" / "20-clusterrole.yaml").read_text())
+    [role] = [d for d in docs if d and d["kind"] == "ClusterRole"]
+    return {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
 
 
 def test_the_application_spec_and_its_life_across_operator_restarts(
