@@ -4,11 +4,14 @@ field and waits for a fix; a missing Secret is retried with backoff; a Kafka out
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube
 from policy_scenario import admin_commit
 
+from kafka_offset_operator.policy.local_engine import Cancelled, LocalEngine, LocalRequest
 from kafka_offset_operator.sandbox import SandboxBroker
 
 PLURAL = "consumergroupoffsetpolicies"
@@ -72,3 +75,51 @@ def test_bad_fields_are_named_and_a_kafka_outage_recovers(kube: Kube, start_oper
         kube.patch(GROUP_VERSION, PLURAL, "bad-mode", {"spec": {"mode": "DryRun"}})
         fixed = wait_cond(kube, "bad-mode", "Ready", "True", RUN_TIMEOUT)
         assert fixed["status"]["lastRun"]["candidates"] == 0
+
+
+def test_a_cancelled_local_run_takes_its_whole_process_group_down() -> None:
+    """What a deleted policy does to its Local run: the worker, its JVM and Spark's Python workers go."""
+    engine = LocalEngine()
+    cancel = threading.Event()
+    outcome: list[BaseException] = []
+    with SandboxBroker(offsets_partitions=4) as broker:
+        broker.create_topic("orders", 1)
+        admin_commit(broker, "replay", {("orders", 0): 0})
+
+        def run() -> None:
+            try:
+                engine.run(LocalRequest("cancel-me", broker.bootstrap_servers, {}, retention_ms=60_000), cancel)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        try:
+            worker = Kube.wait_for(lambda: engine._worker, 10, "the worker to start")
+            pgid = worker.proc.pid
+            Kube.wait_for(lambda: "java" in group_commands(pgid), 60, "Spark's JVM to start")
+            cancel.set()
+            thread.join(30)
+            assert [type(e) for e in outcome] == [Cancelled]
+            Kube.wait_for(lambda: group_commands(pgid) == "", 10, "the process group to be gone")
+        finally:
+            cancel.set()
+            engine.close()
+
+
+def group_commands(pgid: int) -> str:
+    """The command lines of the live processes in a process group (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid or fields[0] == "Z":  # state, ppid, pgrp; zombies are gone already
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                found.append(f.read().replace(b"\0", b" ").decode(errors="replace"))
+        except (OSError, IndexError, ValueError):
+            continue
+    return "\n".join(found)
