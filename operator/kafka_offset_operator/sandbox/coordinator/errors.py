@@ -6,29 +6,10 @@ into the error code of the response, exactly where Kafka's coordinator catches i
 
 from __future__ import annotations
 
-from enum import IntEnum
+from ..error_codes import ErrorCode
 
-
-class Error(IntEnum):
-    NONE = 0
-    UNKNOWN_TOPIC_OR_PARTITION = 3
-    OFFSET_METADATA_TOO_LARGE = 12
-    COORDINATOR_NOT_AVAILABLE = 15
-    NOT_COORDINATOR = 16
-    ILLEGAL_GENERATION = 22
-    INCONSISTENT_GROUP_PROTOCOL = 23
-    INVALID_GROUP_ID = 24
-    UNKNOWN_MEMBER_ID = 25
-    INVALID_SESSION_TIMEOUT = 26
-    REBALANCE_IN_PROGRESS = 27
-    UNSUPPORTED_VERSION = 35
-    NON_EMPTY_GROUP = 68
-    GROUP_ID_NOT_FOUND = 69
-    MEMBER_ID_REQUIRED = 79
-    GROUP_MAX_SIZE_REACHED = 81
-    FENCED_INSTANCE_ID = 82
-    GROUP_SUBSCRIBED_TO_TOPIC = 86
-    STALE_MEMBER_EPOCH = 113
+# One table of Kafka's codes for the whole broker; the coordinator calls it Error for brevity.
+Error = ErrorCode
 
 
 class GroupError(Exception):
