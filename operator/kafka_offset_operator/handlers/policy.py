@@ -15,13 +15,13 @@ a status condition naming its reason (and, for a bad spec, the field), so nothin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import logging
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, cast
 
 import kopf
@@ -61,14 +61,6 @@ def register(registry: kopf.OperatorRegistry, ctx: OperatorContext) -> None:
     async def policy(namespace: str | None, name: str, stopped: kopf.DaemonStopped, **_: Any) -> None:
         if namespace is not None:  # the CRD is namespaced
             await runner.serve(namespace, name, stopped)
-
-
-@dataclass(frozen=True)
-class Visit:
-    """What one visit did, for the status and the events."""
-
-    ok: bool
-    retry: bool = True
 
 
 class PolicyRunner:
@@ -126,16 +118,20 @@ class PolicyRunner:
 
     # -- one visit (in a thread)
 
-    def visit(self, namespace: str, name: str, cancel: CancelFlag) -> Visit:
+    def visit(self, namespace: str, name: str, cancel: CancelFlag) -> None:
         body = self._get(namespace, name)
         if body is None:
-            return Visit(True, retry=False)
+            return
         try:
-            return self._visit(body, cancel)
+            self._visit(body, cancel)
         except KubeError as exc:
-            return self._failed(body, "KubernetesApiError", str(exc))
+            self._failed(body, "KubernetesApiError", str(exc))
+        except Exception as exc:  # a bug must not stop the policy's daemon: say it, retry with backoff
+            log.exception("policy %s/%s: unexpected failure", namespace, name)
+            with contextlib.suppress(Exception):
+                self._failed(body, "InternalError", f"{type(exc).__name__}: {exc}")
 
-    def _visit(self, body: dict[str, Any], cancel: CancelFlag) -> Visit:
+    def _visit(self, body: dict[str, Any], cancel: CancelFlag) -> None:
         namespace = body["metadata"]["namespace"]
         started = self.now_ms()
         try:
@@ -143,9 +139,11 @@ class PolicyRunner:
             settings = connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret))
         except (PolicySpecError, ConnectionSpecError) as exc:
             if exc.reason == "SecretNotFound":  # may appear later: retried with backoff
-                return self._failed(body, exc.reason, str(exc))
-            self._patch(body, plan.spec_invalid(_status(body), exc.field, exc.problem, exc.reason, started, _generation(body)))
-            return Visit(False, retry=False)
+                self._failed(body, exc.reason, str(exc))
+            else:  # waits for a new spec
+                self._patch(body, plan.spec_invalid(_status(body), exc.field, exc.problem, exc.reason, started,
+                                                    _generation(body)))
+            return
         self._patch(body, plan.running(_status(body), spec.engine.value, started, _generation(body)))
         try:
             retention_ms = self._preflight(spec, settings)
@@ -158,31 +156,33 @@ class PolicyRunner:
                 kept_alive = self._keep_alive(admin, body, spec, report, retention_ms)
         except Cancelled:
             metrics.analysis_finished(spec.engine.value, "Cancelled", (self.now_ms() - started) / 1000)
-            return Visit(False, retry=False)
+            return
         except AnalysisFailed as exc:
             metrics.analysis_finished(spec.engine.value, "Failed", (self.now_ms() - started) / 1000)
             if exc.reason == "InvalidSpec":
                 field, _, problem = exc.message.partition(": ")
                 self._patch(body, plan.spec_invalid(_status(body), field, problem, exc.reason, self.now_ms(), _generation(body)))
-                return Visit(False, retry=False)
-            return self._failed(body, exc.reason, exc.message)
+            else:
+                self._failed(body, exc.reason, redact(exc.message, settings.secrets))
+            return
         except KafkaFailure as exc:
             metrics.kafka_error(exc.code)
             reason = "KafkaUnavailable" if exc.retriable else "KafkaError"
-            return self._failed(body, reason, f"Kafka at {settings.bootstrap_servers}: {exc.code}: {exc.message}")
+            self._failed(body, reason, f"Kafka at {settings.bootstrap_servers}: {exc.code}: {exc.message}")
+            return
         run = plan.RunSummary(spec.engine.value, started, self.now_ms(), report, spec.mode, created, existing,
                               len(kept), tuple(skipped), [r.line for r in kept_alive])
         self._succeeded(body, spec, run)
-        return Visit(True)
 
     # -- the steps
 
     def _preflight(self, spec: PolicySpec, settings: ConnectionSettings) -> int:
-        """Kafka answers (else KafkaUnavailable before any Spark starts) and its offsets retention."""
+        """Kafka answers (else KafkaUnavailable before any Spark starts) and its offsets retention (read only
+        when the spec does not give it: DescribeConfigs may not be allowed)."""
         with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
+            if spec.broker_retention_ms is not None:
+                return spec.broker_retention_ms
             configs = admin.broker_configs([RETENTION_CONFIG])
-        if spec.broker_retention_ms is not None:
-            return spec.broker_retention_ms
         minutes = configs.get(RETENTION_CONFIG)
         if minutes is None or not str(minutes).isdigit():
             raise AnalysisFailed("InvalidSpec", "spec.analysis.brokerRetention: is required: the brokers do not "
@@ -250,7 +250,7 @@ class PolicyRunner:
         self._patch(body, patch)
         metrics.candidates(meta["namespace"], meta["name"], run.report.candidates_by_reason)
 
-    def _failed(self, body: dict[str, Any], reason: str, message: str) -> Visit:
+    def _failed(self, body: dict[str, Any], reason: str, message: str) -> None:
         meta = body["metadata"]
         key = (meta["namespace"], meta["name"])
         self.failures[key] = self.failures.get(key, 0) + 1
@@ -267,7 +267,6 @@ class PolicyRunner:
         if old.get("reason") != reason:
             self._event(body, "Warning", reason, message)
         self._patch(body, patch)
-        return Visit(False)
 
     def _patch(self, body: dict[str, Any], patch: Mapping[str, Any]) -> None:
         meta = body["metadata"]
@@ -320,6 +319,14 @@ class ConfigMapStore:
 
 
 _ALL_REASONS = ("EmptyGroup", "UnsubscribedTopic", "Standalone", "ExpireTimestamp", "DeletedTopic")
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    """Spark's error text goes into the status: no secret may ride along."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "******")
+    return text
 
 
 def _status(body: Mapping[str, Any]) -> dict[str, Any]:
