@@ -100,6 +100,7 @@ def test_records_that_do_not_decode_are_counted_and_skipped() -> None:
 
 def test_the_offset_commit_fast_path_reads_what_the_codec_reads() -> None:
     from kafka_offset_operator.sandbox.coordinator.loader import fast_offset_commit
+    from kafka_offset_operator.sandbox.coordinator.offsets import OffsetAndMetadata
     from offset_expiry.codec import decode_record, encode_key, encode_value
 
     key1 = encode_key("OffsetCommit", {"group": "g", "topic": "tópico", "partition": 7})
@@ -132,4 +133,5 @@ def test_the_offset_commit_fast_path_reads_what_the_codec_reads() -> None:
     flexible = encode_value(
         "OffsetCommit", {"offset": 5, "leaderEpoch": 3, "metadata": "", "commitTimestamp": T0}, 4
     )
-    assert fast_offset_commit(key1, flexible) is None
+    # Flexible v4 (Kafka 4.1+) takes the codec's straight-line path too.
+    assert fast_offset_commit(key1, flexible) == ("g", "tópico", 7, OffsetAndMetadata(5, 3, "", T0, None))

@@ -9,7 +9,6 @@ skipped, never fatal.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +22,7 @@ from offset_expiry.codec import (
     decode_value,
     encode_consumer_protocol,
 )
+from offset_expiry.codec.fastpath import offset_commit_record
 
 from .classic import ClassicGroup, ClassicMember, GroupState
 from .membership import Membership
@@ -61,60 +61,26 @@ def decode_plain_value(rtype: RecordType, value: bytes) -> dict[str, Any]:
     return fields
 
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-_V3_TAIL = struct.Struct(">qi")  # offset, leaderEpoch
-
-
-def _string(buf: bytes, at: int) -> tuple[str, int]:
-    (n,) = _I16.unpack_from(buf, at)
-    if n < 0:
-        raise ValueError("null string")
-    end = at + 2 + n
-    if end > len(buf):
-        raise ValueError("truncated string")
-    return buf[at + 2 : end].decode("utf-8"), end
-
-
 def fast_offset_commit(
     key: bytes, value: bytes | None
 ) -> tuple[str, str, int, OffsetAndMetadata | None] | None:
-    """OffsetCommit records in their common layouts (key type 0/1, value v0-v3), read with struct: bulk
-    seeding loads millions of them. Anything else, or anything odd, returns None for the codec."""
-    try:
-        (type_id,) = _I16.unpack_from(key, 0)
-        if type_id not in (0, 1):
-            return None
-        group, at = _string(key, 2)
-        topic, at = _string(key, at)
-        (partition,) = _I32.unpack_from(key, at)
-        if at + 4 != len(key):
-            return None
-        if value is None:
-            return group, topic, partition, None
-        (version,) = _I16.unpack_from(value, 0)
-        if version == 3:
-            offset, leader_epoch = _V3_TAIL.unpack_from(value, 2)
-            metadata, at = _string(value, 14)
-        elif version in (0, 1, 2):
-            (offset,) = _I64.unpack_from(value, 2)
-            leader_epoch = -1
-            metadata, at = _string(value, 10)
-        else:
-            return None
-        (commit_ts,) = _I64.unpack_from(value, at)
-        at += 8
-        expire: int | None = None
-        if version == 1:
-            (raw_expire,) = _I64.unpack_from(value, at)
-            at += 8
-            expire = None if raw_expire == -1 else raw_expire
-        if at != len(value):
-            return None
-        return group, topic, partition, OffsetAndMetadata(offset, leader_epoch, metadata, commit_ts, expire)
-    except (struct.error, ValueError, UnicodeDecodeError):
+    """OffsetCommit records through the codec's straight-line path: bulk seeding loads millions of them.
+    Anything else, or anything odd, returns None for the full decoder."""
+    record = offset_commit_record(key, value)
+    if record is None:
         return None
+    k, v = record["key"], record["value"]
+    if v is None:
+        return k["group"], k["topic"], k["partition"], None
+    expire = v.get("expireTimestamp", -1)
+    return (
+        k["group"],
+        k["topic"],
+        k["partition"],
+        OffsetAndMetadata(
+            v["offset"], v.get("leaderEpoch", -1), v["metadata"], v["commitTimestamp"], None if expire == -1 else expire
+        ),
+    )
 
 
 class RecordLoader:
