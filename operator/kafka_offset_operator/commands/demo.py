@@ -55,9 +55,9 @@ class Progress:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        import kmock  # noqa: F401  (the emulated API: a test extra)
+        import kmock  # noqa: F401  (the emulated API: the demo extra)
     except ModuleNotFoundError:
-        raise UserError("the demo needs kmock (pip install 'kafka-offset-operator[test]', or scripts/dev.sh demo)") from None
+        raise UserError("the demo needs kmock: pip install 'kafka-offset-operator[demo]' (scripts/dev.sh demo does)") from None
     from offset_expiry.session import JavaMissing, check_java
 
     try:

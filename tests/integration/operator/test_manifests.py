@@ -138,3 +138,16 @@ def test_chart_templates_use_only_defined_values() -> None:
         for part in path.split("."):
             assert isinstance(node, dict) and part in node, f".Values.{path} is not in values.yaml"
             node = node[part]
+
+
+def test_spark_driver_role_covers_what_the_results_sink_calls() -> None:
+    """results_sink reads the policy ConfigMap (get), writes result parts (create, or update on a rerun)."""
+    objects = docs(ROOT / "manifests" / "spark" / "driver-rbac.yaml")
+    role = next(o for o in objects if o["kind"] == "Role")
+    assert allowed(role["rules"], "", "configmaps", "get")
+    assert allowed(role["rules"], "", "configmaps", "create") and allowed(role["rules"], "", "configmaps", "update")
+    sink = (ROOT / "spark" / "offset_expiry" / "results_sink.py").read_text()
+    calls = set(re.findall(r"\.(read|create|replace|patch|delete|list)_namespaced_config_map\(", sink))
+    assert calls <= {"read", "create", "replace"}, calls
+    binding = next(o for o in objects if o["kind"] == "RoleBinding")
+    assert binding["subjects"][0]["name"] == next(o for o in objects if o["kind"] == "ServiceAccount")["metadata"]["name"]
