@@ -84,6 +84,7 @@ def execute(spark: SparkSession, prepared: Prepared, progress: Progress | None =
         .option("snapshot", snapshot.to_json())
         .option("split.records", str(request.split_records))
         .option("compact", "true" if request.reader_compacts else "false")
+        .option("tasks", str(2 * spark.sparkContext.defaultParallelism))
     )
     for name, value in request.client_settings.items():
         reader = reader.option(f"kafka.{name}", value)

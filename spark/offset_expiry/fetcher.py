@@ -63,9 +63,12 @@ class PartitionFetcher:
 
         tp = TopicPartition(topic, partition)
         cluster = self.client.cluster
+        leader = cluster.leader_for_partition(tp)
+        if leader is not None and leader >= 0:
+            return int(leader)
         future = cluster.add_topic(topic)
         while True:
-            self.client.poll(future=future, timeout_ms=1000)
+            self.client.poll(future=future, timeout_ms=100)
             leader = cluster.leader_for_partition(tp)
             if leader is not None and leader >= 0:
                 return int(leader)

@@ -96,7 +96,16 @@ def test_spark_reads_the_snapshot_and_nothing_after_it(
         .option("split.records", "100")
         .load()
     )
-    assert frame.rdd.getNumPartitions() == len(plan_ranges(snapshot, 100))
+    one_per_range = (
+        spark.read.format(FORMAT)
+        .option("bootstrap.servers", broker.bootstrap_servers)
+        .option("snapshot", snapshot.to_json())
+        .option("split.records", "100")
+        .option("tasks", "0")
+        .load()
+    )
+    assert one_per_range.rdd.getNumPartitions() == len(plan_ranges(snapshot, 100))
+    assert frame.rdd.getNumPartitions() == 4  # ranges packed into the default number of tasks
     got = sorted(tuple(row) for row in frame.collect())
     assert got == sorted(
         (

@@ -193,3 +193,26 @@ def test_atomic_json_write(tmp_path: Path) -> None:
     empty = {"summary": {"a": 1}, "offsets": []}
     write_json_atomically(str(target), empty)
     assert json.loads(target.read_text()) == empty
+
+
+def test_read_planning_splits_big_partitions_and_packs_ranges_evenly() -> None:
+    from offset_expiry.source import Snapshot, plan_ranges, plan_tasks
+
+    snapshot = Snapshot({0: (0, 250), 1: (100, 100), 2: (10, 60), 3: (0, 90)})
+    ranges = plan_ranges(snapshot, 100)
+    assert [(r.partition, r.start, r.end) for r in ranges] == [
+        (0, 0, 100),
+        (0, 100, 200),
+        (0, 200, 250),
+        (2, 10, 60),
+        (3, 0, 90),
+    ]
+    tasks = plan_tasks(snapshot, 100, 2)
+    assert sorted(t.size for t in tasks) == [190, 200]
+
+    def spans(rs: object) -> list[tuple[int, int, int]]:
+        return sorted((r.partition, r.start, r.end) for r in rs)  # type: ignore[attr-defined]
+
+    assert spans(r for t in tasks for r in t.ranges) == spans(ranges)
+    assert [t.ranges for t in plan_tasks(snapshot, 100, 0)] == [(r,) for r in ranges]
+    assert len(plan_tasks(snapshot, 100, 50)) == 5
