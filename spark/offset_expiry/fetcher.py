@@ -26,8 +26,40 @@ _RETRIABLE = {3, 5, 6, 7, 13, 56, 74, 75}  # unknown partition, leader moves, ti
 _OFFSET_OUT_OF_RANGE = 1
 
 
+# kafka-python settings a caller may pass (Spark options "kafka.<name>"): connection and security only.
+CLIENT_SETTINGS = frozenset(
+    {
+        "security_protocol",
+        "sasl_mechanism",
+        "sasl_plain_username",
+        "sasl_plain_password",
+        "ssl_cafile",
+        "ssl_certfile",
+        "ssl_keyfile",
+        "ssl_password",
+        "ssl_check_hostname",
+        "client_id",
+        "request_timeout_ms",
+    }
+)
+
+
 class FetchError(InputError):
     pass
+
+
+def typed_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Settings arrive as strings (Spark options, environment variables); kafka-python wants types."""
+    out: dict[str, Any] = {}
+    for name, value in (settings or {}).items():
+        if name not in CLIENT_SETTINGS:
+            raise FetchError(f"unsupported Kafka client setting {name!r}")
+        if name.endswith("_ms") and isinstance(value, str):
+            value = int(value)
+        elif name == "ssl_check_hostname" and isinstance(value, str):
+            value = value.lower() == "true"
+        out[name] = value
+    return out
 
 
 def net_config(bootstrap_servers: str, settings: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -37,7 +69,7 @@ def net_config(bootstrap_servers: str, settings: Mapping[str, Any] | None) -> di
         "request_timeout_ms": 30_000,
         "receive_message_max_bytes": FETCH_MAX_BYTES + 1024 * 1024,
     }
-    config.update(settings or {})
+    config.update(typed_settings(settings))
     return config
 
 

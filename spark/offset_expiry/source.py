@@ -35,7 +35,8 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .errors import InputError
-from .fetcher import PartitionFetcher
+from .fetcher import CLIENT_SETTINGS as CLIENT_SETTINGS  # the settings "kafka.<name>" options may set
+from .fetcher import PartitionFetcher, typed_settings
 from .raw import OFFSETS_TOPIC
 from .recordset import ParsedRecords
 
@@ -54,22 +55,6 @@ RAW_DDL = "partition int, offset long, timestamp long, key binary, value binary,
 DEFAULT_SPLIT_RECORDS = 2_000_000
 DEFAULT_TASKS = 4
 BATCH_ROWS = 20_000
-# kafka-python settings a caller may pass as options "kafka.<name>" (connection and security only).
-CLIENT_SETTINGS = frozenset(
-    {
-        "security_protocol",
-        "sasl_mechanism",
-        "sasl_plain_username",
-        "sasl_plain_password",
-        "ssl_cafile",
-        "ssl_certfile",
-        "ssl_keyfile",
-        "ssl_password",
-        "ssl_check_hostname",
-        "client_id",
-        "request_timeout_ms",
-    }
-)
 
 
 class SourceError(InputError):
@@ -106,19 +91,8 @@ def client_config(bootstrap_servers: str, settings: Mapping[str, Any] | None = N
         "max_poll_records": 100_000,
         "check_crcs": False,  # Kafka checked them on produce; the codec rejects garbage anyway
     }
-    for name, value in (settings or {}).items():
-        if name not in CLIENT_SETTINGS:
-            raise SourceError(f"unsupported Kafka client setting {name!r}")
-        config[name] = _typed_setting(name, value)
+    config.update(typed_settings(settings))
     return config
-
-
-def _typed_setting(name: str, value: Any) -> Any:
-    if name.endswith("_ms") and isinstance(value, str):
-        return int(value)
-    if name == "ssl_check_hostname" and isinstance(value, str):
-        return value.lower() == "true"
-    return value
 
 
 def take_snapshot(
