@@ -214,7 +214,7 @@ def _policy_spec() -> Schema:
                         "type": "boolean",
                         "default": False,
                         "description": (
-                            "Also keep the broker from expiring protected groups' offsets. How this works per "
+                            "Also keep the broker from expiring protected groups' offsets, in every mode (DryRun too). How this works per "
                             "group kind, and what it costs, is in docs/keep-alive.md."
                         ),
                     },
