@@ -140,8 +140,11 @@ class ReadTask(InputPartition):
 
 def plan_tasks(snapshot: Snapshot, split_records: int, tasks: int) -> list[ReadTask]:
     """The ranges of plan_ranges packed into at most `tasks` tasks of about equal size (largest first,
-    each into the lightest task); `tasks` <= 0 means one task per range."""
+    each into the lightest task); `tasks` <= 0 means one task per range. An empty topic still gets one
+    (empty) task: given no partitions, Spark would call read() with a bare InputPartition."""
     ranges = plan_ranges(snapshot, split_records)
+    if not ranges:
+        return [ReadTask(())]
     if tasks <= 0 or tasks >= len(ranges):
         return [ReadTask((r,)) for r in ranges]
     bins: list[list[OffsetRange]] = [[] for _ in range(tasks)]
@@ -186,6 +189,8 @@ def read_task(
     compact: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """The records of every range of the task, over one connection."""
+    if not task.ranges:
+        return
     fetcher = PartitionFetcher(bootstrap_servers, settings)
     try:
         for rng in task.ranges:

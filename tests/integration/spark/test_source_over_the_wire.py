@@ -131,3 +131,11 @@ def test_missing_topic_and_unreachable_broker_are_clear_errors(
     info = describe_cluster(broker.bootstrap_servers)
     assert info.retention_ms == 3 * 86_400_000
     assert OFFSETS_TOPIC in info.topics
+
+
+def test_spark_reads_an_empty_topic_as_no_rows(spark: SparkSession) -> None:
+    """A brand-new cluster: __consumer_offsets exists and is empty."""
+    with SandboxBroker(offsets_partitions=3) as broker:
+        spark.dataSource.register(KafkaSnapshotDataSource)
+        frame = spark.read.format(FORMAT).option("bootstrap.servers", broker.bootstrap_servers).load()
+        assert frame.collect() == []

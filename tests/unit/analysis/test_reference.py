@@ -216,3 +216,12 @@ def test_read_planning_splits_big_partitions_and_packs_ranges_evenly() -> None:
     assert spans(r for t in tasks for r in t.ranges) == spans(ranges)
     assert [t.ranges for t in plan_tasks(snapshot, 100, 0)] == [(r,) for r in ranges]
     assert len(plan_tasks(snapshot, 100, 50)) == 5
+
+
+def test_an_empty_topic_is_read_as_one_empty_task() -> None:
+    """Spark calls read() with a bare InputPartition when a source plans none; one empty task avoids it."""
+    from offset_expiry.source import ReadTask, Snapshot, plan_tasks, read_task
+
+    snapshot = Snapshot({0: (0, 0), 1: (5, 5)})
+    assert plan_tasks(snapshot, 100, 4) == [ReadTask(())]
+    assert list(read_task("127.0.0.1:1", "__consumer_offsets", ReadTask(()))) == []  # no connection made
