@@ -88,7 +88,12 @@ class PolicyRunner:
     async def serve(self, namespace: str, name: str, stopped: kopf.DaemonStopped) -> None:
         try:
             while not stopped:
-                body = await asyncio.to_thread(self._get, namespace, name)
+                try:
+                    body = await asyncio.to_thread(self._read, namespace, name)
+                except KubeError as exc:  # transient: the daemon must outlive an API server hiccup
+                    log.warning("cannot read policy %s/%s: %s", namespace, name, exc)
+                    await stopped.wait(timeout=self.tick_s)
+                    continue
                 if body is None or body["metadata"].get("deletionTimestamp"):
                     return
                 status = body.get("status") or {}
@@ -107,11 +112,16 @@ class PolicyRunner:
             if stopped:
                 metrics.forget_policy(namespace, name, list(_ALL_REASONS))
 
-    def _get(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def _read(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The policy, or None once it is gone; other API errors are raised."""
         try:
             return self.kube.get_custom(POLICIES, namespace, name)
         except NotFound:
             return None
+
+    def _get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self._read(namespace, name)
         except KubeError as exc:
             log.warning("cannot read policy %s/%s: %s", namespace, name, exc)
             return None
