@@ -6,25 +6,16 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
+from kafka_offset_operator import demo_story
 from kafka_offset_operator.sandbox import SandboxBroker
 
 
 def make_topics(broker: SandboxBroker, topics: dict[str, int], records_per_partition: int = 5) -> None:
     """Create topics and give every partition some records, so offsets can be committed past 0."""
-    for name, partitions in topics.items():
-        broker.create_topic(name, partitions)
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
-    try:
-        for name, partitions in topics.items():
-            for p in range(partitions):
-                for i in range(records_per_partition):
-                    producer.send(name, f"{name}-{p}-{i}".encode(), partition=p)
-        producer.flush(timeout=30)
-    finally:
-        producer.close()
+    demo_story.make_topics(broker, topics, records_per_partition)
 
 
 def _consumer(broker: SandboxBroker, group: str, topics: list[str]) -> KafkaConsumer:
