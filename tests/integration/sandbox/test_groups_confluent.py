@@ -15,7 +15,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
-from group_clients import dump, group_records, record_shape, wait_until
+from group_clients import dump, group_records, record_shape
+from kafka_clients import wait_until
 
 from kafka_offset_operator.sandbox import SandboxBroker
 

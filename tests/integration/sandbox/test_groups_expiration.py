@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from group_clients import GroupConsumer, dump, group_records, record_shape, wait_until
+from group_clients import dump, group_records, record_shape
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
+from kafka_clients import GroupConsumer, wait_until
 
 from kafka_offset_operator.sandbox import SandboxBroker
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import kafka.errors as Errors
 import pytest
-from group_clients import GroupConsumer, dump, group_records, record_shape, wait_until
+from group_clients import dump, group_records, record_shape
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
+from kafka_clients import GroupConsumer, wait_until
 
 from kafka_offset_operator.sandbox import SandboxBroker
 

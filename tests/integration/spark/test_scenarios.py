@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.structs import OffsetAndMetadata
+from kafka_clients import GroupConsumer, wait_until
 from pyspark.sql import SparkSession
-from scenario_clients import LiveConsumer, StoppedClock, wait_until
+from scenario_clients import StoppedClock
 
 from kafka_offset_operator.sandbox import SandboxBroker
 from offset_expiry.analysis import Analysis, AnalysisRequest, run_analysis
@@ -88,7 +89,7 @@ def kip848_group(group: str, timestamp: int) -> list[tuple[bytes, bytes | None, 
 
 
 class Scenario:
-    def __init__(self, broker: SandboxBroker, clock: StoppedClock, stable: LiveConsumer) -> None:
+    def __init__(self, broker: SandboxBroker, clock: StoppedClock, stable: GroupConsumer) -> None:
         self.broker, self.clock, self.stable = broker, clock, stable
 
 
@@ -101,14 +102,14 @@ def scenario() -> Iterator[Scenario]:
             broker.create_topic(topic, partitions)
 
         # T0: a group commits, and its last member leaves an hour later: Empty since T0+1h (KIP-211).
-        empty = LiveConsumer(bootstrap, "empty-group", ["orders"])
+        empty = GroupConsumer(bootstrap, "empty-group", ["orders"])
         wait_until(lambda: len(empty.assignment) == 2, what="empty-group's assignment")
         empty.commit({("orders", 0): 10, ("orders", 1): 11})
         clock.advance(hours=1)
         empty.close()
 
         # T0+1h: a monthly job commits and leaves at T0+2h; the policy protects it.
-        monthly = LiveConsumer(bootstrap, "billing-monthly", ["payments"])
+        monthly = GroupConsumer(bootstrap, "billing-monthly", ["payments"])
         wait_until(lambda: len(monthly.assignment) == 1, what="billing-monthly's assignment")
         monthly.commit({("payments", 0): 4})
         clock.advance(hours=1)
@@ -152,7 +153,7 @@ def scenario() -> Iterator[Scenario]:
 
         # T0+3h: a live group subscribed to orders still has an offset of payments (KIP-496).
         clock.advance(hours=1)
-        stable = LiveConsumer(bootstrap, "stable-dropped", ["orders"])
+        stable = GroupConsumer(bootstrap, "stable-dropped", ["orders"])
         wait_until(lambda: len(stable.assignment) == 2, what="stable-dropped's assignment")
         stable.commit({("orders", 0): 20, ("payments", 0): 21})
         try:
