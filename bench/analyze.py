@@ -57,8 +57,8 @@ def records_for(
 ) -> tuple[dict[int, list[tuple[bytes, bytes | None, int]]], frozenset[str]]:
     """About `target` records per __consumer_offsets partition: synthetic.generate's groups with each
     offset commit preceded by K-1 older commits of the same key."""
+    from kafka_sandbox.synthetic import generate
     from offset_expiry.codec import encode_value
-    from offset_expiry.synthetic import generate
 
     assert _v3_value(42, 7) == encode_value(
         "OffsetCommit", {"offset": 42, "leaderEpoch": -1, "metadata": "", "commitTimestamp": 7}, 3
@@ -91,7 +91,7 @@ def records_for(
 
 def serve_broker(target: int, seed: int, conn: Connection) -> None:
     """The sandbox broker's process: seed, report, serve until told to stop."""
-    from kafka_offset_operator.sandbox import SandboxBroker
+    from kafka_sandbox import SandboxBroker
     from offset_expiry.raw import OFFSETS_TOPIC
 
     t0 = time.perf_counter()

@@ -14,12 +14,13 @@ ensure_venv() {
         say "creating virtualenv $VENV"
         "$PY" -m venv "$VENV"
     fi
-    # Reinstall only when the dependency list changed: a stamp holds the hash of pyproject.toml.
-    local stamp="$VENV/.installed-$(sha256sum pyproject.toml | cut -c1-16)"
+    # Reinstall only when a dependency list changed: a stamp holds the hash of the three pyproject files.
+    local stamp="$VENV/.installed-$(cat pyproject.toml sandbox/pyproject.toml demo/pyproject.toml | sha256sum | cut -c1-16)"
     if [ ! -f "$stamp" ]; then
-        say "installing the project and its test dependencies (first run takes a few minutes: pyspark is large)"
+        say "installing the product, the sandbox broker, the demo and the test tools (first run takes a few minutes: pyspark is large)"
         "$VENV/bin/python" -m pip install --quiet --upgrade pip
-        "$VENV/bin/python" -m pip install --quiet -e '.[test]'
+        # The product (.), the test double (sandbox/) and the demo (demo/) are three distributions.
+        "$VENV/bin/python" -m pip install --quiet -e '.[test]' -e ./sandbox -e ./demo
         rm -f "$VENV"/.installed-* && touch "$stamp"
     fi
 }
@@ -43,14 +44,14 @@ case "$cmd" in
         ensure_venv
         ensure_system_tools
         export PATH="$PWD/$VENV/bin:$PATH"
-        say "ruff";          ruff check operator spark tests bench
+        say "ruff";          ruff check operator spark sandbox demo tests bench
         say "mypy";          mypy
         say "import-linter"; lint-imports
         say "pytest";        pytest "$@"
         ;;
     demo)
         ensure_venv
-        exec "$VENV/bin/kafka-offset-operator" demo "$@"
+        exec "$VENV/bin/kafka-offset-demo" "$@"
         ;;
     *)
         echo "usage: scripts/dev.sh demo|test [pytest args]" >&2

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from . import __version__
-from .commands import analyze, decode, demo, dump, run, sandbox_broker
+from .commands import analyze, decode, dump, run
 from .errors import UserError
 
 PROG = "kafka-offset-operator"
-COMMANDS = (decode, dump, analyze, demo, run, sandbox_broker)
+COMMANDS = (decode, dump, analyze, run)
 
 
 class _Parser(argparse.ArgumentParser):

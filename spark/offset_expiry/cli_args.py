@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .durations import parse_duration_ms
-from .errors import InputError
-from .policy import Policy, PolicyError, policy_from_yaml
+from .errors import InputError, SpecError
+from .policy import Policy, policy_from_yaml
 
 if TYPE_CHECKING:
     from .analysis import AnalysisRequest
@@ -70,7 +70,7 @@ def load_policy(path: str | None) -> Policy:
         raise InputError(f"--policy: {path} is not UTF-8 text") from None
     try:
         return policy_from_yaml(text, path)
-    except PolicyError as exc:
+    except SpecError as exc:
         raise InputError(f"--policy {path}: {exc}") from None
 
 

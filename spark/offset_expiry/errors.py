@@ -1,5 +1,22 @@
-"""Errors a user can act on (wrong address, missing topic, bad flag): shown as one line, never a traceback."""
+"""Errors a user can act on (wrong address, missing topic, bad flag, a bad field): shown as one line or as a
+status condition, never a traceback."""
+
+from __future__ import annotations
 
 
 class InputError(Exception):
     """The analysis cannot run with what it was given, or cannot reach what it needs."""
+
+
+class SpecError(ValueError):
+    """A spec that cannot be acted on. `field` is the path to fix (e.g. spec.rules.emptyGroupRetention),
+    `reason` the status condition's reason (InvalidSpec, or e.g. SecretNotFound for what may appear later).
+
+    The one spec-error type: the policy parser here, the operator's OffsetDeletion and connection parsers
+    and the CRD-schema check all raise it."""
+
+    def __init__(self, field: str, problem: str, reason: str = "InvalidSpec") -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+        self.reason = reason

@@ -2,7 +2,7 @@
 
 The same YAML the CRD accepts (BRIEF §4). Only the parts the analysis needs are interpreted (`groups`,
 `rules`, `protect`); the connection, mode, schedule and engine sections are the operator's and are
-accepted as they are. Every mistake raises PolicyError naming the field, so the operator can put the
+accepted as they are. Every mistake raises SpecError naming the field, so the operator can put the
 message in a status condition and the CLI can print it as one line.
 
 Defaults (a spec of `{}` is valid and reports without proposing anything):
@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from .durations import format_duration_ms, parse_duration_ms
+from .errors import SpecError
 
 SPEC = "spec"
 
@@ -39,15 +40,6 @@ _RULES_FIELDS = frozenset(
     {"emptyGroupRetention", "unsubscribedTopicRetention", "standaloneRetention", "deletedTopics"}
 )
 _PROTECT_FIELDS = frozenset({"groups", "keepAlive"})
-
-
-class PolicyError(ValueError):
-    """A bad policy. `field` is the path to the offending field, e.g. "spec.rules.emptyGroupRetention"."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
-        self.field = field
-        self.problem = problem
 
 
 class DeletedTopics(StrEnum):
@@ -130,11 +122,11 @@ def policy_from_yaml(text: str, source: str = "policy") -> Policy:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "not valid YAML"
-        raise PolicyError(source, f"{problem}{where}") from None
+        raise SpecError(source, f"{problem}{where}") from None
     if isinstance(doc, Mapping) and ("kind" in doc or "apiVersion" in doc):
         kind = doc.get("kind")
         if kind != "ConsumerGroupOffsetPolicy":
-            raise PolicyError("kind", f"expected ConsumerGroupOffsetPolicy, got {kind!r}")
+            raise SpecError("kind", f"expected ConsumerGroupOffsetPolicy, got {kind!r}")
         return parse_policy(doc.get("spec"), SPEC)
     return parse_policy(doc, SPEC)
 
@@ -160,7 +152,7 @@ def _parse_rules(value: Any, path: str) -> Rules:
     elif isinstance(deleted, str) and deleted in {d.value for d in DeletedTopics}:
         deleted_topics = DeletedTopics(deleted)
     else:
-        raise PolicyError(f"{path}.deletedTopics", f"{deleted!r} is not one of Delete, Keep")
+        raise SpecError(f"{path}.deletedTopics", f"{deleted!r} is not one of Delete, Keep")
     return Rules(
         empty_group_retention_ms=_duration(fields.get("emptyGroupRetention"), f"{path}.emptyGroupRetention"),
         unsubscribed_topic_retention_ms=_duration(
@@ -179,18 +171,18 @@ def _parse_protect(value: Any, path: str) -> Protection:
     if keep_alive is None:
         keep_alive = False
     if not isinstance(keep_alive, bool):
-        raise PolicyError(f"{path}.keepAlive", f"{keep_alive!r} is not true or false")
+        raise SpecError(f"{path}.keepAlive", f"{keep_alive!r} is not true or false")
     return Protection(groups=_patterns(fields.get("groups"), f"{path}.groups"), keep_alive=keep_alive)
 
 
 def _mapping(value: Any, path: str, known: frozenset[str]) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise PolicyError(path, f"expected a mapping, got {_kind(value)}")
+        raise SpecError(path, f"expected a mapping, got {_kind(value)}")
     for key in value:
         if not isinstance(key, str):
-            raise PolicyError(path, f"field names must be strings, got {key!r}")
+            raise SpecError(path, f"field names must be strings, got {key!r}")
         if key not in known:
-            raise PolicyError(f"{path}.{key}", f"unknown field (known: {', '.join(sorted(known))})")
+            raise SpecError(f"{path}.{key}", f"unknown field (known: {', '.join(sorted(known))})")
     return value
 
 
@@ -198,11 +190,11 @@ def _patterns(value: Any, path: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str) or not isinstance(value, Sequence):
-        raise PolicyError(path, f"expected a list of group patterns, got {_kind(value)}")
+        raise SpecError(path, f"expected a list of group patterns, got {_kind(value)}")
     out = []
     for i, item in enumerate(value):
         if not isinstance(item, str) or not item:
-            raise PolicyError(f"{path}[{i}]", f"expected a non-empty group pattern, got {item!r}")
+            raise SpecError(f"{path}[{i}]", f"expected a non-empty group pattern, got {item!r}")
         out.append(item)
     return tuple(out)
 
@@ -213,7 +205,7 @@ def _duration(value: Any, path: str) -> int | None:
     try:
         return parse_duration_ms(value)
     except ValueError as exc:
-        raise PolicyError(path, str(exc)) from None
+        raise SpecError(path, str(exc)) from None
 
 
 def _kind(value: Any) -> str:

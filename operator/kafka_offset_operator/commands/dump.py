@@ -36,7 +36,7 @@ def record_group(record: dict[str, Any]) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..kafka_connection import OffsetsTopicReader  # kafka-python takes ~1.5 s to import: only here
+    from ..adapters.offsets_topic import OffsetsTopicReader  # kafka-python takes ~1.5 s to import: only here
 
     skipped = 0
     first_error = ""

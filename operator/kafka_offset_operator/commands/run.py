@@ -53,8 +53,9 @@ def _seconds(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     import kubernetes.config
 
-    from .. import metrics
-    from ..handlers.runtime import OperatorOptions, run_operator
+    from ..adapters import metrics
+    from ..context import OperatorOptions
+    from ..runtime import run_operator
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -1,1 +1,2 @@
-"""Kopf handlers and the operator's runtime: thin I/O around the decision functions in `deletion/`."""
+"""What the operator reacts to, one module per resource kind; each module's `register` adds its Kopf
+handlers to a registry, and the work itself happens in reconcilers/."""

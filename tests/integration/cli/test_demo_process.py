@@ -1,4 +1,4 @@
-"""`kafka-offset-operator demo` as a user runs it (a subprocess): sandbox broker, emulated Kubernetes API,
+"""`kafka-offset-demo` (what `scripts/dev.sh demo` runs) as a user runs it (a subprocess): sandbox broker, emulated Kubernetes API,
 the operator, a policy in DryRun then Approve; exit 0 and readable tables of the policy and its
 OffsetDeletions. No cluster, Docker or network."""
 
@@ -13,7 +13,7 @@ DEMO_TIMEOUT_S = 420  # a cold Spark start on a busy 2-core machine; about 30-70
 
 def test_demo_exits_0_with_the_policy_and_its_deletions_as_tables() -> None:
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "kafka_offset_operator", "demo"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "kafka_offset_demo"], capture_output=True, text=True,
                           timeout=DEMO_TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from operator_harness import NAMESPACE, EmulatedCluster, Kube, OperatorThread
 
-from kafka_offset_operator.handlers.runtime import OperatorOptions, Registrar
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_offset_operator.context import OperatorOptions
+from kafka_offset_operator.runtime import Registrar
+from kafka_sandbox import SandboxBroker
 
 
 @pytest.fixture

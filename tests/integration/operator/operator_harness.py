@@ -1,5 +1,5 @@
 """The Kubernetes side of the operator tests (fixtures in conftest.py): kmock's KubernetesEmulator on 127.0.0.1 with the bundled
-builtin resources and our CRDs (kafka_offset_operator.emulated_cluster, which the demo uses too), a
+builtin resources and our CRDs (kafka_offset_demo.emulated_cluster, which the demo uses too), a
 kubeconfig pointing at it, and the operator itself running under Kopf in a background thread with its own
 event loop (the same `run_operator` the `run` command uses).
 
@@ -21,8 +21,9 @@ from typing import Any, TypeVar
 
 import yaml
 
-from kafka_offset_operator.emulated_cluster import EmulatedCluster as _EmulatedCluster
-from kafka_offset_operator.handlers.runtime import OperatorOptions, Registrar, run_operator
+from kafka_offset_demo.emulated_cluster import EmulatedCluster as _EmulatedCluster
+from kafka_offset_operator.context import OperatorOptions
+from kafka_offset_operator.runtime import Registrar, run_operator
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_DIR = ROOT / "crds"
@@ -33,7 +34,7 @@ T = TypeVar("T")
 
 
 class EmulatedCluster(_EmulatedCluster):
-    """The product's emulated cluster (kafka_offset_operator.emulated_cluster) serving the CRDs as committed in
+    """The demo's emulated cluster (kafka_offset_demo.emulated_cluster) serving the CRDs as committed in
     crds/ (so the tests exercise those files), plus any extra CRDs a test needs (e.g. SparkApplication)."""
 
     def __init__(self, crd_dir: Path = CRD_DIR, extra_crds: list[dict[str, Any]] | None = None) -> None:

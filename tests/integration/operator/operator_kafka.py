@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from kafka_offset_operator import demo_story
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_offset_demo import story as demo_story
+from kafka_sandbox import SandboxBroker
 
 
 def make_topics(broker: SandboxBroker, topics: dict[str, int], records_per_partition: int = 5) -> None:

@@ -11,9 +11,9 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.structs import OffsetAndMetadata
 from operator_kafka import empty_group, make_topics
 
-from kafka_offset_operator.kafka_connection import OffsetsTopicReader
-from kafka_offset_operator.policy.results import Report, from_rows
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_offset_operator.adapters.offsets_topic import OffsetsTopicReader
+from kafka_offset_operator.model.report import Report, from_rows
+from kafka_sandbox import SandboxBroker
 from offset_expiry.codec import encode_key, encode_value, offset_commit
 from offset_expiry.policy import parse_policy
 from offset_expiry.raw import RawRecord

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, Kube
 
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_sandbox import SandboxBroker
 
 EXAMPLES = sorted((ROOT / "manifests" / "examples").glob("*.yaml"))
 PLURALS = {"ConsumerGroupOffsetPolicy": "consumergroupoffsetpolicies", "OffsetDeletion": "offsetdeletions"}

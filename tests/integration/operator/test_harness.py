@@ -12,7 +12,7 @@ import kopf
 import pytest
 from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, EmulatedCluster, Kube, OperatorThread
 
-from kafka_offset_operator.handlers.runtime import OperatorContext
+from kafka_offset_operator.context import OperatorContext
 
 
 def test_discovery_serves_our_crds_with_status_subresource(kube: Kube) -> None:

@@ -9,19 +9,12 @@ import stat
 import pytest
 from operator_kafka import commit, empty_group, live_group, make_topics
 
-from kafka_offset_operator.kafka_admin import (
-    CONNECTION_FAILED,
-    Committed,
-    ConnectionSettings,
-    ConnectionSpecError,
-    KafkaAdmin,
-    KafkaFailure,
-    Masked,
-    TlsFiles,
-    connection_from_spec,
-    write_private_files,
-)
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin, write_private_files
+from kafka_offset_operator.decisions.connection_spec import connection_from_spec
+from kafka_offset_operator.model.connection import ConnectionSettings, Masked, TlsFiles
+from kafka_offset_operator.model.offsets import CONNECTION_FAILED, Committed, KafkaFailure
+from kafka_sandbox import SandboxBroker
+from offset_expiry.errors import SpecError
 
 PASSWORD = "pa55-Wq9-never-print-me"
 
@@ -145,7 +138,7 @@ def test_connection_spec_errors_name_the_field(spec: dict | None, secrets: dict,
             raise LookupError(name)
         return secrets[name]
 
-    with pytest.raises(ConnectionSpecError) as err:
+    with pytest.raises(SpecError) as err:
         connection_from_spec(spec, read)
     assert (err.value.field, err.value.reason) == (field, reason)
 

@@ -21,7 +21,7 @@ from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, EmulatedCluster, Ku
 from operator_kafka import empty_group, make_topics
 
 from kafka_offset_operator.cli import build_parser
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_sandbox import SandboxBroker
 
 MANIFESTS = ROOT / "manifests" / "operator"
 CHART = ROOT / "charts" / "kafka-offset-operator"

@@ -9,8 +9,9 @@ from typing import Any
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube, OperatorThread
 from operator_kafka import commit, empty_group, live_group, make_topics
 
-from kafka_offset_operator.kafka_admin import ConnectionSettings, KafkaAdmin
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
+from kafka_offset_operator.model.connection import ConnectionSettings
+from kafka_sandbox import SandboxBroker
 
 Start = Callable[..., OperatorThread]
 FINAL = ("Succeeded", "PartiallyFailed", "Failed")

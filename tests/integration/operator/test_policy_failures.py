@@ -11,8 +11,9 @@ from typing import Any
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube
 from policy_scenario import admin_commit
 
-from kafka_offset_operator.policy.local_engine import Cancelled, LocalEngine, LocalRequest
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_offset_operator.engines.job import Cancelled
+from kafka_offset_operator.engines.local import LocalEngine, LocalRequest
+from kafka_sandbox import SandboxBroker
 
 PLURAL = "consumergroupoffsetpolicies"
 RUN_TIMEOUT = 240.0

@@ -3,32 +3,44 @@ offsets past the broker's retention, per group kind, while unprotected twins los
 plain re-commit is not enough for an Empty classic group with a protocol type.
 
 The scan is the reference analysis (the Spark job's oracle, same rules); keep-alive itself runs exactly as
-the policy handler runs it (keepalive_actions.run_pass over kafka_admin)."""
+the policy's reconciler runs it (reconcilers.keepalive.run_pass over adapters.kafka_admin)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 from operator_kafka import empty_group, live_group, make_topics
 from policy_scenario import RETENTION_MS, admin_commit, committed, empty_kip848_group, scan
 
-from kafka_offset_operator.kafka_admin import ConnectionSettings, KafkaAdmin
-from kafka_offset_operator.policy.keepalive import lead_ms
-from kafka_offset_operator.policy.keepalive_actions import (
-    BLOCKED,
-    REBASED,
-    RECOMMITTED,
-    RESUMED,
-    MemoryStore,
-    run_pass,
-)
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
+from kafka_offset_operator.decisions.keepalive import lead_ms
+from kafka_offset_operator.model.connection import ConnectionSettings
+from kafka_offset_operator.model.offsets import TP, Committed
+from kafka_offset_operator.reconcilers.keepalive import BLOCKED, REBASED, RECOMMITTED, RESUMED, run_pass
+from kafka_sandbox import SandboxBroker
 
 HOUR_MS = 3_600_000
 PROTECT = {"protect": {"groups": ["billing-*", "batch-*", "modern-*"], "keepAlive": True}}
 INVOICES = {("invoices", 0): 3, ("invoices", 1): 4}
+
+
+class MemoryStore:
+    """reconcilers.keepalive.BackupStore in a dict: the operator keeps it in a ConfigMap (ConfigMapStore)."""
+
+    def __init__(self) -> None:
+        self.backups: dict[str, dict[TP, Committed]] = {}
+
+    def load_all(self) -> dict[str, dict[TP, Committed]]:
+        return {g: dict(o) for g, o in self.backups.items()}
+
+    def save(self, group: str, offsets: Mapping[TP, Committed]) -> None:
+        self.backups[group] = dict(offsets)
+
+    def drop(self, group: str) -> None:
+        self.backups.pop(group, None)
 
 
 def admin(broker: SandboxBroker) -> KafkaAdmin:

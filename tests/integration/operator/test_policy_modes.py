@@ -13,9 +13,10 @@ import pytest
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube, OperatorThread
 from policy_scenario import admin_commit, committed
 
-from kafka_offset_operator.demo_story import POLICY_SPEC, Story, story_broker
-from kafka_offset_operator.kafka_admin import ConnectionSettings, KafkaAdmin
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_offset_demo.story import POLICY_SPEC, Story, story_broker
+from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
+from kafka_offset_operator.model.connection import ConnectionSettings
+from kafka_sandbox import SandboxBroker
 
 Start = Callable[..., OperatorThread]
 POLICY = "stale-offsets"

@@ -18,8 +18,8 @@ from operator_kafka import empty_group, make_topics
 from policy_scenario import admin_commit, committed
 from spark_operator_standin import SparkOperatorStandIn
 
-from kafka_offset_operator.handlers.runtime import OperatorOptions
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_offset_operator.context import OperatorOptions
+from kafka_sandbox import SandboxBroker
 
 SPARK_CRD = Path(__file__).parent / "crds" / "sparkapplications.yaml"
 APPS = "sparkoperator.k8s.io/v1beta2"
@@ -40,7 +40,7 @@ def cluster() -> Iterator[EmulatedCluster]:
 @pytest.fixture
 def operator_options(kubeconfig: Path) -> OperatorOptions:
     return OperatorOptions(namespaces=(NAMESPACE,), kubeconfig=kubeconfig, retry_interval=0.3, kafka_timeout_ms=5000,
-                           extra={"spark_image": "ghcr.io/example/kafka-offset-operator:test"})
+                           spark_image="ghcr.io/example/kafka-offset-operator:test")
 
 
 @pytest.fixture

@@ -16,8 +16,9 @@ from pathlib import Path
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube
 from operator_kafka import empty_group, live_group, make_topics
 
-from kafka_offset_operator.kafka_admin import ConnectionSettings, KafkaAdmin
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
+from kafka_offset_operator.model.connection import ConnectionSettings
+from kafka_sandbox import SandboxBroker
 
 
 def free_port() -> int:

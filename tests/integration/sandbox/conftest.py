@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_sandbox import SandboxBroker
 
 
 @pytest.fixture

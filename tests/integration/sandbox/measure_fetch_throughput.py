@@ -10,7 +10,7 @@ import time
 
 from kafka import KafkaConsumer, TopicPartition
 
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_sandbox import SandboxBroker
 
 BATCH = 1000
 

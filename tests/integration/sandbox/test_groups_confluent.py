@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient
 from group_clients import dump, group_records, record_shape
 from kafka_clients import wait_until
 
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_sandbox import SandboxBroker
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
 from kafka_clients import GroupConsumer, wait_until
 
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_sandbox import SandboxBroker
 
 RETENTION_DAYS = 7
 

@@ -9,7 +9,7 @@ from group_clients import dump, group_records, kip848_records, record_shape
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_sandbox import SandboxBroker
 from offset_expiry.codec import offset_commit
 
 

@@ -1,4 +1,4 @@
-"""The `sandbox-broker` command: one line when ready, serves clients, stops cleanly on SIGTERM."""
+"""The `kafka-sandbox` command: one line when ready, serves clients, stops cleanly on SIGTERM."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import sys
 
 from kafka import KafkaAdminClient
 
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_sandbox import SandboxBroker
 
-COMMAND = [sys.executable, "-m", "kafka_offset_operator", "sandbox-broker"]
+COMMAND = [sys.executable, "-m", "kafka_sandbox"]
 
 
 def read_line(proc: subprocess.Popen[str], timeout: float) -> str:

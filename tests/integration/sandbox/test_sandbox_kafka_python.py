@@ -18,7 +18,7 @@ from kafka.errors import (
 from kafka.protocol.admin import DescribeConfigsRequest
 from sandbox_wire_client import WireClient
 
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_sandbox import SandboxBroker
 
 
 @pytest.fixture

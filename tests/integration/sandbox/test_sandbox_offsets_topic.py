@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_sandbox import SandboxBroker
 from offset_expiry.codec import (
     group_metadata_tombstone,
     offset_commit,

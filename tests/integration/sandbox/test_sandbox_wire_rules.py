@@ -21,9 +21,9 @@ from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 from kafka.record.util import calc_crc32c
 from sandbox_wire_client import WireClient, frame, request_header
 
-from kafka_offset_operator.sandbox import SandboxBroker
-from kafka_offset_operator.sandbox.registry import registered
-from kafka_offset_operator.sandbox.topics import build_batch
+from kafka_sandbox import SandboxBroker
+from kafka_sandbox.registry import registered
+from kafka_sandbox.topics import build_batch
 
 UNSUPPORTED_VERSION, INVALID_REQUEST, CORRUPT_MESSAGE = 35, 42, 2
 OFFSET_OUT_OF_RANGE, FETCH_SESSION_ID_NOT_FOUND, INVALID_RECORD = 1, 70, 87

@@ -3,7 +3,7 @@ tests/support/kafka_clients.py)."""
 
 from __future__ import annotations
 
-from kafka_offset_operator.sandbox.clock import Clock
+from kafka_sandbox.clock import Clock
 
 
 class StoppedClock(Clock):

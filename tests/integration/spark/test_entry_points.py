@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_sandbox import SandboxBroker
+from kafka_sandbox.synthetic import DAY_MS, generate
 from offset_expiry.policy import policy_from_yaml
 from offset_expiry.raw import OFFSETS_TOPIC, RawRecord
 from offset_expiry.reference import analyze_records
-from offset_expiry.synthetic import DAY_MS, generate
 
 BIN = Path(sys.executable).parent
 CLI = str(BIN / "kafka-offset-operator")

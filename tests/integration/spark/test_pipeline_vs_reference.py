@@ -9,11 +9,11 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from kafka_sandbox.synthetic import DAY_MS, generate
 from offset_expiry.pipeline import analyze_dataframe, raw_frame, results_as_dicts
 from offset_expiry.policy import parse_policy
 from offset_expiry.raw import RawRecord
 from offset_expiry.reference import analyze_records
-from offset_expiry.synthetic import DAY_MS, generate
 
 RETENTION = 7 * DAY_MS
 

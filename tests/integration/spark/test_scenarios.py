@@ -19,7 +19,7 @@ from kafka_clients import GroupConsumer, wait_until
 from pyspark.sql import SparkSession
 from scenario_clients import StoppedClock
 
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_sandbox import SandboxBroker
 from offset_expiry.analysis import Analysis, AnalysisRequest, run_analysis
 from offset_expiry.codec import encode_key, encode_value, offset_commit
 from offset_expiry.pipeline import results_as_dicts

@@ -11,7 +11,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-from kafka_offset_operator.sandbox import SandboxBroker
+from kafka_sandbox import SandboxBroker
+from kafka_sandbox.synthetic import generate
 from offset_expiry.cluster import describe_cluster
 from offset_expiry.raw import OFFSETS_TOPIC, RawRecord
 from offset_expiry.source import (
@@ -22,7 +23,6 @@ from offset_expiry.source import (
     read_range,
     take_snapshot,
 )
-from offset_expiry.synthetic import generate
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafka_sandbox.synthetic import generate
 from offset_expiry.codec import (
     CodecError,
     decode_record,
@@ -27,7 +28,6 @@ from offset_expiry.facts import (
 )
 from offset_expiry.groups import rebuild_group, simple_group
 from offset_expiry.rules import GroupType, GroupView
-from offset_expiry.synthetic import generate
 
 
 def slow(key: bytes, value: bytes | None) -> Fact:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from offset_expiry.errors import SpecError
 from offset_expiry.policy import (
     DeletedTopics,
     GroupSelector,
     Policy,
-    PolicyError,
     Protection,
     Rules,
     parse_policy,
@@ -94,7 +94,7 @@ def test_include_given_as_empty_list_selects_nothing() -> None:
     ],
 )
 def test_bad_input_names_the_field(spec: object, field: str, fragment: str) -> None:
-    with pytest.raises(PolicyError) as info:
+    with pytest.raises(SpecError) as info:
         parse_policy(spec)
     assert info.value.field == field
     assert fragment in str(info.value)
@@ -115,13 +115,13 @@ spec:
 
 
 def test_yaml_errors_are_one_line() -> None:
-    with pytest.raises(PolicyError) as info:
+    with pytest.raises(SpecError) as info:
         policy_from_yaml("rules: [unclosed\n", "policy.yaml")
     assert info.value.field == "policy.yaml"
     assert "line" in str(info.value) and "\n" not in str(info.value)
-    with pytest.raises(PolicyError) as info:
+    with pytest.raises(SpecError) as info:
         policy_from_yaml("kind: OffsetDeletion\nspec: {}\n")
     assert info.value.field == "kind"
-    with pytest.raises(PolicyError) as info:
+    with pytest.raises(SpecError) as info:
         policy_from_yaml("kind: ConsumerGroupOffsetPolicy\nspec:\n  rules:\n    deletedTopics: Maybe\n")
     assert info.value.field == "spec.rules.deletedTopics"

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
-from kafka_offset_operator.crds import build_crds, render
+from kafka_offset_operator.model.crds import build_crds, render
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = sorted((ROOT / "manifests" / "examples").glob("*.yaml"))
@@ -25,7 +25,7 @@ def _schemas() -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("name", sorted(build_crds()))
 def test_committed_crd_matches_generator(name: str) -> None:
     committed = (ROOT / "crds" / name).read_text()
-    assert committed == render(build_crds()[name]), f"run: python -m kafka_offset_operator.crds --write crds/ ({name})"
+    assert committed == render(build_crds()[name]), f"run: python -m kafka_offset_operator.model.crds --write crds/ ({name})"
 
 
 def _walk(node: dict[str, Any], path: str) -> list[str]:

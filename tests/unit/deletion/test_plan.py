@@ -6,11 +6,14 @@ from typing import Any
 
 import pytest
 
-from kafka_offset_operator.deletion import plan
-from kafka_offset_operator.deletion.conditions import Condition, merge_conditions
-from kafka_offset_operator.deletion.plan import Step
-from kafka_offset_operator.deletion.spec import DeletionSpecError, parse_spec
-from kafka_offset_operator.kafka_admin import Committed, GroupInfo, Member
+from kafka_offset_operator.decisions import deletion_steps as steps
+from kafka_offset_operator.decisions import kafka_answers, status_patch
+from kafka_offset_operator.decisions.conditions import Condition, merge_conditions
+from kafka_offset_operator.decisions.deletion_spec import parse_spec
+from kafka_offset_operator.decisions.deletion_steps import Step
+from kafka_offset_operator.model import backups
+from kafka_offset_operator.model.offsets import Committed, GroupInfo, Member
+from offset_expiry.errors import SpecError
 
 NOW = "2026-01-02T03:04:05Z"
 EMPTY = GroupInfo("g", "Empty", "consumer")
@@ -24,26 +27,26 @@ def spec(**extra: Any) -> Any:
 
 
 def test_next_step_follows_the_phases() -> None:
-    assert plan.next_step(spec(approved=False), {}) is Step.AWAIT
-    assert plan.next_step(spec(), {}) is Step.BACKUP
-    assert plan.next_step(spec(), {"phase": "AwaitingApproval"}) is Step.BACKUP
-    assert plan.next_step(spec(), {"phase": "Running"}) is Step.DELETE
-    assert plan.next_step(spec(), {"phase": "Succeeded"}) is Step.DONE
-    assert plan.next_step(spec(restore=True), {"phase": "PartiallyFailed"}) is Step.RESTORE
-    assert plan.next_step(spec(restore=True), {"phase": "Succeeded", "restoreTime": NOW}) is Step.DONE
-    assert plan.next_step(spec(restore=True), {"phase": "Failed"}) is Step.DONE  # nothing was deleted
+    assert steps.next_step(spec(approved=False), {}) is Step.AWAIT
+    assert steps.next_step(spec(), {}) is Step.BACKUP
+    assert steps.next_step(spec(), {"phase": "AwaitingApproval"}) is Step.BACKUP
+    assert steps.next_step(spec(), {"phase": "Running"}) is Step.DELETE
+    assert steps.next_step(spec(), {"phase": "Succeeded"}) is Step.DONE
+    assert steps.next_step(spec(restore=True), {"phase": "PartiallyFailed"}) is Step.RESTORE
+    assert steps.next_step(spec(restore=True), {"phase": "Succeeded", "restoreTime": NOW}) is Step.DONE
+    assert steps.next_step(spec(restore=True), {"phase": "Failed"}) is Step.DONE  # nothing was deleted
 
 
 def test_needs_work_keeps_the_timer_only_while_there_is_something_to_do() -> None:
-    assert plan.needs_work({"approved": False}, {})
-    assert not plan.needs_work({"approved": False}, {"phase": "AwaitingApproval"})
-    assert plan.needs_work({"approved": True}, {"phase": "AwaitingApproval"})
-    assert plan.needs_work({}, {"phase": "Running"})
-    assert not plan.needs_work({}, {"phase": "Succeeded"})
-    assert plan.needs_work({"restore": True}, {"phase": "Succeeded"})
-    assert not plan.needs_work({"restore": True}, {"phase": "Restored", "restoreTime": NOW})
+    assert steps.needs_work({"approved": False}, {})
+    assert not steps.needs_work({"approved": False}, {"phase": "AwaitingApproval"})
+    assert steps.needs_work({"approved": True}, {"phase": "AwaitingApproval"})
+    assert steps.needs_work({}, {"phase": "Running"})
+    assert not steps.needs_work({}, {"phase": "Succeeded"})
+    assert steps.needs_work({"restore": True}, {"phase": "Succeeded"})
+    assert not steps.needs_work({"restore": True}, {"phase": "Restored", "restoreTime": NOW})
     waiting = {"phase": "AwaitingApproval", "conditions": [{"type": "Degraded", "status": "True", "reason": "SecretNotFound"}]}
-    assert plan.needs_work({"approved": False}, waiting)  # retry until the Secret exists
+    assert steps.needs_work({"approved": False}, waiting)  # retry until the Secret exists
 
 
 def test_backup_keeps_what_will_be_deleted_and_settles_the_rest() -> None:
@@ -51,7 +54,7 @@ def test_backup_keeps_what_will_be_deleted_and_settles_the_rest() -> None:
              expectedOffsets=[{"topic": "orders", "partition": 1, "offset": 10}])
     committed = {("orders", 0): Committed(3, 0, "m"), ("orders", 1): Committed(11), ("pay", 0): Committed(5),
                  ("other", 0): Committed(1)}
-    result = plan.plan_backup(s, {}, EMPTY, committed, NOW, 7, configmap_name="x-offset-backup")
+    result = steps.plan_backup(s, {}, EMPTY, committed, NOW, 7, configmap_name="x-offset-backup")
     assert result.offsets == {("orders", 0): Committed(3, 0, "m"), ("pay", 0): Committed(5)}
     patch = result.outcome.status
     assert (patch["phase"], patch["startTime"], patch["observedGeneration"]) == ("Running", NOW, 7)
@@ -65,17 +68,17 @@ def test_backup_keeps_what_will_be_deleted_and_settles_the_rest() -> None:
 
 def test_large_backup_refers_to_a_configmap_and_round_trips() -> None:
     committed = {("orders", p): Committed(p + 1) for p in range(5)}
-    result = plan.plan_backup(spec(), {}, EMPTY, committed, NOW, None, configmap_name="x-offset-backup", large=3)
+    result = steps.plan_backup(spec(), {}, EMPTY, committed, NOW, None, configmap_name="x-offset-backup", large=3)
     assert result.in_configmap and result.outcome.status["backup"]["offsets"] is None
-    assert result.outcome.status["backup"]["configMapRef"] == {"name": "x-offset-backup", "key": plan.BACKUP_KEY}
-    assert plan.decode_backup(plan.encode_backup(result.offsets)) == committed
+    assert result.outcome.status["backup"]["configMapRef"] == {"name": "x-offset-backup", "key": backups.BACKUP_KEY}
+    assert backups.decode_backup(backups.encode_backup(result.offsets)) == committed
 
 
 def test_unknown_group_without_offsets_fails_at_once() -> None:
-    outcome = plan.plan_backup(spec(), {}, GONE, {}, NOW, None, configmap_name="c").outcome
+    outcome = steps.plan_backup(spec(), {}, GONE, {}, NOW, None, configmap_name="c").outcome
     assert outcome.status["phase"] == "Failed"
     assert outcome.status["results"] == [{"topic": "orders", "status": "Failed", "error": "GROUP_ID_NOT_FOUND",
-                                          "message": plan.EXPLAIN["GROUP_ID_NOT_FOUND"]}]
+                                          "message": kafka_answers.EXPLAIN["GROUP_ID_NOT_FOUND"]}]
 
 
 BACKUP = {("orders", 0): Committed(3), ("orders", 1): Committed(4), ("orders", 2): Committed(5)}
@@ -83,17 +86,17 @@ BACKUP = {("orders", 0): Committed(3), ("orders", 1): Committed(4), ("orders", 2
 
 def test_deletion_recheck_deletes_only_what_is_unchanged() -> None:
     current = {("orders", 0): Committed(3), ("orders", 1): Committed(8)}  # 1 moved on, 2 is gone
-    first = plan.plan_deletion(BACKUP, current, started=False)
+    first = steps.plan_deletion(BACKUP, current, started=False)
     assert first.to_delete == (("orders", 0),)
     assert {(r["partition"], r["status"]) for r in first.results} == {(1, "Skipped"), (2, "NotCommitted")}
     # After a restart with the request possibly sent, a gone offset is ours.
-    resumed = plan.plan_deletion(BACKUP, current, started=True)
+    resumed = steps.plan_deletion(BACKUP, current, started=True)
     assert {(r["partition"], r["status"]) for r in resumed.results} == {(1, "Skipped"), (2, "Deleted")}
 
 
 def test_deletion_started_is_written_once() -> None:
-    assert plan.deletion_started({}, NOW).status == {"deleteStartTime": NOW}
-    assert plan.deletion_started({"deleteStartTime": "earlier"}, NOW).status == {}
+    assert steps.deletion_started({}, NOW).status == {"deleteStartTime": NOW}
+    assert steps.deletion_started({"deleteStartTime": "earlier"}, NOW).status == {}
 
 
 @pytest.mark.parametrize(
@@ -107,8 +110,8 @@ def test_deletion_started_is_written_once() -> None:
 )
 def test_finish_deletion_phase_from_kafkas_answers(answers: dict, top: str | None, phase: str, deleted: int,
                                                    failed: int) -> None:
-    todo = plan.DeletePlan((("orders", 0), ("orders", 1)), ())
-    outcome = plan.finish_deletion(spec(), {"phase": "Running"}, todo, answers, top, NOW, None)
+    todo = steps.DeletePlan((("orders", 0), ("orders", 1)), ())
+    outcome = steps.finish_deletion(spec(), {"phase": "Running"}, todo, answers, top, NOW, None)
     assert (outcome.status["phase"], outcome.status["deleted"], outcome.status["failed"]) == (phase, deleted, failed)
     errors = {r.get("error") for r in outcome.status["results"]} - {None}
     assert errors == ({top} if top else {e for e in answers.values() if e})
@@ -118,44 +121,44 @@ def test_finish_deletion_phase_from_kafkas_answers(answers: dict, top: str | Non
 
 
 def test_huge_results_are_summed_per_topic_and_still_restorable() -> None:
-    todo = plan.DeletePlan(tuple(("t", p) for p in range(6)), ())
+    todo = steps.DeletePlan(tuple(("t", p) for p in range(6)), ())
     answers = {("t", p): None for p in range(5)} | {("t", 5): "UNKNOWN_TOPIC_OR_PARTITION"}
-    status = plan.finish_deletion(spec(), {}, todo, answers, None, NOW, None, results_limit=4).status
+    status = steps.finish_deletion(spec(), {}, todo, answers, None, NOW, None, results_limit=4).status
     assert status["deleted"] == 5 and status["failed"] == 1
     assert status["results"][0] == {"topic": "t", "status": "Deleted", "message": "5 partitions deleted", "count": 5}
     backup = {("t", p): Committed(p) for p in range(6)}
-    assert plan.deleted_partitions(status, backup) == [("t", p) for p in range(5)]
+    assert steps.deleted_partitions(status, backup) == [("t", p) for p in range(5)]
 
 
 def test_restore_commits_only_partitions_still_without_an_offset() -> None:
     current = {("orders", 1): Committed(4), ("orders", 2): Committed(9)}
-    todo = plan.plan_restore(BACKUP, [("orders", 0), ("orders", 1), ("orders", 2)], current)
+    todo = steps.plan_restore(BACKUP, [("orders", 0), ("orders", 1), ("orders", 2)], current)
     assert todo.to_commit == {("orders", 0): Committed(3)}
     assert {(r["partition"], r["status"]) for r in todo.results} == {(1, "Restored"), (2, "Skipped")}
-    done = plan.finish_restore({"phase": "Succeeded"}, todo, {("orders", 0): None}, EMPTY, 30, NOW, None).status
+    done = steps.finish_restore({"phase": "Succeeded"}, todo, {("orders", 0): None}, EMPTY, 30, NOW, None).status
     assert (done["phase"], done["restored"], done["restoreTime"]) == ("Restored", 2, NOW)
 
 
 def test_restore_blocked_by_members_is_a_condition_and_one_event() -> None:
-    first = plan.restore_blocked({"phase": "Succeeded"}, BUSY, 30, NOW, None)
+    first = steps.restore_blocked({"phase": "Succeeded"}, BUSY, 30, NOW, None)
     degraded = next(c for c in first.status["conditions"] if c["type"] == "Degraded")
     assert (degraded["reason"], "phase" in first.status) == ("RestoreBlocked", False)
     assert "1 active member" in degraded["message"] and len(first.events) == 1
-    again = plan.restore_blocked(plan.merge_patch({"phase": "Succeeded"}, first.status), BUSY, 30, NOW, None)
+    again = steps.restore_blocked(status_patch.merge_patch({"phase": "Succeeded"}, first.status), BUSY, 30, NOW, None)
     assert again.events == ()
-    assert not plan.changes(plan.merge_patch({"phase": "Succeeded"}, first.status), again.status)
+    assert not status_patch.changes(status_patch.merge_patch({"phase": "Succeeded"}, first.status), again.status)
     # A member that joined between the check and the commit: UNKNOWN_MEMBER_ID means the same.
-    todo = plan.RestorePlan({("orders", 0): Committed(3)}, ())
-    racing = plan.finish_restore({"phase": "Succeeded"}, todo, {("orders", 0): "UNKNOWN_MEMBER_ID"}, BUSY, 30, NOW, None)
+    todo = steps.RestorePlan({("orders", 0): Committed(3)}, ())
+    racing = steps.finish_restore({"phase": "Succeeded"}, todo, {("orders", 0): "UNKNOWN_MEMBER_ID"}, BUSY, 30, NOW, None)
     assert "phase" not in racing.status
 
 
 def test_spec_problem_names_the_field_and_waits_in_pending() -> None:
-    outcome = plan.spec_problem({}, "spec.kafka.sasl.secretRef", "Secret 'x' not found", "SecretNotFound", NOW, 1)
+    outcome = steps.spec_problem({}, "spec.kafka.sasl.secretRef", "Secret 'x' not found", "SecretNotFound", NOW, 1)
     assert outcome.status["phase"] == "Pending"
     degraded = next(c for c in outcome.status["conditions"] if c["type"] == "Degraded")
     assert degraded["message"] == "spec.kafka.sasl.secretRef: Secret 'x' not found"
-    assert plan.settled(plan.merge_patch({}, outcome.status), NOW, 1).status["conditions"][1]["status"] == "False"
+    assert steps.settled(status_patch.merge_patch({}, outcome.status), NOW, 1).status["conditions"][1]["status"] == "False"
 
 
 @pytest.mark.parametrize(
@@ -174,7 +177,7 @@ def test_spec_problem_names_the_field_and_waits_in_pending() -> None:
     ],
 )
 def test_bad_specs_name_the_field(change: dict[str, Any], field: str) -> None:
-    with pytest.raises(DeletionSpecError) as err:
+    with pytest.raises(SpecError) as err:
         spec(**change)
     assert err.value.field == field
 
@@ -187,4 +190,4 @@ def test_conditions_keep_their_transition_time_while_status_holds() -> None:
 
 
 def test_merge_patch_is_rfc7386() -> None:
-    assert plan.merge_patch({"a": {"b": 1, "c": 2}, "l": [1]}, {"a": {"b": None}, "l": [2]}) == {"a": {"c": 2}, "l": [2]}
+    assert status_patch.merge_patch({"a": {"b": 1, "c": 2}, "l": [1]}, {"a": {"b": None}, "l": [2]}) == {"a": {"c": 2}, "l": [2]}

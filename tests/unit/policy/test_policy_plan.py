@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
-from kafka_offset_operator.kafka_admin import Committed, GroupInfo, Member
-from kafka_offset_operator.policy import keepalive, plan, schedule
-from kafka_offset_operator.policy.keepalive import KeepAlivePlan, Method
-from kafka_offset_operator.policy.results import ReportError, from_rows, read_report
-from kafka_offset_operator.policy.spec import Engine, Mode, PolicySpecError, parse_policy_spec
+from kafka_offset_operator.adapters.kube import owner_reference
+from kafka_offset_operator.decisions import keepalive, policy_status, proposals, schedule
+from kafka_offset_operator.decisions.keepalive import KeepAlivePlan, Method
+from kafka_offset_operator.decisions.policy_spec import Engine, Mode, parse_policy_spec
+from kafka_offset_operator.model.offsets import Committed, GroupInfo, Member
+from kafka_offset_operator.model.report import ReportError, from_rows, read_report
+from offset_expiry.errors import SpecError
 from offset_expiry.policy import Protection
 from offset_expiry.report import write_json
 
@@ -22,6 +24,7 @@ NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 KAFKA = {"bootstrapServers": "kafka:9092"}
 POLICY_BODY = {"apiVersion": "kafkaoffsets.dev/v1alpha1", "kind": "ConsumerGroupOffsetPolicy",
                "metadata": {"name": "stale", "namespace": "kafka", "uid": "u-1", "generation": 3}}
+OWNER = owner_reference(POLICY_BODY)
 
 
 def row(group: str, topic: str, partition: int, offset: int, reason: str = "EmptyGroup", *, candidate: bool = True,
@@ -60,7 +63,7 @@ def test_a_minimal_spec_gets_the_crd_defaults() -> None:
     ({"mode": "DryRun"}, "spec.kafka"),
 ])
 def test_every_bad_field_is_named(spec: dict[str, Any], field: str) -> None:
-    with pytest.raises(PolicySpecError) as err:
+    with pytest.raises(SpecError) as err:
         parse_policy_spec(spec)
     assert err.value.field == field
 
@@ -90,8 +93,8 @@ def test_a_report_is_read_line_by_line_keeping_candidates_and_protected_offsets(
 # -- live re-check
 
 
-def proposal(*rows_: dict[str, Any]) -> plan.Proposal:
-    [p] = plan.proposals(from_rows(SUMMARY, rows_).candidates)
+def proposal(*rows_: dict[str, Any]) -> proposals.Proposal:
+    [p] = proposals.proposals(from_rows(SUMMARY, rows_).candidates)
     return p
 
 
@@ -102,34 +105,34 @@ NONE = Protection()
 def test_recheck_keeps_partitions_still_at_their_scanned_offset() -> None:
     p = proposal(row("g", "t", 0, 5), row("g", "t", 1, 7), row("g", "u", 0, 1))
     live = {("t", 0): Committed(5), ("t", 1): Committed(9)}  # t-1 committed since the scan, u-0 gone
-    result = plan.recheck(p, EMPTY, live, NONE)
+    result = proposals.recheck(p, EMPTY, live, NONE)
     assert result.proposal is not None and dict(result.proposal.offsets) == {("t", 0): 5}
     assert {(s.topic, s.partition, s.why) for s in result.skipped} == {
-        ("t", 1, plan.COMMITTED_SINCE_SCAN), ("u", 0, plan.NOT_COMMITTED)}
+        ("t", 1, proposals.COMMITTED_SINCE_SCAN), ("u", 0, proposals.NOT_COMMITTED)}
 
 
 def test_recheck_drops_groups_whose_premise_changed() -> None:
     member = Member("m", "c", "/h", ("t",))
     stable = GroupInfo("g", "Stable", "consumer", "range", (member,))
     empty_rule = proposal(row("g", "t", 0, 5))
-    assert plan.recheck(empty_rule, stable, {("t", 0): Committed(5)}, NONE).skipped[0].why == plan.GROUP_ACTIVE
+    assert proposals.recheck(empty_rule, stable, {("t", 0): Committed(5)}, NONE).skipped[0].why == proposals.GROUP_ACTIVE
     unsubscribed = proposal(row("g", "t", 0, 5, "UnsubscribedTopic", state="Stable"),
                             row("g", "old", 0, 5, "UnsubscribedTopic", state="Stable"))
-    result = plan.recheck(unsubscribed, stable, {("t", 0): Committed(5), ("old", 0): Committed(5)}, NONE)
+    result = proposals.recheck(unsubscribed, stable, {("t", 0): Committed(5), ("old", 0): Committed(5)}, NONE)
     assert result.proposal is not None and set(result.proposal.offsets) == {("old", 0)}
-    assert result.skipped[0].why == plan.SUBSCRIBED
+    assert result.skipped[0].why == proposals.SUBSCRIBED
     unknown = GroupInfo("g", "Stable", "consumer", "range", (Member("m", "c", "/h", None),))
-    assert plan.recheck(unsubscribed, unknown, {("old", 0): Committed(5)}, NONE).proposal is None
+    assert proposals.recheck(unsubscribed, unknown, {("old", 0): Committed(5)}, NONE).proposal is None
     standalone = proposal(row("g", "t", 0, 5, "Standalone", protocol=""))
-    assert plan.recheck(standalone, EMPTY, {("t", 0): Committed(5)}, NONE).skipped[0].why == plan.NOT_SIMPLE
-    protected = plan.recheck(empty_rule, EMPTY, {("t", 0): Committed(5)}, Protection(groups=("g",)))
-    assert protected.proposal is None and protected.skipped[0].why == plan.PROTECTED
+    assert proposals.recheck(standalone, EMPTY, {("t", 0): Committed(5)}, NONE).skipped[0].why == proposals.NOT_SIMPLE
+    protected = proposals.recheck(empty_rule, EMPTY, {("t", 0): Committed(5)}, Protection(groups=("g",)))
+    assert protected.proposal is None and protected.skipped[0].why == proposals.PROTECTED
 
 
 def test_kip848_groups_are_compared_by_offset_only() -> None:
     p = proposal(row("m", "t", 0, 5, "UnsubscribedTopic", group_type="consumer", state="Stable"))
     invisible = GroupInfo("m", "Dead", error="GROUP_ID_NOT_FOUND")
-    assert plan.recheck(p, invisible, {("t", 0): Committed(5)}, NONE).proposal is not None
+    assert proposals.recheck(p, invisible, {("t", 0): Committed(5)}, NONE).proposal is not None
 
 
 # -- children
@@ -137,10 +140,10 @@ def test_kip848_groups_are_compared_by_offset_only() -> None:
 
 def test_children_are_named_by_content_and_approved_per_mode() -> None:
     p = proposal(row("orders-app", "t", 1, 5), row("orders-app", "t", 0, 4))
-    assert plan.children(POLICY_BODY, [p], Mode.DRY_RUN, NOW) == []
-    [approve] = plan.children(POLICY_BODY, [p], Mode.APPROVE, NOW)
-    [auto] = plan.children(POLICY_BODY, [p], Mode.AUTO, NOW)
-    assert approve["metadata"]["name"] == auto["metadata"]["name"] == plan.child_name("stale", p)
+    assert proposals.children(POLICY_BODY, OWNER, [p], Mode.DRY_RUN, NOW) == []
+    [approve] = proposals.children(POLICY_BODY, OWNER, [p], Mode.APPROVE, NOW)
+    [auto] = proposals.children(POLICY_BODY, OWNER, [p], Mode.AUTO, NOW)
+    assert approve["metadata"]["name"] == auto["metadata"]["name"] == proposals.child_name("stale", p)
     assert approve["metadata"]["name"].startswith("stale-")
     assert (approve["spec"]["approved"], auto["spec"]["approved"]) == (False, True)
     assert approve["spec"]["topics"] == [{"name": "t", "partitions": [0, 1]}]
@@ -150,8 +153,8 @@ def test_children_are_named_by_content_and_approved_per_mode() -> None:
     owner = approve["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["uid"], owner["controller"]) == ("ConsumerGroupOffsetPolicy", "u-1", True)
     moved = proposal(row("orders-app", "t", 1, 6), row("orders-app", "t", 0, 4))
-    assert plan.child_name("stale", moved) != plan.child_name("stale", p)  # different offsets, new proposal
-    long = plan.child_name("x" * 80, p)
+    assert proposals.child_name("stale", moved) != proposals.child_name("stale", p)  # different offsets, new proposal
+    long = proposals.child_name("x" * 80, p)
     assert len(long) <= 63 and long[-11] == "-"
 
 
@@ -160,9 +163,9 @@ def test_children_are_named_by_content_and_approved_per_mode() -> None:
 
 def test_a_run_writes_lastrun_top_candidates_and_ready() -> None:
     report = from_rows(SUMMARY, [row("a", "t", 0, 5), row("a", "t", 1, 5), row("b", "u", 0, 1, "Standalone", protocol="")])
-    run = plan.RunSummary("Local", NOW - 60_000, NOW, report, Mode.APPROVE, deletions_created=2,
-                          skipped=(plan.Skip("b", "u", 0, plan.COMMITTED_SINCE_SCAN),))
-    patch = plan.run_succeeded({}, run, NOW + DAY, 3)
+    run = policy_status.RunSummary("Local", NOW - 60_000, NOW, report, Mode.APPROVE, deletions_created=2,
+                          skipped=(proposals.Skip("b", "u", 0, proposals.COMMITTED_SINCE_SCAN),))
+    patch = policy_status.run_succeeded({}, run, NOW + DAY, 3)
     assert patch["lastRun"] == {
         "startTime": "2025-12-31T23:59:00Z", "completionTime": "2026-01-01T00:00:00Z", "engine": "Local",
         "recordsScanned": 120, "skippedRecords": 1, "groupsSeen": 4, "offsets": 9, "candidates": 3,
@@ -180,12 +183,12 @@ def test_a_run_writes_lastrun_top_candidates_and_ready() -> None:
 
 
 def test_failures_degrade_and_invalid_specs_wait_for_a_new_generation() -> None:
-    failed = plan.run_failed({}, "KafkaUnavailable", "cannot reach Kafka", NOW, NOW + 30_000, 3)
+    failed = policy_status.run_failed({}, "KafkaUnavailable", "cannot reach Kafka", NOW, NOW + 30_000, 3)
     assert [(c["type"], c["status"], c["reason"]) for c in failed["conditions"]] == [
         ("Ready", "False", "KafkaUnavailable"), ("Degraded", "True", "KafkaUnavailable")]
     assert schedule.due(3, failed, NOW + 29_000) is False
     assert schedule.due(3, failed, NOW + 30_000) is True
-    invalid = plan.spec_invalid({}, "spec.mode", "'x' is not one of DryRun, Approve, Auto", "InvalidSpec", NOW, 3)
+    invalid = policy_status.spec_invalid({}, "spec.mode", "'x' is not one of DryRun, Approve, Auto", "InvalidSpec", NOW, 3)
     assert invalid["conditions"][0]["message"].startswith("spec.mode: ")
     status = {**invalid, "nextRunTime": None}
     assert schedule.due(3, status, NOW + 10 * DAY) is False  # no crash loop

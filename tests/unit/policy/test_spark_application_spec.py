@@ -7,8 +7,9 @@ import random
 
 import pytest
 
-from kafka_offset_operator.policy import spark_application as sparkapp
-from kafka_offset_operator.policy.spec import parse_policy_spec
+from kafka_offset_operator.adapters.kube import owner_reference
+from kafka_offset_operator.decisions import spark_application as sparkapp
+from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
 from offset_expiry import results_sink
 from offset_expiry.client_env import env_from_settings, settings_from_env
 from offset_expiry.errors import InputError
@@ -23,7 +24,7 @@ SASL_TLS = {"bootstrapServers": "k:9093", "securityProtocol": "SASL_SSL",
 def test_the_application_runs_job_py_with_secrets_by_reference() -> None:
     spec = parse_policy_spec({"kafka": SASL_TLS, "analysis": {"engine": "SparkApplication",
                               "sparkApplication": {"serviceAccount": "spark", "executor": {"instances": 3}}}})
-    app = sparkapp.manifest(POLICY, spec, "abcdef12", image="img:1", retention_ms=7 * 86_400_000)
+    app = sparkapp.manifest(POLICY, owner_reference(POLICY), spec, "abcdef12", image="img:1", retention_ms=7 * 86_400_000)
     name = app["metadata"]["name"]
     assert name == "p-9-team-a-analysis-abcdef12"  # a DNS label starting with a letter
     assert app["metadata"]["labels"][sparkapp.RUN_LABEL] == "abcdef12"

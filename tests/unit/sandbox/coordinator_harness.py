@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_offset_operator.sandbox.coordinator import CoordinatorConfig, Error, GroupCoordinator
-from kafka_offset_operator.sandbox.coordinator.messages import (
+from kafka_sandbox.coordinator import CoordinatorConfig, Error, GroupCoordinator
+from kafka_sandbox.coordinator.messages import (
     CommitPartition,
     HeartbeatRequest,
     JoinGroupRequest,
@@ -24,7 +24,7 @@ from kafka_offset_operator.sandbox.coordinator.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from kafka_offset_operator.sandbox.coordinator.pending import Pending
+from kafka_sandbox.coordinator.pending import Pending
 from offset_expiry.codec import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from coordinator_harness import DAY, RETENTION, T0, Harness, kip848_group_records
 
-from kafka_offset_operator.sandbox.coordinator import Error
-from kafka_offset_operator.sandbox.coordinator.classic import GroupState
-from kafka_offset_operator.sandbox.coordinator.messages import OffsetDeleteRequest, Protocol
+from kafka_sandbox.coordinator import Error
+from kafka_sandbox.coordinator.classic import GroupState
+from kafka_sandbox.coordinator.messages import OffsetDeleteRequest, Protocol
 from offset_expiry.codec import offset_commit
 
 

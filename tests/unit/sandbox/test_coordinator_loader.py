@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from coordinator_harness import T0, Harness, assignment, subscription
 
-from kafka_offset_operator.sandbox.coordinator import Error
-from kafka_offset_operator.sandbox.coordinator.classic import GroupState
+from kafka_sandbox.coordinator import Error
+from kafka_sandbox.coordinator.classic import GroupState
 from offset_expiry.codec import (
     group_metadata,
     group_metadata_tombstone,
@@ -99,8 +99,8 @@ def test_records_that_do_not_decode_are_counted_and_skipped() -> None:
 
 
 def test_the_offset_commit_fast_path_reads_what_the_codec_reads() -> None:
-    from kafka_offset_operator.sandbox.coordinator.loader import fast_offset_commit
-    from kafka_offset_operator.sandbox.coordinator.offsets import OffsetAndMetadata
+    from kafka_sandbox.coordinator.loader import fast_offset_commit
+    from kafka_sandbox.coordinator.offsets import OffsetAndMetadata
     from offset_expiry.codec import decode_record, encode_key, encode_value
 
     key1 = encode_key("OffsetCommit", {"group": "g", "topic": "tópico", "partition": 7})

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from coordinator_harness import T0, Harness, assignment, subscription
 
-from kafka_offset_operator.sandbox.coordinator import Error
-from kafka_offset_operator.sandbox.coordinator.classic import GroupState
-from kafka_offset_operator.sandbox.coordinator.messages import (
+from kafka_sandbox.coordinator import Error
+from kafka_sandbox.coordinator.classic import GroupState
+from kafka_sandbox.coordinator.messages import (
     HeartbeatRequest,
     LeaveGroupRequest,
     MemberIdentity,

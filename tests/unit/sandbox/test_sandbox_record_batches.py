@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from kafka_offset_operator.sandbox import producer_state
-from kafka_offset_operator.sandbox.error_codes import ErrorCode
-from kafka_offset_operator.sandbox.topics import (
+from kafka_sandbox import producer_state
+from kafka_sandbox.error_codes import ErrorCode
+from kafka_sandbox.topics import (
     InvalidBatch,
     PartitionLog,
     build_batch,

@@ -1,0 +1,5 @@
+import sys
+
+from .play import main
+
+sys.exit(main())

@@ -1,0 +1,278 @@
+"""`kafka-offset-demo`: the README's first command (`scripts/dev.sh demo`). The whole product on one machine, no cluster, Docker or network:
+
+1. the sandbox Kafka broker (a wire-protocol simulator) plays a week of consumer groups (story.py);
+2. kmock's emulated Kubernetes API serves our CRDs, and the operator runs against it under Kopf;
+3. an example ConsumerGroupOffsetPolicy is applied in DryRun, then switched to Approve;
+4. the policy's status and the OffsetDeletions it proposed are printed as tables.
+
+Spark starts once, in local mode (10-40 s, depending on the machine); the rest takes seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from kafka_offset_operator.adapters.kube import Kube, load_config
+from kafka_offset_operator.context import OperatorOptions
+from kafka_offset_operator.decisions.times import parse_iso
+from kafka_offset_operator.engines.local import shared_engine
+from kafka_offset_operator.model.api import (
+    API_VERSION,
+    DELETIONS,
+    GROUP,
+    POLICIES,
+    POLICY_KIND,
+    POLICY_LABEL,
+    VERSION,
+)
+from kafka_offset_operator.runtime import run_operator
+from offset_expiry.session import JavaMissing, check_java
+
+from .emulated_cluster import EmulatedCluster
+from .story import POLICY_SPEC, STORY, Story, story_broker
+
+PROG = "kafka-offset-demo"
+NAMESPACE = "kafka"
+POLICY = "stale-offsets"
+RUN_TIMEOUT_S = 300.0
+
+
+class UserError(Exception):
+    """What stops the demo: one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S, metavar="SECONDS",
+                   help=f"give up when an analysis takes longer than this (default {RUN_TIMEOUT_S:.0f})")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except UserError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+class Progress:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.start = time.monotonic()
+
+    def say(self, text: str) -> None:
+        self.out.write(f"[{time.monotonic() - self.start:5.1f}s] {text}\n")
+        self.out.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        check_java()
+    except JavaMissing as exc:
+        raise UserError(str(exc)) from None
+    _quiet_logs()
+    return Demo(sys.stdout, args.timeout).play()
+
+
+def _quiet_logs() -> None:
+    """The demo prints its own story; libraries only speak up for real trouble."""
+    logging.basicConfig(level=logging.CRITICAL)
+    for name in ("kopf", "kafka", "kubernetes", "urllib3", "aiohttp", "asyncio", "kmock", "py4j"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+class Demo:
+    def __init__(self, out: TextIO, timeout_s: float) -> None:
+        self.out = out
+        self.timeout_s = timeout_s
+        self.progress = Progress(out)
+
+    def play(self) -> int:
+        say = self.progress.say
+        self.out.write("kafka-offset-operator demo: a week of consumer groups, a policy, and what the operator does\n\n")
+        tmp = Path(tempfile.mkdtemp(prefix="koo-demo-"))
+        cluster = EmulatedCluster()
+        try:
+            with story_broker() as broker:
+                say(f"sandbox Kafka broker on {broker.bootstrap_servers} (a wire-protocol simulator, not a real broker)")
+                with Story(broker):
+                    say("played six days of consumer-group activity on it:")
+                    self._story_table()
+                    cluster.start()
+                    kube = Kube(load_config(cluster.write_kubeconfig(tmp / "kubeconfig")))
+                    say(f"emulated Kubernetes API (kmock) on {cluster.url}, serving the CRDs of crds/")
+                    operator = OperatorThread(tmp / "kubeconfig")
+                    operator.start()
+                    say(f"operator started under Kopf, watching namespace {NAMESPACE}")
+                    try:
+                        self._apply(kube, {"kafka": {"bootstrapServers": broker.bootstrap_servers}, **POLICY_SPEC,
+                                           "mode": "DryRun"})
+                        say(f"applied ConsumerGroupOffsetPolicy {NAMESPACE}/{POLICY} in mode DryRun; "
+                            "the analysis starts Spark (local mode) ...")
+                        first = self._wait_run(kube, None)
+                        say(f"DryRun analysis done: {first['lastRun']['candidates']} candidate offsets, nothing proposed")
+                        _, _, kept = _condition(first, "Ready").get("message", "").partition("keep-alive: ")
+                        if kept:
+                            say(f"keep-alive of protected groups: {kept}")
+                        kube.patch_object(GROUP, VERSION, POLICIES, NAMESPACE, POLICY, {"spec": {"mode": "Approve"}})
+                        say("switched the policy to mode Approve ...")
+                        status = self._wait_run(kube, first["lastRun"]["completionTime"])
+                        created = status["lastRun"]["deletionsCreated"]
+                        say(f"Approve analysis done: {created} OffsetDeletions proposed, waiting for approval")
+                        children = self._wait_children(kube, created)
+                    finally:
+                        operator.stop()
+                        kube.close()
+            self.out.write("\n")
+            self._policy_table(status)
+            self._deletions_table(children)
+            self.out.write(
+                f"\nNothing was deleted: approving one runs it (backup first, restore possible):\n"
+                f"  kubectl -n {NAMESPACE} patch offsetdeletion NAME --type merge -p '{{\"spec\":{{\"approved\":true}}}}'\n")
+            return 0
+        finally:
+            if cluster.emulator is not None:
+                cluster.stop()
+            shared_engine().close()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    # -- talking to the emulated API
+
+    def _apply(self, kube: Any, spec: Mapping[str, Any]) -> None:
+        kube.create_object(GROUP, VERSION, POLICIES, NAMESPACE, {
+            "apiVersion": API_VERSION, "kind": POLICY_KIND,
+            "metadata": {"name": POLICY, "namespace": NAMESPACE}, "spec": dict(spec)})
+
+    def _poll(self, check: Callable[[], dict[str, Any] | None], what: str) -> dict[str, Any]:
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            found = check()
+            if found is not None:
+                return found
+            if time.monotonic() > deadline:
+                raise UserError(f"timed out after {self.timeout_s:.0f}s waiting for {what}")
+            time.sleep(0.2)  # polling cadence; the deadline decides
+
+    def _wait_run(self, kube: Any, after: str | None) -> dict[str, Any]:
+        def check() -> dict[str, Any] | None:
+            status = kube.get_custom(POLICIES, NAMESPACE, POLICY).get("status") or {}
+            ready = _condition(status, "Ready")
+            last = (status.get("lastRun") or {}).get("completionTime")
+            if ready.get("status") == "True" and last and last != after:
+                return dict(status)
+            if ready.get("status") == "False" and ready.get("reason") not in (None, "AnalysisRunning"):
+                raise UserError(f"the policy's analysis failed: {ready.get('reason')}: {ready.get('message')}")
+            return None
+
+        return self._poll(check, "the policy's analysis")
+
+    def _wait_children(self, kube: Any, count: int) -> list[dict[str, Any]]:
+        def check() -> dict[str, Any] | None:
+            found = kube.list_objects(GROUP, VERSION, DELETIONS, NAMESPACE, {POLICY_LABEL: POLICY})
+            if len(found) >= count and all((d.get("status") or {}).get("phase") for d in found):
+                return {"items": found}
+            return None
+
+        return list(self._poll(check, "the OffsetDeletions' first status")["items"])
+
+    # -- tables
+
+    def _story_table(self) -> None:
+        self._table(["GROUP", "WHAT HAPPENED", "KIND"], [list(row) for row in STORY], indent="    ")
+
+    def _policy_table(self, status: Mapping[str, Any]) -> None:
+        last = status["lastRun"]
+        ready, degraded = _condition(status, "Ready"), _condition(status, "Degraded")
+        reasons = ", ".join(f"{r} {n}" for r, n in last["candidatesByReason"].items() if n) or "none"
+        self.out.write(f"ConsumerGroupOffsetPolicy {NAMESPACE}/{POLICY}\n")
+        self._table(["FIELD", "VALUE"], [
+            ["mode", "Approve"],
+            ["Ready", f"{ready.get('status')} ({ready.get('reason')})"],
+            ["", ready.get("message", "")],
+            ["Degraded", f"{degraded.get('status')} ({degraded.get('reason')})"],
+            ["last run", f"{last['completionTime']}, engine {last['engine']}"],
+            ["scanned", f"{last['recordsScanned']} records of __consumer_offsets, {last['groupsSeen']} groups, "
+                        f"{last['offsets']} committed offsets"],
+            ["candidates", f"{last['candidates']} ({reasons})"],
+            ["deletions", f"{last['deletionsCreated']} created by this run"],
+            ["next run", status.get("nextRunTime", "-")],
+        ], indent="  ", show_header=False)
+        self.out.write("\nTop candidate groups (status.topCandidates)\n")
+        self._table(["GROUP", "PARTITIONS", "TOPICS", "REASON", "BROKER EXPIRES THEM"], [
+            [c["group"], str(c["partitions"]), ", ".join(c["topics"]), c["reason"], _relative(c.get("brokerExpiresAt"))]
+            for c in status.get("topCandidates") or ()
+        ], indent="  ")
+
+    def _deletions_table(self, children: Sequence[Mapping[str, Any]]) -> None:
+        self.out.write("\nOffsetDeletions created by the policy\n")
+        rows = []
+        for d in sorted(children, key=lambda d: d["spec"]["group"]):
+            topics = " ".join(f"{t['name']}{t.get('partitions', '')}".replace(" ", "") for t in d["spec"]["topics"])
+            rows.append([d["metadata"]["name"], d["spec"]["group"], topics, (d.get("status") or {}).get("phase", "-"),
+                         str(d["spec"].get("approved", False)).lower()])
+        self._table(["NAME", "GROUP", "TOPICS[PARTITIONS]", "PHASE", "APPROVED"], rows, indent="  ")
+
+    def _table(self, header: list[str], rows: list[list[str]], indent: str = "", show_header: bool = True) -> None:
+        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+        for line in [header, *rows] if show_header else rows:
+            self.out.write(indent + "  ".join(str(v).ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() + "\n")
+
+
+def _relative(when: str | None) -> str:
+    """"in 1d 4h" from an RFC 3339 time (the broker's expiry, which the policy's rules come before)."""
+    at = parse_iso(when)
+    if at is None:
+        return "never"
+    minutes = max(0, (at - int(time.time() * 1000)) // 60_000)
+    days, rest = divmod(minutes, 1440)
+    return f"in {days}d {rest // 60}h" if days else f"in {rest // 60}h {rest % 60}m"
+
+
+def _condition(status: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    return next((dict(c) for c in status.get("conditions") or () if c.get("type") == kind), {})
+
+
+class OperatorThread:
+    """The operator (the same run_operator as `kafka-offset-operator run`) in a thread with its own loop."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self.options = OperatorOptions(namespaces=(NAMESPACE,), kubeconfig=kubeconfig, retry_interval=1.0)
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="operator", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(run_operator(self.options, stop_flag=self._stop, ready_flag=self._ready))
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+
+    def start(self) -> None:
+        self._thread.start()
+        if not self._ready.wait(60) or self._error is not None:
+            raise UserError(f"the operator did not start: {self._error!r}")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(90)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

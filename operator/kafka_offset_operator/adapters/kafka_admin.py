@@ -1,0 +1,225 @@
+"""The one module through which the operator talks to Kafka, on kafka-python's KafkaAdminClient.
+
+It gives the reconcilers Kafka's answers as plain values (model/offsets.py) with Kafka's error NAMES
+(`GROUP_SUBSCRIBED_TO_TOPIC`, `GROUP_ID_NOT_FOUND`, ...), so the decision functions never see kafka-python.
+
+Secrets: the password is held in a `Masked` string whose repr/str are asterisks, so kafka-python's own
+DEBUG log of its configuration (KafkaAdminClient.__init__) cannot print it; TLS material is written to a
+private 0700 directory as 0600 files and removed on close. No message built here contains a secret.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+import kafka.errors as kerrors
+from kafka import KafkaAdminClient, TopicPartition
+from kafka.admin import ConfigResource
+from kafka.structs import OffsetAndMetadata
+
+from ..model.connection import ConnectionSettings, TlsFiles
+from ..model.offsets import (
+    CLIENT_ERROR,
+    CONNECTION_FAILED,
+    TP,
+    Committed,
+    GroupInfo,
+    KafkaFailure,
+    Member,
+    is_retriable,
+)
+
+# -- errors
+
+
+def error_name(error: type[BaseException] | BaseException) -> str:
+    """Kafka's name for an error class or instance (e.g. GROUP_SUBSCRIBED_TO_TOPIC)."""
+    cls = error if isinstance(error, type) else type(error)
+    message = getattr(cls, "message", None)
+    if issubclass(cls, kerrors.BrokerResponseError) and isinstance(message, str):
+        return message
+    if issubclass(cls, (kerrors.KafkaConnectionError, kerrors.KafkaTimeoutError)):
+        return CONNECTION_FAILED
+    return CLIENT_ERROR
+
+
+def _failure(exc: BaseException) -> KafkaFailure:
+    name = error_name(exc)
+    retriable = is_retriable(name) or bool(getattr(exc, "retriable", False))
+    if isinstance(exc, kerrors.BrokerResponseError):
+        text = getattr(type(exc), "description", None) or name
+    elif name == CONNECTION_FAILED:
+        text = "cannot reach the Kafka brokers"
+    else:
+        text = type(exc).__name__
+    return KafkaFailure(name, str(text), retriable)
+
+
+# -- the client
+
+
+def write_private_files(tls: TlsFiles) -> tuple[str, dict[str, str]]:
+    """TLS material as files for kafka-python: a fresh 0700 directory of 0600 files. Returns the directory
+    (the caller removes it) and kafka-python's ssl_* options pointing into it."""
+    tmpdir = tempfile.mkdtemp(prefix="koo-tls-")  # mkdtemp creates it 0700
+    out: dict[str, str] = {}
+    for option, content in (("ssl_cafile", tls.ca), ("ssl_certfile", tls.cert), ("ssl_keyfile", tls.key)):
+        if content is None:
+            continue
+        path = os.path.join(tmpdir, option.removeprefix("ssl_") + ".pem")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
+        out[option] = path
+    return tmpdir, out
+
+
+class KafkaAdmin:
+    """A connected admin client for one reconcile step; use as a context manager.
+
+    Connection failures and whole-request errors raise KafkaFailure; per-partition errors come back as
+    {(topic, partition): error name or None}.
+    """
+
+    def __init__(self, settings: ConnectionSettings, timeout_ms: int = 10_000, client_id: str = "kafka-offset-operator") -> None:
+        self.settings = settings
+        self._tmpdir: str | None = None
+        config: dict[str, Any] = {
+            "bootstrap_servers": settings.bootstrap_servers.split(","),
+            "client_id": client_id,
+            "security_protocol": settings.security_protocol,
+            "request_timeout_ms": timeout_ms,
+            "bootstrap_timeout_ms": timeout_ms,
+        }
+        if settings.sasl_mechanism:
+            config.update(sasl_mechanism=settings.sasl_mechanism, sasl_plain_username=settings.username,
+                          sasl_plain_password=settings.password)
+        if settings.tls is not None:
+            self._tmpdir, files = write_private_files(settings.tls)
+            config.update(files)
+        try:
+            self._client = KafkaAdminClient(**config)
+        except Exception as exc:
+            self._cleanup()
+            raise _failure(exc) from None
+
+    def _cleanup(self) -> None:
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        finally:
+            self._cleanup()
+
+    def __enter__(self) -> KafkaAdmin:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raise _failure(exc) from None
+
+    # -- groups
+
+    def describe_group(self, group: str) -> GroupInfo:
+        raw = self._call(self._client.describe_groups, [group])[group]
+        error = raw.get("error")
+        members = tuple(_member(m) for m in raw.get("members") or ())
+        return GroupInfo(
+            group_id=group,
+            state=raw.get("group_state") or "Dead",
+            protocol_type=raw.get("protocol_type") or "",
+            protocol=raw.get("protocol_data") or "",
+            members=members,
+            error=_name_from_text(error) if error else None,
+        )
+
+    def committed_offsets(self, group: str) -> dict[TP, Committed]:
+        """Every committed offset of the group (OffsetFetch for all partitions); {} for an unknown group."""
+        raw = self._call(self._client.list_group_offsets, {group: None}).get(group, {})
+        return {
+            (tp.topic, tp.partition): Committed(
+                oam.offset, -1 if oam.leader_epoch is None else oam.leader_epoch, oam.metadata or ""
+            )
+            for tp, oam in raw.items()
+            if oam.offset >= 0
+        }
+
+    def delete_offsets(self, group: str, partitions: Iterable[TP]) -> dict[TP, str | None]:
+        """OffsetDelete in one request. A top-level error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...) raises
+        KafkaFailure: Kafka then returns no partition results at all."""
+        tps = [TopicPartition(t, p) for t, p in partitions]
+        raw = self._call(self._client.delete_group_offsets, group, tps)
+        return {(tp.topic, tp.partition): _partition_error(err) for tp, err in raw.items()}
+
+    def commit_offsets(self, group: str, offsets: Mapping[TP, Committed]) -> dict[TP, str | None]:
+        """An admin OffsetCommit (generation -1, no member): accepted only while the group has no members."""
+        request = {
+            TopicPartition(t, p): OffsetAndMetadata(c.offset, c.metadata, None if c.leader_epoch < 0 else c.leader_epoch)
+            for (t, p), c in offsets.items()
+        }
+        raw = self._call(self._client.alter_group_offsets, group, request)
+        return {(tp.topic, tp.partition): _partition_error(err) for tp, err in raw.items()}
+
+    def delete_group(self, group: str) -> str | None:
+        """DeleteGroups for one group (its offsets and the group itself): None when deleted, else Kafka's
+        error name, e.g. NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND. Used by keep-alive."""
+        raw = self._call(self._client.delete_groups, [group]).get(group, "KafkaError")
+        if raw == "OK":
+            return None
+        cls = getattr(kerrors, str(raw), None)
+        return error_name(cls) if isinstance(cls, type) and issubclass(cls, BaseException) else CLIENT_ERROR
+
+    # -- configs
+
+    def broker_configs(self, names: Iterable[str]) -> dict[str, str | None]:
+        """Values of broker configs (e.g. offsets.retention.minutes) from one broker, whatever their source."""
+        brokers = self._client._manager.cluster.brokers()
+        if not brokers:
+            raise KafkaFailure(CONNECTION_FAILED, "no brokers in the cluster metadata", True)
+        broker_id = str(sorted(b.node_id for b in brokers)[0])
+        wanted = list(names)
+        resource = ConfigResource("BROKER", broker_id, wanted)
+        raw = self._call(self._client.describe_configs, [resource], config_filter="all")
+        configs = raw.get("broker", {}).get(broker_id, {})
+        return {name: (configs[name].get("value") if name in configs else None) for name in wanted}
+
+
+def _partition_error(err: type[BaseException]) -> str | None:
+    return None if err is kerrors.NoError else error_name(err)
+
+
+def _name_from_text(text: str) -> str:
+    """DescribeGroups gives errors as text like '[Error 69] GroupIdNotFoundError: ...'; map back to the name."""
+    if text.startswith("[Error "):
+        code = text[len("[Error "):].split("]", 1)[0]
+        if code.lstrip("-").isdigit():
+            return error_name(kerrors.for_code(int(code)))
+    return CLIENT_ERROR
+
+
+def _member(raw: Mapping[str, Any]) -> Member:
+    metadata = raw.get("member_metadata")
+    topics: tuple[str, ...] | None = None
+    if isinstance(metadata, Mapping) and isinstance(metadata.get("topics"), list):
+        topics = tuple(metadata["topics"])
+    elif metadata is not None and isinstance(getattr(metadata, "topics", None), list):
+        topics = tuple(metadata.topics)
+    return Member(
+        member_id=raw.get("member_id") or "",
+        client_id=raw.get("client_id") or "",
+        client_host=raw.get("client_host") or "",
+        topics=topics,
+    )

@@ -1,0 +1,207 @@
+"""The operator's own Kubernetes client: Secrets, custom objects, ConfigMaps and status writes.
+
+Kopf watches and dispatches; this module does the reads and writes a handler must finish *before* its next
+step (the backup must be in the status before anything is deleted), which Kopf's deferred `patch` cannot
+promise. Built on the official `kubernetes` client, so kubeconfig (KUBECONFIG honoured) and in-cluster
+service-account auth work the same way as for kubectl.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import kopf
+import kubernetes.client
+import kubernetes.config
+from kubernetes.client.exceptions import ApiException
+
+from ..model.api import GROUP, VERSION
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class NotFound(LookupError):
+    """The object does not exist (HTTP 404)."""
+
+
+def load_config(kubeconfig: str | Path | None = None) -> kubernetes.client.Configuration:
+    """In-cluster service account when running in a pod, else the kubeconfig (KUBECONFIG or ~/.kube/config);
+    an explicit path wins over both."""
+    config = kubernetes.client.Configuration()
+    if kubeconfig is not None:
+        kubernetes.config.load_kube_config(config_file=str(kubeconfig), client_configuration=config)  # type: ignore[no-untyped-call]
+        return config
+    try:
+        kubernetes.config.load_incluster_config(client_configuration=config)  # type: ignore[no-untyped-call]
+    except kubernetes.config.ConfigException:
+        kubernetes.config.load_kube_config(client_configuration=config)  # type: ignore[no-untyped-call]
+    return config
+
+
+@dataclass
+class Kube:
+    """Synchronous calls for the handlers (they run in Kopf's thread pool)."""
+
+    config: kubernetes.client.Configuration
+
+    def __post_init__(self) -> None:
+        self._client = kubernetes.client.ApiClient(self.config)
+        self._core = kubernetes.client.CoreV1Api(self._client)
+        self._custom = kubernetes.client.CustomObjectsApi(self._client)
+
+    def close(self) -> None:
+        self._client.close()  # type: ignore[no-untyped-call]
+
+    # -- reads
+
+    def secret_data(self, namespace: str, name: str) -> dict[str, bytes]:
+        """The decoded data of a Secret in `namespace` (never another namespace's)."""
+        try:
+            secret = self._core.read_namespaced_secret(name, namespace)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        data: Mapping[str, Any] = secret.data or {}
+        out = {key: base64.b64decode(value) for key, value in data.items()}
+        for key, value in (secret.string_data or {}).items():
+            out.setdefault(key, value.encode())
+        return out
+
+    def get_custom(self, plural: str, namespace: str, name: str) -> dict[str, Any]:
+        try:
+            obj = self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return cast(dict[str, Any], obj)
+
+    def get_configmap_binary(self, namespace: str, name: str, key: str) -> bytes:
+        try:
+            cm = self._core.read_namespaced_config_map(name, namespace)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        value = (cm.binary_data or {}).get(key)
+        if value is None:
+            raise NotFound(f"ConfigMap {namespace}/{name} has no key {key}")
+        return base64.b64decode(value)
+
+    # -- writes
+
+    def patch_status(self, plural: str, namespace: str, name: str, status: Mapping[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch of `.status` (RFC 7386: None removes a key, lists are replaced whole)."""
+        try:
+            obj = self._custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, plural, name, {"status": dict(status)}, _content_type=MERGE_PATCH
+            )
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return cast(dict[str, Any], obj)
+
+    def put_configmap_binary(
+        self, namespace: str, name: str, key: str, value: bytes, owner: Mapping[str, Any], labels: Mapping[str, str]
+    ) -> None:
+        """Create the ConfigMap, or overwrite its key when it exists (a retry after a crash)."""
+        encoded = base64.b64encode(value).decode()
+        body: Any = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": dict(labels),
+                "ownerReferences": [dict(owner)],
+            },
+            "binaryData": {key: encoded},
+        }
+        try:
+            self._core.create_namespaced_config_map(namespace, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise _translate(exc) from None
+            patch = {"binaryData": {key: encoded}}
+            try:
+                self._core.patch_namespaced_config_map(name, namespace, patch, _content_type=MERGE_PATCH)
+            except ApiException as exc2:
+                raise _translate(exc2) from None
+
+
+    # -- any custom object (SparkApplications, OffsetDeletions a policy creates), and deleting ConfigMaps
+
+    def create_object(self, group: str, version: str, plural: str, namespace: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Create; None when an object of that name exists already (HTTP 409), so creating is idempotent."""
+        try:
+            obj = self._custom.create_namespaced_custom_object(group, version, namespace, plural, dict(body))
+        except ApiException as exc:
+            if exc.status == 409:
+                return None
+            raise _translate(exc) from None
+        # The client maps only 201 to a body; a server answering 200 gives None: created all the same.
+        return cast(dict[str, Any], obj) if obj is not None else dict(body)
+
+    def get_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict[str, Any]:
+        try:
+            obj = self._custom.get_namespaced_custom_object(group, version, namespace, plural, name)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return cast(dict[str, Any], obj)
+
+    def list_objects(self, group: str, version: str, plural: str, namespace: str, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+        """Objects carrying all `labels` (filtered here too: not every API server double filters)."""
+        selector = ",".join(f"{k}={v}" for k, v in labels.items())
+        try:
+            found = cast(dict[str, Any], self._custom.list_namespaced_custom_object(
+                group, version, namespace, plural, label_selector=selector))
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return [o for o in found.get("items") or () if _has_labels(o.get("metadata") or {}, labels)]
+
+    def patch_object(self, group: str, version: str, plural: str, namespace: str, name: str,
+                     patch: Mapping[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch of the object (not its status)."""
+        try:
+            obj = self._custom.patch_namespaced_custom_object(group, version, namespace, plural, name, dict(patch),
+                                                              _content_type=MERGE_PATCH)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return cast(dict[str, Any], obj)
+
+    def delete_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> None:
+        """Delete; an object that is already gone is fine."""
+        try:
+            self._custom.delete_namespaced_custom_object(group, version, namespace, plural, name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise _translate(exc) from None
+
+    def delete_configmap(self, namespace: str, name: str) -> bool:
+        """Delete; False when it did not exist."""
+        try:
+            self._core.delete_namespaced_config_map(name, namespace)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise _translate(exc) from None
+            return False
+        return True
+
+
+def _has_labels(meta: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    have = meta.get("labels") or {}
+    return all(have.get(k) == v for k, v in labels.items())
+
+
+class KubeError(RuntimeError):
+    """A Kubernetes API failure other than 404, with the API's reason (never the request body)."""
+
+
+def _translate(exc: ApiException) -> Exception:
+    if exc.status == 404:
+        return NotFound(str(exc.reason))
+    return KubeError(f"Kubernetes API error {exc.status}: {exc.reason}")
+
+
+def owner_reference(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A controller ownerReference to `body` (Kopf builds it), so Kubernetes deletes what we made for it along
+    with it; it never blocks the owner's deletion."""
+    return dict(kopf.build_owner_reference(cast(Any, body), controller=True, block_owner_deletion=False))

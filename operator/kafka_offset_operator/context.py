@@ -1,0 +1,31 @@
+"""What one operator process runs with, shared by its handlers and reconcilers: options and the Kubernetes
+client."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .adapters.kube import Kube
+
+
+@dataclass(frozen=True)
+class OperatorOptions:
+    """How one operator process runs."""
+
+    namespaces: tuple[str, ...] = ()
+    clusterwide: bool = False
+    kubeconfig: Path | None = None  # None: in-cluster service account, else KUBECONFIG / ~/.kube/config
+    liveness_endpoint: str | None = None  # e.g. http://0.0.0.0:8080/healthz
+    retry_interval: float = 30.0  # seconds between attempts at unfinished work (Kafka down, group busy)
+    kafka_timeout_ms: int = 10_000  # per Kafka request and for the first connection
+    large_backup_partitions: int = 1000  # above this, a backup goes to a ConfigMap instead of the status
+    spark_image: str | None = None  # the SparkApplication engine's default image (else the environment's)
+
+
+@dataclass
+class OperatorContext:
+    """What handlers share: options and the Kubernetes client."""
+
+    options: OperatorOptions
+    kube: Kube

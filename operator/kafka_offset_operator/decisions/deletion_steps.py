@@ -1,0 +1,412 @@
+"""The OffsetDeletion state machine as plain functions (see docs/offset-deletion.md).
+
+Each function takes what the handler read (spec, current status, what Kafka answered) and returns an
+`Outcome`: a JSON merge patch for `.status` and the Kubernetes Events to post. The handler writes the patch
+BEFORE its next Kafka call, so the status is always a safe point to resume from:
+
+    (new) ──> AwaitingApproval ──approved──> Running: backup written ──> deleteStartTime written
+          ──> OffsetDelete ──> Succeeded | PartiallyFailed | Failed ──restore──> Restored
+
+Never twice: a resumed deletion re-reads the committed offsets and deletes only partitions still at their
+backed-up value; a resumed restore commits only partitions that still have no offset. So an offset a
+consumer committed after our delete (or after our restore) is never deleted (or overwritten) by a retry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from ..model.backups import BACKUP_KEY, backup_entries
+from ..model.offsets import TP, Committed, GroupInfo, is_retriable
+from .conditions import Condition, find, merge_conditions
+from .deletion_spec import DeletionSpec
+from .kafka_answers import EXPLAIN
+
+PENDING = "Pending"
+AWAITING = "AwaitingApproval"
+RUNNING = "Running"
+SUCCEEDED = "Succeeded"
+PARTIALLY_FAILED = "PartiallyFailed"
+FAILED = "Failed"
+RESTORED = "Restored"
+
+DELETED = "Deleted"
+FAILED_RESULT = "Failed"
+SKIPPED = "Skipped"
+NOT_COMMITTED = "NotCommitted"
+
+class Step(StrEnum):
+    AWAIT = "await"  # not approved: nothing to do with Kafka
+    BACKUP = "backup"  # read the committed offsets and write them into the status
+    DELETE = "delete"  # re-check and delete what is still at its backed-up value
+    RESTORE = "restore"  # re-commit the deleted offsets
+    DONE = "done"
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str  # Normal | Warning
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: dict[str, Any] = field(default_factory=dict)  # a JSON merge patch of .status
+    events: tuple[Event, ...] = ()
+
+
+# -- where are we
+
+
+def next_step(spec: DeletionSpec, status: Mapping[str, Any]) -> Step:
+    phase = status.get("phase")
+    if phase in (None, PENDING, AWAITING):
+        return Step.BACKUP if spec.approved else Step.AWAIT
+    if phase == RUNNING:
+        return Step.DELETE
+    if phase in (SUCCEEDED, PARTIALLY_FAILED) and spec.restore and not status.get("restoreTime"):
+        return Step.RESTORE
+    return Step.DONE
+
+
+def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None) -> bool:
+    """Whether the operator should keep visiting this object (its retry timer runs only while true)."""
+    spec = spec or {}
+    status = status or {}
+    phase = status.get("phase")
+    degraded = find(status.get("conditions"), "Degraded")
+    if degraded is not None and degraded.get("status") == "True" and phase not in (FAILED, PARTIALLY_FAILED, RESTORED):
+        return True
+    if phase in (None, PENDING, RUNNING):
+        return True
+    if phase == AWAITING:
+        return bool(spec.get("approved"))
+    if phase in (SUCCEEDED, PARTIALLY_FAILED):
+        return bool(spec.get("restore")) and not status.get("restoreTime")
+    return False
+
+
+# -- outcomes that change no Kafka state
+
+
+def _conds(status: Mapping[str, Any], now: str, generation: int | None, *updates: Condition) -> dict[str, Any]:
+    patch: dict[str, Any] = {"conditions": merge_conditions(status.get("conditions"), updates, now, generation)}
+    if generation is not None:
+        patch["observedGeneration"] = generation
+    return patch
+
+
+def _events_on_change(status: Mapping[str, Any], cond: Condition, event: Event) -> tuple[Event, ...]:
+    """One event per change of a condition, not one per retry."""
+    old = find(status.get("conditions"), cond.type)
+    if old is not None and (old.get("status"), old.get("reason")) == (cond.status, cond.reason):
+        return ()
+    return (event,)
+
+
+def spec_problem(
+    status: Mapping[str, Any], field_path: str, problem: str, reason: str, now: str, generation: int | None
+) -> Outcome:
+    """A spec (or a Secret/policy it names) the operator cannot use: say which field, wait for a fix."""
+    message = f"{field_path}: {problem}"
+    degraded = Condition("Degraded", "True", reason, message)
+    patch = _conds(status, now, generation, Condition("Ready", "False", reason, message), degraded)
+    if not status.get("phase"):
+        patch["phase"] = PENDING
+    return Outcome(patch, _events_on_change(status, degraded, Event("Warning", reason, message)))
+
+
+def kafka_problem(
+    status: Mapping[str, Any], code: str, message: str, retry_seconds: float, now: str, generation: int | None
+) -> Outcome:
+    """Kafka unreachable or busy: nothing changed, try again later."""
+    text = f"{code}: {message}; retrying every {retry_seconds:g}s"
+    degraded = Condition("Degraded", "True", "KafkaUnavailable", text)
+    patch = _conds(status, now, generation, degraded)
+    if not status.get("phase"):
+        patch["phase"] = PENDING
+    return Outcome(patch, _events_on_change(status, degraded, Event("Warning", "KafkaUnavailable", text)))
+
+
+def awaiting_approval(status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
+    ready = Condition("Ready", "False", AWAITING, "waiting for spec.approved to be true; nothing has been deleted")
+    patch = _conds(status, now, generation, ready, Condition("Degraded", "False", "AsExpected", ""))
+    patch["phase"] = AWAITING
+    events = () if status.get("phase") == AWAITING else (Event("Normal", AWAITING, ready.message),)
+    return Outcome(patch, events)
+
+
+def settled(status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
+    """Nothing to do: clear a problem condition left from an earlier attempt, if any."""
+    degraded = find(status.get("conditions"), "Degraded")
+    if degraded is None or degraded.get("status") != "True" or degraded.get("reason") not in _TRANSIENT:
+        return Outcome()
+    return Outcome(_conds(status, now, generation, Condition("Degraded", "False", "AsExpected", "")))
+
+
+_TRANSIENT = frozenset({"InvalidSpec", "SecretNotFound", "PolicyNotFound", "KafkaUnavailable", "KubernetesApiError"})
+
+
+# -- backup
+
+
+@dataclass(frozen=True)
+class BackupPlan:
+    outcome: Outcome
+    offsets: dict[TP, Committed]  # what will be deleted, as committed now
+    in_configmap: bool  # the offsets go to a ConfigMap (written first), the status only refers to it
+
+
+def plan_backup(
+    spec: DeletionSpec,
+    status: Mapping[str, Any],
+    group: GroupInfo,
+    committed: Mapping[TP, Committed],
+    now: str,
+    generation: int | None,
+    *,
+    configmap_name: str,
+    large: int = 1000,
+) -> BackupPlan:
+    """From the group's committed offsets: the backup (partitions this deletion will delete) and the
+    results already final (nothing committed; committed since the policy's scan)."""
+    offsets: dict[TP, Committed] = {}
+    results: list[dict[str, Any]] = []
+    for topic in spec.topics:
+        if topic.partitions is None:
+            parts = sorted(p for (t, p) in committed if t == topic.name)
+            if not parts:
+                results.append({"topic": topic.name, "status": NOT_COMMITTED,
+                                "message": "the group has no committed offset for this topic"})
+        else:
+            parts = list(topic.partitions)
+        for p in parts:
+            tp = (topic.name, p)
+            current = committed.get(tp)
+            if current is None:
+                results.append(_result(tp, NOT_COMMITTED, message="no committed offset"))
+            elif tp in spec.expected and spec.expected[tp] != current.offset:
+                results.append(_result(tp, SKIPPED, message=f"committed since the scan (offset {current.offset}, "
+                                                         f"scanned {spec.expected[tp]}); not deleted"))
+            else:
+                offsets[tp] = current
+    if not group.exists and not committed:
+        return BackupPlan(_group_missing(spec, status, now, generation), {}, False)
+    in_configmap = len(offsets) > large
+    backup: dict[str, Any] = {"takenAt": now, "partitions": len(offsets)}
+    if in_configmap:
+        backup["configMapRef"] = {"name": configmap_name, "key": BACKUP_KEY}
+        backup["offsets"] = None
+    else:
+        backup["offsets"] = backup_entries(offsets)
+    message = f"backed up {len(offsets)} committed offsets of group {spec.group}; deleting"
+    patch = _conds(status, now, generation, Condition("Ready", "False", RUNNING, message),
+                   Condition("Degraded", "False", "AsExpected", ""))
+    patch.update(phase=RUNNING, startTime=now, backup=backup, results=results)
+    return BackupPlan(Outcome(patch, (Event("Normal", "BackedUp", message),)), offsets, in_configmap)
+
+
+def _group_missing(spec: DeletionSpec, status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
+    message = f"consumer group {spec.group} does not exist (no members, no committed offsets); nothing deleted"
+    results = [{"topic": t.name, "status": FAILED_RESULT, "error": "GROUP_ID_NOT_FOUND",
+                "message": EXPLAIN["GROUP_ID_NOT_FOUND"]} for t in spec.topics]
+    patch = _conds(status, now, generation, Condition("Ready", "False", FAILED, message),
+                   Condition("Degraded", "True", "GroupNotFound", message))
+    patch.update(phase=FAILED, startTime=now, completionTime=now, results=results, deleted=0, failed=len(results),
+                 backup={"takenAt": now, "partitions": 0, "offsets": []})
+    return Outcome(patch, (Event("Warning", "GroupNotFound", message),))
+
+
+# -- delete
+
+
+@dataclass(frozen=True)
+class DeletePlan:
+    to_delete: tuple[TP, ...]  # still at their backed-up value: send these in one OffsetDelete
+    results: tuple[dict[str, Any], ...]  # final already (gone, or committed since the backup)
+
+
+def plan_deletion(backup: Mapping[TP, Committed], current: Mapping[TP, Committed], started: bool) -> DeletePlan:
+    """Re-check right before deleting. `started`: an earlier attempt may have sent the OffsetDelete already
+    (status.deleteStartTime was written), so an offset that is gone now was most likely deleted by it."""
+    to_delete: list[TP] = []
+    results: list[dict[str, Any]] = []
+    for tp, saved in sorted(backup.items()):
+        now_committed = current.get(tp)
+        if now_committed is None:
+            if started:
+                results.append(_result(tp, DELETED, message="deleted (confirmed after a restart)"))
+            else:
+                results.append(_result(tp, NOT_COMMITTED, message="no longer committed when the deletion ran "
+                                                               "(expired or deleted elsewhere)"))
+        elif now_committed == saved:
+            to_delete.append(tp)
+        else:
+            results.append(_result(tp, SKIPPED, message=f"committed since the backup (offset {now_committed.offset}, "
+                                                     f"backed up {saved.offset}); not deleted"))
+    return DeletePlan(tuple(to_delete), tuple(results))
+
+
+def deletion_started(status: Mapping[str, Any], now: str) -> Outcome:
+    """Written before the OffsetDelete is sent (once): the mark a resumed run reads in plan_deletion."""
+    if status.get("deleteStartTime"):
+        return Outcome()
+    return Outcome({"deleteStartTime": now})
+
+
+def finish_deletion(
+    spec: DeletionSpec,
+    status: Mapping[str, Any],
+    plan: DeletePlan,
+    answers: Mapping[TP, str | None],
+    top_error: str | None,
+    now: str,
+    generation: int | None,
+    results_limit: int = 1000,
+) -> Outcome:
+    """Record Kafka's answer: per partition, or one top-level error that Kafka applies to all of them."""
+    results = [dict(r) for r in status.get("results") or ()] + [dict(r) for r in plan.results]
+    for tp in plan.to_delete:
+        error = top_error if top_error is not None else answers.get(tp, "UNKNOWN_SERVER_ERROR")
+        if error is None:
+            results.append(_result(tp, DELETED))
+        else:
+            results.append(_result(tp, FAILED_RESULT, error, EXPLAIN.get(error, "")))
+    deleted = sum(1 for r in results if r["status"] == DELETED and "partition" in r) + _collapsed(results)
+    failed = sum(1 for r in results if r["status"] == FAILED_RESULT)
+    phase = FAILED if failed and not deleted else PARTIALLY_FAILED if failed else SUCCEEDED
+    errors = sorted({r["error"] for r in results if r.get("error")})
+    summary = f"deleted {deleted} committed offsets of group {spec.group}; {failed} failed"
+    if errors:
+        summary += f" ({', '.join(errors)})"
+    if phase == SUCCEEDED:
+        conds = (Condition("Ready", "True", SUCCEEDED, summary), Condition("Degraded", "False", "AsExpected", ""))
+        event = Event("Normal", SUCCEEDED, summary)
+    else:
+        conds = (Condition("Ready", "False", phase, summary), Condition("Degraded", "True", phase, summary))
+        event = Event("Warning", phase, summary)
+    patch = _conds(status, now, generation, *conds)
+    patch.update(phase=phase, completionTime=now, deleted=deleted, failed=failed,
+                 results=compact_results(results, results_limit))
+    return Outcome(patch, (event,))
+
+
+def compact_results(results: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """Keep the status small for huge deletions: past `limit`, successful partitions are summed per topic."""
+    if len(results) <= limit:
+        return results
+    kept = [r for r in results if r["status"] != DELETED or "partition" not in r]
+    per_topic: dict[str, int] = {}
+    for r in results:
+        if r["status"] == DELETED and "partition" in r:
+            per_topic[r["topic"]] = per_topic.get(r["topic"], 0) + 1
+    summaries = [{"topic": t, "status": DELETED, "message": f"{n} partitions deleted", "count": n}
+                 for t, n in sorted(per_topic.items())]
+    return summaries + kept[:limit]
+
+
+def _collapsed(results: Sequence[Mapping[str, Any]]) -> int:
+    return sum(int(r.get("count", 0)) for r in results if r["status"] == DELETED and "partition" not in r)
+
+
+def _result(tp: TP, status: str, error: str | None = None, message: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {"topic": tp[0], "partition": tp[1], "status": status}
+    if error:
+        out["error"] = error
+    if message:
+        out["message"] = message
+    return out
+
+
+def deleted_partitions(status: Mapping[str, Any], backup: Mapping[TP, Committed]) -> list[TP]:
+    """Partitions this deletion deleted: per-partition results, or (compacted) every backed-up partition of a
+    topic whose deletions were summed, minus those with another result."""
+    explicit = {(r["topic"], r["partition"]) for r in status.get("results") or () if "partition" in r}
+    out = {(r["topic"], r["partition"]) for r in status.get("results") or ()
+           if r["status"] == DELETED and "partition" in r}
+    summed = {r["topic"] for r in status.get("results") or () if r["status"] == DELETED and "partition" not in r}
+    out |= {tp for tp in backup if tp[0] in summed and tp not in explicit}
+    return sorted(out)
+
+
+# -- restore
+
+
+@dataclass(frozen=True)
+class RestorePlan:
+    to_commit: dict[TP, Committed]
+    results: tuple[dict[str, Any], ...]  # final already (restored before, or committed since the deletion)
+
+
+def plan_restore(
+    backup: Mapping[TP, Committed], deleted: Sequence[TP], current: Mapping[TP, Committed]
+) -> RestorePlan:
+    """Commit back only partitions that still have no offset: one at its backed-up value was restored by an
+    earlier attempt, and one at another value was committed by the group since; both are left alone."""
+    to_commit: dict[TP, Committed] = {}
+    results: list[dict[str, Any]] = []
+    for tp in deleted:
+        saved = backup.get(tp)
+        if saved is None:
+            continue
+        now_committed = current.get(tp)
+        if now_committed is None:
+            to_commit[tp] = saved
+        elif now_committed == saved:
+            results.append(_result(tp, RESTORED))
+        else:
+            results.append(_result(tp, SKIPPED, message=f"committed since the deletion (offset "
+                                                     f"{now_committed.offset}); left as is"))
+    return RestorePlan(to_commit, tuple(results))
+
+
+def restore_blocked(
+    status: Mapping[str, Any], group: GroupInfo, retry_seconds: float, now: str, generation: int | None
+) -> Outcome:
+    message = (f"group {group.group_id} has {len(group.members)} active member(s) (state {group.state}): Kafka "
+               f"accepts an admin OffsetCommit only when the group has none; retrying every {retry_seconds:g}s")
+    degraded = Condition("Degraded", "True", "RestoreBlocked", message)
+    patch = _conds(status, now, generation, degraded)
+    return Outcome(patch, _events_on_change(status, degraded, Event("Warning", "RestoreBlocked", message)))
+
+
+def finish_restore(
+    status: Mapping[str, Any],
+    plan: RestorePlan,
+    answers: Mapping[TP, str | None],
+    group: GroupInfo,
+    retry_seconds: float,
+    now: str,
+    generation: int | None,
+) -> Outcome:
+    """Record the OffsetCommit's answers. A busy group (UNKNOWN_MEMBER_ID: a member joined meanwhile) or a
+    moving coordinator means: not done, retry; what was committed is found at its value next time."""
+    retry = sorted(e for e in answers.values() if e is not None and is_retriable(e))
+    if retry:
+        if "UNKNOWN_MEMBER_ID" in retry:
+            return restore_blocked(status, group, retry_seconds, now, generation)
+        text = f"{retry[0]}: the restore will be retried every {retry_seconds:g}s"
+        degraded = Condition("Degraded", "True", "KafkaUnavailable", text)
+        return Outcome(_conds(status, now, generation, degraded),
+                       _events_on_change(status, degraded, Event("Warning", "KafkaUnavailable", text)))
+    results = list(plan.results)
+    for tp in sorted(plan.to_commit):
+        error = answers.get(tp, "UNKNOWN_SERVER_ERROR")
+        results.append(_result(tp, RESTORED) if error is None else _result(tp, FAILED_RESULT, error, EXPLAIN.get(error, "")))
+    restored = sum(1 for r in results if r["status"] == RESTORED)
+    failed = sum(1 for r in results if r["status"] == FAILED_RESULT)
+    message = f"restored {restored} offsets of group {group.group_id}" + (f"; {failed} failed" if failed else "")
+    if failed:
+        conds = (Condition("Ready", "False", "RestoreIncomplete", message),
+                 Condition("Degraded", "True", "RestoreIncomplete", message))
+        event = Event("Warning", "RestoreIncomplete", message)
+    else:
+        conds = (Condition("Ready", "True", RESTORED, message), Condition("Degraded", "False", "AsExpected", ""))
+        event = Event("Normal", RESTORED, message)
+    patch = _conds(status, now, generation, *conds)
+    patch.update(phase=RESTORED, restoreTime=now, restored=restored, restoreResults=results)
+    return Outcome(patch, (event,))

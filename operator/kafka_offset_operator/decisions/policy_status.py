@@ -1,0 +1,146 @@
+"""A policy run's status as plain functions: lastRun, nextRunTime, topCandidates and the conditions."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.report import Report, ScannedOffset
+from .conditions import Condition, merge_conditions
+from .policy_spec import Mode
+from .proposals import Skip
+from .times import iso
+
+TOP_CANDIDATES = 20  # the CRD's maxItems for status.topCandidates
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One finished run, as the status shows it."""
+
+    engine: str
+    start_ms: int
+    completion_ms: int
+    report: Report
+    mode: Mode
+    deletions_created: int = 0
+    deletions_existing: int = 0
+    proposed_groups: int = 0
+    skipped: tuple[Skip, ...] = ()
+    keep_alive: Sequence[str] = field(default_factory=tuple)  # one line per keep-alive action or problem
+
+
+def top_candidates(candidates: Iterable[ScannedOffset], limit: int = TOP_CANDIDATES) -> list[dict[str, Any]]:
+    """The groups with the most candidate partitions, then by name."""
+    by_group: dict[str, list[ScannedOffset]] = defaultdict(list)
+    for offset in candidates:
+        by_group[offset.group].append(offset)
+    ranked = sorted(by_group.items(), key=lambda item: (-len(item[1]), item[0]))[:limit]
+    out = []
+    for group, rows in ranked:
+        entry: dict[str, Any] = {
+            "group": group,
+            "topics": sorted({r.topic for r in rows}),
+            "partitions": len(rows),
+            "reason": ",".join(sorted({r.reason for r in rows})),
+        }
+        expiries = [r.broker_expires_at for r in rows if r.broker_expires_at is not None]
+        if expiries:
+            entry["brokerExpiresAt"] = iso(min(expiries))
+        out.append(entry)
+    return out
+
+
+def _ready_message(run: RunSummary) -> str:
+    report = run.report
+    groups = len({o.group for o in report.candidates})
+    text = f"{len(report.candidates)} candidate offsets in {groups} groups"
+    if run.mode is Mode.DRY_RUN:
+        text += " (DryRun: nothing proposed)"
+    else:
+        text += f"; {run.deletions_created} OffsetDeletions created"
+        if run.deletions_existing:
+            text += f", {run.deletions_existing} already existed"
+        text += " (approved)" if run.mode is Mode.AUTO else " (awaiting approval)"
+    if run.skipped:
+        counts = Counter(s.why for s in run.skipped)
+        text += "; skipped after the live re-check: " + ", ".join(f"{n} {why}" for why, n in sorted(counts.items()))
+    if run.keep_alive:
+        text += "; keep-alive: " + "; ".join(run.keep_alive)
+    return text
+
+
+def run_succeeded(status: Mapping[str, Any], run: RunSummary, next_run_ms: int, generation: int | None) -> dict[str, Any]:
+    summary = run.report.summary
+    now = iso(run.completion_ms)
+    patch: dict[str, Any] = {
+        "lastRun": {
+            "startTime": iso(run.start_ms),
+            "completionTime": now,
+            "engine": run.engine,
+            "recordsScanned": int(summary.get("recordsScanned", 0)),
+            "skippedRecords": int(summary.get("skippedRecords", 0)),
+            "groupsSeen": int(summary.get("groups", 0)),
+            "offsets": int(summary.get("offsets", 0)),
+            "candidates": len(run.report.candidates),
+            "candidatesByReason": run.report.candidates_by_reason,
+            "deletionsCreated": run.deletions_created,
+        },
+        "nextRunTime": iso(next_run_ms),
+        "topCandidates": top_candidates(run.report.candidates),
+        "conditions": merge_conditions(status.get("conditions"), [
+            Condition("Ready", "True", "AnalysisSucceeded", _ready_message(run)),
+            Condition("Degraded", "False", "AsExpected", "the last analysis run succeeded"),
+        ], now, generation),
+    }
+    if generation is not None:
+        patch["observedGeneration"] = generation
+    return patch
+
+
+def run_failed(status: Mapping[str, Any], reason: str, message: str, now_ms: int, retry_ms: int,
+               generation: int | None) -> dict[str, Any]:
+    """A failed run (Kafka unreachable, Spark failed, a Secret missing): Degraded with the reason, and the
+    retry time as nextRunTime. lastRun keeps the last good run."""
+    now = iso(now_ms)
+    patch: dict[str, Any] = {
+        "nextRunTime": iso(retry_ms),
+        "conditions": merge_conditions(status.get("conditions"), [
+            Condition("Ready", "False", reason, message),
+            Condition("Degraded", "True", reason, f"{message} (retrying at {iso(retry_ms)})"),
+        ], now, generation),
+    }
+    if generation is not None:
+        patch["observedGeneration"] = generation
+    return patch
+
+
+def spec_invalid(status: Mapping[str, Any], field_path: str, problem: str, reason: str, now_ms: int,
+                 generation: int | None) -> dict[str, Any]:
+    """A spec the operator cannot run: nothing is retried until the spec changes (no crash loop)."""
+    message = f"{field_path}: {problem}"
+    patch: dict[str, Any] = {
+        "nextRunTime": None,
+        "conditions": merge_conditions(status.get("conditions"), [
+            Condition("Ready", "False", reason, message),
+            Condition("Degraded", "True", reason, f"{message}; fix the spec to run again"),
+        ], iso(now_ms), generation),
+    }
+    if generation is not None:
+        patch["observedGeneration"] = generation
+    return patch
+
+
+def running(status: Mapping[str, Any], engine: str, now_ms: int, generation: int | None) -> dict[str, Any]:
+    """Shown while an analysis runs (a Progressing condition, as Deployments have)."""
+    return {"conditions": merge_conditions(status.get("conditions"), [
+        Condition("Progressing", "True", "AnalysisRunning", f"analysis running ({engine} engine) since {iso(now_ms)}"),
+    ], iso(now_ms), generation)}
+
+
+def settled(status: Mapping[str, Any], now_ms: int, generation: int | None) -> dict[str, Any]:
+    return {"conditions": merge_conditions(status.get("conditions"), [
+        Condition("Progressing", "False", "Idle", "no analysis running"),
+    ], iso(now_ms), generation)}

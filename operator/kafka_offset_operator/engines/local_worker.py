@@ -1,0 +1,79 @@
+"""The Local engine's child process: a warm PySpark local session that runs analyses on request.
+
+    python -m kafka_offset_operator.engines.local_worker
+
+The operator writes one JSON request per line on stdin and reads one `KOO-RESULT {json}` line per request
+on stdout (anything else on stdout, e.g. from the JVM, is ignored). Requests carry Kafka credentials, so
+they travel only through this pipe: never on a command line, in the environment or on disk (TLS material
+excepted: the operator writes it to a private 0700 directory, as for its own Kafka client).
+
+Each request runs what job.py runs (offset_expiry.analysis.prepare, then execute) and writes the report
+atomically to the requested path. The session is kept between requests: Spark's start (10-20 s) is paid
+once per worker, not per run. A worker that dies (or is killed to cancel a run) is simply started again.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+RESULT = "KOO-RESULT "
+
+
+def _answer(out: TextIO, run_id: str, ok: bool, kind: str = "", message: str = "") -> None:
+    out.write(RESULT + json.dumps({"runId": run_id, "ok": ok, "kind": kind, "message": message}) + "\n")
+    out.flush()
+
+
+def handle(request: dict[str, Any], session: list[Any], out: TextIO) -> None:
+    from offset_expiry.analysis import AnalysisRequest, execute, prepare
+    from offset_expiry.errors import InputError, SpecError
+    from offset_expiry.output import spark_failure_message
+    from offset_expiry.policy import parse_policy
+    from offset_expiry.report import write_json_atomically
+    from offset_expiry.session import JavaMissing, local_session
+
+    run_id = str(request.get("runId", ""))
+    try:
+        analysis_request = AnalysisRequest(
+            bootstrap_servers=request["bootstrapServers"],
+            policy=parse_policy(request.get("policy") or {}),
+            now_ms=request.get("nowMs"),
+            retention_ms=request.get("retentionMs"),
+            client_settings=dict(request.get("clientSettings") or {}),
+        )
+        prepared = prepare(analysis_request)
+        if not session:
+            session.append(local_session("kafka-offset-operator-local", shuffle_partitions=request.get("shufflePartitions")))
+        analysis = execute(session[0], prepared)
+        write_json_atomically(request["results"], analysis.as_json_report())
+    except (InputError, SpecError) as exc:
+        _answer(out, run_id, False, "input", str(exc))
+    except JavaMissing as exc:
+        _answer(out, run_id, False, "setup", str(exc))
+    except Exception as exc:  # a Spark failure: reduced to one line
+        _answer(out, run_id, False, "spark", spark_failure_message(exc))
+    else:
+        _answer(out, run_id, True)
+
+
+def main() -> int:
+    out = sys.stdout
+    session: list[Any] = []
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+        except json.JSONDecodeError:
+            _answer(out, "", False, "input", "the request is not JSON")
+            continue
+        handle(request, session, out)
+    for spark in session:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

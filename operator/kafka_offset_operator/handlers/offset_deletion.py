@@ -1,0 +1,28 @@
+"""OffsetDeletion: one Kopf timer per object that still has work (`deletion_steps.needs_work`).
+
+It fires as soon as the object needs something (created, approved, restore requested) and again every
+`retry_interval` seconds while the work is unfinished (Kafka down, group busy, Secret missing); each firing
+is one visit of reconcilers/offset_deletion.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from ..context import OperatorContext
+from ..decisions.deletion_steps import needs_work
+from ..model.api import DELETIONS, GROUP, VERSION
+from ..reconcilers.offset_deletion import DeletionReconciler
+
+
+def register(registry: kopf.OperatorRegistry, ctx: OperatorContext) -> None:
+    reconciler = DeletionReconciler(ctx)
+
+    @kopf.timer(GROUP, VERSION, DELETIONS, id="offsetdeletion", registry=registry,
+                interval=ctx.options.retry_interval, backoff=ctx.options.retry_interval,
+                when=lambda spec, status, **_: needs_work(spec, status))
+    def visit(namespace: str | None, name: str, **_: Any) -> None:
+        if namespace is not None:  # the CRD is namespaced
+            reconciler.reconcile(namespace, name)

@@ -1,0 +1,53 @@
+"""How to reach a Kafka cluster, resolved from a resource's `spec.kafka` and its Secrets
+(decisions/connection_spec.py). Secrets are masked in repr and str, so no log line can carry them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class Masked(str):
+    """A secret string that prints as asterisks but encodes to its real value."""
+
+    def __repr__(self) -> str:
+        return "'******'"
+
+    def __str__(self) -> str:
+        return "******"
+
+    def __format__(self, spec: str) -> str:
+        return "******"
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    ca: bytes | None = field(default=None, repr=False)
+    cert: bytes | None = field(default=None, repr=False)
+    key: bytes | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """Everything needed to connect; secrets are masked in repr and never logged."""
+
+    bootstrap_servers: str
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    username: str | None = None
+    password: Masked | None = field(default=None, repr=False)
+    tls: TlsFiles | None = None
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Values that must never appear in status, events or logs."""
+        out = [str.__str__(self.password)] if self.password else []
+        if self.tls and self.tls.key:
+            out.append(self.tls.key.decode(errors="replace"))
+        return tuple(out)
+
+    def redact(self, text: str) -> str:
+        """`text` with every secret of these settings replaced (Spark's error text goes into a status)."""
+        for secret in self.secrets:
+            if secret:
+                text = text.replace(secret, "******")
+        return text

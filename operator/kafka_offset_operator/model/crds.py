@@ -1,0 +1,649 @@
+"""The two CustomResourceDefinitions, built in one place so shared parts (the Kafka connection, durations,
+conditions) are written once. `python -m kafka_offset_operator.model.crds --write crds/` regenerates the YAML
+in crds/; a test fails when the committed files differ from what this module builds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from offset_expiry.durations import DURATION_PATTERN
+
+from .api import DELETION_KIND, DELETIONS, GROUP, POLICIES, POLICY_KIND, VERSION
+
+Schema = dict[str, Any]
+
+
+def _duration(description: str, default: str | None = None) -> Schema:
+    out: Schema = {
+        "type": "string",
+        "pattern": DURATION_PATTERN,
+        "description": description + " A duration such as 7d, 36h, 1d12h, 90m or 30s.",
+    }
+    if default is not None:
+        out["default"] = default
+    return out
+
+
+def _secret_key_ref(description: str, keys: dict[str, tuple[str, str]]) -> Schema:
+    props: Schema = {
+        "name": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Secret name, in the resource's own namespace.",
+        }
+    }
+    for key, (default, about) in keys.items():
+        props[key] = {"type": "string", "default": default, "description": about}
+    return {"type": "object", "description": description, "required": ["name"], "properties": props}
+
+
+KAFKA_CONNECTION: Schema = {
+    "type": "object",
+    "description": (
+        "How to reach the Kafka cluster. Credentials are read from Secrets in the resource's own namespace and "
+        "never copied into status, events or logs."
+    ),
+    "required": ["bootstrapServers"],
+    "properties": {
+        "bootstrapServers": {
+            "type": "string",
+            "minLength": 1,
+            "pattern": r"^[^\s,]+:[0-9]+(,[^\s,]+:[0-9]+)*$",
+            "description": "Comma-separated host:port list of brokers to bootstrap from.",
+        },
+        "securityProtocol": {
+            "type": "string",
+            "enum": ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
+            "default": "PLAINTEXT",
+            "description": "Kafka's security.protocol.",
+        },
+        "sasl": {
+            "type": "object",
+            "description": "SASL authentication, for SASL_PLAINTEXT and SASL_SSL.",
+            "required": ["mechanism", "secretRef"],
+            "properties": {
+                "mechanism": {
+                    "type": "string",
+                    "enum": ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+                    "description": "Kafka's sasl.mechanism.",
+                },
+                "secretRef": _secret_key_ref(
+                    "Secret holding the SASL user name and password.",
+                    {
+                        "usernameKey": ("username", "Key of the user name in the Secret."),
+                        "passwordKey": ("password", "Key of the password in the Secret."),
+                    },
+                ),
+            },
+        },
+        "tls": {
+            "type": "object",
+            "description": "TLS settings, for SSL and SASL_SSL.",
+            "properties": {
+                "caSecretRef": _secret_key_ref(
+                    "Secret holding the CA certificate(s) that sign the brokers' certificates.",
+                    {"key": ("ca.crt", "Key of the PEM CA bundle in the Secret.")},
+                ),
+                "certSecretRef": _secret_key_ref(
+                    "Secret holding a client certificate and key, for mutual TLS.",
+                    {
+                        "certKey": ("tls.crt", "Key of the PEM client certificate in the Secret."),
+                        "keyKey": ("tls.key", "Key of the PEM private key in the Secret."),
+                    },
+                ),
+            },
+        },
+    },
+}
+
+CONDITIONS: Schema = {
+    "type": "array",
+    "description": "Standard Kubernetes conditions: Ready, and Degraded when something needs attention.",
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+    "items": {
+        "type": "object",
+        "required": ["type", "status"],
+        "properties": {
+            "type": {"type": "string", "description": "Condition type, e.g. Ready or Degraded."},
+            "status": {
+                "type": "string",
+                "enum": ["True", "False", "Unknown"],
+                "description": "True, False or Unknown.",
+            },
+            "reason": {"type": "string", "description": "One CamelCase word for machines."},
+            "message": {
+                "type": "string",
+                "description": "What happened, for people; names the field at fault.",
+            },
+            "lastTransitionTime": {
+                "type": "string",
+                "format": "date-time",
+                "description": "When the status last changed.",
+            },
+            "observedGeneration": {
+                "type": "integer",
+                "description": "The generation the condition describes.",
+            },
+        },
+    },
+}
+
+_SPARK_POD_PROPS: Schema = {
+    "cores": {"type": "integer", "minimum": 1, "default": 1, "description": "CPU cores."},
+    "memory": {
+        "type": "string",
+        "pattern": r"^[0-9]+[kmgtKMGT]?$",
+        "default": "1g",
+        "description": "JVM memory, in Spark's notation (512m, 2g).",
+    },
+}
+
+
+def _policy_spec() -> Schema:
+    globs = {"type": "array", "items": {"type": "string", "minLength": 1}}
+    return {
+        "type": "object",
+        "description": "What to analyse, by which rules, and what to do with the candidates.",
+        "required": ["kafka"],
+        "properties": {
+            "kafka": KAFKA_CONNECTION,
+            "groups": {
+                "type": "object",
+                "description": (
+                    "Which consumer groups the policy covers, as glob patterns (*, ?, [abc]) matched against "
+                    "the whole group id. A group is covered when an include pattern matches and no exclude "
+                    "pattern does."
+                ),
+                "default": {"include": ["*"]},
+                "properties": {
+                    "include": {
+                        **globs,
+                        "default": ["*"],
+                        "description": "Covered groups; every group by default.",
+                    },
+                    "exclude": {
+                        **globs,
+                        "description": "Groups never covered, even when an include matches.",
+                    },
+                },
+            },
+            "rules": {
+                "type": "object",
+                "description": (
+                    "The policy's own retentions, applied with the broker's shapes (KIP-211, KIP-496). A rule "
+                    "left unset makes no candidates; the broker's own expiry is still reported."
+                ),
+                "properties": {
+                    "emptyGroupRetention": _duration(
+                        "Offsets of a group without members become candidates this long after the group became "
+                        "Empty (its currentStateTimestamp), the way the broker applies offsets.retention.minutes."
+                    ),
+                    "unsubscribedTopicRetention": _duration(
+                        "Offsets of topics an active consumer group no longer subscribes to become candidates "
+                        "this long after their last commit (KIP-496)."
+                    ),
+                    "standaloneRetention": _duration(
+                        "Offsets of standalone (simple) groups, which commit without joining, become candidates "
+                        "this long after their last commit."
+                    ),
+                    "deletedTopics": {
+                        "type": "string",
+                        "enum": ["Delete", "Keep"],
+                        "default": "Keep",
+                        "description": (
+                            "Offsets left behind for topics that no longer exist: Delete makes them candidates "
+                            "at once; Keep leaves them to the other rules."
+                        ),
+                    },
+                },
+            },
+            "protect": {
+                "type": "object",
+                "description": "Groups that are never deleted, whatever the rules say.",
+                "properties": {
+                    "groups": {**globs, "description": "Glob patterns of protected groups."},
+                    "keepAlive": {
+                        "type": "boolean",
+                        "default": False,
+                        "description": (
+                            "Also keep the broker from expiring protected groups' offsets, in every mode (DryRun too). How this works per "
+                            "group kind, and what it costs, is in docs/keep-alive.md."
+                        ),
+                    },
+                },
+            },
+            "mode": {
+                "type": "string",
+                "enum": ["DryRun", "Approve", "Auto"],
+                "default": "DryRun",
+                "description": (
+                    "DryRun reports candidates only. Approve creates OffsetDeletions that wait for "
+                    "spec.approved. Auto creates approved OffsetDeletions. Every deletion backs up first."
+                ),
+            },
+            "schedule": {
+                "type": "object",
+                "default": {"interval": "1h"},
+                "description": "When the analysis runs.",
+                "properties": {
+                    "interval": _duration("How often the analysis runs, besides on every spec change.", "1h"),
+                },
+            },
+            "analysis": {
+                "type": "object",
+                "default": {"engine": "Local"},
+                "description": "Where the analysis of __consumer_offsets runs.",
+                "properties": {
+                    "engine": {
+                        "type": "string",
+                        "enum": ["Local", "SparkApplication"],
+                        "default": "Local",
+                        "description": (
+                            "Local runs PySpark in local mode next to the operator. SparkApplication creates a "
+                            "sparkoperator.k8s.io/v1beta2 SparkApplication (kubeflow spark-operator) that runs "
+                            "the same job in the cluster."
+                        ),
+                    },
+                    "brokerRetention": _duration(
+                        "The broker's offsets.retention.minutes, when the operator may not read broker configs "
+                        "(DescribeConfigs). Read from the cluster when unset."
+                    ),
+                    "sparkApplication": {
+                        "type": "object",
+                        "description": "Settings for the SparkApplication engine.",
+                        "properties": {
+                            "image": {
+                                "type": "string",
+                                "description": "An image with this project installed.",
+                            },
+                            "serviceAccount": {
+                                "type": "string",
+                                "description": "Service account of the driver.",
+                            },
+                            "driver": {
+                                "type": "object",
+                                "description": "Resources of the Spark driver pod.",
+                                "properties": dict(_SPARK_POD_PROPS),
+                            },
+                            "executor": {
+                                "type": "object",
+                                "description": "Resources and count of the Spark executor pods.",
+                                "properties": {
+                                    **_SPARK_POD_PROPS,
+                                    "instances": {
+                                        "type": "integer",
+                                        "minimum": 1,
+                                        "default": 1,
+                                        "description": "Number of executors.",
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    }
+
+
+def _count(description: str) -> Schema:
+    return {"type": "integer", "minimum": 0, "description": description}
+
+
+def _time(description: str) -> Schema:
+    return {"type": "string", "format": "date-time", "description": description}
+
+
+def _text(description: str) -> Schema:
+    return {"type": "string", "description": description}
+
+
+def _policy_status() -> Schema:
+    return {
+        "type": "object",
+        "description": "Written by the operator.",
+        "properties": {
+            "observedGeneration": {
+                "type": "integer",
+                "description": "The metadata.generation this describes.",
+            },
+            "conditions": CONDITIONS,
+            "lastRun": {
+                "type": "object",
+                "description": "The last completed analysis.",
+                "properties": {
+                    "startTime": _time("When the run started."),
+                    "completionTime": _time("When the run ended."),
+                    "engine": _text("Local or SparkApplication."),
+                    "recordsScanned": _count("Records read from __consumer_offsets."),
+                    "skippedRecords": _count("Corrupt or unknown records, counted and skipped."),
+                    "groupsSeen": _count("Consumer groups found in the topic."),
+                    "offsets": _count("Committed offsets found (after compaction)."),
+                    "candidates": _count("Offsets the policy's rules make candidates for deletion."),
+                    "candidatesByReason": {
+                        "type": "object",
+                        "description": "Candidates per reason (EmptyGroup, UnsubscribedTopic, Standalone, ...).",
+                        "additionalProperties": {"type": "integer"},
+                    },
+                    "deletionsCreated": _count("OffsetDeletions this run created (Approve and Auto modes)."),
+                },
+            },
+            "nextRunTime": _time("When the next scheduled run is due."),
+            "topCandidates": {
+                "type": "array",
+                "description": "The groups with the most candidate offsets (at most 20).",
+                "maxItems": 20,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "group": _text("Consumer group id."),
+                        "topics": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "Candidate topics.",
+                        },
+                        "partitions": _count("Candidate partitions in the group."),
+                        "reason": _text("Why they are candidates."),
+                        "brokerExpiresAt": _time("When the broker itself would expire the first of them."),
+                    },
+                },
+            },
+        },
+    }
+
+
+def _deletion_spec() -> Schema:
+    return {
+        "type": "object",
+        "description": "Offsets of one consumer group to delete now, with a backup that restore can re-commit.",
+        "required": ["group", "topics"],
+        "oneOf": [{"required": ["kafka"]}, {"required": ["policyRef"]}],
+        "properties": {
+            "kafka": KAFKA_CONNECTION,
+            "policyRef": {
+                "type": "object",
+                "description": "Use the Kafka connection of this ConsumerGroupOffsetPolicy (same namespace).",
+                "required": ["name"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "description": "The policy's name."}
+                },
+            },
+            "group": {"type": "string", "minLength": 1, "description": "The consumer group id."},
+            "topics": {
+                "type": "array",
+                "minItems": 1,
+                "description": "Topics whose committed offsets to delete.",
+                "items": {
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1, "description": "Topic name."},
+                        "partitions": {
+                            "type": "array",
+                            "description": "Partitions to delete; every committed partition when omitted.",
+                            "items": {"type": "integer", "minimum": 0},
+                        },
+                    },
+                },
+            },
+            "expectedOffsets": {
+                "type": "array",
+                "description": (
+                    "Committed offsets as a policy's scan saw them (set by the policy that created this deletion). "
+                    "A partition whose committed offset differs when the deletion runs was committed since the "
+                    "scan: it is Skipped, not deleted."
+                ),
+                "items": {
+                    "type": "object",
+                    "required": ["topic", "partition", "offset"],
+                    "properties": {
+                        "topic": {"type": "string", "minLength": 1, "description": "Topic name."},
+                        "partition": {"type": "integer", "minimum": 0, "description": "Partition."},
+                        "offset": {"type": "integer", "minimum": 0, "description": "The offset the scan saw."},
+                    },
+                },
+            },
+            "approved": {
+                "type": "boolean",
+                "default": False,
+                "description": "Nothing is deleted until this is true.",
+            },
+            "restore": {
+                "type": "boolean",
+                "default": False,
+                "description": (
+                    "Re-commit the backed-up offsets (OffsetCommit). Kafka accepts this only while the group has "
+                    "no active members; until then the operator retries and says so in a condition."
+                ),
+            },
+        },
+    }
+
+
+def _deletion_status() -> Schema:
+    partition_offset = {
+        "type": "object",
+        "properties": {
+            "topic": _text("Topic name."),
+            "partition": {"type": "integer", "description": "Partition."},
+            "offset": {"type": "integer", "description": "The committed offset."},
+            "leaderEpoch": {"type": "integer", "description": "The committed leader epoch (-1 if none)."},
+            "metadata": _text("The commit's metadata string."),
+        },
+    }
+    return {
+        "type": "object",
+        "description": "Written by the operator.",
+        "properties": {
+            "observedGeneration": {
+                "type": "integer",
+                "description": "The metadata.generation this describes.",
+            },
+            "phase": {
+                "type": "string",
+                "description": "Where the deletion is.",
+                "enum": [
+                    "Pending",
+                    "AwaitingApproval",
+                    "Running",
+                    "Succeeded",
+                    "PartiallyFailed",
+                    "Failed",
+                    "Restored",
+                ],
+            },
+            "conditions": CONDITIONS,
+            "startTime": _time("When the deletion started."),
+            "completionTime": _time("When the deletion ended."),
+            "restoreTime": _time("When the backup was re-committed."),
+            "deleteStartTime": _time(
+                "Set just before the OffsetDelete request is sent, so an operator that restarts mid-way knows the "
+                "request may have been applied (see docs/offset-deletion.md)."
+            ),
+            "deleted": _count("Partitions whose offsets were deleted."),
+            "failed": _count("Partitions Kafka refused to delete."),
+            "restored": _count("Partitions whose backed-up offsets were committed back."),
+            "results": {
+                "type": "array",
+                "description": "One entry per requested partition.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "topic": _text("Topic name."),
+                        "partition": {"type": "integer", "description": "Partition."},
+                        "status": {
+                            "type": "string",
+                            "enum": ["Deleted", "Failed", "Skipped", "NotCommitted"],
+                            "description": "Deleted; Failed (see error); Skipped (committed since the scan); "
+                            "NotCommitted (there was nothing to delete).",
+                        },
+                        "error": _text("Kafka's error name, e.g. GROUP_SUBSCRIBED_TO_TOPIC."),
+                        "message": _text("What the error means here."),
+                        "count": _count(
+                            "For very large deletions, successful partitions of a topic are summed in one entry "
+                            "without a partition: how many."
+                        ),
+                    },
+                },
+            },
+            "restoreResults": {
+                "type": "array",
+                "description": "One entry per deleted partition, once a restore ran.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "topic": _text("Topic name."),
+                        "partition": {"type": "integer", "description": "Partition."},
+                        "status": {
+                            "type": "string",
+                            "enum": ["Restored", "Skipped", "Failed"],
+                            "description": "Restored; Skipped (the group committed this partition since the "
+                            "deletion, so it was left as is); Failed (see error).",
+                        },
+                        "error": _text("Kafka's error name, e.g. UNKNOWN_TOPIC_OR_PARTITION."),
+                        "message": _text("What happened here."),
+                    },
+                },
+            },
+            "backup": {
+                "type": "object",
+                "description": "What was committed before the deletion, kept for restore.",
+                "properties": {
+                    "takenAt": _time("When the backup was read (OffsetFetch)."),
+                    "partitions": _count("How many partitions the backup holds."),
+                    "offsets": {"type": "array", "items": partition_offset, "description": "The offsets."},
+                    "configMapRef": {
+                        "type": "object",
+                        "description": "Where a backup too large for the status is kept.",
+                        "properties": {
+                            "name": _text("ConfigMap name, in this namespace (owned by this OffsetDeletion)."),
+                            "key": _text("binaryData key holding the gzip'd JSON list of offsets."),
+                        },
+                    },
+                },
+            },
+        },
+    }
+
+
+def _crd(
+    kind: str,
+    plural: str,
+    short: list[str],
+    description: str,
+    spec: Schema,
+    status: Schema,
+    columns: list[Schema],
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": short,
+                "categories": ["kafka"],
+            },
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [
+                        *columns,
+                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                    ],
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "description": description,
+                            "required": ["spec"],
+                            "properties": {
+                                "apiVersion": {"type": "string"},
+                                "kind": {"type": "string"},
+                                "metadata": {"type": "object"},
+                                "spec": spec,
+                                "status": status,
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def build_crds() -> dict[str, dict[str, Any]]:
+    """File name in crds/ -> CRD."""
+    return {
+        f"{POLICIES}.yaml": _crd(
+            POLICY_KIND,
+            POLICIES,
+            ["cgop"],
+            "Retention rules for Kafka consumer-group offsets, applied on a schedule: the operator computes which "
+            "offsets the broker will expire and which ones these rules make candidates for deletion, then "
+            "reports them (DryRun), proposes OffsetDeletions (Approve) or deletes them (Auto).",
+            _policy_spec(),
+            _policy_status(),
+            [
+                {"name": "Mode", "type": "string", "jsonPath": ".spec.mode"},
+                {"name": "Last Run", "type": "date", "jsonPath": ".status.lastRun.completionTime"},
+                {"name": "Candidates", "type": "integer", "jsonPath": ".status.lastRun.candidates"},
+                {
+                    "name": "Ready",
+                    "type": "string",
+                    "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
+                },
+            ],
+        ),
+        f"{DELETIONS}.yaml": _crd(
+            DELETION_KIND,
+            DELETIONS,
+            ["od"],
+            "A one-shot deletion of one consumer group's committed offsets (Kafka's OffsetDelete), with "
+            "per-partition results, a backup of what was deleted, approval gating and restore.",
+            _deletion_spec(),
+            _deletion_status(),
+            [
+                {"name": "Group", "type": "string", "jsonPath": ".spec.group"},
+                {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+                {"name": "Deleted", "type": "integer", "jsonPath": ".status.deleted"},
+                {"name": "Failed", "type": "integer", "jsonPath": ".status.failed"},
+            ],
+        ),
+    }
+
+
+def render(crd: dict[str, Any]) -> str:
+    header = "# Generated by `python -m kafka_offset_operator.model.crds --write crds/`; edit operator/kafka_offset_operator/model/crds.py.\n"
+    return header + yaml.safe_dump(crd, sort_keys=False, width=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kafka_offset_operator.model.crds")
+    parser.add_argument("--write", metavar="DIR", help="write the CRD files into DIR (else print them)")
+    args = parser.parse_args(argv)
+    for name, crd in build_crds().items():
+        if args.write:
+            Path(args.write, name).write_text(render(crd))
+        else:
+            sys.stdout.write("---\n" + render(crd))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

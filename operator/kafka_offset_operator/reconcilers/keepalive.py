@@ -1,0 +1,142 @@
+"""Carrying out keep-alive plans against Kafka (decisions/keepalive.py decides; docs/keep-alive.md explains).
+
+A rebase is the one step that removes offsets for a moment (DeleteGroups, then the admin OffsetCommit of
+the backup), so its backup is saved durably BEFORE the group is deleted, and dropped only once the offsets
+are back. An operator that dies in between finds the backup on its next run (`resume_interrupted`) and
+commits the partitions that still have no offset, never overwriting one a consumer committed since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..adapters.kafka_admin import KafkaAdmin
+from ..decisions.keepalive import KeepAlivePlan, Method, needs_live_view, plan_group, protected_groups
+from ..model.offsets import TP, Committed, GroupInfo
+from ..model.report import ScannedOffset
+
+RECOMMITTED = "Recommitted"
+REBASED = "Rebased"
+RESUMED = "Resumed"
+BLOCKED = "Blocked"
+
+
+class BackupStore(Protocol):
+    """Where rebase backups live while a rebase is under way (a ConfigMap owned by the policy)."""
+
+    def load_all(self) -> dict[str, dict[TP, Committed]]: ...
+
+    def save(self, group: str, offsets: Mapping[TP, Committed]) -> None: ...
+
+    def drop(self, group: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class KeepAliveResult:
+    group: str
+    outcome: str  # Recommitted | Rebased | Resumed | Blocked
+    partitions: int
+    message: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.group}: {self.message}"
+
+
+def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan) -> KeepAliveResult | None:
+    """One plan. Kafka failures of a whole request raise KafkaFailure (the run retries later)."""
+    if plan.method is Method.RECOMMIT:
+        return _recommit(admin, plan.group)
+    if plan.method is Method.REBASE:
+        return _rebase(admin, store, plan.group)
+    if plan.blocked:
+        return KeepAliveResult(plan.group, BLOCKED, 0, f"cannot keep alive: {plan.blocked}")
+    return None
+
+
+def _recommit(admin: KafkaAdmin, group: str) -> KeepAliveResult:
+    # The live offsets, not the scanned ones: a keep-alive never moves a group back.
+    offsets = admin.committed_offsets(group)
+    if not offsets:
+        return KeepAliveResult(group, BLOCKED, 0, "no committed offsets left to keep alive")
+    answers = admin.commit_offsets(group, offsets)
+    errors = sorted({e for e in answers.values() if e is not None})
+    done = sum(1 for e in answers.values() if e is None)
+    if "UNKNOWN_MEMBER_ID" in errors:
+        return KeepAliveResult(group, BLOCKED, 0, "it has members; Kafka accepts an admin OffsetCommit only "
+                               "while a group has none (UNKNOWN_MEMBER_ID)")
+    text = f"re-committed {done} offsets (expiry restarts from now)"
+    if errors:
+        text += f"; {len(answers) - done} refused: {', '.join(errors)}"
+    return KeepAliveResult(group, RECOMMITTED, done, text)
+
+
+def _rebase(admin: KafkaAdmin, store: BackupStore, group: str) -> KeepAliveResult:
+    live = admin.describe_group(group)
+    if live.active or not live.protocol_type:
+        return KeepAliveResult(group, BLOCKED, 0, f"not rebased: the group changed (state {live.state})")
+    backup = admin.committed_offsets(group)
+    if not backup:
+        return KeepAliveResult(group, BLOCKED, 0, "no committed offsets left to keep alive")
+    store.save(group, backup)  # durable before anything is removed
+    error = admin.delete_group(group)
+    if error == "NON_EMPTY_GROUP":  # a member joined since the check: it keeps the group alive itself
+        store.drop(group)
+        return KeepAliveResult(group, BLOCKED, 0, "not rebased: a member joined (NON_EMPTY_GROUP)")
+    if error not in (None, "GROUP_ID_NOT_FOUND"):
+        store.drop(group)
+        return KeepAliveResult(group, BLOCKED, 0, f"not rebased: DeleteGroups answered {error}")
+    return _commit_backup(admin, store, group, backup, admin.committed_offsets(group), REBASED,
+                          "rebased as a simple group (DeleteGroups, then the {n} backed-up offsets re-committed): "
+                          "its offsets now expire by commit time and are re-committed before they do")
+
+
+def _commit_backup(admin: KafkaAdmin, store: BackupStore, group: str, backup: Mapping[TP, Committed],
+                   current: Mapping[TP, Committed], outcome: str, text: str) -> KeepAliveResult:
+    missing = {tp: c for tp, c in backup.items() if tp not in current}  # never overwrite a newer commit
+    answers = admin.commit_offsets(group, missing) if missing else {}
+    if "UNKNOWN_MEMBER_ID" in answers.values():
+        return KeepAliveResult(group, BLOCKED, 0, (
+            f"a consumer joined while it was being rebased; {len(missing)} backed-up offsets are kept and "
+            "re-committed (where still uncommitted) once the group is empty again"))
+    store.drop(group)
+    failed = sorted({e for e in answers.values() if e is not None})
+    message = text.format(n=sum(1 for e in answers.values() if e is None))
+    if failed:
+        message += f"; refused: {', '.join(failed)}"
+    return KeepAliveResult(group, outcome, len(missing), message)
+
+
+def resume_interrupted(admin: KafkaAdmin, store: BackupStore) -> list[KeepAliveResult]:
+    """Finish rebases an earlier run began but did not end (operator restart, consumer race)."""
+    out = []
+    for group, backup in sorted(store.load_all().items()):
+        live = admin.describe_group(group)
+        current = admin.committed_offsets(group)
+        if all(tp in current for tp in backup):
+            store.drop(group)  # never deleted, or already re-committed
+            continue
+        if live.active:
+            out.append(KeepAliveResult(group, BLOCKED, 0, "an interrupted rebase waits for the group to be empty"))
+            continue
+        out.append(_commit_backup(admin, store, group, backup, current, RESUMED,
+                                  "finished an interrupted rebase ({n} offsets re-committed)"))
+    return out
+
+
+def run_pass(admin: KafkaAdmin, store: BackupStore, protected: Iterable[ScannedOffset], now_ms: int,
+             lead: int) -> list[KeepAliveResult]:
+    """One keep-alive pass after an analysis: finish interrupted rebases, then handle every protected group
+    that is due (see keepalive.plan_group)."""
+    results = resume_interrupted(admin, store)
+    touched = {r.group for r in results}
+    for group in protected_groups(protected):
+        if group.group in touched or not needs_live_view(group, now_ms, lead):
+            continue
+        live = admin.describe_group(group.group) if group.group_type == "classic" else GroupInfo(group.group, "Unknown")
+        result = carry_out(admin, store, plan_group(group, live, now_ms, lead))
+        if result is not None:
+            results.append(result)
+    return results

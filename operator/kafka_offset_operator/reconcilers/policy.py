@@ -1,0 +1,284 @@
+"""A ConsumerGroupOffsetPolicy's worker: the I/O around the policy decisions (decisions/) and the analysis
+engines (engines/). handlers/policy.py runs one worker per policy as a Kopf daemon.
+
+The worker wakes every few seconds (or when stopped), re-reads the policy and, when a
+run is due (a new spec generation, or spec.schedule.interval since the last run, or the backoff after a
+failure: decisions/schedule.py), runs one visit:
+
+    spec + Secrets -> Kafka preflight (retention) -> analysis (Local | SparkApplication)
+    -> live re-check (DescribeGroups, OffsetFetch) -> OffsetDeletions per mode -> keep-alive -> status
+
+Everything blocking runs in a thread, off the event loop; a deleted policy (or a stopping operator) sets
+the daemon's `stopped` flag, which cancels a running analysis. A visit never raises: every failure ends in
+a status condition naming its reason (and, for a bad spec, the field), so nothing crash-loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Mapping
+from typing import Any, cast
+
+import kopf
+
+from offset_expiry.errors import SpecError
+from offset_expiry.rules import CANDIDATE_REASONS
+
+from ..adapters import metrics
+from ..adapters.kafka_admin import KafkaAdmin
+from ..adapters.keepalive_store import ConfigMapStore
+from ..adapters.kube import KubeError, NotFound, owner_reference
+from ..context import OperatorContext
+from ..decisions import keepalive, policy_status, proposals, schedule
+from ..decisions.connection_spec import connection_from_spec
+from ..decisions.policy_spec import Mode, PolicySpec, parse_policy_spec
+from ..decisions.spark_application import DEFAULT_MAIN_FILE
+from ..decisions.times import parse_iso
+from ..engines.dispatch import run as run_analysis
+from ..engines.job import AnalysisFailed, CancelFlag, Cancelled, Job
+from ..engines.spark_application import DEFAULT_IMAGE_ENV, SparkApplicationEngine
+from ..model.api import DELETIONS, GROUP, POLICIES, VERSION
+from ..model.connection import ConnectionSettings
+from ..model.offsets import TP, Committed, KafkaFailure
+from ..model.report import Report
+from .keepalive import KeepAliveResult, run_pass
+
+log = logging.getLogger(__name__)
+
+RETENTION_CONFIG = "offsets.retention.minutes"
+MAIN_FILE_ENV = "KAFKA_OFFSET_OPERATOR_SPARK_MAIN_FILE"
+
+
+class PolicyRunner:
+    def __init__(self, ctx: OperatorContext) -> None:
+        self.kube = ctx.kube
+        self.options = ctx.options
+        self.tick_s = max(0.2, min(5.0, ctx.options.retry_interval))
+        self.retry_ms = int(ctx.options.retry_interval * 1000)
+        self.spark = SparkApplicationEngine(
+            ctx.kube,
+            ctx.options.spark_image or os.environ.get(DEFAULT_IMAGE_ENV),
+            os.environ.get(MAIN_FILE_ENV) or DEFAULT_MAIN_FILE,
+            poll_s=min(2.0, self.tick_s),
+        )
+        self.failures: dict[tuple[str, str], int] = {}
+        self.slot = asyncio.Lock()  # one analysis at a time in this operator (each takes all cores)
+
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)
+
+    # -- the daemon's loop
+
+    async def serve(self, namespace: str, name: str, stopped: kopf.DaemonStopped) -> None:
+        try:
+            while not stopped:
+                try:
+                    body = await asyncio.to_thread(self._read, namespace, name)
+                except KubeError as exc:  # transient: the daemon must outlive an API server hiccup
+                    log.warning("cannot read policy %s/%s: %s", namespace, name, exc)
+                    await stopped.wait(timeout=self.tick_s)
+                    continue
+                if body is None or body["metadata"].get("deletionTimestamp"):
+                    return
+                status = body.get("status") or {}
+                if schedule.due(_generation(body), status, self.now_ms()):
+                    async with self.slot:
+                        await asyncio.to_thread(self.visit, namespace, name, stopped)
+                    continue  # re-read: the status now says when the next run is due
+                wait = schedule.wait_ms(parse_iso(status.get("nextRunTime")), self.now_ms(), int(self.tick_s * 1000))
+                await stopped.wait(timeout=max(0.05, wait / 1000))
+        finally:
+            self.failures.pop((namespace, name), None)
+            if stopped:
+                metrics.forget_policy(namespace, name, list(CANDIDATE_REASONS))
+
+    def _read(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The policy, or None once it is gone; other API errors are raised."""
+        try:
+            return self.kube.get_custom(POLICIES, namespace, name)
+        except NotFound:
+            return None
+
+    def _get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self._read(namespace, name)
+        except KubeError as exc:
+            log.warning("cannot read policy %s/%s: %s", namespace, name, exc)
+            return None
+
+    # -- one visit (in a thread)
+
+    def visit(self, namespace: str, name: str, cancel: CancelFlag) -> None:
+        body = self._get(namespace, name)
+        if body is None:
+            return
+        try:
+            self._visit(body, cancel)
+        except KubeError as exc:
+            self._failed(body, "KubernetesApiError", str(exc))
+        except Exception as exc:  # a bug must not stop the policy's daemon: say it, retry with backoff
+            log.exception("policy %s/%s: unexpected failure", namespace, name)
+            with contextlib.suppress(Exception):
+                self._failed(body, "InternalError", f"{type(exc).__name__}: {exc}")
+
+    def _visit(self, body: dict[str, Any], cancel: CancelFlag) -> None:
+        namespace = body["metadata"]["namespace"]
+        started = self.now_ms()
+        try:
+            spec = parse_policy_spec(body.get("spec"))
+            settings = connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret))
+        except SpecError as exc:
+            if exc.reason == "SecretNotFound":  # may appear later: retried with backoff
+                self._failed(body, exc.reason, str(exc))
+            else:  # waits for a new spec
+                self._patch(body, policy_status.spec_invalid(_status(body), exc.field, exc.problem, exc.reason, started,
+                                                    _generation(body)))
+            return
+        self._patch(body, policy_status.running(_status(body), spec.engine.value, started, _generation(body)))
+        try:
+            retention_ms = self._preflight(spec, settings)
+            report = run_analysis(Job(body, spec, settings, retention_ms),
+                                  cancel, self.spark)
+            metrics.analysis_finished(spec.engine.value, "Succeeded", (self.now_ms() - started) / 1000)
+            with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
+                kept, skipped = self._recheck(admin, spec, report)
+                created, existing = self._propose(body, spec, kept, started)
+                kept_alive = self._keep_alive(admin, body, spec, report, retention_ms)
+        except Cancelled:
+            metrics.analysis_finished(spec.engine.value, "Cancelled", (self.now_ms() - started) / 1000)
+            return
+        except AnalysisFailed as exc:
+            metrics.analysis_finished(spec.engine.value, "Failed", (self.now_ms() - started) / 1000)
+            if exc.reason == "InvalidSpec":
+                field, _, problem = exc.message.partition(": ")
+                self._patch(body, policy_status.spec_invalid(_status(body), field, problem, exc.reason, self.now_ms(), _generation(body)))
+            else:
+                self._failed(body, exc.reason, settings.redact(exc.message))
+            return
+        except KafkaFailure as exc:
+            metrics.kafka_error(exc.code)
+            reason = "KafkaUnavailable" if exc.retriable else "KafkaError"
+            self._failed(body, reason, f"Kafka at {settings.bootstrap_servers}: {exc.code}: {exc.message}")
+            return
+        run = policy_status.RunSummary(spec.engine.value, started, self.now_ms(), report, spec.mode, created, existing,
+                              len(kept), tuple(skipped), [r.line for r in kept_alive])
+        self._succeeded(body, spec, run)
+
+    # -- the steps
+
+    def _preflight(self, spec: PolicySpec, settings: ConnectionSettings) -> int:
+        """Kafka answers (else KafkaUnavailable before any Spark starts) and its offsets retention (read only
+        when the spec does not give it: DescribeConfigs may not be allowed)."""
+        with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
+            if spec.broker_retention_ms is not None:
+                return spec.broker_retention_ms
+            configs = admin.broker_configs([RETENTION_CONFIG])
+        minutes = configs.get(RETENTION_CONFIG)
+        if minutes is None or not str(minutes).isdigit():
+            raise AnalysisFailed("InvalidSpec", "spec.analysis.brokerRetention: is required: the brokers do not "
+                                 f"report {RETENTION_CONFIG}")
+        return int(minutes) * 60_000
+
+    def _recheck(self, admin: KafkaAdmin, spec: PolicySpec, report: Report) -> tuple[list[proposals.Proposal], list[proposals.Skip]]:
+        kept: list[proposals.Proposal] = []
+        skipped: list[proposals.Skip] = []
+        for proposal in proposals.proposals(report.candidates):
+            live = admin.describe_group(proposal.group)
+            committed: Mapping[TP, Committed] = admin.committed_offsets(proposal.group)
+            result = proposals.recheck(proposal, live, committed, spec.policy.protect)
+            skipped.extend(result.skipped)
+            if result.proposal is not None:
+                kept.append(result.proposal)
+        return kept, skipped
+
+    def _propose(self, body: dict[str, Any], spec: PolicySpec, kept: list[proposals.Proposal], scan_ms: int) -> tuple[int, int]:
+        created = existing = 0
+        for child in proposals.children(body, owner_reference(body), kept, spec.mode, scan_ms):
+            meta = child["metadata"]
+            if self.kube.create_object(GROUP, VERSION, DELETIONS, meta["namespace"], child) is not None:
+                created += 1
+                continue
+            existing += 1  # the same proposal from an earlier run: Auto approves it if it still waits
+            if proposals.approve_existing(spec.mode, self._find_child(meta["namespace"], meta["name"]), body):
+                self.kube.patch_object(GROUP, VERSION, DELETIONS, meta["namespace"], meta["name"],
+                                       {"spec": {"approved": True}})
+        metrics.deletions_created(spec.mode.value, created)
+        if created:
+            self._event(body, "Normal", "OffsetDeletionsCreated", f"{created} OffsetDeletions created "
+                        f"({'approved' if spec.mode is Mode.AUTO else 'awaiting approval'})")
+        return created, existing
+
+    def _find_child(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self.kube.get_custom(DELETIONS, namespace, name)
+        except NotFound:
+            return None
+
+    def _keep_alive(self, admin: KafkaAdmin, body: dict[str, Any], spec: PolicySpec, report: Report,
+                    retention_ms: int) -> list[KeepAliveResult]:
+        if not spec.keep_alive:
+            return []
+        store = ConfigMapStore(self.kube, body)
+        lead = keepalive.lead_ms(retention_ms, spec.interval_ms)
+        results = run_pass(admin, store, report.protected, self.now_ms(), lead)
+        for result in results:
+            metrics.keepalive_action(result.outcome)
+            kind = "Warning" if result.outcome == "Blocked" else "Normal"
+            self._event(body, kind, f"KeepAlive{result.outcome}", result.line)
+        if spec.interval_ms >= retention_ms:
+            results.append(KeepAliveResult("*", "Blocked", 0, "spec.schedule.interval is not shorter than the "
+                                           "broker's retention: offsets may expire between two runs"))
+        return results
+
+    # -- status and events
+
+    def _succeeded(self, body: dict[str, Any], spec: PolicySpec, run: policy_status.RunSummary) -> None:
+        meta = body["metadata"]
+        self.failures.pop((meta["namespace"], meta["name"]), None)
+        patch = policy_status.run_succeeded(_status(body), run, run.completion_ms + spec.interval_ms, _generation(body))
+        patch["conditions"] = policy_status.settled(patch, run.completion_ms, _generation(body))["conditions"]
+        self._patch(body, patch)
+        metrics.candidates(meta["namespace"], meta["name"], run.report.candidates_by_reason)
+
+    def _failed(self, body: dict[str, Any], reason: str, message: str) -> None:
+        meta = body["metadata"]
+        key = (meta["namespace"], meta["name"])
+        self.failures[key] = self.failures.get(key, 0) + 1
+        try:
+            interval = parse_policy_spec(body.get("spec")).interval_ms
+        except SpecError:
+            interval = self.retry_ms
+        now = self.now_ms()
+        retry = now + schedule.retry_delay_ms(self.failures[key], self.retry_ms, interval)
+        status = _status(body)
+        patch = policy_status.run_failed(status, reason, message, now, retry, _generation(body))
+        patch["conditions"] = policy_status.settled(patch, now, _generation(body))["conditions"]
+        old: Mapping[str, Any] = next((c for c in status.get("conditions") or () if c.get("type") == "Degraded"), {})
+        if old.get("reason") != reason:
+            self._event(body, "Warning", reason, message)
+        self._patch(body, patch)
+
+    def _patch(self, body: dict[str, Any], patch: Mapping[str, Any]) -> None:
+        meta = body["metadata"]
+        current = self.kube.patch_status(POLICIES, meta["namespace"], meta["name"], patch)
+        body["status"] = current.get("status") or {}
+
+    def _event(self, body: Mapping[str, Any], kind: str, reason: str, message: str) -> None:
+        try:
+            kopf.event(cast(Any, dict(body)), type=kind, reason=reason, message=message[:1000])
+        except Exception as exc:  # events are best effort
+            log.debug("event not posted: %s", exc)
+
+
+def _status(body: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(body.get("status") or {})
+
+
+def _generation(body: Mapping[str, Any]) -> int | None:
+    value = (body.get("metadata") or {}).get("generation")
+    return value if isinstance(value, int) else None

@@ -1,0 +1,109 @@
+"""Assembling and running the operator under Kopf: settings, login, handler registration.
+
+`run_operator` is what both `kafka-offset-operator run` and the integration tests call, so the tests run
+the same operator the Deployment runs (in a thread with its own event loop instead of a process).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import kopf
+
+from .adapters.kube import Kube, load_config
+from .context import OperatorContext, OperatorOptions
+from .handlers import offset_deletion, policy
+
+Registrar = Callable[[kopf.OperatorRegistry, OperatorContext], None]
+
+log = logging.getLogger(__name__)
+
+# Loggers that may print connection settings (kafka-python logs its whole config at DEBUG, SASL password
+# included): never let them below INFO, whatever the operator's verbosity.
+QUIET_LOGGERS = ("kafka", "kubernetes", "urllib3")
+
+
+# The handlers of a production operator: each module's `register` adds its handlers to a registry.
+REGISTRARS: tuple[Registrar, ...] = (offset_deletion.register, policy.register)
+
+
+def build_settings(options: OperatorOptions) -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    # Only our own explicit events and warnings become Kubernetes Events, not Kopf's per-handler chatter.
+    settings.posting.level = logging.WARNING
+    # A single active operator: the Deployment runs one replica (strategy Recreate); no peering objects.
+    settings.peering.standalone = True
+    settings.peering.clusterwide = options.clusterwide
+    # Kopf keeps its bookkeeping in annotations: a structural status schema would prune status.kopf.
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage()
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage()
+    settings.watching.server_timeout = 300
+    return settings
+
+
+def build_registry(ctx: OperatorContext, registrars: list[Registrar] | None = None) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return connection_info(ctx.kube)
+
+    for register in REGISTRARS if registrars is None else registrars:
+        register(registry, ctx)
+    return registry
+
+
+def connection_info(kube: Kube) -> kopf.ConnectionInfo:
+    """Kopf's connection from the same configuration our own client uses (one source of truth)."""
+    config = kube.config
+    header = config.get_api_key_with_prefix("BearerToken") or config.get_api_key_with_prefix("authorization")
+    parts = header.split(" ", 1) if header else []
+    scheme, token = (None, None) if not parts else (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+    return kopf.ConnectionInfo(
+        server=config.host,
+        ca_path=config.ssl_ca_cert,
+        insecure=not config.verify_ssl,
+        username=config.username or None,
+        password=config.password or None,
+        scheme=scheme,
+        token=token,
+        certificate_path=config.cert_file,
+        private_key_path=config.key_file,
+    )
+
+
+def quiet_secret_loggers() -> None:
+    for name in QUIET_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.getEffectiveLevel() < logging.INFO:
+            logger.setLevel(logging.INFO)
+
+
+async def run_operator(
+    options: OperatorOptions,
+    *,
+    stop_flag: threading.Event | None = None,
+    ready_flag: threading.Event | None = None,
+    registrars: list[Registrar] | None = None,
+) -> None:
+    """Run until `stop_flag` is set (or forever). Kopf handles signals when run from the main thread."""
+    if not options.clusterwide and not options.namespaces:
+        raise ValueError("give namespaces or clusterwide=True")
+    quiet_secret_loggers()
+    kube = Kube(load_config(options.kubeconfig))
+    ctx = OperatorContext(options, kube)
+    try:
+        await kopf.operator(
+            registry=build_registry(ctx, registrars),
+            settings=build_settings(options),
+            clusterwide=options.clusterwide,
+            namespaces=list(options.namespaces),
+            liveness_endpoint=options.liveness_endpoint,
+            stop_flag=stop_flag,
+            ready_flag=ready_flag,
+        )
+    finally:
+        kube.close()

@@ -1,0 +1,51 @@
+"""The product is only the product: its wheel holds no test double or demo, and what production imports
+(the CLI, the operator's runtime) loads no sandbox broker, kmock, demo or Spark module."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+TEST_DOUBLES = ("kafka_sandbox", "kafka_offset_demo", "kmock")
+SPARK = ("pyspark", "py4j")  # loaded by an analysis only, in its own worker process
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(ROOT)],
+                   check=True, capture_output=True, timeout=600)
+    [path] = out.glob("kafka_offset_operator-*.whl")
+    return zipfile.ZipFile(path)
+
+
+def test_the_wheel_holds_the_two_product_packages_and_nothing_else(wheel: zipfile.ZipFile) -> None:
+    tops = {name.split("/", 1)[0] for name in wheel.namelist() if not name.split("/", 1)[0].endswith(".dist-info")}
+    assert tops == {"kafka_offset_operator", "offset_expiry"}
+    names = wheel.namelist()
+    assert "kafka_offset_operator/engines/local_worker.py" in names
+    assert "offset_expiry/job.py" in names
+    for test_double in ("sandbox", "synthetic", "emulated_cluster", "demo", "story"):
+        assert not [n for n in names if test_double in n], test_double
+
+
+def test_no_module_of_the_wheel_imports_a_test_double(wheel: zipfile.ZipFile) -> None:
+    for name in wheel.namelist():
+        if name.endswith(".py"):
+            text = wheel.read(name).decode()
+            for module in TEST_DOUBLES:
+                assert f"import {module}" not in text and f"from {module}" not in text, (name, module)
+
+
+@pytest.mark.parametrize("module", ["kafka_offset_operator.cli", "kafka_offset_operator.runtime"])
+def test_what_production_imports_loads_no_test_double_and_no_spark(module: str) -> None:
+    code = f"import sys, {module}; print('\\n'.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,
+                            timeout=120).stdout.split()
+    assert module in loaded
+    assert [m for m in loaded if m.split(".")[0] in TEST_DOUBLES + SPARK] == []
