@@ -1,5 +1,5 @@
 """ConsumerGroupOffsetPolicy: one Kopf daemon per policy, running the policy's worker
-(reconcilers/policy.py) until the policy is deleted or the operator stops; either sets `stopped`, which
+(reconcilers/policy_worker.py) until the policy is deleted or the operator stops; either sets `stopped`, which
 also cancels a running analysis."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import kopf
 
 from ..context import OperatorContext
 from ..model.api import GROUP, POLICIES, VERSION
-from ..reconcilers.policy import PolicyRunner
+from ..reconcilers.policy_worker import PolicyRunner
 
 
 def register(registry: kopf.OperatorRegistry, ctx: OperatorContext) -> None:

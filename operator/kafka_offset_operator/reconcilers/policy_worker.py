@@ -1,5 +1,5 @@
 """A ConsumerGroupOffsetPolicy's worker: the I/O around the policy decisions (decisions/) and the analysis
-engines (engines/). handlers/policy.py runs one worker per policy as a Kopf daemon.
+engines (engines/). handlers/consumer_group_offset_policy.py runs one worker per policy as a Kopf daemon.
 
 The worker wakes every few seconds (or when stopped), re-reads the policy and, when a
 run is due (a new spec generation, or spec.schedule.interval since the last run, or the backoff after a
