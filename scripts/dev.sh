@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One entry point for people and CI: `scripts/dev.sh demo` and `scripts/dev.sh test`.
+# One entry point for people and CI: `scripts/dev.sh demo` and `scripts/dev.sh test`; `scripts/dev.sh generate`
+# rewrites the files derived from others (CRDs, the chart's copies; see scripts/generate.py).
 # Each creates (or reuses) ./.venv and installs the project into it, so a fresh clone needs nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,17 +45,21 @@ case "$cmd" in
         ensure_venv
         ensure_system_tools
         export PATH="$PWD/$VENV/bin:$PATH"
-        say "ruff";          ruff check operator spark sandbox demo tests bench
+        say "ruff";          ruff check operator spark sandbox demo tests bench scripts
         say "mypy";          mypy
         say "import-linter"; lint-imports
         say "pytest";        pytest "$@"
+        ;;
+    generate)
+        ensure_venv
+        exec "$VENV/bin/python" scripts/generate.py "$@"
         ;;
     demo)
         ensure_venv
         exec "$VENV/bin/kafka-offset-demo" "$@"
         ;;
     *)
-        echo "usage: scripts/dev.sh demo|test [pytest args]" >&2
+        echo "usage: scripts/dev.sh demo | test [pytest args] | generate [--check]" >&2
         exit 2
         ;;
 esac
