@@ -16,10 +16,10 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import kafka.errors as Errors
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.util import calc_crc32c
 
-from .error_codes import ErrorCode
 from .producer_state import ProducerEntry
 
 # RecordBatch v2 header layout (DefaultRecordBatch.java): offsets of the fields we read or patch.
@@ -52,7 +52,7 @@ class InvalidRecord(InvalidBatch):
     """Kafka's InvalidRecordException: INVALID_RECORD."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(ErrorCode.INVALID_RECORD, message)
+        super().__init__(Errors.InvalidRecordError.errno, message)
 
 
 @dataclass(frozen=True)
@@ -101,14 +101,20 @@ def read_header(data: bytes | bytearray | memoryview) -> BatchHeader:
     """Read and sanity-check one v2 batch header (DefaultRecordBatch / ProduceRequest.validateRecords).
     Raises InvalidBatch; the CRC is checked separately (`check_crc`), after the size limit, as Kafka does."""
     if len(data) < HEADER_SIZE:
-        raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, f"{len(data)}-byte batch is shorter than a header")
+        raise InvalidBatch(
+            Errors.CorruptRecordError.errno, f"{len(data)}-byte batch is shorter than a header"
+        )
     length = struct.unpack_from(">i", data, LENGTH_AT)[0]
     size = length + LOG_OVERHEAD
     if length < HEADER_SIZE - LOG_OVERHEAD or size > len(data):
-        raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, f"record batch length {length} does not match the data")
+        raise InvalidBatch(
+            Errors.CorruptRecordError.errno, f"record batch length {length} does not match the data"
+        )
     magic = data[MAGIC_AT]
     if magic != 2:
-        raise InvalidBatch(ErrorCode.INVALID_RECORD, f"record batch magic {magic}: Produce v3+ needs magic 2")
+        raise InvalidBatch(
+            Errors.InvalidRecordError.errno, f"record batch magic {magic}: Produce v3+ needs magic 2"
+        )
     attributes, last_delta, _base_ts, _max_ts, pid, epoch, base_seq, count = _HEADER_AFTER_CRC.unpack_from(
         data, ATTRIBUTES_AT
     )
@@ -130,7 +136,7 @@ def check_crc(data: bytes | bytearray | memoryview, header: BatchHeader) -> None
     crc = struct.unpack_from(">I", data, CRC_AT)[0]
     if calc_crc32c(memoryview(data)[ATTRIBUTES_AT : header.size]) != crc:
         raise InvalidBatch(
-            ErrorCode.CORRUPT_MESSAGE, "Record is corrupt (stored crc does not match computed crc)"
+            Errors.CorruptRecordError.errno, "Record is corrupt (stored crc does not match computed crc)"
         )
 
 
@@ -141,11 +147,11 @@ def split_batches(records: bytes | bytearray | memoryview) -> list[memoryview]:
     pos = 0
     while pos < len(view):
         if len(view) - pos < LOG_OVERHEAD:
-            raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, "truncated record batch")
+            raise InvalidBatch(Errors.CorruptRecordError.errno, "truncated record batch")
         length = struct.unpack_from(">i", view, pos + LENGTH_AT)[0]
         end = pos + LOG_OVERHEAD + length
         if length <= 0 or end > len(view):
-            raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, "truncated record batch")
+            raise InvalidBatch(Errors.CorruptRecordError.errno, "truncated record batch")
         out.append(view[pos:end])
         pos = end
     return out

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+import kafka.errors as Errors
+
 from .admin import GroupAdmin
 from .classic import ClassicGroup, GroupState
 from .errors import Error
@@ -191,9 +193,9 @@ class GroupCoordinator:
             group.transition_to(GroupState.DEAD, self.state.clock_now())
             for member in list(group.members.values()):
                 group.complete_join(
-                    member, JoinGroupResponse(Error.NOT_COORDINATOR, member_id=member.member_id)
+                    member, JoinGroupResponse(Errors.NotCoordinatorError, member_id=member.member_id)
                 )
-                group.complete_sync(member, SyncGroupResponse(Error.NOT_COORDINATOR))
+                group.complete_sync(member, SyncGroupResponse(Errors.NotCoordinatorError))
         self.state.timers = Timers()
 
     def on_topics_deleted(self, topics: Iterable[str]) -> int:
