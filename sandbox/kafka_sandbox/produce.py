@@ -18,6 +18,7 @@ from kafka.protocol.producer import (
     ProduceRequest,
     ProduceResponse,
 )
+from kafka.record.default_records import DefaultRecordBatch
 
 from . import producer_state
 from .context import BrokerContext
@@ -27,7 +28,6 @@ from .topics import InvalidBatch, InvalidRecord, check_crc, read_header, split_b
 ADMIN_CLIENT_ID = (
     "__admin_client"  # AdminUtils.ADMIN_CLIENT_ID: the only client allowed to write internal topics
 )
-ZSTD = 4
 ZERO_UUID = uuid.UUID(int=0)
 
 TopicResponse = ProduceResponse.TopicProduceResponse
@@ -65,28 +65,28 @@ def _append(ctx: BrokerContext, topic: str, index: int, records: Any, acks: int,
             )
         batch = batches[0]
         header = read_header(batch)
-        if api_version < 7 and header.compression == ZSTD:
+        if api_version < 7 and header.compression_type == DefaultRecordBatch.CODEC_ZSTD:
             raise InvalidBatch(Errors.UnsupportedCompressionTypeError.errno, "ZStandard needs Produce v7+")
         if acks not in (-1, 0, 1):
             raise InvalidBatch(Errors.InvalidRequiredAcksError.errno, f"acks={acks}")
         if ctx.topics.is_internal(topic) and current_request().client_id != ADMIN_CLIENT_ID:
             raise InvalidBatch(Errors.InvalidTopicError.errno, f"Cannot append to internal topic {topic}")
         max_bytes = int(ctx.topics.configs(topic).get("max.message.bytes", ctx.config.message_max_bytes))
-        if header.size > max_bytes:
+        if header.size_in_bytes > max_bytes:
             raise InvalidBatch(
                 Errors.MessageSizeTooLargeError.errno,
-                f"The record batch size in the append to {topic}-{index} is {header.size} bytes which exceeds "
+                f"The record batch size in the append to {topic}-{index} is {header.size_in_bytes} bytes which exceeds "
                 f"the maximum configured value of {max_bytes}.",
             )
-        check_crc(batch, header)
-        if header.transactional:
+        check_crc(header)
+        if header.is_transactional:
             raise InvalidBatch(
                 Errors.InvalidTxnStateError.errno, "the sandbox broker does not simulate transactions"
             )
     except InvalidBatch as exc:
         return _partition_response(index, exc.error_code, message=str(exc))
     if header.producer_id >= 0:
-        last_seq = producer_state.last_sequence(header.base_sequence, header.last_offset_delta)
+        last_seq = header.last_sequence  # DefaultRecordBatch.lastSequence: wraps at Integer.MAX_VALUE
         error, duplicate_of = producer_state.check(
             log.producers.get(header.producer_id), header.producer_epoch, header.base_sequence, last_seq
         )

@@ -33,12 +33,6 @@ class ProducerEntry:
         return self.batches[-1].last_seq if self.batches else -1
 
 
-def last_sequence(first_seq: int, last_offset_delta: int) -> int:
-    """DefaultRecordBatch.incrementSequence: sequences wrap from Integer.MAX_VALUE to 0."""
-    total = first_seq + last_offset_delta
-    return total - INT32_MAX - 1 if total > INT32_MAX else total
-
-
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
