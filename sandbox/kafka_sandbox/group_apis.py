@@ -45,16 +45,10 @@ from . import acl_operations
 from .context import BrokerContext
 from .coordinator import messages as m
 from .coordinator.pending import Pending
-from .coordinator.runtime import SandboxCoordinator
 from .registry import api_handler, current_request
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-
-def _coordinator(ctx: BrokerContext) -> SandboxCoordinator | None:
-    coordinator = ctx.coordinator
-    return coordinator if isinstance(coordinator, SandboxCoordinator) else None
 
 
 def _context(api_version: int) -> m.RequestContext:
@@ -108,9 +102,7 @@ def _join_response(response: m.JoinGroupResponse, api_version: int) -> Any:
 
 @api_handler(JoinGroupRequest, 0, 9)
 async def handle_join_group(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
-    if coordinator is None:
-        return _join_response(m.JoinGroupResponse(Errors.CoordinatorNotAvailableError), api_version)
+    coordinator = ctx.coordinator
     rctx = _context(api_version)
     join = m.JoinGroupRequest(
         group_id=request.group_id,
@@ -148,11 +140,7 @@ async def handle_join_group(ctx: BrokerContext, request: Any, api_version: int) 
 
 @api_handler(SyncGroupRequest, 0, 5)
 async def handle_sync_group(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
-    if coordinator is None:
-        return SyncGroupResponse(
-            throttle_time_ms=0, error_code=Errors.CoordinatorNotAvailableError.errno, assignment=b""
-        )
+    coordinator = ctx.coordinator
     rctx = _context(api_version)
     sync = m.SyncGroupRequest(
         group_id=request.group_id,
@@ -187,9 +175,7 @@ async def handle_sync_group(ctx: BrokerContext, request: Any, api_version: int) 
 
 @api_handler(HeartbeatRequest, 0, 4)
 async def handle_heartbeat(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
-    if coordinator is None:
-        return HeartbeatResponse(throttle_time_ms=0, error_code=Errors.CoordinatorNotAvailableError.errno)
+    coordinator = ctx.coordinator
     rctx = _context(api_version)
     heartbeat = m.HeartbeatRequest(
         request.group_id,
@@ -214,11 +200,7 @@ async def handle_heartbeat(ctx: BrokerContext, request: Any, api_version: int) -
 
 @api_handler(LeaveGroupRequest, 0, 5)
 async def handle_leave_group(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
-    if coordinator is None:
-        return LeaveGroupResponse(
-            throttle_time_ms=0, error_code=Errors.CoordinatorNotAvailableError.errno, members=[]
-        )
+    coordinator = ctx.coordinator
     if api_version >= 3:
         members = tuple(
             m.MemberIdentity(x.member_id, x.group_instance_id, x.reason if api_version >= 5 else None)
@@ -257,7 +239,7 @@ async def handle_leave_group(ctx: BrokerContext, request: Any, api_version: int)
 async def handle_offset_commit(ctx: BrokerContext, request: Any, api_version: int) -> Any:
     topic_class = OffsetCommitResponse.OffsetCommitResponseTopic
     partition_class = topic_class.OffsetCommitResponsePartition
-    coordinator = _coordinator(ctx)
+    coordinator = ctx.coordinator
     commit = m.OffsetCommitRequest(
         group_id=request.group_id,
         topics=tuple(
@@ -280,18 +262,9 @@ async def handle_offset_commit(ctx: BrokerContext, request: Any, api_version: in
         group_instance_id=request.group_instance_id if api_version >= 7 else None,
         retention_time_ms=request.retention_time_ms if api_version <= 4 else -1,
     )
-    if coordinator is None:
-        results = tuple(
-            m.TopicResult(
-                name,
-                tuple(m.PartitionResult(p.partition, Errors.CoordinatorNotAvailableError) for p in parts),
-            )
-            for name, parts in commit.topics
-        )
-    else:
-        rctx = _context(api_version)
-        coordinator.heard_from(commit.group_id, commit.member_id, rctx.connection_id)
-        results = coordinator.core.commit_offsets(rctx, commit)
+    rctx = _context(api_version)
+    coordinator.heard_from(commit.group_id, commit.member_id, rctx.connection_id)
+    results = coordinator.core.commit_offsets(rctx, commit)
     return OffsetCommitResponse(
         throttle_time_ms=0,
         topics=[
@@ -310,21 +283,12 @@ async def handle_offset_commit(ctx: BrokerContext, request: Any, api_version: in
 # ---- OffsetFetch ----
 
 
-def _fetch_group(
-    coordinator: SandboxCoordinator | None, request: m.OffsetFetchGroupRequest
-) -> m.OffsetFetchGroupResponse:
-    if coordinator is None:
-        return m.OffsetFetchGroupResponse(request.group_id, error=Errors.CoordinatorNotAvailableError)
-    return coordinator.core.fetch_offsets(request)
-
-
 @api_handler(OffsetFetchRequest, 1, 9)
 async def handle_offset_fetch(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
+    coordinator = ctx.coordinator
     if api_version >= 8:
         groups = [
-            _fetch_group(
-                coordinator,
+            coordinator.core.fetch_offsets(
                 m.OffsetFetchGroupRequest(
                     g.group_id,
                     None
@@ -358,7 +322,7 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Any, api_version: int
         if request.topics is None
         else tuple((t.name, tuple(t.partition_indexes)) for t in request.topics)
     )
-    group = _fetch_group(coordinator, m.OffsetFetchGroupRequest(request.group_id, topics))
+    group = coordinator.core.fetch_offsets(m.OffsetFetchGroupRequest(request.group_id, topics))
     topic_class = OffsetFetchResponse.OffsetFetchResponseTopic
     partition_class = topic_class.OffsetFetchResponsePartition
     if api_version < 2 and group.error is not Errors.NoError:
@@ -394,15 +358,12 @@ def _fetched(partition_class: Any, p: m.FetchedPartition) -> Any:
 
 @api_handler(OffsetDeleteRequest, 0, 0)
 async def handle_offset_delete(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
+    coordinator = ctx.coordinator
     delete = m.OffsetDeleteRequest(
         request.group_id,
         tuple((t.name, tuple(p.partition_index for p in t.partitions)) for t in request.topics),
     )
-    if coordinator is None:
-        response = m.OffsetDeleteResponse(Errors.CoordinatorNotAvailableError)
-    else:
-        response = coordinator.core.delete_offsets(delete)
+    response = coordinator.core.delete_offsets(delete)
     topic_class = OffsetDeleteResponse.OffsetDeleteResponseTopic
     partition_class = topic_class.OffsetDeleteResponsePartition
     return OffsetDeleteResponse(
@@ -426,11 +387,7 @@ async def handle_offset_delete(ctx: BrokerContext, request: Any, api_version: in
 
 @api_handler(ListGroupsRequest, 0, 5)
 async def handle_list_groups(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
-    if coordinator is None:
-        return ListGroupsResponse(
-            throttle_time_ms=0, error_code=Errors.CoordinatorNotAvailableError.errno, groups=[]
-        )
+    coordinator = ctx.coordinator
     states = list(request.states_filter or ()) if api_version >= 4 else []
     types = list(request.types_filter or ()) if api_version >= 5 else []
     listed_class = ListGroupsResponse.ListedGroup
@@ -451,15 +408,10 @@ async def handle_list_groups(ctx: BrokerContext, request: Any, api_version: int)
 
 @api_handler(DescribeGroupsRequest, 0, 6)
 async def handle_describe_groups(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
+    coordinator = ctx.coordinator
     group_class = DescribeGroupsResponse.DescribedGroup
     member_class = group_class.DescribedGroupMember
-    if coordinator is None:
-        described = [
-            m.DescribedGroup(g, "", error=Errors.CoordinatorNotAvailableError) for g in request.groups
-        ]
-    else:
-        described = coordinator.core.describe_groups(list(request.groups), api_version)
+    described = coordinator.core.describe_groups(list(request.groups), api_version)
     include_ops = api_version >= 3 and bool(request.include_authorized_operations)
     return DescribeGroupsResponse(
         throttle_time_ms=0,
@@ -495,12 +447,9 @@ async def handle_describe_groups(ctx: BrokerContext, request: Any, api_version: 
 
 @api_handler(DeleteGroupsRequest, 0, 2)
 async def handle_delete_groups(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
+    coordinator = ctx.coordinator
     names = list(request.groups_names)
-    if coordinator is None:
-        results = [m.DeletedGroup(g, Errors.CoordinatorNotAvailableError) for g in dict.fromkeys(names)]
-    else:
-        results = coordinator.core.delete_groups(names)
+    results = coordinator.core.delete_groups(names)
     result_class = DeleteGroupsResponse.DeletableGroupResult
     return DeleteGroupsResponse(
         throttle_time_ms=0,

@@ -8,7 +8,6 @@ factor above 1 cannot be placed (StripedReplicaPlacer's message).
 
 from __future__ import annotations
 
-import inspect
 import uuid
 from collections import Counter
 from typing import Any
@@ -181,15 +180,6 @@ def _error_result(name: str, code: int, message: str | None) -> Any:
     )
 
 
-async def _notify_deleted(ctx: BrokerContext, names: list[str]) -> None:
-    """GroupCoordinator.onPartitionsDeleted: the coordinator drops the deleted topics' offsets."""
-    callback = getattr(ctx.coordinator, "on_topics_deleted", None)
-    if callback is not None and names:
-        result = callback(names)
-        if inspect.isawaitable(result):
-            await result
-
-
 def _delete_result(name: str | None, topic_id: uuid.UUID, code: int, message: str | None = None) -> Any:
     return DeleteResult(name=name, topic_id=topic_id, error_code=code, error_message=message)
 
@@ -287,7 +277,8 @@ async def handle_delete_topics(ctx: BrokerContext, request: Any, api_version: in
         ctx.topics.delete(name)
         deleted.append(name)
         results.append(_delete_result(name, topic_id, Errors.NoError.errno))
-    await _notify_deleted(ctx, deleted)
+    if deleted:
+        ctx.coordinator.on_topics_deleted(deleted)  # GroupCoordinator.onPartitionsDeleted: drop their offsets
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
 

@@ -92,9 +92,6 @@ class GroupCoordinator:
         with self.state.at(self.state.clock_now()):
             yield
 
-    def next_deadline(self) -> int | None:
-        return self.state.timers.next_deadline()
-
     def _schedule_cleanup(self, deadline_ms: int) -> None:
         self.state.timers.schedule(CLEANUP_KEY, deadline_ms, self._periodic_cleanup)
 
