@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import kafka.errors as Errors
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from .context import BrokerContext
-from .error_codes import ErrorCode
 from .registry import api_handler, handler_for, registered
 
 # ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN (KIP-511)
@@ -33,7 +33,7 @@ def unsupported_version_response() -> Any:
     if handler_for(ApiVersionsRequest.API_KEY) is None:
         raise RuntimeError("ApiVersions has no handler")
     return ApiVersionsResponse(
-        error_code=ErrorCode.UNSUPPORTED_VERSION,
+        error_code=Errors.UnsupportedVersionError.errno,
         api_keys=_api_keys(only_api_versions=True),
         throttle_time_ms=0,
     )
@@ -52,9 +52,11 @@ def valid_client_software(request: Any, api_version: int) -> bool:
 @api_handler(ApiVersionsRequest, 0, 4)
 async def handle_api_versions(ctx: BrokerContext, request: Any, api_version: int) -> Any:
     if not valid_client_software(request, api_version):
-        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=[], throttle_time_ms=0)
+        return ApiVersionsResponse(
+            error_code=Errors.InvalidRequestError.errno, api_keys=[], throttle_time_ms=0
+        )
     return ApiVersionsResponse(
-        error_code=ErrorCode.NONE,
+        error_code=Errors.NoError.errno,
         api_keys=_api_keys(),
         throttle_time_ms=0,
         supported_features=[],

@@ -1,6 +1,6 @@
 """Starting and stopping the sandbox broker: `BrokerRuntime` on an event loop, `SandboxBroker` in a thread.
 
-`BrokerRuntime` is the async core (used directly by the `sandbox-broker` command); `SandboxBroker` runs it
+`BrokerRuntime` is the async core (used directly by the `kafka-sandbox` command); `SandboxBroker` runs it
 on a private event loop in a background thread so synchronous tests and benchmarks can use it with
 `with SandboxBroker(...) as broker:`. Everything touching broker state hops onto that loop.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib
 import inspect
 import logging
 import threading
@@ -20,9 +19,22 @@ from typing import Any, TypeVar
 from offset_expiry.codec import decode_key, partition_for
 from offset_expiry.durations import format_duration_ms, parse_duration_ms
 
+from . import (
+    api_versions,
+    describe_configs,
+    fetch,
+    group_apis,
+    leader_epochs,
+    list_offsets,
+    metadata_apis,
+    produce,
+    topic_admin,
+)
 from .clock import Clock
 from .configs import OFFSETS_TOPIC_CONFIGS
 from .context import OFFSETS_TOPIC, BrokerConfig, BrokerContext
+from .coordinator import SandboxCoordinator, create_coordinator
+from .coordinator.messages import CleanupReport
 from .server import BrokerServer
 from .topics import TopicStore
 
@@ -32,17 +44,16 @@ T = TypeVar("T")
 
 # Handler modules register their APIs when imported; ApiVersions advertises what got registered.
 HANDLER_MODULES = (
-    "api_versions",
-    "metadata_apis",
-    "topic_admin",
-    "produce",
-    "fetch",
-    "list_offsets",
-    "leader_epochs",
-    "describe_configs",
+    api_versions,
+    metadata_apis,
+    topic_admin,
+    produce,
+    fetch,
+    list_offsets,
+    leader_epochs,
+    describe_configs,
+    group_apis,
 )
-OPTIONAL_HANDLER_MODULES = ("group_apis",)  # the group coordinator's APIs, once they exist
-COORDINATOR_MODULE = "coordinator"
 
 # Keyword arguments of SandboxBroker that are Kafka broker configs, by their Kafka names.
 _KAFKA_NAMES = {
@@ -59,23 +70,6 @@ _KAFKA_NAMES = {
     "auto_create_topics": "auto.create.topics.enable",
     "message_max_bytes": "message.max.bytes",
 }
-
-
-def _import_optional(name: str) -> Any:
-    full = f"{__package__}.{name}"
-    try:
-        return importlib.import_module(full)
-    except ModuleNotFoundError as exc:
-        if exc.name == full:
-            return None
-        raise
-
-
-def load_handlers() -> None:
-    for name in HANDLER_MODULES:
-        importlib.import_module(f"{__package__}.{name}")
-    for name in OPTIONAL_HANDLER_MODULES:
-        _import_optional(name)
 
 
 def broker_config(offsets_retention: str | int = "7d", **settings: Any) -> BrokerConfig:
@@ -106,7 +100,7 @@ async def _maybe_await(value: Any) -> Any:
 
 
 class BrokerRuntime:
-    """The broker on the running event loop: context, topics, coordinator (if any) and TCP server."""
+    """The broker on the running event loop: context, topics, group coordinator and TCP server."""
 
     def __init__(
         self,
@@ -120,37 +114,26 @@ class BrokerRuntime:
         topics = TopicStore()
         topics.create(OFFSETS_TOPIC, config.offsets_partitions, internal=True, configs=OFFSETS_TOPIC_CONFIGS)
         self.ctx = BrokerContext(node_id, host, port, clock or Clock(), config, topics)
+        self.ctx.coordinator = create_coordinator(self.ctx)
         self.server = BrokerServer(self.ctx)
 
     async def start(self) -> None:
-        load_handlers()
-        module = _import_optional(COORDINATOR_MODULE)
-        factory = getattr(module, "create_coordinator", None) if module is not None else None
-        if factory is not None:
-            self.ctx.coordinator = factory(self.ctx)
-            start = getattr(self.ctx.coordinator, "start", None)
-            if start is not None:
-                await _maybe_await(start())
+        await self.ctx.coordinator.start()
         await self.server.start()
 
     async def close(self) -> None:
         await self.server.close()
-        close = getattr(self.ctx.coordinator, "close", None)
-        if close is not None:
-            await _maybe_await(close())
+        await self.ctx.coordinator.close()
 
     # -- operations for tests, on the loop
 
     def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> None:
         self.ctx.topics.create(name, partitions, configs=dict(configs or {}))
 
-    async def expire_offsets(self) -> Any:
-        coordinator = self._coordinator("expire_offsets")
-        return await _maybe_await(coordinator.expire_offsets())
+    def expire_offsets(self) -> CleanupReport:
+        return self.ctx.coordinator.expire_offsets()
 
-    async def append_offsets_records(
-        self, records: Iterable[tuple[bytes, bytes | None, int]]
-    ) -> dict[int, int]:
+    def append_offsets_records(self, records: Iterable[tuple[bytes, bytes | None, int]]) -> dict[int, int]:
         """Append raw records to the `__consumer_offsets` partitions their groups map to, one batch per
         partition, in the given order; then let the coordinator replay them. Returns partition -> base offset."""
         by_partition: dict[int, list[tuple[bytes, bytes | None, int]]] = {}
@@ -164,16 +147,8 @@ class BrokerRuntime:
         bases = {}
         for partition, batch in sorted(by_partition.items()):
             bases[partition] = self.ctx.topics.append_records(OFFSETS_TOPIC, partition, batch)
-            replay = getattr(self.ctx.coordinator, "replay", None)
-            if replay is not None:
-                await _maybe_await(replay(partition, batch))
+            self.ctx.coordinator.replay(partition, batch)
         return bases
-
-    def _coordinator(self, method: str) -> Any:
-        coordinator = self.ctx.coordinator
-        if coordinator is None or not hasattr(coordinator, method):
-            raise RuntimeError(f"the sandbox broker has no group coordinator with {method}()")
-        return coordinator
 
 
 class SandboxBroker:
@@ -271,7 +246,7 @@ class SandboxBroker:
         return self.ctx.clock
 
     @property
-    def coordinator(self) -> Any:
+    def coordinator(self) -> SandboxCoordinator:
         return self.ctx.coordinator
 
     def call(self, fn: Callable[[], T | Awaitable[T]], timeout: float = 30) -> T:
@@ -295,7 +270,7 @@ class SandboxBroker:
         batch = list(records)
         return self.call(lambda: self.ctx.topics.append_records(topic, partition, batch))
 
-    def expire_offsets(self) -> Any:
+    def expire_offsets(self) -> CleanupReport:
         """Run the coordinator's offset expiration now (it also runs every offsets.retention.check.interval.ms)."""
         return self.call(self.runtime.expire_offsets)
 

@@ -10,17 +10,16 @@ Interface contract for handler modules (the group coordinator builds on it; keep
   `names()`, `topic_id(name)`, and `append_records(topic, partition, [(key, value, timestamp_ms)])`, which
   writes one v2 record batch and returns its base offset. `__consumer_offsets` exists from the start with
   `config.offsets_partitions` partitions.
-- `ctx.coordinator` is `None` until a coordinator is installed. The broker installs one by importing
-  `kafka_offset_operator.sandbox.coordinator` and calling its module-level
-  `create_coordinator(ctx) -> Coordinator` on the loop thread before serving, if that module exists.
-  The broker then calls these methods when they exist (all on the loop thread):
-    * `await coordinator.start()`  - after creation (start timers, e.g. the periodic expiration task);
+- `ctx.coordinator` is the group coordinator (`coordinator.runtime.SandboxCoordinator`), installed by
+  `BrokerRuntime` right after the context is made. The broker calls it (all on the loop thread):
+    * `await coordinator.start()`  - before serving (starts its timers, e.g. the expiration task);
     * `await coordinator.close()`  - at shutdown;
-    * `coordinator.on_topics_deleted(names: list[str])` - after DeleteTopics removed topics (sync or async);
-    * `coordinator.expire_offsets()` - `SandboxBroker.expire_offsets()` (sync or async; result returned);
-    * `coordinator.replay(partition: int, records: list[tuple[bytes, bytes | None, int]])` - after
-      `SandboxBroker.append_offsets_records` appended raw records to that `__consumer_offsets` partition,
-      so the coordinator can load them as Kafka does when it loads a partition (sync or async).
+    * `coordinator.on_topics_deleted(names)` - after DeleteTopics removed topics;
+    * `coordinator.on_connection_closed(connection_id)` - when a client's connection ends;
+    * `coordinator.expire_offsets()` - `SandboxBroker.expire_offsets()`;
+    * `coordinator.replay(partition, records)` - after `SandboxBroker.append_offsets_records` appended raw
+      records to that `__consumer_offsets` partition, so the coordinator loads them as Kafka does when it
+      loads a partition.
 - Time comes from `ctx.clock.now_ms()` only, never `time.time()`, so tests can advance it.
 """
 
@@ -29,11 +28,12 @@ from __future__ import annotations
 import base64
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from .clock import Clock
 
 if TYPE_CHECKING:
+    from .coordinator.runtime import SandboxCoordinator
     from .topics import TopicStore
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -68,11 +68,6 @@ def new_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
-class Coordinator(Protocol):
-    """The group coordinator as the broker sees it. Every method is optional (looked up with getattr);
-    this Protocol documents names and arguments, see the module docstring for when each is called."""
-
-
 @dataclass
 class BrokerContext:
     node_id: int
@@ -81,9 +76,5 @@ class BrokerContext:
     clock: Clock
     config: BrokerConfig
     topics: TopicStore
-    coordinator: Any = None  # a Coordinator once installed
     cluster_id: str = field(default_factory=lambda: new_cluster_id())
-
-    @property
-    def offsets_topic(self) -> str:
-        return OFFSETS_TOPIC
+    coordinator: SandboxCoordinator = field(init=False)  # it needs the context: installed right after

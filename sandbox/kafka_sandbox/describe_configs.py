@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import kafka.errors as Errors
 from kafka.protocol.admin import DescribeConfigsRequest, DescribeConfigsResponse
 
 from . import configs
 from .configs import ConfigEntry, ResourceType
 from .context import BrokerContext
-from .error_codes import ErrorCode
 from .registry import api_handler
 from .topic_names import invalid_reason
 
@@ -24,7 +24,7 @@ Synonym = Entry.DescribeConfigsSynonym
 
 
 class _Refused(Exception):
-    def __init__(self, code: ErrorCode, message: str | None) -> None:
+    def __init__(self, code: int, message: str | None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -35,9 +35,9 @@ def _entries(ctx: BrokerContext, resource: Any) -> list[ConfigEntry]:
     if kind == ResourceType.TOPIC:
         reason = invalid_reason(name)
         if reason is not None:
-            raise _Refused(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+            raise _Refused(Errors.InvalidTopicError.errno, reason)
         if not ctx.topics.exists(name):
-            raise _Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)  # Kafka sends no message here
+            raise _Refused(Errors.UnknownTopicOrPartitionError.errno, None)  # Kafka sends no message here
         return configs.topic_entries(ctx.topics.configs(name))
     if kind == ResourceType.BROKER:
         if not name:
@@ -46,15 +46,15 @@ def _entries(ctx: BrokerContext, resource: Any) -> list[ConfigEntry]:
             broker_id = int(name)
         except ValueError:
             raise _Refused(
-                ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}"
+                Errors.InvalidRequestError.errno, f"Broker id must be an integer, but it is: {name}"
             ) from None
         if broker_id != ctx.node_id:
             raise _Refused(
-                ErrorCode.INVALID_REQUEST,
+                Errors.InvalidRequestError.errno,
                 f"Unexpected broker id, expected {ctx.node_id} or empty string, but received {name}",
             )
         return configs.broker_entries(ctx.config, ctx.node_id, ctx.config.explicit)
-    raise _Refused(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}")
+    raise _Refused(Errors.InvalidRequestError.errno, f"Unsupported resource type: {kind}")
 
 
 def _entry(e: ConfigEntry, include_synonyms: bool, api_version: int) -> Any:
@@ -83,7 +83,7 @@ async def handle_describe_configs(ctx: BrokerContext, request: Any, api_version:
                 entries = [e for e in entries if e.name in keys]
             results.append(
                 Result(
-                    error_code=ErrorCode.NONE,
+                    error_code=Errors.NoError.errno,
                     error_message=None,
                     resource_type=resource.resource_type,
                     resource_name=resource.resource_name,

@@ -15,10 +15,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import kafka.errors as Errors
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
 from .context import BrokerContext
-from .error_codes import ErrorCode
 from .registry import api_handler
 
 READ_COMMITTED = 1
@@ -36,7 +36,7 @@ class Wanted:
 
     name: str | None
     topic_id: uuid.UUID
-    unknown_error: ErrorCode
+    unknown_error: int
     partition: int
     fetch_offset: int
     max_bytes: int
@@ -45,7 +45,7 @@ class Wanted:
 
 @dataclass(frozen=True)
 class PartitionRead:
-    error: ErrorCode
+    error: int
     high_watermark: int = -1
     log_start_offset: int = -1
     records: memoryview | bytes = EMPTY
@@ -57,11 +57,11 @@ def _wanted(ctx: BrokerContext, request: Any, api_version: int) -> list[Wanted]:
         if api_version >= 13:
             topic_id = topic.topic_id or ZERO_UUID
             name = ctx.topics.name_for_id(topic_id)
-            error = ErrorCode.UNKNOWN_TOPIC_ID
+            error = Errors.UnknownTopicIdError.errno
         else:
             topic_id = ZERO_UUID
             name = topic.topic if ctx.topics.exists(topic.topic) else None
-            error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            error = Errors.UnknownTopicOrPartitionError.errno
         for p in topic.partitions:
             out.append(
                 Wanted(
@@ -86,26 +86,28 @@ def read_partitions(ctx: BrokerContext, wanted: list[Wanted], max_bytes: int) ->
         log = ctx.topics.partition(w.name, w.partition) if w.name is not None else None
         if log is None:
             out.append(
-                PartitionRead(w.unknown_error if w.name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                PartitionRead(
+                    w.unknown_error if w.name is None else Errors.UnknownTopicOrPartitionError.errno
+                )
             )
             continue
         if w.current_leader_epoch > 0:  # the only leader epoch is 0
-            out.append(PartitionRead(ErrorCode.UNKNOWN_LEADER_EPOCH))
+            out.append(PartitionRead(Errors.UnknownLeaderEpochError.errno))
             continue
         if not log.log_start_offset <= w.fetch_offset <= log.high_watermark:
-            out.append(PartitionRead(ErrorCode.OFFSET_OUT_OF_RANGE))
+            out.append(PartitionRead(Errors.OffsetOutOfRangeError.errno))
             continue
         data = log.read(w.fetch_offset, min(w.max_bytes, limit), min_one=min_one)
         if len(data):
             min_one = False
             limit = max(0, limit - len(data))
-        out.append(PartitionRead(ErrorCode.NONE, log.high_watermark, log.log_start_offset, data))
+        out.append(PartitionRead(Errors.NoError.errno, log.high_watermark, log.log_start_offset, data))
     return out
 
 
 def _respond_now(reads: list[PartitionRead], min_bytes: int) -> bool:
     ready = sum(len(r.records) for r in reads)
-    return ready >= min_bytes or any(r.error != ErrorCode.NONE for r in reads)
+    return ready >= min_bytes or any(r.error != Errors.NoError.errno for r in reads)
 
 
 def _response(
@@ -130,21 +132,23 @@ def _response(
                 records=r.records,
             )
         )
-    return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=topics)
+    return FetchResponse(throttle_time_ms=0, error_code=Errors.NoError.errno, session_id=0, responses=topics)
 
 
-def _session_error(request: Any, api_version: int) -> ErrorCode:
+def _incremental(request: Any, api_version: int) -> bool:
     """FetchManager.newContext: incremental requests need a session, and this broker keeps none."""
-    if api_version >= 7 and request.session_epoch not in (FINAL_EPOCH, INITIAL_EPOCH):
-        return ErrorCode.FETCH_SESSION_ID_NOT_FOUND
-    return ErrorCode.NONE
+    return api_version >= 7 and request.session_epoch not in (FINAL_EPOCH, INITIAL_EPOCH)
 
 
 @api_handler(FetchRequest, 4, 18)
 async def handle_fetch(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    session_error = _session_error(request, api_version)
-    if session_error != ErrorCode.NONE:
-        return FetchResponse(throttle_time_ms=0, error_code=session_error, session_id=0, responses=[])
+    if _incremental(request, api_version):
+        return FetchResponse(
+            throttle_time_ms=0,
+            error_code=Errors.FetchSessionIdNotFoundError.errno,
+            session_id=0,
+            responses=[],
+        )
     wanted = _wanted(ctx, request, api_version)
     read_committed = request.isolation_level == READ_COMMITTED
     max_bytes = request.max_bytes if api_version >= 3 else 2**31 - 1

@@ -15,6 +15,7 @@ import asyncio
 import logging
 from typing import Any, TypeVar
 
+import kafka.errors as Errors
 from kafka.protocol.admin.groups import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
@@ -43,18 +44,11 @@ from kafka.protocol.consumer.group import (
 from . import acl_operations
 from .context import BrokerContext
 from .coordinator import messages as m
-from .coordinator.errors import Error
 from .coordinator.pending import Pending
-from .coordinator.runtime import SandboxCoordinator
 from .registry import api_handler, current_request
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-
-def _coordinator(ctx: BrokerContext) -> SandboxCoordinator | None:
-    coordinator = ctx.coordinator
-    return coordinator if isinstance(coordinator, SandboxCoordinator) else None
 
 
 def _context(api_version: int) -> m.RequestContext:
@@ -92,7 +86,7 @@ def _join_response(response: m.JoinGroupResponse, api_version: int) -> Any:
     member_class = JoinGroupResponse.JoinGroupResponseMember
     return JoinGroupResponse(
         throttle_time_ms=0,
-        error_code=int(response.error),
+        error_code=response.error.errno,
         generation_id=response.generation_id,
         protocol_type=response.protocol_type,
         protocol_name=name,
@@ -108,9 +102,7 @@ def _join_response(response: m.JoinGroupResponse, api_version: int) -> Any:
 
 @api_handler(JoinGroupRequest, 0, 9)
 async def handle_join_group(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
-    if coordinator is None:
-        return _join_response(m.JoinGroupResponse(Error.COORDINATOR_NOT_AVAILABLE), api_version)
+    coordinator = ctx.coordinator
     rctx = _context(api_version)
     join = m.JoinGroupRequest(
         group_id=request.group_id,
@@ -135,7 +127,7 @@ async def handle_join_group(ctx: BrokerContext, request: Any, api_version: int) 
     log.debug(
         "JoinGroup %s -> %s member=%r generation=%d",
         join.group_id,
-        response.error.name,
+        response.error.message,
         response.member_id,
         response.generation_id,
     )
@@ -148,11 +140,7 @@ async def handle_join_group(ctx: BrokerContext, request: Any, api_version: int) 
 
 @api_handler(SyncGroupRequest, 0, 5)
 async def handle_sync_group(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
-    if coordinator is None:
-        return SyncGroupResponse(
-            throttle_time_ms=0, error_code=Error.COORDINATOR_NOT_AVAILABLE, assignment=b""
-        )
+    coordinator = ctx.coordinator
     rctx = _context(api_version)
     sync = m.SyncGroupRequest(
         group_id=request.group_id,
@@ -172,10 +160,10 @@ async def handle_sync_group(ctx: BrokerContext, request: Any, api_version: int) 
         sync.generation_id,
     )
     response = await _wait(coordinator.core.sync_group(rctx, sync))
-    log.debug("SyncGroup %s member=%r -> %s", sync.group_id, sync.member_id, response.error.name)
+    log.debug("SyncGroup %s member=%r -> %s", sync.group_id, sync.member_id, response.error.message)
     return SyncGroupResponse(
         throttle_time_ms=0,
-        error_code=int(response.error),
+        error_code=response.error.errno,
         protocol_type=response.protocol_type,
         protocol_name=response.protocol_name,
         assignment=response.assignment,
@@ -187,9 +175,7 @@ async def handle_sync_group(ctx: BrokerContext, request: Any, api_version: int) 
 
 @api_handler(HeartbeatRequest, 0, 4)
 async def handle_heartbeat(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
-    if coordinator is None:
-        return HeartbeatResponse(throttle_time_ms=0, error_code=Error.COORDINATOR_NOT_AVAILABLE)
+    coordinator = ctx.coordinator
     rctx = _context(api_version)
     heartbeat = m.HeartbeatRequest(
         request.group_id,
@@ -204,9 +190,9 @@ async def handle_heartbeat(ctx: BrokerContext, request: Any, api_version: int) -
         heartbeat.group_id,
         heartbeat.member_id,
         heartbeat.generation_id,
-        error.name,
+        error.message,
     )
-    return HeartbeatResponse(throttle_time_ms=0, error_code=int(error))
+    return HeartbeatResponse(throttle_time_ms=0, error_code=error.errno)
 
 
 # ---- LeaveGroup ----
@@ -214,9 +200,7 @@ async def handle_heartbeat(ctx: BrokerContext, request: Any, api_version: int) -
 
 @api_handler(LeaveGroupRequest, 0, 5)
 async def handle_leave_group(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
-    if coordinator is None:
-        return LeaveGroupResponse(throttle_time_ms=0, error_code=Error.COORDINATOR_NOT_AVAILABLE, members=[])
+    coordinator = ctx.coordinator
     if api_version >= 3:
         members = tuple(
             m.MemberIdentity(x.member_id, x.group_instance_id, x.reason if api_version >= 5 else None)
@@ -233,19 +217,19 @@ async def handle_leave_group(ctx: BrokerContext, request: Any, api_version: int)
         member_class = LeaveGroupResponse.MemberResponse
         return LeaveGroupResponse(
             throttle_time_ms=0,
-            error_code=int(response.error),
+            error_code=response.error.errno,
             members=[
                 member_class(
-                    member_id=x.member_id, group_instance_id=x.group_instance_id, error_code=int(x.error)
+                    member_id=x.member_id, group_instance_id=x.group_instance_id, error_code=x.error.errno
                 )
                 for x in response.members
             ],
         )
     # LeaveGroupResponse(data, version) for v0-2: one error, the group's or the single member's.
     error = response.error
-    if error is Error.NONE and response.members:
+    if error is Errors.NoError and response.members:
         error = response.members[0].error
-    return LeaveGroupResponse(throttle_time_ms=0, error_code=int(error), members=[])
+    return LeaveGroupResponse(throttle_time_ms=0, error_code=error.errno, members=[])
 
 
 # ---- OffsetCommit ----
@@ -255,7 +239,7 @@ async def handle_leave_group(ctx: BrokerContext, request: Any, api_version: int)
 async def handle_offset_commit(ctx: BrokerContext, request: Any, api_version: int) -> Any:
     topic_class = OffsetCommitResponse.OffsetCommitResponseTopic
     partition_class = topic_class.OffsetCommitResponsePartition
-    coordinator = _coordinator(ctx)
+    coordinator = ctx.coordinator
     commit = m.OffsetCommitRequest(
         group_id=request.group_id,
         topics=tuple(
@@ -278,24 +262,16 @@ async def handle_offset_commit(ctx: BrokerContext, request: Any, api_version: in
         group_instance_id=request.group_instance_id if api_version >= 7 else None,
         retention_time_ms=request.retention_time_ms if api_version <= 4 else -1,
     )
-    if coordinator is None:
-        results = tuple(
-            m.TopicResult(
-                name, tuple(m.PartitionResult(p.partition, Error.COORDINATOR_NOT_AVAILABLE) for p in parts)
-            )
-            for name, parts in commit.topics
-        )
-    else:
-        rctx = _context(api_version)
-        coordinator.heard_from(commit.group_id, commit.member_id, rctx.connection_id)
-        results = coordinator.core.commit_offsets(rctx, commit)
+    rctx = _context(api_version)
+    coordinator.heard_from(commit.group_id, commit.member_id, rctx.connection_id)
+    results = coordinator.core.commit_offsets(rctx, commit)
     return OffsetCommitResponse(
         throttle_time_ms=0,
         topics=[
             topic_class(
                 name=t.name,
                 partitions=[
-                    partition_class(partition_index=p.partition, error_code=int(p.error))
+                    partition_class(partition_index=p.partition, error_code=p.error.errno)
                     for p in t.partitions
                 ],
             )
@@ -307,21 +283,12 @@ async def handle_offset_commit(ctx: BrokerContext, request: Any, api_version: in
 # ---- OffsetFetch ----
 
 
-def _fetch_group(
-    coordinator: SandboxCoordinator | None, request: m.OffsetFetchGroupRequest
-) -> m.OffsetFetchGroupResponse:
-    if coordinator is None:
-        return m.OffsetFetchGroupResponse(request.group_id, error=Error.COORDINATOR_NOT_AVAILABLE)
-    return coordinator.core.fetch_offsets(request)
-
-
 @api_handler(OffsetFetchRequest, 1, 9)
 async def handle_offset_fetch(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
+    coordinator = ctx.coordinator
     if api_version >= 8:
         groups = [
-            _fetch_group(
-                coordinator,
+            coordinator.core.fetch_offsets(
                 m.OffsetFetchGroupRequest(
                     g.group_id,
                     None
@@ -341,7 +308,7 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Any, api_version: int
             groups=[
                 group_class(
                     group_id=g.group_id,
-                    error_code=int(g.error),
+                    error_code=g.error.errno,
                     topics=[
                         topic_class(name=name, partitions=[_fetched(partition_class, p) for p in parts])
                         for name, parts in g.topics
@@ -355,10 +322,10 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Any, api_version: int
         if request.topics is None
         else tuple((t.name, tuple(t.partition_indexes)) for t in request.topics)
     )
-    group = _fetch_group(coordinator, m.OffsetFetchGroupRequest(request.group_id, topics))
+    group = coordinator.core.fetch_offsets(m.OffsetFetchGroupRequest(request.group_id, topics))
     topic_class = OffsetFetchResponse.OffsetFetchResponseTopic
     partition_class = topic_class.OffsetFetchResponsePartition
-    if api_version < 2 and group.error is not Error.NONE:
+    if api_version < 2 and group.error is not Errors.NoError:
         # OffsetFetchResponse(groups, version): no top-level error before v2, so every partition has it.
         parts_with_error = [
             (name, [m.FetchedPartition(p.partition, error=group.error) for p in parts])
@@ -368,7 +335,7 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Any, api_version: int
         parts_with_error = [(name, list(parts)) for name, parts in group.topics]
     return OffsetFetchResponse(
         throttle_time_ms=0,
-        error_code=int(group.error),
+        error_code=group.error.errno,
         topics=[
             topic_class(name=name, partitions=[_fetched(partition_class, p) for p in parts])
             for name, parts in parts_with_error
@@ -382,7 +349,7 @@ def _fetched(partition_class: Any, p: m.FetchedPartition) -> Any:
         committed_offset=p.offset,
         committed_leader_epoch=p.leader_epoch,
         metadata=p.metadata,
-        error_code=int(p.error),
+        error_code=p.error.errno,
     )
 
 
@@ -391,25 +358,22 @@ def _fetched(partition_class: Any, p: m.FetchedPartition) -> Any:
 
 @api_handler(OffsetDeleteRequest, 0, 0)
 async def handle_offset_delete(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
+    coordinator = ctx.coordinator
     delete = m.OffsetDeleteRequest(
         request.group_id,
         tuple((t.name, tuple(p.partition_index for p in t.partitions)) for t in request.topics),
     )
-    if coordinator is None:
-        response = m.OffsetDeleteResponse(Error.COORDINATOR_NOT_AVAILABLE)
-    else:
-        response = coordinator.core.delete_offsets(delete)
+    response = coordinator.core.delete_offsets(delete)
     topic_class = OffsetDeleteResponse.OffsetDeleteResponseTopic
     partition_class = topic_class.OffsetDeleteResponsePartition
     return OffsetDeleteResponse(
-        error_code=int(response.error),
+        error_code=response.error.errno,
         throttle_time_ms=0,
         topics=[
             topic_class(
                 name=t.name,
                 partitions=[
-                    partition_class(partition_index=p.partition, error_code=int(p.error))
+                    partition_class(partition_index=p.partition, error_code=p.error.errno)
                     for p in t.partitions
                 ],
             )
@@ -423,15 +387,13 @@ async def handle_offset_delete(ctx: BrokerContext, request: Any, api_version: in
 
 @api_handler(ListGroupsRequest, 0, 5)
 async def handle_list_groups(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
-    if coordinator is None:
-        return ListGroupsResponse(throttle_time_ms=0, error_code=Error.COORDINATOR_NOT_AVAILABLE, groups=[])
+    coordinator = ctx.coordinator
     states = list(request.states_filter or ()) if api_version >= 4 else []
     types = list(request.types_filter or ()) if api_version >= 5 else []
     listed_class = ListGroupsResponse.ListedGroup
     return ListGroupsResponse(
         throttle_time_ms=0,
-        error_code=0,
+        error_code=Errors.NoError.errno,
         groups=[
             listed_class(
                 group_id=g.group_id,
@@ -446,19 +408,16 @@ async def handle_list_groups(ctx: BrokerContext, request: Any, api_version: int)
 
 @api_handler(DescribeGroupsRequest, 0, 6)
 async def handle_describe_groups(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
+    coordinator = ctx.coordinator
     group_class = DescribeGroupsResponse.DescribedGroup
     member_class = group_class.DescribedGroupMember
-    if coordinator is None:
-        described = [m.DescribedGroup(g, "", error=Error.COORDINATOR_NOT_AVAILABLE) for g in request.groups]
-    else:
-        described = coordinator.core.describe_groups(list(request.groups), api_version)
+    described = coordinator.core.describe_groups(list(request.groups), api_version)
     include_ops = api_version >= 3 and bool(request.include_authorized_operations)
     return DescribeGroupsResponse(
         throttle_time_ms=0,
         groups=[
             group_class(
-                error_code=int(g.error),
+                error_code=g.error.errno,
                 error_message=g.error_message,
                 group_id=g.group_id,
                 group_state=g.state,
@@ -477,7 +436,7 @@ async def handle_describe_groups(ctx: BrokerContext, request: Any, api_version: 
                 ],
                 authorized_operations=(
                     set(acl_operations.GROUP_OPERATIONS)
-                    if include_ops and g.error is Error.NONE
+                    if include_ops and g.error is Errors.NoError
                     else acl_operations.NOT_REQUESTED
                 ),
             )
@@ -488,14 +447,11 @@ async def handle_describe_groups(ctx: BrokerContext, request: Any, api_version: 
 
 @api_handler(DeleteGroupsRequest, 0, 2)
 async def handle_delete_groups(ctx: BrokerContext, request: Any, api_version: int) -> Any:
-    coordinator = _coordinator(ctx)
+    coordinator = ctx.coordinator
     names = list(request.groups_names)
-    if coordinator is None:
-        results = [m.DeletedGroup(g, Error.COORDINATOR_NOT_AVAILABLE) for g in dict.fromkeys(names)]
-    else:
-        results = coordinator.core.delete_groups(names)
+    results = coordinator.core.delete_groups(names)
     result_class = DeleteGroupsResponse.DeletableGroupResult
     return DeleteGroupsResponse(
         throttle_time_ms=0,
-        results=[result_class(group_id=r.group_id, error_code=int(r.error)) for r in results],
+        results=[result_class(group_id=r.group_id, error_code=r.error.errno) for r in results],
     )

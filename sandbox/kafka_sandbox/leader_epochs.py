@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import kafka.errors as Errors
 from kafka.protocol.consumer import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 
 from .context import BrokerContext
-from .error_codes import ErrorCode
 from .registry import api_handler
 from .topics import PartitionLog
 
@@ -41,11 +41,11 @@ async def handle_offset_for_leader_epoch(ctx: BrokerContext, request: Any, api_v
         results = []
         for p in topic.partitions:
             log = ctx.topics.partition(topic.topic, p.partition)
-            error, epoch, offset = ErrorCode.NONE, UNDEFINED_EPOCH, UNDEFINED_OFFSET
+            error, epoch, offset = Errors.NoError.errno, UNDEFINED_EPOCH, UNDEFINED_OFFSET
             if log is None:
-                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                error = Errors.UnknownTopicOrPartitionError.errno
             elif p.current_leader_epoch > LEADER_EPOCH:
-                error = ErrorCode.UNKNOWN_LEADER_EPOCH
+                error = Errors.UnknownLeaderEpochError.errno
             else:
                 epoch, offset = end_offset_for(log, p.leader_epoch)
             results.append(

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import kafka.errors as Errors
 from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
 from .context import BrokerContext
-from .error_codes import ErrorCode
 from .registry import api_handler
 from .topics import PartitionLog
 
@@ -50,15 +50,15 @@ async def handle_list_offsets(ctx: BrokerContext, request: Any, api_version: int
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
-            error = ErrorCode.NONE
+            error = Errors.NoError.errno
             ts, offset, epoch = UNKNOWN, UNKNOWN, UNKNOWN
             log = ctx.topics.partition(topic.name, p.partition_index)
             if seen[(topic.name, p.partition_index)] > 1:
-                error = ErrorCode.INVALID_REQUEST  # ListOffsetsRequest.duplicatePartitions
+                error = Errors.InvalidRequestError.errno  # ListOffsetsRequest.duplicatePartitions
             elif log is None:
-                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                error = Errors.UnknownTopicOrPartitionError.errno
             elif p.current_leader_epoch > 0:
-                error = ErrorCode.UNKNOWN_LEADER_EPOCH
+                error = Errors.UnknownLeaderEpochError.errno
             else:
                 ts, offset, epoch = lookup(log, p.timestamp)
             partitions.append(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import kafka.errors as Errors
 from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
 from kafka.protocol.metadata import (
     FindCoordinatorRequest,
@@ -19,7 +20,6 @@ from kafka.protocol.metadata import (
 
 from . import acl_operations
 from .context import BrokerContext
-from .error_codes import ErrorCode, default_message
 from .registry import CloseConnection, api_handler
 from .topic_names import invalid_reason, is_internal
 
@@ -30,7 +30,7 @@ Topic = MetadataResponse.MetadataResponseTopic
 Partition = Topic.MetadataResponsePartition
 
 
-def _topic_error(error: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> Any:
+def _topic_error(error: int, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> Any:
     return Topic(
         error_code=error,
         name=name,
@@ -44,13 +44,13 @@ def _topic_error(error: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_
 def _topic(ctx: BrokerContext, name: str) -> Any:
     node = ctx.node_id
     return Topic(
-        error_code=ErrorCode.NONE,
+        error_code=Errors.NoError.errno,
         name=name,
         topic_id=ctx.topics.topic_id(name),
         is_internal=ctx.topics.is_internal(name),
         partitions=[
             Partition(
-                error_code=ErrorCode.NONE,
+                error_code=Errors.NoError.errno,
                 partition_index=p,
                 leader_id=node,
                 leader_epoch=LEADER_EPOCH,
@@ -82,18 +82,18 @@ async def handle_metadata(ctx: BrokerContext, request: Any, api_version: int) ->
                 topics.append(
                     _topic(ctx, name)
                     if name is not None
-                    else _topic_error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id)
+                    else _topic_error(Errors.UnknownTopicIdError.errno, None, topic_id)
                 )
             elif ctx.topics.exists(wanted.name):
                 topics.append(_topic(ctx, wanted.name))
             elif invalid_reason(wanted.name) is not None:
-                topics.append(_topic_error(ErrorCode.INVALID_TOPIC_EXCEPTION, wanted.name))
+                topics.append(_topic_error(Errors.InvalidTopicError.errno, wanted.name))
             elif request.allow_auto_topic_creation and ctx.config.auto_create_topics:
                 # AutoTopicCreationManager.createTopics answers LEADER_NOT_AVAILABLE while the topic is made.
                 ctx.topics.create(wanted.name, ctx.config.default_partitions)
-                topics.append(_topic_error(ErrorCode.LEADER_NOT_AVAILABLE, wanted.name))
+                topics.append(_topic_error(Errors.LeaderNotAvailableError.errno, wanted.name))
             else:
-                topics.append(_topic_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, wanted.name))
+                topics.append(_topic_error(Errors.UnknownTopicOrPartitionError.errno, wanted.name))
     if api_version >= 8 and request.include_topic_authorized_operations:
         for topic in topics:
             topic.authorized_operations = acl_operations.TOPIC_OPERATIONS
@@ -111,22 +111,22 @@ async def handle_metadata(ctx: BrokerContext, request: Any, api_version: int) ->
         controller_id=ctx.node_id,
         topics=topics,
         authorized_operations=cluster_ops,
-        error_code=ErrorCode.NONE,
+        error_code=Errors.NoError.errno,
     )
 
 
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 
 
-def coordinator_for(key_type: int) -> tuple[ErrorCode, bool]:
+def coordinator_for(key_type: int) -> tuple[type[Errors.BrokerResponseError], bool]:
     """(error, found): groups are coordinated here; transactions and share groups are not simulated, and
     a Kafka broker without their state topic answers COORDINATOR_NOT_AVAILABLE (getCoordinator)."""
     if key_type == GROUP_KEY:
-        return ErrorCode.NONE, True
+        return Errors.NoError, True
     if key_type == TRANSACTION_KEY:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, False
+        return Errors.CoordinatorNotAvailableError, False
     # Share keys before v6, share keys without a share coordinator, and unknown key types.
-    return ErrorCode.INVALID_REQUEST, False
+    return Errors.InvalidRequestError, False
 
 
 @api_handler(FindCoordinatorRequest, 0, 6)
@@ -137,8 +137,10 @@ async def handle_find_coordinator(ctx: BrokerContext, request: Any, api_version:
     if api_version < 4:
         return FindCoordinatorResponse(
             throttle_time_ms=0,
-            error_code=error,
-            error_message=default_message(error),
+            error_code=error.errno,
+            # FindCoordinatorResponse.prepareOldResponse sends the error's text; kafka-python's
+            # description stands in for the Java exception's message.
+            error_message=None if error is Errors.NoError else error.description,
             node_id=node_id,
             host=host,
             port=port,
@@ -147,7 +149,7 @@ async def handle_find_coordinator(ctx: BrokerContext, request: Any, api_version:
         throttle_time_ms=0,
         coordinators=[
             FindCoordinatorResponse.Coordinator(
-                key=key, node_id=node_id, host=host, port=port, error_code=error, error_message=None
+                key=key, node_id=node_id, host=host, port=port, error_code=error.errno, error_message=None
             )
             for key in request.coordinator_keys
         ],
@@ -161,16 +163,22 @@ BROKER_ENDPOINT = 1  # EndpointType.BROKER; 2 is CONTROLLER, 0 UNKNOWN
 async def handle_describe_cluster(ctx: BrokerContext, request: Any, api_version: int) -> Any:
     """KafkaApis.handleDescribeCluster / AuthHelper.computeDescribeClusterResponse."""
     endpoint_type = request.endpoint_type if api_version >= 1 else BROKER_ENDPOINT
-    error, message = ErrorCode.NONE, None
+    error, message = Errors.NoError.errno, None
     if endpoint_type not in (BROKER_ENDPOINT, 2):
-        error = ErrorCode.INVALID_REQUEST if api_version == 0 else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+        error = (
+            Errors.InvalidRequestError.errno
+            if api_version == 0
+            else Errors.UnsupportedEndpointTypeError.errno
+        )
         message = f"Unsupported endpoint type {endpoint_type}"
     elif endpoint_type != BROKER_ENDPOINT:
-        error = ErrorCode.INVALID_REQUEST if api_version == 0 else ErrorCode.MISMATCHED_ENDPOINT_TYPE
+        error = (
+            Errors.InvalidRequestError.errno if api_version == 0 else Errors.MismatchedEndpointTypeError.errno
+        )
         message = (
             "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
         )
-    ok = error == ErrorCode.NONE
+    ok = error == Errors.NoError.errno
     broker = DescribeClusterResponse.DescribeClusterBroker(
         broker_id=ctx.node_id, host=ctx.host, port=ctx.port, rack=None, is_fenced=False
     )

@@ -11,23 +11,23 @@ import itertools
 import uuid
 from typing import Any
 
+import kafka.errors as Errors
 from kafka.protocol.producer import (
     InitProducerIdRequest,
     InitProducerIdResponse,
     ProduceRequest,
     ProduceResponse,
 )
+from kafka.record.default_records import DefaultRecordBatch
 
 from . import producer_state
 from .context import BrokerContext
-from .error_codes import ErrorCode
 from .registry import CloseConnection, api_handler, current_request
 from .topics import InvalidBatch, InvalidRecord, check_crc, read_header, split_batches
 
 ADMIN_CLIENT_ID = (
     "__admin_client"  # AdminUtils.ADMIN_CLIENT_ID: the only client allowed to write internal topics
 )
-ZSTD = 4
 ZERO_UUID = uuid.UUID(int=0)
 
 TopicResponse = ProduceResponse.TopicProduceResponse
@@ -52,7 +52,7 @@ def _append(ctx: BrokerContext, topic: str, index: int, records: Any, acks: int,
     """Validate and append one partition's records, in the order Kafka checks; the partition's response."""
     log = ctx.topics.partition(topic, index)
     if log is None:
-        return _partition_response(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return _partition_response(index, Errors.UnknownTopicOrPartitionError.errno)
     try:
         if not records:
             raise InvalidRecord(
@@ -65,41 +65,41 @@ def _append(ctx: BrokerContext, topic: str, index: int, records: Any, acks: int,
             )
         batch = batches[0]
         header = read_header(batch)
-        if api_version < 7 and header.compression == ZSTD:
-            raise InvalidBatch(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "ZStandard needs Produce v7+")
+        if api_version < 7 and header.compression_type == DefaultRecordBatch.CODEC_ZSTD:
+            raise InvalidBatch(Errors.UnsupportedCompressionTypeError.errno, "ZStandard needs Produce v7+")
         if acks not in (-1, 0, 1):
-            raise InvalidBatch(ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks}")
+            raise InvalidBatch(Errors.InvalidRequiredAcksError.errno, f"acks={acks}")
         if ctx.topics.is_internal(topic) and current_request().client_id != ADMIN_CLIENT_ID:
-            raise InvalidBatch(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
+            raise InvalidBatch(Errors.InvalidTopicError.errno, f"Cannot append to internal topic {topic}")
         max_bytes = int(ctx.topics.configs(topic).get("max.message.bytes", ctx.config.message_max_bytes))
-        if header.size > max_bytes:
+        if header.size_in_bytes > max_bytes:
             raise InvalidBatch(
-                ErrorCode.MESSAGE_TOO_LARGE,
-                f"The record batch size in the append to {topic}-{index} is {header.size} bytes which exceeds "
+                Errors.MessageSizeTooLargeError.errno,
+                f"The record batch size in the append to {topic}-{index} is {header.size_in_bytes} bytes which exceeds "
                 f"the maximum configured value of {max_bytes}.",
             )
-        check_crc(batch, header)
-        if header.transactional:
+        check_crc(header)
+        if header.is_transactional:
             raise InvalidBatch(
-                ErrorCode.INVALID_TXN_STATE, "the sandbox broker does not simulate transactions"
+                Errors.InvalidTxnStateError.errno, "the sandbox broker does not simulate transactions"
             )
     except InvalidBatch as exc:
         return _partition_response(index, exc.error_code, message=str(exc))
     if header.producer_id >= 0:
-        last_seq = producer_state.last_sequence(header.base_sequence, header.last_offset_delta)
+        last_seq = header.last_sequence  # DefaultRecordBatch.lastSequence: wraps at Integer.MAX_VALUE
         error, duplicate_of = producer_state.check(
             log.producers.get(header.producer_id), header.producer_epoch, header.base_sequence, last_seq
         )
-        if error != ErrorCode.NONE:
+        if error != Errors.NoError.errno:
             return _partition_response(index, error)
         if duplicate_of is not None:
-            return _partition_response(index, ErrorCode.NONE, duplicate_of, log.log_start_offset)
+            return _partition_response(index, Errors.NoError.errno, duplicate_of, log.log_start_offset)
     base = ctx.topics.append_batch(topic, index, batch)
     if header.producer_id >= 0:
         producer_state.record(
             log.producers, header.producer_id, header.producer_epoch, header.base_sequence, last_seq, base
         )
-    return _partition_response(index, ErrorCode.NONE, base, log.log_start_offset)
+    return _partition_response(index, Errors.NoError.errno, base, log.log_start_offset)
 
 
 @api_handler(ProduceRequest, 3, 13)
@@ -109,17 +109,17 @@ async def handle_produce(ctx: BrokerContext, request: Any, api_version: int) -> 
     for topic_data in request.topic_data:
         if api_version >= 13:
             name = ctx.topics.name_for_id(topic_data.topic_id or ZERO_UUID)
-            unknown = ErrorCode.UNKNOWN_TOPIC_ID
+            unknown = Errors.UnknownTopicIdError.errno
         else:
             name = topic_data.name if ctx.topics.exists(topic_data.name) else None
-            unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            unknown = Errors.UnknownTopicOrPartitionError.errno
         partitions = []
         for p in topic_data.partition_data:
             if name is None:
                 partitions.append(_partition_response(p.index, unknown))
             else:
                 partitions.append(_append(ctx, name, p.index, p.records, request.acks, api_version))
-        any_error = any_error or any(r.error_code != ErrorCode.NONE for r in partitions)
+        any_error = any_error or any(r.error_code != Errors.NoError.errno for r in partitions)
         responses.append(
             TopicResponse(name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=partitions)
         )
@@ -140,8 +140,8 @@ async def handle_init_producer_id(ctx: BrokerContext, request: Any, api_version:
     with a null transactional id). Transactional ids are refused: there is no transaction coordinator."""
     if request.transactional_id is not None:
         return InitProducerIdResponse(
-            throttle_time_ms=0, error_code=ErrorCode.NOT_COORDINATOR, producer_id=-1, producer_epoch=-1
+            throttle_time_ms=0, error_code=Errors.NotCoordinatorError.errno, producer_id=-1, producer_epoch=-1
         )
     return InitProducerIdResponse(
-        throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=next(_producer_ids), producer_epoch=0
+        throttle_time_ms=0, error_code=Errors.NoError.errno, producer_id=next(_producer_ids), producer_epoch=0
     )

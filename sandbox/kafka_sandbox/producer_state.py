@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from .error_codes import ErrorCode
+import kafka.errors as Errors
 
 NUM_BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 INT32_MAX = 2**31 - 1
@@ -33,33 +33,25 @@ class ProducerEntry:
         return self.batches[-1].last_seq if self.batches else -1
 
 
-def last_sequence(first_seq: int, last_offset_delta: int) -> int:
-    """DefaultRecordBatch.incrementSequence: sequences wrap from Integer.MAX_VALUE to 0."""
-    total = first_seq + last_offset_delta
-    return total - INT32_MAX - 1 if total > INT32_MAX else total
-
-
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
 
 
-def check(
-    entry: ProducerEntry | None, epoch: int, first_seq: int, last_seq: int
-) -> tuple[ErrorCode, int | None]:
+def check(entry: ProducerEntry | None, epoch: int, first_seq: int, last_seq: int) -> tuple[int, int | None]:
     """(error, duplicate's base offset): NONE with an offset means "already written, answer with it"."""
     if entry is None:
-        return ErrorCode.NONE, None  # no state (new producer, or state lost): any sequence is accepted
+        return Errors.NoError.errno, None  # no state (new producer, or state lost): any sequence is accepted
     if epoch < entry.epoch:
-        return ErrorCode.INVALID_PRODUCER_EPOCH, None
+        return Errors.InvalidProducerEpochError.errno, None
     if epoch == entry.epoch:
         for batch in entry.batches:
             if batch.first_seq == first_seq and batch.last_seq == last_seq:
-                return ErrorCode.NONE, batch.base_offset
+                return Errors.NoError.errno, batch.base_offset
         if not _in_sequence(entry.last_seq, first_seq):
-            return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, None
+            return Errors.OutOfOrderSequenceNumberError.errno, None
     elif first_seq != 0:
-        return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, None
-    return ErrorCode.NONE, None
+        return Errors.OutOfOrderSequenceNumberError.errno, None
+    return Errors.NoError.errno, None
 
 
 def record(

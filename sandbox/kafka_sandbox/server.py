@@ -88,9 +88,7 @@ class BrokerServer:
             self._connections.pop(conn_id, None)
             # The coordinator keeps a member's session through clock jumps only while its client is
             # connected (coordinator/runtime.py), so it needs to hear about closed connections.
-            closed = getattr(self.ctx.coordinator, "on_connection_closed", None)
-            if closed is not None:
-                closed(conn_id)
+            self.ctx.coordinator.on_connection_closed(conn_id)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

@@ -8,11 +8,11 @@ factor above 1 cannot be placed (StripedReplicaPlacer's message).
 
 from __future__ import annotations
 
-import inspect
 import uuid
 from collections import Counter
 from typing import Any
 
+import kafka.errors as Errors
 from kafka.protocol.admin import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -24,7 +24,6 @@ from kafka.protocol.admin import (
 
 from . import configs
 from .context import BrokerContext
-from .error_codes import ErrorCode
 from .registry import api_handler
 from .topic_names import invalid_reason, is_internal, unify_collision_chars
 
@@ -38,7 +37,7 @@ PartitionsResult = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
 class ApiError(Exception):
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+    def __init__(self, code: int, message: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -49,19 +48,19 @@ def _partitions_and_rf(ctx: BrokerContext, topic: Any) -> tuple[int, int]:
     if topic.assignments:
         if topic.replication_factor != -1:
             raise ApiError(
-                ErrorCode.INVALID_REQUEST,
+                Errors.InvalidRequestError.errno,
                 "A manual partition assignment was specified, but replication factor was not set to -1.",
             )
         if topic.num_partitions != -1:
             raise ApiError(
-                ErrorCode.INVALID_REQUEST,
+                Errors.InvalidRequestError.errno,
                 "A manual partition assignment was specified, but numPartitions was not set to -1.",
             )
         indexes = [a.partition_index for a in topic.assignments]
         for a in topic.assignments:
             if indexes.count(a.partition_index) > 1:
                 raise ApiError(
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    Errors.InvalidReplicationAssignmentError.errno,
                     f"Found multiple manual partition assignments for partition {a.partition_index}",
                 )
             if (
@@ -70,29 +69,30 @@ def _partitions_and_rf(ctx: BrokerContext, topic: Any) -> tuple[int, int]:
                 or len(set(a.broker_ids)) != len(a.broker_ids)
             ):
                 raise ApiError(
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    Errors.InvalidReplicationAssignmentError.errno,
                     f"The manual partition assignment includes broker(s) that are not registered: {a.broker_ids}",
                 )
         if sorted(indexes) != list(range(len(indexes))):
             raise ApiError(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                Errors.InvalidReplicationAssignmentError.errno,
                 "partitions should be a consecutive 0-based integer sequence",
             )
         return len(indexes), 1
     if topic.replication_factor < -1 or topic.replication_factor == 0:
         raise ApiError(
-            ErrorCode.INVALID_REPLICATION_FACTOR,
+            Errors.InvalidReplicationFactorError.errno,
             "Replication factor must be larger than 0, or -1 to use the default value.",
         )
     if topic.num_partitions < -1 or topic.num_partitions == 0:
         raise ApiError(
-            ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
+            Errors.InvalidPartitionsError.errno,
+            "Number of partitions was set to an invalid non-positive value.",
         )
     partitions = ctx.config.default_partitions if topic.num_partitions == -1 else topic.num_partitions
     rf = 1 if topic.replication_factor == -1 else topic.replication_factor
     if rf > BROKERS:
         raise ApiError(
-            ErrorCode.INVALID_REPLICATION_FACTOR,
+            Errors.InvalidReplicationFactorError.errno,
             f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be "
             f"reached because only {BROKERS} broker(s) are registered.",
         )
@@ -103,11 +103,12 @@ def _topic_configs(topic: Any) -> dict[str, str]:
     null = [c.name for c in topic.configs if c.value is None]
     if null:
         raise ApiError(
-            ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {','.join(null)}"
+            Errors.InvalidConfigurationError.errno,
+            f"Null value not supported for topic configs: {','.join(null)}",
         )
     unknown = configs.unknown_topic_configs([c.name for c in topic.configs])
     if unknown:
-        raise ApiError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}")
+        raise ApiError(Errors.InvalidConfigurationError.errno, f"Unknown topic config name: {unknown[0]}")
     return {c.name: c.value for c in topic.configs}
 
 
@@ -115,14 +116,14 @@ def _create_one(ctx: BrokerContext, topic: Any, validate_only: bool) -> Any:
     name = topic.name
     reason = invalid_reason(name)
     if reason is not None:
-        raise ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+        raise ApiError(Errors.InvalidTopicError.errno, reason)
     if ctx.topics.exists(name):
-        raise ApiError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        raise ApiError(Errors.TopicAlreadyExistsError.errno, f"Topic '{name}' already exists.")
     unified = unify_collision_chars(name)
     for other in ctx.topics.names():
         if unify_collision_chars(other) == unified:
             raise ApiError(
-                ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {other}"
+                Errors.InvalidTopicError.errno, f"Topic '{name}' collides with existing topic: {other}"
             )
     overrides = _topic_configs(topic)
     partitions, rf = _partitions_and_rf(ctx, topic)
@@ -132,9 +133,9 @@ def _create_one(ctx: BrokerContext, topic: Any, validate_only: bool) -> Any:
     return TopicResult(
         name=name,
         topic_id=topic_id,
-        error_code=ErrorCode.NONE,
+        error_code=Errors.NoError.errno,
         error_message=None,
-        topic_config_error_code=ErrorCode.NONE,
+        topic_config_error_code=Errors.NoError.errno,
         num_partitions=partitions,
         replication_factor=rf,
         configs=[
@@ -155,7 +156,9 @@ async def handle_create_topics(ctx: BrokerContext, request: Any, api_version: in
         if counts[topic.name] > 1:
             if topic.name not in reported_duplicates:
                 reported_duplicates.add(topic.name)
-                results.append(_error_result(topic.name, ErrorCode.INVALID_REQUEST, "Duplicate topic name."))
+                results.append(
+                    _error_result(topic.name, Errors.InvalidRequestError.errno, "Duplicate topic name.")
+                )
             continue
         try:
             results.append(_create_one(ctx, topic, bool(request.validate_only)))
@@ -164,29 +167,20 @@ async def handle_create_topics(ctx: BrokerContext, request: Any, api_version: in
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
-def _error_result(name: str, code: ErrorCode, message: str | None) -> Any:
+def _error_result(name: str, code: int, message: str | None) -> Any:
     return TopicResult(
         name=name,
         topic_id=ZERO_UUID,
         error_code=code,
         error_message=message,
-        topic_config_error_code=ErrorCode.NONE,
+        topic_config_error_code=Errors.NoError.errno,
         num_partitions=-1,
         replication_factor=-1,
         configs=[],
     )
 
 
-async def _notify_deleted(ctx: BrokerContext, names: list[str]) -> None:
-    """GroupCoordinator.onPartitionsDeleted: the coordinator drops the deleted topics' offsets."""
-    callback = getattr(ctx.coordinator, "on_topics_deleted", None)
-    if callback is not None and names:
-        result = callback(names)
-        if inspect.isawaitable(result):
-            await result
-
-
-def _delete_result(name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str | None = None) -> Any:
+def _delete_result(name: str | None, topic_id: uuid.UUID, code: int, message: str | None = None) -> Any:
     return DeleteResult(name=name, topic_id=topic_id, error_code=code, error_message=message)
 
 
@@ -205,7 +199,10 @@ def _resolve_deletions(
         if name is None and topic_id == ZERO_UUID:
             results.append(
                 _delete_result(
-                    None, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified."
+                    None,
+                    ZERO_UUID,
+                    Errors.InvalidRequestError.errno,
+                    "Neither topic name nor id were specified.",
                 )
             )
         elif name is not None and topic_id != ZERO_UUID:
@@ -213,7 +210,7 @@ def _resolve_deletions(
                 _delete_result(
                     name,
                     topic_id,
-                    ErrorCode.INVALID_REQUEST,
+                    Errors.InvalidRequestError.errno,
                     "You may not specify both topic name and topic id.",
                 )
             )
@@ -222,13 +219,13 @@ def _resolve_deletions(
         elif name is None:
             found = ctx.topics.name_for_id(topic_id)
             if found is None:
-                results.append(_delete_result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+                results.append(_delete_result(None, topic_id, Errors.UnknownTopicIdError.errno))
             elif topic_id in to_delete:
                 named_twice.add(topic_id)
             else:
                 to_delete[topic_id] = found
         elif not ctx.topics.exists(name):
-            results.append(_delete_result(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            results.append(_delete_result(name, ZERO_UUID, Errors.UnknownTopicOrPartitionError.errno))
         else:
             topic_id = ctx.topics.topic_id(name)
             if topic_id in to_delete:
@@ -236,18 +233,19 @@ def _resolve_deletions(
             else:
                 to_delete[topic_id] = name
     results += [
-        _delete_result(n, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+        _delete_result(n, ZERO_UUID, Errors.InvalidRequestError.errno, "Duplicate topic name.")
         for n in duplicate_names
     ]
     results += [
-        _delete_result(None, i, ErrorCode.INVALID_REQUEST, "Duplicate topic id.") for i in duplicate_ids
+        _delete_result(None, i, Errors.InvalidRequestError.errno, "Duplicate topic id.")
+        for i in duplicate_ids
     ]
     for topic_id in named_twice:
         results.append(
             _delete_result(
                 to_delete.pop(topic_id),
                 topic_id,
-                ErrorCode.INVALID_REQUEST,
+                Errors.InvalidRequestError.errno,
                 "The provided topic name maps to an ID that was already supplied.",
             )
         )
@@ -271,15 +269,16 @@ async def handle_delete_topics(ctx: BrokerContext, request: Any, api_version: in
                 _delete_result(
                     name,
                     topic_id,
-                    ErrorCode.INVALID_REQUEST,
+                    Errors.InvalidRequestError.errno,
                     f"The sandbox broker does not delete internal topic {name}.",
                 )
             )
             continue
         ctx.topics.delete(name)
         deleted.append(name)
-        results.append(_delete_result(name, topic_id, ErrorCode.NONE))
-    await _notify_deleted(ctx, deleted)
+        results.append(_delete_result(name, topic_id, Errors.NoError.errno))
+    if deleted:
+        ctx.coordinator.on_topics_deleted(deleted)  # GroupCoordinator.onPartitionsDeleted: drop their offsets
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
 
@@ -295,14 +294,16 @@ async def handle_create_partitions(ctx: BrokerContext, request: Any, api_version
                 results.append(
                     PartitionsResult(
                         name=topic.name,
-                        error_code=ErrorCode.INVALID_REQUEST,
+                        error_code=Errors.InvalidRequestError.errno,
                         error_message="Duplicate topic name.",
                     )
                 )
             continue
         try:
             _add_partitions(ctx, topic, bool(request.validate_only))
-            results.append(PartitionsResult(name=topic.name, error_code=ErrorCode.NONE, error_message=None))
+            results.append(
+                PartitionsResult(name=topic.name, error_code=Errors.NoError.errno, error_message=None)
+            )
         except ApiError as exc:
             results.append(PartitionsResult(name=topic.name, error_code=exc.code, error_message=exc.message))
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)
@@ -312,28 +313,28 @@ def _add_partitions(ctx: BrokerContext, topic: Any, validate_only: bool) -> None
     """ReplicationControlManager.createPartitions."""
     if not ctx.topics.exists(topic.name):
         raise ApiError(
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+            Errors.UnknownTopicOrPartitionError.errno, "This server does not host this topic-partition."
         )
     current = ctx.topics.partition_count(topic.name)
     if topic.count == current:
-        raise ApiError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
+        raise ApiError(Errors.InvalidPartitionsError.errno, f"Topic already has {current} partition(s).")
     if topic.count < current:
         raise ApiError(
-            ErrorCode.INVALID_PARTITIONS,
+            Errors.InvalidPartitionsError.errno,
             f"The topic {topic.name} currently has {current} partition(s); {topic.count} would not be an increase.",
         )
     additional = topic.count - current
     if topic.assignments is not None:
         if len(topic.assignments) != additional:
             raise ApiError(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                Errors.InvalidReplicationAssignmentError.errno,
                 f"Attempted to add {additional} additional partition(s), but only {len(topic.assignments)} "
                 "assignment(s) were specified.",
             )
         for a in topic.assignments:
             if list(a.broker_ids) != [ctx.node_id]:
                 raise ApiError(
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    Errors.InvalidReplicationAssignmentError.errno,
                     f"The manual partition assignment includes broker(s) that are not registered: {a.broker_ids}",
                 )
     if not validate_only:

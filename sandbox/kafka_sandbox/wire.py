@@ -1,18 +1,20 @@
 """Kafka's request/response framing: size prefix, request header v1/v2, response header v0/v1.
 
-Pure functions on bytes; the server does the I/O. Headers are parsed here rather than with kafka-python's
-header classes because the server must read the api key and version before it knows which header version
-applies (RequestHeader.parse in Kafka's clients module does the same).
+Pure functions on bytes; the server does the I/O. The server reads the api key and version first
+(`peek_api`), because they decide which header version applies (RequestHeader.parse in Kafka's clients
+module does the same); the header itself is read with kafka-python's RequestHeader.
 """
 
 from __future__ import annotations
 
+import io
 import struct
 from dataclasses import dataclass
 
+from kafka.protocol.api_header import RequestHeader as KafkaRequestHeader
+
 _API = struct.Struct(">hh")
 _CORRELATION = struct.Struct(">i")
-_STRING_LENGTH = struct.Struct(">h")
 _SIZE = struct.Struct(">i")
 
 
@@ -37,56 +39,19 @@ def peek_api(payload: bytes | bytearray | memoryview) -> tuple[int, int]:
     return int(key), int(version)
 
 
-def read_uvarint(data: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    while True:
-        if pos >= len(data):
-            raise MalformedRequest("truncated varint")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise MalformedRequest("varint longer than 5 bytes")
-
-
 def parse_request_header(payload: bytes | bytearray | memoryview, *, flexible: bool) -> RequestHeader:
     """Request header v1 (client id), or v2 (plus tagged fields) for flexible API versions.
 
-    The client id stays a classic int16-length string even in v2, as in Kafka's RequestHeader.json.
+    The client id stays a classic int16-length string even in v2, as in Kafka's RequestHeader.json; a
+    negative length is a null client id, as Kafka's generated reader has it.
     """
     api_key, api_version = peek_api(payload)
-    pos = _API.size
+    data = io.BytesIO(payload)
     try:
-        (correlation_id,) = _CORRELATION.unpack_from(payload, pos)
-        pos += _CORRELATION.size
-        (length,) = _STRING_LENGTH.unpack_from(payload, pos)
-        pos += _STRING_LENGTH.size
-    except struct.error:
-        raise MalformedRequest("truncated request header") from None
-    client_id: str | None = None
-    if length >= 0:
-        if pos + length > len(payload):
-            raise MalformedRequest("client id runs past the end of the request")
-        try:
-            client_id = bytes(payload[pos : pos + length]).decode("utf-8")
-        except UnicodeDecodeError:
-            raise MalformedRequest("client id is not UTF-8") from None
-        pos += length
-    elif length != -1:
-        raise MalformedRequest(f"client id length {length}")
-    if flexible:
-        count, pos = read_uvarint(payload, pos)
-        for _ in range(count):
-            _tag, pos = read_uvarint(payload, pos)
-            size, pos = read_uvarint(payload, pos)
-            pos += size
-            if pos > len(payload):
-                raise MalformedRequest("tagged field runs past the end of the request header")
-    return RequestHeader(api_key, api_version, int(correlation_id), client_id, pos)
+        header = KafkaRequestHeader.decode(data, flexible=flexible)
+    except (struct.error, ValueError, AssertionError) as exc:  # ValueError includes UnicodeDecodeError
+        raise MalformedRequest(f"unreadable request header: {exc}") from None
+    return RequestHeader(api_key, api_version, int(header.correlation_id), header.client_id, data.tell())
 
 
 def response_header(correlation_id: int, *, flexible: bool) -> bytes:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import kafka.errors as Errors
+
 from .classic import ClassicGroup, GroupState
-from .errors import Error, GroupError
+from .errors import GroupError
 from .messages import DeletedGroup, DescribedGroup, DescribedMember, ListedGroup
 from .offset_manager import OffsetManager, group_tombstones
 from .state import CoordinatorState, Group
@@ -63,7 +65,7 @@ class GroupAdmin:
             )
             if api_version >= 6:  # KIP-1043
                 out.append(
-                    DescribedGroup(group_id, "Dead", error=Error.GROUP_ID_NOT_FOUND, error_message=message)
+                    DescribedGroup(group_id, "Dead", error=Errors.GroupIdNotFoundError, error_message=message)
                 )
             else:
                 out.append(DescribedGroup(group_id, "Dead"))
@@ -80,7 +82,7 @@ class GroupAdmin:
                 group = self.s.groups.get(group_id)
                 try:
                     if group is None:
-                        raise GroupError(Error.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+                        raise GroupError(Errors.GroupIdNotFoundError, f"Group {group_id} not found.")
                     group.validate_delete_group()
                 except GroupError as exc:
                     results.append(DeletedGroup(group_id, exc.error))

@@ -12,11 +12,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
+import kafka.errors as Errors
+
 from offset_expiry.codec import CodecError
 from offset_expiry.codec.schemas import CONSUMER_PROTOCOL_SUBSCRIPTION
 from offset_expiry.codec.wire import Reader
 
-from .errors import Error, GroupError
+from .errors import GroupError
 from .messages import JoinGroupResponse, Protocol, SyncGroupResponse
 from .pending import Pending
 
@@ -218,8 +220,8 @@ class ClassicGroup:
         if removed is None:
             raise RuntimeError(f"cannot replace non-existing member id {old_member_id}")
         # Fence a duplicate client still waiting on the old id.
-        self.complete_join(removed, JoinGroupResponse(Error.FENCED_INSTANCE_ID, member_id=old_member_id))
-        self.complete_sync(removed, SyncGroupResponse(Error.FENCED_INSTANCE_ID))
+        self.complete_join(removed, JoinGroupResponse(Errors.FencedInstanceIdError, member_id=old_member_id))
+        self.complete_sync(removed, SyncGroupResponse(Errors.FencedInstanceIdError))
         new_member = ClassicMember(
             member_id=new_member_id,
             group_instance_id=removed.group_instance_id,
@@ -326,42 +328,42 @@ class ClassicGroup:
         if group_instance_id is not None:
             existing = self.static_member_id(group_instance_id)
             if existing is None:
-                raise GroupError(Error.UNKNOWN_MEMBER_ID)
+                raise GroupError(Errors.UnknownMemberIdError)
             if existing != member_id:
-                raise GroupError(Error.FENCED_INSTANCE_ID)
+                raise GroupError(Errors.FencedInstanceIdError)
         if member_id not in self.members:
-            raise GroupError(Error.UNKNOWN_MEMBER_ID)
+            raise GroupError(Errors.UnknownMemberIdError)
 
     def validate_offset_commit(
         self, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> None:
         if self.is_in(GroupState.DEAD):
-            raise GroupError(Error.COORDINATOR_NOT_AVAILABLE)
+            raise GroupError(Errors.CoordinatorNotAvailableError)
         if generation_id < 0 and self.is_empty:
             return  # admin client or a consumer without group management
         if generation_id >= 0 or member_id or group_instance_id is not None:
             self.validate_member(member_id, group_instance_id)
             if generation_id != self.generation_id:
-                raise GroupError(Error.ILLEGAL_GENERATION)
+                raise GroupError(Errors.IllegalGenerationError)
         elif not self.is_empty:
-            raise GroupError(Error.UNKNOWN_MEMBER_ID)
+            raise GroupError(Errors.UnknownMemberIdError)
         if self.is_in(GroupState.COMPLETING_REBALANCE):
-            raise GroupError(Error.REBALANCE_IN_PROGRESS)
+            raise GroupError(Errors.RebalanceInProgressError)
 
     def validate_offset_delete(self) -> None:
         if self.is_in(GroupState.DEAD):
-            raise GroupError(Error.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is in dead state.")
+            raise GroupError(Errors.GroupIdNotFoundError, f"Group {self.group_id} is in dead state.")
         active = self.is_in(
             GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE
         )
         if active and not self.uses_consumer_protocol():
-            raise GroupError(Error.NON_EMPTY_GROUP)
+            raise GroupError(Errors.NonEmptyGroupError)
 
     def validate_delete_group(self) -> None:
         if self.is_in(GroupState.DEAD):
-            raise GroupError(Error.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is in dead state.")
+            raise GroupError(Errors.GroupIdNotFoundError, f"Group {self.group_id} is in dead state.")
         if self.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE):
-            raise GroupError(Error.NON_EMPTY_GROUP)
+            raise GroupError(Errors.NonEmptyGroupError)
 
 
 def subscription_topics(metadata: bytes) -> list[str]:

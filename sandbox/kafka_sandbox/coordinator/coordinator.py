@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+import kafka.errors as Errors
+
 from .admin import GroupAdmin
 from .classic import ClassicGroup, GroupState
 from .errors import Error
@@ -89,9 +91,6 @@ class GroupCoordinator:
         self.tick()
         with self.state.at(self.state.clock_now()):
             yield
-
-    def next_deadline(self) -> int | None:
-        return self.state.timers.next_deadline()
 
     def _schedule_cleanup(self, deadline_ms: int) -> None:
         self.state.timers.schedule(CLEANUP_KEY, deadline_ms, self._periodic_cleanup)
@@ -191,9 +190,9 @@ class GroupCoordinator:
             group.transition_to(GroupState.DEAD, self.state.clock_now())
             for member in list(group.members.values()):
                 group.complete_join(
-                    member, JoinGroupResponse(Error.NOT_COORDINATOR, member_id=member.member_id)
+                    member, JoinGroupResponse(Errors.NotCoordinatorError, member_id=member.member_id)
                 )
-                group.complete_sync(member, SyncGroupResponse(Error.NOT_COORDINATOR))
+                group.complete_sync(member, SyncGroupResponse(Errors.NotCoordinatorError))
         self.state.timers = Timers()
 
     def on_topics_deleted(self, topics: Iterable[str]) -> int:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import kafka.errors as Errors
+
 from .classic import EMPTY_ASSIGNMENT, ClassicGroup, ClassicMember, GroupState
 from .errors import Error, GroupError
 from .messages import (
@@ -79,14 +81,14 @@ class Membership:
         config = self.s.config
         # GroupCoordinatorService.joinGroup
         if not request.group_id:
-            future.complete(JoinGroupResponse(Error.INVALID_GROUP_ID, member_id=request.member_id))
+            future.complete(JoinGroupResponse(Errors.InvalidGroupIdError, member_id=request.member_id))
             return future
         if (
             not config.group_min_session_timeout_ms
             <= request.session_timeout_ms
             <= config.group_max_session_timeout_ms
         ):
-            future.complete(JoinGroupResponse(Error.INVALID_SESSION_TIMEOUT, member_id=request.member_id))
+            future.complete(JoinGroupResponse(Errors.InvalidSessionTimeoutError, member_id=request.member_id))
             return future
         # GroupMetadataManager.classicGroupJoin
         group = self.s.groups.get(request.group_id)
@@ -96,7 +98,7 @@ class Membership:
                 # Kafka would let this member join the KIP-848 group through the classic protocol
                 # (classicGroupJoinToConsumerGroup); the sandbox does not run KIP-848 groups.
                 future.complete(
-                    JoinGroupResponse(Error.INCONSISTENT_GROUP_PROTOCOL, member_id=UNKNOWN_MEMBER_ID)
+                    JoinGroupResponse(Errors.InconsistentGroupProtocolError, member_id=UNKNOWN_MEMBER_ID)
                 )
                 return future
             prelude = consumer_group_tombstones(group)  # maybeDeleteEmptyConsumerGroup
@@ -116,13 +118,13 @@ class Membership:
         is_new_group = group_id not in self.s.groups
         existing = self.s.groups.get(group_id)
         if existing is None and not is_unknown_member:
-            future.complete(JoinGroupResponse(Error.UNKNOWN_MEMBER_ID, member_id=member_id))
+            future.complete(JoinGroupResponse(Errors.UnknownMemberIdError, member_id=member_id))
             return
         group = self.s.get_or_create_classic_group(group_id)
 
         if not self._accept_joining_member(group, member_id):
             group.remove(member_id)
-            future.complete(JoinGroupResponse(Error.GROUP_MAX_SIZE_REACHED, member_id=UNKNOWN_MEMBER_ID))
+            future.complete(JoinGroupResponse(Errors.GroupMaxSizeReachedError, member_id=UNKNOWN_MEMBER_ID))
             result = _empty()
         elif is_unknown_member:
             result = self._join_new_member(ctx, request, group, future)
@@ -142,9 +144,13 @@ class Membership:
         future: Pending[JoinGroupResponse],
     ) -> Result:
         if group.is_in(S.DEAD):
-            future.complete(JoinGroupResponse(Error.COORDINATOR_NOT_AVAILABLE, member_id=UNKNOWN_MEMBER_ID))
+            future.complete(
+                JoinGroupResponse(Errors.CoordinatorNotAvailableError, member_id=UNKNOWN_MEMBER_ID)
+            )
         elif not group.supports_protocols(request.protocol_type, (p.name for p in request.protocols)):
-            future.complete(JoinGroupResponse(Error.INCONSISTENT_GROUP_PROTOCOL, member_id=UNKNOWN_MEMBER_ID))
+            future.complete(
+                JoinGroupResponse(Errors.InconsistentGroupProtocolError, member_id=UNKNOWN_MEMBER_ID)
+            )
         else:
             new_member_id = group.generate_member_id(ctx.client_id, request.group_instance_id)
             if request.group_instance_id is not None:
@@ -165,7 +171,7 @@ class Membership:
                     gid,
                     lambda: self._expire_heartbeat(gid, new_member_id),
                 )
-                future.complete(JoinGroupResponse(Error.MEMBER_ID_REQUIRED, member_id=new_member_id))
+                future.complete(JoinGroupResponse(Errors.MemberIdRequiredError, member_id=new_member_id))
             else:
                 return self._add_member_then_rebalance_or_complete_join(
                     ctx, request, group, new_member_id, future
@@ -181,15 +187,15 @@ class Membership:
     ) -> Result:
         member_id = request.member_id
         if group.is_in(S.DEAD):
-            future.complete(JoinGroupResponse(Error.COORDINATOR_NOT_AVAILABLE, member_id=member_id))
+            future.complete(JoinGroupResponse(Errors.CoordinatorNotAvailableError, member_id=member_id))
             return _empty()
         if not group.supports_protocols(request.protocol_type, (p.name for p in request.protocols)):
-            future.complete(JoinGroupResponse(Error.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
+            future.complete(JoinGroupResponse(Errors.InconsistentGroupProtocolError, member_id=member_id))
             return _empty()
         if member_id in group.pending_join_members:
             if request.group_instance_id is not None:
                 # Kafka throws IllegalStateException here (a pending member is never static).
-                future.complete(JoinGroupResponse(Error.UNKNOWN_MEMBER_ID, member_id=member_id))
+                future.complete(JoinGroupResponse(Errors.UnknownMemberIdError, member_id=member_id))
                 return _empty()
             return self._add_member_then_rebalance_or_complete_join(ctx, request, group, member_id, future)
         try:
@@ -215,7 +221,7 @@ class Membership:
             future.complete(self._join_response(group, member_id, with_members=False))
             return _empty()
         # Empty: let the member reset its generation and rejoin.
-        future.complete(JoinGroupResponse(Error.UNKNOWN_MEMBER_ID, member_id=member_id))
+        future.complete(JoinGroupResponse(Errors.UnknownMemberIdError, member_id=member_id))
         return _empty()
 
     def _join_response(
@@ -228,7 +234,7 @@ class Membership:
         leader: str | None = None,
     ) -> JoinGroupResponse:
         return JoinGroupResponse(
-            Error.NONE,
+            Errors.NoError,
             member_id=member_id,
             generation_id=group.generation_id,
             protocol_type=group.protocol_type,
@@ -365,7 +371,7 @@ class Membership:
 
     def _prepare_rebalance(self, group: ClassicGroup) -> Result:
         if group.is_in(S.COMPLETING_REBALANCE):
-            self._reset_and_propagate_assignment_with_error(group, Error.REBALANCE_IN_PROGRESS)
+            self._reset_and_propagate_assignment_with_error(group, Errors.RebalanceInProgressError)
         self._remove_sync_expiration(group)
         initial = group.is_in(S.EMPTY)
         if initial:
@@ -480,7 +486,9 @@ class Membership:
         return self._remove_member_and_update_group(group, member)
 
     def _remove_member_and_update_group(self, group: ClassicGroup, member: ClassicMember) -> Result:
-        group.complete_join(member, JoinGroupResponse(Error.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID))
+        group.complete_join(
+            member, JoinGroupResponse(Errors.UnknownMemberIdError, member_id=UNKNOWN_MEMBER_ID)
+        )
         group.remove(member.member_id)
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
             return self._maybe_prepare_rebalance_or_complete_join(group)
@@ -511,10 +519,10 @@ class Membership:
     def _set_and_propagate_assignment(self, group: ClassicGroup, assignment: dict[str, bytes]) -> None:
         for member in group.members.values():
             member.assignment = assignment.get(member.member_id, EMPTY_ASSIGNMENT)
-        self._propagate_assignment(group, Error.NONE)
+        self._propagate_assignment(group, Errors.NoError)
 
     def _propagate_assignment(self, group: ClassicGroup, error: Error) -> None:
-        ok = error is Error.NONE
+        ok = error is Errors.NoError
         for member in list(group.members.values()):
             response = SyncGroupResponse(
                 error,
@@ -531,16 +539,16 @@ class Membership:
         future: Pending[SyncGroupResponse] = Pending()
         if ctx.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
             future.complete(
-                SyncGroupResponse(Error.INCONSISTENT_GROUP_PROTOCOL)
+                SyncGroupResponse(Errors.InconsistentGroupProtocolError)
             )  # KafkaApis.handleSyncGroupRequest
             return future
         if not request.group_id:
-            future.complete(SyncGroupResponse(Error.INVALID_GROUP_ID))
+            future.complete(SyncGroupResponse(Errors.InvalidGroupIdError))
             return future
         group = self.s.groups.get(request.group_id)
         if group is None or group.is_empty or not isinstance(group, ClassicGroup):
             # A KIP-848 group only syncs its classic-protocol members, which the sandbox never has.
-            future.complete(SyncGroupResponse(Error.UNKNOWN_MEMBER_ID))
+            future.complete(SyncGroupResponse(Errors.UnknownMemberIdError))
             return future
         self.apply(group.group_id, self._sync_classic(group, request, future))
         return future
@@ -553,7 +561,7 @@ class Membership:
         if error is not None:
             future.complete(SyncGroupResponse(error))
         elif group.is_in(S.PREPARING_REBALANCE):
-            future.complete(SyncGroupResponse(Error.REBALANCE_IN_PROGRESS))
+            future.complete(SyncGroupResponse(Errors.RebalanceInProgressError))
         elif group.is_in(S.COMPLETING_REBALANCE):
             group.members[member_id].awaiting_sync = future
             self._remove_pending_sync_member(group, member_id)
@@ -573,24 +581,24 @@ class Membership:
             self._remove_pending_sync_member(group, member_id)
             member = group.members[member_id]
             future.complete(
-                SyncGroupResponse(Error.NONE, group.protocol_type, group.protocol_name, member.assignment)
+                SyncGroupResponse(Errors.NoError, group.protocol_type, group.protocol_name, member.assignment)
             )
         return _empty()
 
     @staticmethod
     def _validate_sync(group: ClassicGroup, request: SyncGroupRequest) -> Error | None:
         if group.is_in(S.DEAD):
-            return Error.COORDINATOR_NOT_AVAILABLE
+            return Errors.CoordinatorNotAvailableError
         try:
             group.validate_member(request.member_id, request.group_instance_id)
         except GroupError as exc:
             return exc.error
         if request.generation_id != group.generation_id:
-            return Error.ILLEGAL_GENERATION
+            return Errors.IllegalGenerationError
         if _inconsistent(request.protocol_type, group.protocol_type) or _inconsistent(
             request.protocol_name, group.protocol_name
         ):
-            return Error.INCONSISTENT_GROUP_PROTOCOL
+            return Errors.InconsistentGroupProtocolError
         return None
 
     def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
@@ -602,41 +610,41 @@ class Membership:
 
     def heartbeat(self, ctx: RequestContext, request: HeartbeatRequest) -> Error:
         if not request.group_id:
-            return Error.INVALID_GROUP_ID
+            return Errors.InvalidGroupIdError
         group = self.s.groups.get(request.group_id)
         if not isinstance(group, ClassicGroup):
-            return Error.UNKNOWN_MEMBER_ID  # unknown group (or a KIP-848 group: see sync)
+            return Errors.UnknownMemberIdError  # unknown group (or a KIP-848 group: see sync)
         if group.is_in(S.DEAD):
-            return Error.COORDINATOR_NOT_AVAILABLE
+            return Errors.CoordinatorNotAvailableError
         try:
             group.validate_member(request.member_id, request.group_instance_id)
         except GroupError as exc:
             return exc.error
         if request.generation_id != group.generation_id:
-            return Error.ILLEGAL_GENERATION
+            return Errors.IllegalGenerationError
         if group.is_in(S.EMPTY):
-            return Error.UNKNOWN_MEMBER_ID
+            return Errors.UnknownMemberIdError
         self.reschedule_heartbeat(group, group.members[request.member_id])
         if group.is_in(S.PREPARING_REBALANCE):
-            return Error.REBALANCE_IN_PROGRESS
-        return Error.NONE
+            return Errors.RebalanceInProgressError
+        return Errors.NoError
 
     # ---- LeaveGroup ----
 
     def leave(self, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
         if not request.group_id:
-            return LeaveGroupResponse(Error.INVALID_GROUP_ID)
+            return LeaveGroupResponse(Errors.InvalidGroupIdError)
         group = self.s.groups.get(request.group_id)
         if not isinstance(group, ClassicGroup):
             # GroupCoordinatorService maps the UnknownMemberIdException to every member.
             return LeaveGroupResponse(
                 members=tuple(
-                    MemberResponse(m.member_id, m.group_instance_id, Error.UNKNOWN_MEMBER_ID)
+                    MemberResponse(m.member_id, m.group_instance_id, Errors.UnknownMemberIdError)
                     for m in request.members
                 )
             )
         if group.is_in(S.DEAD):
-            return LeaveGroupResponse(Error.COORDINATOR_NOT_AVAILABLE)
+            return LeaveGroupResponse(Errors.CoordinatorNotAvailableError)
         responses: list[MemberResponse] = []
         for identity in request.members:
             if identity.member_id == UNKNOWN_MEMBER_ID:
@@ -647,7 +655,9 @@ class Membership:
                     self._remove_current_member(group, static_id)
                     responses.append(MemberResponse(identity.member_id, instance))
                 else:
-                    responses.append(MemberResponse(identity.member_id, instance, Error.UNKNOWN_MEMBER_ID))
+                    responses.append(
+                        MemberResponse(identity.member_id, instance, Errors.UnknownMemberIdError)
+                    )
             elif identity.member_id in group.pending_join_members:
                 group.remove(identity.member_id)
                 self.s.timers.cancel(heartbeat_key(group.group_id, identity.member_id))
@@ -664,7 +674,7 @@ class Membership:
                 responses.append(MemberResponse(identity.member_id, identity.group_instance_id))
 
         result = _empty()
-        if any(r.error is Error.NONE for r in responses):
+        if any(r.error is Errors.NoError for r in responses):
             if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
                 result = self._maybe_prepare_rebalance_or_complete_join(group)
             elif group.is_in(S.PREPARING_REBALANCE):
@@ -675,7 +685,9 @@ class Membership:
     def _remove_current_member(self, group: ClassicGroup, member_id: str) -> None:
         member = group.members[member_id]
         self.s.timers.cancel(heartbeat_key(group.group_id, member_id))
-        group.complete_join(member, JoinGroupResponse(Error.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID))
+        group.complete_join(
+            member, JoinGroupResponse(Errors.UnknownMemberIdError, member_id=UNKNOWN_MEMBER_ID)
+        )
         group.remove(member_id)
 
     # ---- loading (GroupMetadataManager.onLoaded) ----

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import kafka.errors as Errors
+
 from .errors import Error
 
 UNKNOWN_MEMBER_ID = ""
@@ -107,12 +109,12 @@ class LeaveGroupRequest:
 class MemberResponse:
     member_id: str
     group_instance_id: str | None
-    error: Error = Error.NONE
+    error: Error = Errors.NoError
 
 
 @dataclass(frozen=True)
 class LeaveGroupResponse:
-    error: Error = Error.NONE
+    error: Error = Errors.NoError
     members: tuple[MemberResponse, ...] = ()
 
 
@@ -140,7 +142,7 @@ class OffsetCommitRequest:
 @dataclass(frozen=True)
 class PartitionResult:
     partition: int
-    error: Error = Error.NONE
+    error: Error = Errors.NoError
 
 
 @dataclass(frozen=True)
@@ -165,14 +167,14 @@ class FetchedPartition:
     offset: int = -1
     leader_epoch: int = -1
     metadata: str | None = ""
-    error: Error = Error.NONE
+    error: Error = Errors.NoError
 
 
 @dataclass(frozen=True)
 class OffsetFetchGroupResponse:
     group_id: str
     topics: tuple[tuple[str, tuple[FetchedPartition, ...]], ...] = ()
-    error: Error = Error.NONE
+    error: Error = Errors.NoError
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,7 @@ class OffsetDeleteRequest:
 
 @dataclass(frozen=True)
 class OffsetDeleteResponse:
-    error: Error = Error.NONE
+    error: Error = Errors.NoError
     topics: tuple[TopicResult, ...] = ()
 
 
@@ -215,14 +217,14 @@ class DescribedGroup:
     protocol_type: str = ""
     protocol_data: str = ""
     members: tuple[DescribedMember, ...] = ()
-    error: Error = Error.NONE
+    error: Error = Errors.NoError
     error_message: str | None = None
 
 
 @dataclass(frozen=True)
 class DeletedGroup:
     group_id: str
-    error: Error = Error.NONE
+    error: Error = Errors.NoError
 
 
 @dataclass

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import Error, GroupError
+import kafka.errors as Errors
+
+from .errors import GroupError
 
 # MemberState.java
 MEMBER_STATE_STABLE = 0
@@ -74,11 +76,11 @@ class ConsumerGroup:
         member = self.members.get(member_id)
         if member is None:
             raise GroupError(
-                Error.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {self.group_id}."
+                Errors.UnknownMemberIdError, f"Member {member_id} is not a member of group {self.group_id}."
             )
         if not member.uses_classic_protocol and api_version < 9:
             raise GroupError(
-                Error.UNSUPPORTED_VERSION,
+                Errors.UnsupportedVersionError,
                 "OffsetCommit version 9 or above must be used by members using the modern group protocol",
             )
         self._validate_member_epoch(member_epoch, member)
@@ -89,16 +91,18 @@ class ConsumerGroup:
         member = self.members.get(member_id or "")
         if member is None:
             raise GroupError(
-                Error.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {self.group_id}."
+                Errors.UnknownMemberIdError, f"Member {member_id} is not a member of group {self.group_id}."
             )
         self._validate_member_epoch(member_epoch, member)
 
     def _validate_member_epoch(self, received: int, member: ConsumerMember) -> None:
         if received != member.member_epoch:
             raise GroupError(
-                Error.ILLEGAL_GENERATION if member.uses_classic_protocol else Error.STALE_MEMBER_EPOCH
+                Errors.IllegalGenerationError
+                if member.uses_classic_protocol
+                else Errors.StaleMemberEpochError
             )
 
     def validate_delete_group(self) -> None:
         if self.state != "Empty":
-            raise GroupError(Error.NON_EMPTY_GROUP)
+            raise GroupError(Errors.NonEmptyGroupError)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
+import kafka.errors as Errors
+
 from .classic import ClassicGroup, GroupState
 from .errors import Error, GroupError
 from .expiration import expiration_base, is_offset_expired
@@ -86,7 +88,7 @@ class OffsetManager:
             count = self.topics.partition_count(name)
             for partition in partitions:
                 if count is None or not 0 <= partition < count:
-                    builder.add(name, partition, Error.UNKNOWN_TOPIC_OR_PARTITION)
+                    builder.add(name, partition, Errors.UnknownTopicOrPartitionError)
                 else:
                     known.setdefault(name, []).append(partition)
         return known
@@ -125,7 +127,7 @@ class OffsetManager:
             partition_results = []
             for p in parts:
                 if p.metadata is not None and java_string_length(p.metadata) > max_metadata:
-                    partition_results.append(PartitionResult(p.partition, Error.OFFSET_METADATA_TOO_LARGE))
+                    partition_results.append(PartitionResult(p.partition, Errors.OffsetMetadataTooLargeError))
                     continue
                 partition_results.append(PartitionResult(p.partition))
                 value = OffsetAndMetadata(p.offset, p.leader_epoch, p.metadata or "", now, expire)
@@ -146,8 +148,8 @@ class OffsetManager:
                 # only (no GroupMetadata record), Empty and without a protocol type.
                 return self.s.get_or_create_classic_group(request.group_id)
             if ctx.api_version >= 9:
-                raise GroupError(Error.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
-            raise GroupError(Error.ILLEGAL_GENERATION)
+                raise GroupError(Errors.GroupIdNotFoundError, f"Group {request.group_id} not found.")
+            raise GroupError(Errors.IllegalGenerationError)
         if isinstance(group, ClassicGroup):
             group.validate_offset_commit(request.member_id, request.group_instance_id, request.generation_id)
         else:
@@ -193,13 +195,13 @@ class OffsetManager:
 
     def delete(self, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
         if not request.group_id:
-            return OffsetDeleteResponse(Error.INVALID_GROUP_ID)
+            return OffsetDeleteResponse(Errors.InvalidGroupIdError)
         builder = _ResponseBuilder()
         known = self._split_known(request.topics, builder)
         group = self.s.groups.get(request.group_id)
         try:
             if group is None:
-                raise GroupError(Error.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
+                raise GroupError(Errors.GroupIdNotFoundError, f"Group {request.group_id} not found.")
             if isinstance(group, ClassicGroup):
                 group.validate_offset_delete()
         except GroupError as exc:
@@ -211,7 +213,8 @@ class OffsetManager:
             if group.is_subscribed_to_topic(topic):
                 results.append(
                     TopicResult(
-                        topic, tuple(PartitionResult(p, Error.GROUP_SUBSCRIBED_TO_TOPIC) for p in partitions)
+                        topic,
+                        tuple(PartitionResult(p, Errors.GroupSubscribedToTopicError) for p in partitions),
                     )
                 )
                 continue

@@ -46,18 +46,7 @@ class OffsetStore:
         """The group's offsets by topic and partition (a live view; copy before mutating the store)."""
         return self._by_group.get(group_id, {})
 
-    def has_group(self, group_id: str) -> bool:
-        return group_id in self._by_group
-
     def entries(self, group_id: str) -> Iterator[tuple[str, int, OffsetAndMetadata]]:
         for topic, partitions in list(self.group(group_id).items()):
             for partition, value in list(partitions.items()):
                 yield topic, partition, value
-
-    def all_entries(self) -> Iterator[tuple[str, str, int, OffsetAndMetadata]]:
-        for group_id in list(self._by_group):
-            for topic, partition, value in self.entries(group_id):
-                yield group_id, topic, partition, value
-
-    def count(self) -> int:
-        return sum(len(p) for topics in self._by_group.values() for p in topics.values())

@@ -18,8 +18,9 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..context import OFFSETS_TOPIC
 from .coordinator import GroupCoordinator
 from .loader import LoadReport
 from .messages import CleanupReport
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OFFSETS_TOPIC = "__consumer_offsets"
 TICK_SECONDS = 0.1
 
 
@@ -135,11 +135,6 @@ class SandboxCoordinator:
 
     def forget(self, group_id: str, member_id: str) -> None:
         self._heard.pop((group_id, member_id), None)
-
-    def describe(self) -> dict[str, Any]:
-        """A summary for logs and debugging."""
-        state = self.core.state
-        return {"groups": len(state.groups), "offsets": state.offsets.count(), "timers": len(state.timers)}
 
 
 def create_coordinator(ctx: BrokerContext) -> SandboxCoordinator:

@@ -35,13 +35,6 @@ class Timers:
     def cancel(self, key: str) -> None:
         self._entries.pop(key, None)
 
-    def is_scheduled(self, key: str) -> bool:
-        return key in self._entries
-
-    def deadline(self, key: str) -> int | None:
-        entry = self._entries.get(key)
-        return None if entry is None else entry[0]
-
     def next_deadline(self) -> int | None:
         """The earliest pending deadline, or None when no timer is scheduled."""
         while self._heap:

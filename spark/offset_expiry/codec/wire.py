@@ -95,6 +95,9 @@ class Reader:
     def boolean(self, what: str) -> bool:
         return self.buf[self._take(1, what)] != 0
 
+    # The project's only hand-written varint (the codec is a leaf: it imports no Kafka client). The rest
+    # uses kafka-python's; its unsigned varint (UnsignedVarInt32) reads a file object, without the bounds
+    # (`end`) and byte positions these errors report.
     def uvarint(self, what: str) -> int:
         start = self.pos
         result = 0
@@ -223,7 +226,7 @@ class Writer:
     def boolean(self, v: bool) -> None:
         self.out.append(1 if v else 0)
 
-    def uvarint(self, v: int) -> None:
+    def uvarint(self, v: int) -> None:  # see Reader.uvarint for why the codec writes its own
         if v < 0:
             raise ValueError(f"unsigned varint cannot hold {v}")
         while v >= 0x80:

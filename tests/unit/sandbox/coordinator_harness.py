@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import kafka.errors as Errors
+
 from kafka_sandbox.coordinator import CoordinatorConfig, Error, GroupCoordinator
 from kafka_sandbox.coordinator.messages import (
     CommitPartition,
@@ -140,7 +142,7 @@ class Harness:
     def join_new_member(self, group: str, **kwargs: Any) -> Pending[JoinGroupResponse]:
         """The v4+ two-step join: MEMBER_ID_REQUIRED, then the join with the given id."""
         first = self.join(group, **kwargs)
-        assert first.result().error is Error.MEMBER_ID_REQUIRED
+        assert first.result().error is Errors.MemberIdRequiredError
         return self.join(group, first.result().member_id, **kwargs)
 
     def sync(
@@ -175,11 +177,11 @@ class Harness:
         joined = self.join_new_member(group, topics=topics or ("orders",))
         self.coord.tick()  # the initial rebalance completes on its (zero-delay) timer
         response = joined.result()
-        assert response.error is Error.NONE, response
+        assert response.error is Errors.NoError, response
         synced = self.sync(
             group, response.member_id, response.generation_id, {response.member_id: assignment()}
         )
-        assert synced.result().error is Error.NONE
+        assert synced.result().error is Errors.NoError
         return response.member_id, response.generation_id
 
     def commit(

@@ -4,9 +4,9 @@ Kafka 4.x writes (cleanupExpiredOffsets + cleanupGroupMetadata)."""
 
 from __future__ import annotations
 
+import kafka.errors as Errors
 from coordinator_harness import DAY, RETENTION, T0, Harness, kip848_group_records
 
-from kafka_sandbox.coordinator import Error
 from kafka_sandbox.coordinator.classic import GroupState
 from kafka_sandbox.coordinator.messages import OffsetDeleteRequest, Protocol
 from offset_expiry.codec import offset_commit
@@ -50,8 +50,8 @@ def test_admin_recommit_does_not_postpone_an_empty_classic_group() -> None:
     became_empty = empty_consumer_group(h, "g1", {("orders", 0): 1})
     h.clock.advance(days=6)
     assert h.commit("g1", {("orders", 0): 1, ("audit", 0): 3}) == {
-        ("orders", 0): Error.NONE,
-        ("audit", 0): Error.NONE,
+        ("orders", 0): Errors.NoError,
+        ("audit", 0): Errors.NoError,
     }
     h.clock.advance(ms=became_empty + RETENTION - h.clock.now_ms())
     report = h.coord.expire_offsets()
@@ -143,7 +143,7 @@ def test_kip848_group_expires_by_commit_time_outside_names_and_resolved_regexes(
         )
     )
     # Admin commits are refused while members exist, so the offsets are seeded as records too.
-    assert h.commit("modern", {("orders", 0): 1}) == {("orders", 0): Error.UNKNOWN_MEMBER_ID}
+    assert h.commit("modern", {("orders", 0): 1}) == {("orders", 0): Errors.UnknownMemberIdError}
     h.coord.load(
         [
             (*offset_commit("modern", topic, 0, offset=1, commit_timestamp=T0), T0)
@@ -155,22 +155,22 @@ def test_kip848_group_expires_by_commit_time_outside_names_and_resolved_regexes(
     assert report.expired_offsets == [("modern", "audit", 0)]
     assert report.deleted_groups == []
     error = h.coord.delete_offsets(OffsetDeleteRequest("modern", (("payments", (0,)), ("audit", (0,)))))
-    assert error.error is Error.NONE
+    assert error.error is Errors.NoError
     assert [(t.name, t.partitions[0].error) for t in error.topics] == [
-        ("payments", Error.GROUP_SUBSCRIBED_TO_TOPIC),
-        ("audit", Error.NONE),
+        ("payments", Errors.GroupSubscribedToTopicError),
+        ("audit", Errors.NoError),
     ]
     [listed] = h.coord.list_groups()
     assert (listed.group_type, listed.protocol_type, listed.state) == ("consumer", "consumer", "Stable")
     [described] = h.coord.describe_groups(["modern"], api_version=6)
-    assert (described.state, described.error) == ("Dead", Error.GROUP_ID_NOT_FOUND)
-    assert [r.error for r in h.coord.delete_groups(["modern"])] == [Error.NON_EMPTY_GROUP]
+    assert (described.state, described.error) == ("Dead", Errors.GroupIdNotFoundError)
+    assert [r.error for r in h.coord.delete_groups(["modern"])] == [Errors.NonEmptyGroupError]
 
 
 def test_empty_kip848_group_accepts_admin_commits_and_is_deleted_with_its_tombstones() -> None:
     h = Harness()
     h.coord.load(kip848_group_records("modern", {}, {}, epoch=3))
-    assert h.commit("modern", {("orders", 0): 1}) == {("orders", 0): Error.NONE}
+    assert h.commit("modern", {("orders", 0): 1}) == {("orders", 0): Errors.NoError}
     h.clock.advance(ms=RETENTION)
     mark = h.mark()
     report = h.coord.offsets.cleanup()

@@ -3,9 +3,9 @@ partition (GroupCoordinatorShard.replay, GroupMetadataManager.replay / onLoaded)
 
 from __future__ import annotations
 
+import kafka.errors as Errors
 from coordinator_harness import T0, Harness, assignment, subscription
 
-from kafka_sandbox.coordinator import Error
 from kafka_sandbox.coordinator.classic import GroupState
 from offset_expiry.codec import (
     group_metadata,
@@ -56,7 +56,7 @@ def test_a_loaded_group_with_members_is_stable_and_its_members_get_sessions() ->
     assert group.members["m1"].rebalance_timeout_ms == 45_000  # -1 means "use the session timeout"
     [described] = h.coord.describe_groups(["g1"])
     assert described.state == "Stable" and described.members[0].metadata == subscription("orders")
-    assert h.commit("g1", {("orders", 0): 1}) == {("orders", 0): Error.UNKNOWN_MEMBER_ID}
+    assert h.commit("g1", {("orders", 0): 1}) == {("orders", 0): Errors.UnknownMemberIdError}
     # GroupMetadataManager.onLoaded schedules each member's session: nobody heartbeats, so it ends.
     h.clock.advance(ms=45_000)
     h.coord.tick()

@@ -3,9 +3,9 @@ Kafka 4.x writes for each step (GroupMetadataManager's classic group paths)."""
 
 from __future__ import annotations
 
+import kafka.errors as Errors
 from coordinator_harness import T0, Harness, assignment, subscription
 
-from kafka_sandbox.coordinator import Error
 from kafka_sandbox.coordinator.classic import GroupState
 from kafka_sandbox.coordinator.messages import (
     HeartbeatRequest,
@@ -27,7 +27,7 @@ def test_first_join_asks_for_a_member_id_and_writes_the_empty_group_record() -> 
     h = Harness()
     first = h.join("g1")
     response = first.result()
-    assert response.error is Error.MEMBER_ID_REQUIRED
+    assert response.error is Errors.MemberIdRequiredError
     assert response.member_id.startswith("client-")
     # newEmptyGroupMetadataRecord: the group exists on the log before any generation.
     [record] = h.decoded()
@@ -52,18 +52,18 @@ def test_join_sync_heartbeat_leave_lifecycle_and_its_records() -> None:
     h.clock.advance(ms=5)
     h.coord.tick()
     response = joined.result()
-    assert response.error is Error.NONE
+    assert response.error is Errors.NoError
     assert response.generation_id == 1
     assert response.leader == response.member_id
     assert response.protocol_name == "range" and response.protocol_type == "consumer"
     assert [m.member_id for m in response.members] == [response.member_id]
     assert state_of(h, "g1") is GroupState.COMPLETING_REBALANCE
     mark = h.mark()
-    assert h.heartbeat("g1", response.member_id, 1) is Error.NONE
+    assert h.heartbeat("g1", response.member_id, 1) is Errors.NoError
 
     h.clock.advance(ms=5)
     synced = h.sync("g1", response.member_id, 1, {response.member_id: assignment(orders=[0, 1, 2])})
-    assert synced.result().error is Error.NONE
+    assert synced.result().error is Errors.NoError
     assert synced.result().assignment == assignment(orders=[0, 1, 2])
     assert state_of(h, "g1") is GroupState.STABLE
     [record] = h.decoded(mark)
@@ -79,7 +79,7 @@ def test_join_sync_heartbeat_leave_lifecycle_and_its_records() -> None:
 
     h.clock.advance(ms=5)
     leave = h.leave("g1", response.member_id)
-    assert leave.members[0].error is Error.NONE
+    assert leave.members[0].error is Errors.NoError
     assert state_of(h, "g1") is GroupState.EMPTY
     record = h.decoded()[-1]["value"]
     assert record["generation"] == 2 and record["members"] == [] and record["protocol"] is None
@@ -92,8 +92,8 @@ def test_a_second_member_triggers_a_rebalance_and_both_get_the_new_generation() 
     first_id, generation = h.stable_group("g1", "orders")
     second = h.join_new_member("g1", topics=("payments",), client_id="other")
     assert state_of(h, "g1") is GroupState.PREPARING_REBALANCE
-    assert h.heartbeat("g1", first_id, generation) is Error.REBALANCE_IN_PROGRESS
-    assert h.sync("g1", first_id, generation).result().error is Error.REBALANCE_IN_PROGRESS
+    assert h.heartbeat("g1", first_id, generation) is Errors.RebalanceInProgressError
+    assert h.sync("g1", first_id, generation).result().error is Errors.RebalanceInProgressError
     rejoin = h.join("g1", first_id, topics=("orders",))
     leader_view, follower_view = rejoin.result(), second.result()
     assert leader_view.generation_id == follower_view.generation_id == 2
@@ -126,7 +126,7 @@ def test_session_timeout_removes_a_silent_member_and_empties_the_group() -> None
     assert state_of(h, "g1") is GroupState.EMPTY
     group = h.coord.state.classic_group("g1")
     assert group is not None and group.current_state_timestamp == T0 + 10_000
-    assert h.heartbeat("g1", member_id, generation) is Error.UNKNOWN_MEMBER_ID
+    assert h.heartbeat("g1", member_id, generation) is Errors.UnknownMemberIdError
 
 
 def test_a_clock_jump_replays_timers_at_their_own_deadlines() -> None:
@@ -156,36 +156,36 @@ def test_a_live_client_keeps_its_session_through_a_clock_jump() -> None:
 
 def test_join_request_validation_errors() -> None:
     h = Harness()
-    assert h.join("").result().error is Error.INVALID_GROUP_ID
-    assert h.join("g1", session_ms=5_999).result().error is Error.INVALID_SESSION_TIMEOUT
-    assert h.join("g1", session_ms=1_800_001).result().error is Error.INVALID_SESSION_TIMEOUT
-    assert h.join("nope", "made-up-id").result().error is Error.UNKNOWN_MEMBER_ID
+    assert h.join("").result().error is Errors.InvalidGroupIdError
+    assert h.join("g1", session_ms=5_999).result().error is Errors.InvalidSessionTimeoutError
+    assert h.join("g1", session_ms=1_800_001).result().error is Errors.InvalidSessionTimeoutError
+    assert h.join("nope", "made-up-id").result().error is Errors.UnknownMemberIdError
     assert h.sink.records == []  # none of these creates a group
     h.stable_group("g1")
     other = h.join("g1", protocol_type="connect", protocols=(Protocol("x", b""),))
-    assert other.result().error is Error.INCONSISTENT_GROUP_PROTOCOL
+    assert other.result().error is Errors.InconsistentGroupProtocolError
     no_common = h.join("g1", protocols=(Protocol("roundrobin", subscription("orders")),))
-    assert no_common.result().error is Error.INCONSISTENT_GROUP_PROTOCOL
+    assert no_common.result().error is Errors.InconsistentGroupProtocolError
 
 
 def test_join_v3_adds_the_member_without_a_member_id_round_trip() -> None:
     h = Harness()
     joined = h.join("g1", version=3)
     h.coord.tick()
-    assert joined.result().error is Error.NONE
+    assert joined.result().error is Errors.NoError
     assert joined.result().generation_id == 1
 
 
 def test_heartbeat_and_sync_errors() -> None:
     h = Harness()
-    assert h.heartbeat("nope", "m", 1) is Error.UNKNOWN_MEMBER_ID
-    assert h.heartbeat("", "m", 1) is Error.INVALID_GROUP_ID
+    assert h.heartbeat("nope", "m", 1) is Errors.UnknownMemberIdError
+    assert h.heartbeat("", "m", 1) is Errors.InvalidGroupIdError
     member_id, generation = h.stable_group("g1")
-    assert h.heartbeat("g1", member_id, generation + 1) is Error.ILLEGAL_GENERATION
-    assert h.heartbeat("g1", "stranger", generation) is Error.UNKNOWN_MEMBER_ID
-    assert h.sync("g1", "stranger", generation).result().error is Error.UNKNOWN_MEMBER_ID
-    assert h.sync("g1", member_id, generation + 1).result().error is Error.ILLEGAL_GENERATION
-    assert h.sync("nope", member_id, 1).result().error is Error.UNKNOWN_MEMBER_ID
+    assert h.heartbeat("g1", member_id, generation + 1) is Errors.IllegalGenerationError
+    assert h.heartbeat("g1", "stranger", generation) is Errors.UnknownMemberIdError
+    assert h.sync("g1", "stranger", generation).result().error is Errors.UnknownMemberIdError
+    assert h.sync("g1", member_id, generation + 1).result().error is Errors.IllegalGenerationError
+    assert h.sync("nope", member_id, 1).result().error is Errors.UnknownMemberIdError
 
 
 def test_leave_group_batch_answers_per_member() -> None:
@@ -193,11 +193,11 @@ def test_leave_group_batch_answers_per_member() -> None:
     member_id, _ = h.stable_group("g1")
     response = h.leave("g1", "stranger", member_id)
     assert [(m.member_id, m.error) for m in response.members] == [
-        ("stranger", Error.UNKNOWN_MEMBER_ID),
-        (member_id, Error.NONE),
+        ("stranger", Errors.UnknownMemberIdError),
+        (member_id, Errors.NoError),
     ]
     unknown = h.leave("nope", "m")
-    assert unknown.error is Error.NONE and unknown.members[0].error is Error.UNKNOWN_MEMBER_ID
+    assert unknown.error is Errors.NoError and unknown.members[0].error is Errors.UnknownMemberIdError
 
 
 def test_static_member_rejoining_while_stable_is_replaced_without_a_rebalance() -> None:
@@ -205,12 +205,12 @@ def test_static_member_rejoining_while_stable_is_replaced_without_a_rebalance() 
     joined = h.join("g1", instance_id="pod-0", version=5)  # static members skip MEMBER_ID_REQUIRED
     h.coord.tick()
     old = joined.result()
-    assert old.error is Error.NONE and old.member_id.startswith("pod-0-")
+    assert old.error is Errors.NoError and old.member_id.startswith("pod-0-")
     h.sync("g1", old.member_id, old.generation_id, {old.member_id: assignment(orders=[0])})
     mark = h.mark()
     again = h.join("g1", instance_id="pod-0", version=5)
     new = again.result()
-    assert new.error is Error.NONE and new.member_id != old.member_id
+    assert new.error is Errors.NoError and new.member_id != old.member_id
     assert new.generation_id == old.generation_id  # no rebalance
     assert state_of(h, "g1") is GroupState.STABLE
     [record] = h.decoded(mark)
@@ -220,7 +220,7 @@ def test_static_member_rejoining_while_stable_is_replaced_without_a_rebalance() 
     fenced = h.coord.heartbeat(
         RequestContext(4), HeartbeatRequest("g1", old.generation_id, old.member_id, "pod-0")
     )
-    assert fenced is Error.FENCED_INSTANCE_ID
+    assert fenced is Errors.FencedInstanceIdError
 
 
 def test_leave_by_instance_id_removes_a_static_member() -> None:
@@ -228,8 +228,8 @@ def test_leave_by_instance_id_removes_a_static_member() -> None:
     joined = h.join("g1", instance_id="pod-0", version=5)
     h.coord.tick()
     response = h.coord.leave_group(RequestContext(5), LeaveGroupRequest("g1", (MemberIdentity("", "pod-0"),)))
-    assert response.members[0].error is Error.NONE
-    assert joined.result().error is Error.NONE
+    assert response.members[0].error is Errors.NoError
+    assert joined.result().error is Errors.NoError
     group = h.coord.state.classic_group("g1")
     assert group is not None and not group.members
 
@@ -239,6 +239,6 @@ def test_unloading_answers_waiting_requests_with_not_coordinator() -> None:
     h.stable_group("g1")
     waiting = h.join_new_member("g1", client_id="other")  # waits for the first member to rejoin
     h.coord.unload()
-    assert waiting.result().error is Error.NOT_COORDINATOR
+    assert waiting.result().error is Errors.NotCoordinatorError
     assert state_of(h, "g1") is GroupState.DEAD
     assert len(h.coord.state.timers) == 0

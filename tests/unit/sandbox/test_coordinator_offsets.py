@@ -4,6 +4,7 @@ KafkaApis' unknown-topic checks)."""
 
 from __future__ import annotations
 
+import kafka.errors as Errors
 from coordinator_harness import T0, Harness
 
 from kafka_sandbox.coordinator import Error
@@ -13,8 +14,6 @@ from kafka_sandbox.coordinator.messages import (
     OffsetFetchGroupRequest,
     Protocol,
 )
-
-E = Error
 
 
 def delete(h: Harness, group: str, **topics: list[int]) -> tuple[Error, dict[tuple[str, int], Error]]:
@@ -27,7 +26,7 @@ def delete(h: Harness, group: str, **topics: list[int]) -> tuple[Error, dict[tup
 def fetch(h: Harness, group: str, topics: dict[str, list[int]] | None = None) -> dict[tuple[str, int], int]:
     request_topics = None if topics is None else tuple((t, tuple(p)) for t, p in topics.items())
     response = h.coord.fetch_offsets(OffsetFetchGroupRequest(group, request_topics))
-    assert response.error is Error.NONE
+    assert response.error is Errors.NoError
     return {(t, p.partition): p.offset for t, parts in response.topics for p in parts}
 
 
@@ -39,7 +38,7 @@ def test_member_commit_writes_offset_records_v3() -> None:
     member_id, generation = h.stable_group("g1")
     mark = h.mark()
     assert h.commit("g1", {("orders", 0): 42}, generation=generation, member_id=member_id) == {
-        ("orders", 0): E.NONE
+        ("orders", 0): Errors.NoError
     }
     [record] = h.decoded(mark)
     assert record["type"] == "OffsetCommit" and record["keyVersion"] == 1
@@ -52,10 +51,10 @@ def test_member_commit_validation() -> None:
     member_id, generation = h.stable_group("g1")
     one = {("orders", 0): 1}
     assert h.commit("g1", one, generation=generation + 1, member_id=member_id) == {
-        ("orders", 0): E.ILLEGAL_GENERATION
+        ("orders", 0): Errors.IllegalGenerationError
     }
     assert h.commit("g1", one, generation=generation, member_id="stranger") == {
-        ("orders", 0): E.UNKNOWN_MEMBER_ID
+        ("orders", 0): Errors.UnknownMemberIdError
     }
     # A new member makes the group rebalance; after the join completes the old member's commit is
     # for an old generation, and during CompletingRebalance a current member gets REBALANCE_IN_PROGRESS.
@@ -63,7 +62,7 @@ def test_member_commit_validation() -> None:
     rejoin = h.join("g1", member_id)
     assert second.result().generation_id == rejoin.result().generation_id == generation + 1
     assert h.commit("g1", one, generation=generation + 1, member_id=member_id) == {
-        ("orders", 0): E.REBALANCE_IN_PROGRESS
+        ("orders", 0): Errors.RebalanceInProgressError
     }
 
 
@@ -72,13 +71,13 @@ def test_admin_commit_is_refused_while_the_group_has_members() -> None:
     h.stable_group("g1")
     mark = h.mark()
     result = h.commit("g1", {("orders", 0): 5, ("orders", 1): 6})
-    assert result == {("orders", 0): E.UNKNOWN_MEMBER_ID, ("orders", 1): E.UNKNOWN_MEMBER_ID}
+    assert result == {("orders", 0): Errors.UnknownMemberIdError, ("orders", 1): Errors.UnknownMemberIdError}
     assert h.mark() == mark
 
 
 def test_admin_commit_to_an_unknown_group_creates_a_simple_group_without_group_record() -> None:
     h = Harness()
-    assert h.commit("standalone", {("orders", 0): 7}) == {("orders", 0): E.NONE}
+    assert h.commit("standalone", {("orders", 0): 7}) == {("orders", 0): Errors.NoError}
     assert [r["type"] for r in h.decoded()] == ["OffsetCommit"]
     [listed] = h.coord.list_groups()
     assert (listed.group_id, listed.protocol_type, listed.state, listed.group_type) == (
@@ -101,7 +100,7 @@ def test_admin_commit_to_an_empty_classic_group_keeps_its_state_timestamp() -> N
     before = group.current_state_timestamp
     h.clock.advance(days=1)
     mark = h.mark()
-    assert h.commit("g1", {("orders", 0): 9}) == {("orders", 0): E.NONE}
+    assert h.commit("g1", {("orders", 0): 9}) == {("orders", 0): Errors.NoError}
     assert [r["type"] for r in h.decoded(mark)] == ["OffsetCommit"]
     assert group.current_state_timestamp == before
 
@@ -109,10 +108,10 @@ def test_admin_commit_to_an_empty_classic_group_keeps_its_state_timestamp() -> N
 def test_commit_with_a_generation_to_an_unknown_group() -> None:
     h = Harness()
     assert h.commit("nope", {("orders", 0): 1}, generation=3, member_id="m") == {
-        ("orders", 0): E.GROUP_ID_NOT_FOUND
+        ("orders", 0): Errors.GroupIdNotFoundError
     }
     assert h.commit("nope", {("orders", 0): 1}, generation=3, member_id="m", version=8) == {
-        ("orders", 0): E.ILLEGAL_GENERATION
+        ("orders", 0): Errors.IllegalGenerationError
     }
     assert h.coord.list_groups() == []
 
@@ -121,12 +120,12 @@ def test_unknown_topics_and_partitions_are_answered_before_the_coordinator() -> 
     h = Harness()
     result = h.commit("g1", {("ghost", 0): 1, ("orders", 7): 1, ("orders", 1): 1})
     assert result == {
-        ("ghost", 0): E.UNKNOWN_TOPIC_OR_PARTITION,
-        ("orders", 7): E.UNKNOWN_TOPIC_OR_PARTITION,
-        ("orders", 1): E.NONE,
+        ("ghost", 0): Errors.UnknownTopicOrPartitionError,
+        ("orders", 7): Errors.UnknownTopicOrPartitionError,
+        ("orders", 1): Errors.NoError,
     }
     # Only unknown topics: the coordinator is never called, so no simple group appears.
-    assert h.commit("g2", {("ghost", 0): 1}) == {("ghost", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
+    assert h.commit("g2", {("ghost", 0): 1}) == {("ghost", 0): Errors.UnknownTopicOrPartitionError}
     assert [g.group_id for g in h.coord.list_groups()] == ["g1"]
 
 
@@ -141,8 +140,8 @@ def test_retention_time_of_v2_to_v4_becomes_an_expire_timestamp() -> None:
 def test_offset_metadata_too_large() -> None:
     h = Harness()
     result = h.commit("g1", {("orders", 0): 1}, metadata="x" * 4097)
-    assert result == {("orders", 0): E.OFFSET_METADATA_TOO_LARGE}
-    assert h.commit("g1", {("orders", 0): 1}, metadata="é" * 4096) == {("orders", 0): E.NONE}
+    assert result == {("orders", 0): Errors.OffsetMetadataTooLargeError}
+    assert h.commit("g1", {("orders", 0): 1}, metadata="é" * 4096) == {("orders", 0): Errors.NoError}
 
 
 # ---- OffsetFetch ----
@@ -162,7 +161,7 @@ def test_fetch_named_partitions_and_all_partitions() -> None:
 
 def test_offset_delete_on_an_unknown_group() -> None:
     h = Harness()
-    assert delete(h, "nope", orders=[0], ghost=[0]) == (E.GROUP_ID_NOT_FOUND, {})
+    assert delete(h, "nope", orders=[0], ghost=[0]) == (Errors.GroupIdNotFoundError, {})
 
 
 def test_offset_delete_on_a_stable_consumer_group() -> None:
@@ -171,12 +170,12 @@ def test_offset_delete_on_a_stable_consumer_group() -> None:
     h.commit("g1", {("orders", 0): 1, ("payments", 0): 2}, generation=generation, member_id=member_id)
     mark = h.mark()
     error, results = delete(h, "g1", orders=[0], payments=[0, 1], ghost=[0])
-    assert error is E.NONE
+    assert error is Errors.NoError
     assert results == {
-        ("orders", 0): E.GROUP_SUBSCRIBED_TO_TOPIC,
-        ("payments", 0): E.NONE,
-        ("payments", 1): E.NONE,  # nothing committed: no error, no tombstone
-        ("ghost", 0): E.UNKNOWN_TOPIC_OR_PARTITION,
+        ("orders", 0): Errors.GroupSubscribedToTopicError,
+        ("payments", 0): Errors.NoError,
+        ("payments", 1): Errors.NoError,  # nothing committed: no error, no tombstone
+        ("ghost", 0): Errors.UnknownTopicOrPartitionError,
     }
     assert h.summary(mark) == [("OffsetCommit", "g1", "payments", 0, True)]
     assert fetch(h, "g1") == {("orders", 0): 1}
@@ -189,13 +188,13 @@ def test_offset_delete_on_an_active_non_consumer_group_is_refused() -> None:
     response = joined.result()
     h.sync("g1", response.member_id, response.generation_id)
     h.commit("g1", {("orders", 0): 1}, generation=response.generation_id, member_id=response.member_id)
-    assert delete(h, "g1", orders=[0]) == (E.NON_EMPTY_GROUP, {})
+    assert delete(h, "g1", orders=[0]) == (Errors.NonEmptyGroupError, {})
 
 
 def test_offset_delete_on_an_empty_group_leaves_the_group_for_the_next_cleanup() -> None:
     h = Harness()
     h.commit("g1", {("orders", 0): 1})
-    assert delete(h, "g1", orders=[0]) == (E.NONE, {("orders", 0): E.NONE})
+    assert delete(h, "g1", orders=[0]) == (Errors.NoError, {("orders", 0): Errors.NoError})
     assert [g.group_id for g in h.coord.list_groups()] == ["g1"]
     mark = h.mark()
     report = h.coord.expire_offsets()
@@ -212,7 +211,11 @@ def test_delete_groups() -> None:
     h.commit("idle", {("orders", 0): 1, ("payments", 1): 2})
     mark = h.mark()
     results = {r.group_id: r.error for r in h.coord.delete_groups(["busy", "idle", "nope", "idle"])}
-    assert results == {"busy": E.NON_EMPTY_GROUP, "idle": E.NONE, "nope": E.GROUP_ID_NOT_FOUND}
+    assert results == {
+        "busy": Errors.NonEmptyGroupError,
+        "idle": Errors.NoError,
+        "nope": Errors.GroupIdNotFoundError,
+    }
     assert h.summary(mark) == [
         ("OffsetCommit", "idle", "orders", 0, True),
         ("OffsetCommit", "idle", "payments", 1, True),
@@ -245,11 +248,11 @@ def test_describe_groups_by_state() -> None:
     assert rebalancing.state == "PreparingRebalance" and rebalancing.protocol_data == ""
     assert all(m.metadata == b"" for m in rebalancing.members)
     [dead] = h.coord.describe_groups(["nope"])
-    assert (dead.state, dead.error) == ("Dead", E.NONE)
+    assert (dead.state, dead.error) == ("Dead", Errors.NoError)
     [dead6] = h.coord.describe_groups(["nope"], api_version=6)
     assert (dead6.state, dead6.error, dead6.error_message) == (
         "Dead",
-        E.GROUP_ID_NOT_FOUND,
+        Errors.GroupIdNotFoundError,
         "Group nope not found.",
     )
     group = h.coord.state.classic_group("g1")

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import struct
 
+import kafka.errors as Errors
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka.record.util import calc_crc32c
 
 from kafka_sandbox import producer_state
-from kafka_sandbox.error_codes import ErrorCode
 from kafka_sandbox.topics import (
     InvalidBatch,
     PartitionLog,
@@ -78,36 +79,46 @@ def test_read_serves_whole_batches_within_the_limit_or_one_when_asked() -> None:
 def test_header_checks() -> None:
     good = build_batch([(b"k", b"v", 1), (b"k", b"v", 2)])
     header = read_header(good)
-    assert (header.record_count, header.last_offset_delta, header.producer_id) == (2, 1, -1)
-    check_crc(good, header)
+    assert (header.records_count, header.last_offset_delta, header.producer_id) == (2, 1, -1)
+    check_crc(header)
 
     corrupt = bytearray(good)
     corrupt[-1] ^= 1
     with pytest.raises(InvalidBatch) as crc:
-        check_crc(corrupt, read_header(corrupt))
-    assert crc.value.error_code == ErrorCode.CORRUPT_MESSAGE
+        check_crc(read_header(corrupt))
+    assert crc.value.error_code == Errors.CorruptRecordError.errno
 
     wrong_count = bytearray(good)
     struct.pack_into(">i", wrong_count, 57, 5)
     with pytest.raises(InvalidBatch) as count:
         read_header(wrong_count)
-    assert count.value.error_code == ErrorCode.INVALID_RECORD
+    assert count.value.error_code == Errors.InvalidRecordError.errno
 
     old_magic = bytearray(good)
     old_magic[16] = 1
     with pytest.raises(InvalidBatch) as magic:
         read_header(old_magic)
-    assert magic.value.error_code == ErrorCode.INVALID_RECORD
+    assert magic.value.error_code == Errors.InvalidRecordError.errno
 
     with pytest.raises(InvalidBatch):
         read_header(good[:30])
 
 
+def idempotent(batch: bytearray, producer_id: int, epoch: int, base_sequence: int) -> bytearray:
+    """`batch` as an idempotent producer writes it: producer id, epoch and first sequence set, CRC redone."""
+    struct.pack_into(">qhi", batch, 43, producer_id, epoch, base_sequence)
+    struct.pack_into(">I", batch, 17, calc_crc32c(memoryview(batch)[21:]))
+    return batch
+
+
 def test_sequence_numbers_wrap_at_int32_max() -> None:
-    assert producer_state.last_sequence(2**31 - 1, 0) == 2**31 - 1
-    assert producer_state.last_sequence(2**31 - 2, 3) == 1
+    one = idempotent(build_batch([(b"k", b"v", 1)]), 7, 0, 2**31 - 1)
+    four = idempotent(build_batch([(b"k", b"v", 1)] * 4), 7, 0, 2**31 - 2)
+    assert read_header(one).last_sequence == 2**31 - 1
+    assert read_header(four).last_sequence == 1
+    check_crc(read_header(four))
     entry = producer_state.ProducerEntry(epoch=0)
     entry.batches.append(producer_state.BatchSequence(2**31 - 5, 2**31 - 1, 10))
-    assert producer_state.check(entry, 0, 0, 3) == (ErrorCode.NONE, None)
-    assert producer_state.check(entry, 0, 1, 3) == (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, None)
-    assert producer_state.check(None, 7, 42, 43) == (ErrorCode.NONE, None)  # no state: any sequence
+    assert producer_state.check(entry, 0, 0, 3) == (Errors.NoError.errno, None)
+    assert producer_state.check(entry, 0, 1, 3) == (Errors.OutOfOrderSequenceNumberError.errno, None)
+    assert producer_state.check(None, 7, 42, 43) == (Errors.NoError.errno, None)  # no state: any sequence
