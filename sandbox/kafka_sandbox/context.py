@@ -30,13 +30,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from offset_expiry.raw import OFFSETS_TOPIC as OFFSETS_TOPIC  # the sandbox's modules import it from here
+
 from .clock import Clock
 
 if TYPE_CHECKING:
     from .coordinator.runtime import SandboxCoordinator
     from .topics import TopicStore
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 DAY_MS = 24 * 60 * 60 * 1000
 

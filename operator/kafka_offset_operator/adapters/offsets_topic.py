@@ -15,10 +15,10 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
 from offset_expiry.codec import partition_for
+from offset_expiry.raw import OFFSETS_TOPIC
 
 from ..errors import UserError
 
-OFFSETS_TOPIC = "__consumer_offsets"
 IDLE_TIMEOUT_S = 30.0
 
 
