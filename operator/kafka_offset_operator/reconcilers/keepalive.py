@@ -14,7 +14,7 @@ from typing import Protocol
 
 from ..adapters.kafka_admin import KafkaAdmin
 from ..decisions.keepalive import KeepAlivePlan, Method, needs_live_view, plan_group, protected_groups
-from ..model.offsets import TP, Committed, GroupInfo
+from ..model.offsets import TP, Committed, GroupInfo, group_busy
 from ..model.report import ScannedOffset
 
 RECOMMITTED = "Recommitted"
@@ -64,9 +64,10 @@ def _recommit(admin: KafkaAdmin, group: str) -> KeepAliveResult:
     answers = admin.commit_offsets(group, offsets)
     errors = sorted({e for e in answers.values() if e is not None})
     done = sum(1 for e in answers.values() if e is None)
-    if "UNKNOWN_MEMBER_ID" in errors:
+    busy = [e for e in errors if group_busy(e)]
+    if busy:
         return KeepAliveResult(group, BLOCKED, 0, "it has members; Kafka accepts an admin OffsetCommit only "
-                               "while a group has none (UNKNOWN_MEMBER_ID)")
+                               f"while a group has none ({busy[0]})")
     text = f"re-committed {done} offsets (expiry restarts from now)"
     if errors:
         text += f"; {len(answers) - done} refused: {', '.join(errors)}"
@@ -97,7 +98,7 @@ def _commit_backup(admin: KafkaAdmin, store: BackupStore, group: str, backup: Ma
                    current: Mapping[TP, Committed], outcome: str, text: str) -> KeepAliveResult:
     missing = {tp: c for tp, c in backup.items() if tp not in current}  # never overwrite a newer commit
     answers = admin.commit_offsets(group, missing) if missing else {}
-    if "UNKNOWN_MEMBER_ID" in answers.values():
+    if any(group_busy(e) for e in answers.values()):
         return KeepAliveResult(group, BLOCKED, 0, (
             f"a consumer joined while it was being rebased; {len(missing)} backed-up offsets are kept and "
             "re-committed (where still uncommitted) once the group is empty again"))
