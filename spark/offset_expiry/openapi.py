@@ -49,6 +49,8 @@ class SchemaCheck:
         json_schema = _to_json_schema(self.schema, "#")
         Draft4Validator.check_schema(json_schema)
         self._validator = Draft4Validator(json_schema)
+        self._lists: set[int] = set()  # ids of the schema nodes with a list type at or below them
+        _find_lists(self.schema, self._lists)
 
     def check(self, value: Any, path: str) -> Any:
         """`value` without the nulls the API server would drop; raises SpecError for its first problem.
@@ -59,7 +61,7 @@ class SchemaCheck:
             at = field_path(path, error.absolute_path)
             below, problem = _explain(error, at)
             raise SpecError(field_path(at, below), problem)
-        duplicate = _duplicates(pruned, self.schema, path)
+        duplicate = _duplicates(pruned, self.schema, path, self._lists)
         if duplicate is not None:
             raise duplicate
         return pruned
@@ -123,15 +125,26 @@ def _to_json_schema(node: Mapping[str, Any], where: str) -> Schema:
     return out
 
 
-def _duplicates(value: Any, schema: Mapping[str, Any], at: str) -> SpecError | None:
+def _find_lists(node: Mapping[str, Any], out: set[int]) -> bool:
+    subs = [*(node.get("properties") or {}).values(), node.get("items"), node.get("additionalProperties")]
+    below = [_find_lists(sub, out) for sub in subs if isinstance(sub, Mapping)]
+    if any(below) or node.get(_LIST_TYPE, "atomic") != "atomic":
+        out.add(id(node))
+        return True
+    return False
+
+
+def _duplicates(value: Any, schema: Mapping[str, Any], at: str, lists: set[int]) -> SpecError | None:
     """x-kubernetes-list-type: no two items of a `set`, nor two with the same keys in a `map` (the value is
-    valid JSON Schema already, so its shape is the schema's)."""
+    valid JSON Schema already, so its shape is the schema's). Walks only where the schema has list types."""
+    if id(schema) not in lists:
+        return None
     if isinstance(value, Mapping):
         props = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
         for key, item in value.items():
             sub = props.get(key, extra if isinstance(extra, Mapping) else None)
-            found = _duplicates(item, sub, field_path(at, [key])) if sub is not None else None
+            found = _duplicates(item, sub, field_path(at, [key]), lists) if sub is not None else None
             if found is not None:
                 return found
     if isinstance(value, list):
@@ -146,7 +159,7 @@ def _duplicates(value: Any, schema: Mapping[str, Any], at: str) -> SpecError | N
                 shown = ", ".join(f"{k}={item.get(k)!r}" for k in keys) if kind == "map" else repr(item)
                 return SpecError(field_path(at, [i]), f"{shown} is listed twice")
             seen.add(identity)
-            found = _duplicates(item, schema.get("items") or {}, field_path(at, [i]))
+            found = _duplicates(item, schema.get("items") or {}, field_path(at, [i]), lists)
             if found is not None:
                 return found
     return None

@@ -101,7 +101,12 @@ def parse_policy(spec: Any, path: str = SPEC) -> Policy:
     """Parses a spec mapping (None counts as an empty spec)."""
     if spec is None:
         return Policy()
-    fields = POLICY_FILE.check(spec, path)
+    return checked_policy(POLICY_FILE.check(spec, path), path)
+
+
+def checked_policy(fields: Mapping[str, Any], path: str = SPEC) -> Policy:
+    """A spec already checked against policy_schema's properties (by POLICY_FILE, or the CRD's schema that
+    carries them): defaults, and what a schema cannot say."""
     groups = fields.get("groups") or {}
     rules = fields.get("rules") or {}
     protect = fields.get("protect") or {}

@@ -177,7 +177,7 @@ class KafkaAdmin:
         KafkaFailure: Kafka then returns no partition results at all."""
         tps = [TopicPartition(t, p) for t, p in partitions]
         raw = self._call(self._client.delete_group_offsets, group, tps)
-        return _answers(raw)
+        return partition_answers(raw)
 
     def commit_offsets(self, group: str, offsets: Mapping[TP, Committed]) -> dict[TP, str | None]:
         """An admin OffsetCommit (generation -1, no member): accepted only while the group has no members,
@@ -187,7 +187,7 @@ class KafkaAdmin:
             for (t, p), c in offsets.items()
         }
         raw = self._call(self._client.alter_group_offsets, group, request)
-        return _answers(raw)
+        return partition_answers(raw)
 
     def delete_group(self, group: str) -> str | None:
         """DeleteGroups for one group (its offsets and the group itself): None when deleted, else Kafka's
@@ -213,7 +213,7 @@ class KafkaAdmin:
         return {name: (configs[name].get("value") if name in configs else None) for name in wanted}
 
 
-def _answers(raw: Mapping[TopicPartition, type[BaseException]]) -> dict[TP, str | None]:
+def partition_answers(raw: Mapping[TopicPartition, type[BaseException]]) -> dict[TP, str | None]:
     """Per-partition answers by Kafka's error name (None: done). An answer worth a retry that is not about a
     busy group (a coordinator moving or loading, copied by Kafka into every partition) fails the whole
     request instead, as the same error would have done at the top: KafkaFailure, retriable."""

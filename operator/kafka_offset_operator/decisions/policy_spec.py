@@ -1,7 +1,8 @@
-"""The `spec` of a ConsumerGroupOffsetPolicy as the operator reads it: the analysis part (groups, rules,
-protect) is parsed by offset_expiry.policy, the one parser the Spark job also uses; mode, schedule and
-analysis engine are parsed here. CRD defaults are applied here too, so a spec that skipped API-server
-defaulting (an emulated cluster, an old CRD) means the same thing.
+"""The `spec` of a ConsumerGroupOffsetPolicy as the operator reads it: checked against the CRD's own schema
+(model/crds.py), then the analysis part (groups, rules, protect) is read by offset_expiry.policy, the one
+parser the Spark job also uses; mode, schedule and analysis engine are read here, with what a schema cannot
+say (an interval of at least 1s, durations Kafka could hold). CRD defaults are applied here too, so a spec
+that skipped API-server defaulting (an emulated cluster, an old CRD) means the same thing.
 
 Every mistake raises SpecError naming the field (`spec.schedule.interval`), for a status condition.
 The Kafka connection is resolved separately (decisions/connection_spec.py), because it reads Secrets.
@@ -17,7 +18,7 @@ from typing import Any
 from offset_expiry.durations import parse_duration_ms
 from offset_expiry.errors import SpecError
 from offset_expiry.openapi import SchemaCheck
-from offset_expiry.policy import Policy, parse_policy
+from offset_expiry.policy import Policy, checked_policy
 
 from ..model.api import POLICY_KIND
 from ..model.crds import spec_schema
@@ -25,6 +26,7 @@ from ..model.crds import spec_schema
 _SPEC = SchemaCheck(spec_schema(POLICY_KIND))
 DEFAULT_INTERVAL_MS = 3_600_000  # the CRD's default schedule.interval, 1h
 MIN_INTERVAL_MS = 1_000  # a run per second is already absurd; below that is a typo
+
 
 class Mode(StrEnum):
     DRY_RUN = "DryRun"
@@ -72,7 +74,7 @@ def parse_policy_spec(spec: Any) -> PolicySpec:
     if spec is None:
         raise SpecError("spec", "is required")
     spec = _SPEC.check(spec, "spec")
-    policy = parse_policy(spec)
+    policy = checked_policy(spec)  # the CRD's schema carries policy_schema's
     analysis = spec.get("analysis", {})
     retention = analysis.get("brokerRetention")
     interval = _positive(spec.get("schedule", {}).get("interval"), "spec.schedule.interval")

@@ -15,6 +15,7 @@ from typing import Protocol
 from ..adapters.kafka_admin import KafkaAdmin
 from ..decisions.keepalive import KeepAlivePlan, Method, needs_live_view, plan_group, protected_groups
 from ..model.offsets import TP, Committed, GroupInfo, group_busy
+from ..model.reasons import Reason
 from ..model.report import ScannedOffset
 
 RECOMMITTED = "Recommitted"
@@ -43,6 +44,15 @@ class KeepAliveResult:
     @property
     def line(self) -> str:
         return f"{self.group}: {self.message}"
+
+    @property
+    def reason(self) -> Reason:
+        """The reason of the Event that reports it."""
+        return _EVENT_REASONS[self.outcome]
+
+
+_EVENT_REASONS = {RECOMMITTED: Reason.KEEP_ALIVE_RECOMMITTED, REBASED: Reason.KEEP_ALIVE_REBASED,
+                  RESUMED: Reason.KEEP_ALIVE_RESUMED, BLOCKED: Reason.KEEP_ALIVE_BLOCKED}
 
 
 def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan) -> KeepAliveResult | None:

@@ -46,7 +46,7 @@ from ..model.connection import ConnectionSettings
 from ..model.offsets import TP, Committed, KafkaFailure
 from ..model.reasons import Reason
 from ..model.report import Report
-from .keepalive import KeepAliveResult, run_pass
+from .keepalive import BLOCKED, KeepAliveResult, run_pass
 
 log = logging.getLogger(__name__)
 
@@ -229,10 +229,10 @@ class PolicyRunner:
         results = run_pass(admin, store, report.protected, self.now_ms(), lead)
         for result in results:
             metrics.keepalive_action(result.outcome)
-            kind = "Warning" if result.outcome == "Blocked" else "Normal"
-            self._event(body, kind, Reason(f"KeepAlive{result.outcome}"), result.line)
+            kind = "Warning" if result.outcome == BLOCKED else "Normal"
+            self._event(body, kind, result.reason, result.line)
         if spec.interval_ms >= retention_ms:
-            results.append(KeepAliveResult("*", "Blocked", 0, "spec.schedule.interval is not shorter than the "
+            results.append(KeepAliveResult("*", BLOCKED, 0, "spec.schedule.interval is not shorter than the "
                                            "broker's retention: offsets may expire between two runs"))
         return results
 
