@@ -10,10 +10,11 @@ class InputError(Exception):
 
 class SpecError(ValueError):
     """A spec that cannot be acted on. `field` is the path to fix (e.g. spec.rules.emptyGroupRetention),
-    `reason` the status condition's reason (InvalidSpec, or e.g. SecretNotFound for what may appear later).
+    `reason` the status condition's reason (InvalidSpec, or e.g. SecretNotFound for what may appear later;
+    a value of the operator's model.reasons.Reason, kept a string so this package needs no operator).
 
-    The one spec-error type: the policy parser here, the operator's OffsetDeletion and connection parsers
-    and the CRD-schema check all raise it."""
+    The one spec-error type: the CRD-schema check (openapi.py), the policy parser here, and the operator's
+    OffsetDeletion, policy and connection parsers all raise it."""
 
     def __init__(self, field: str, problem: str, reason: str = "InvalidSpec") -> None:
         super().__init__(f"{field}: {problem}")

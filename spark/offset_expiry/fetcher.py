@@ -22,7 +22,6 @@ PARTITION_MAX_BYTES = 16 * 1024 * 1024
 MAX_FETCH_VERSION = 12  # v13+ names topics by id
 READ_COMMITTED = 1
 RETRY_FOR_S = 60.0
-_RETRIABLE = {3, 5, 6, 7, 13, 56, 74, 75}  # unknown partition, leader moves, timeouts, epochs
 _OFFSET_OUT_OF_RANGE = 1
 
 
@@ -152,7 +151,8 @@ class PartitionFetcher:
             if data.error_code == _OFFSET_OUT_OF_RANGE and data.log_start_offset > offset:
                 offset = data.log_start_offset  # deleted since the snapshot: gone from Kafka too
                 continue
-            if data.error_code in _RETRIABLE and time.monotonic() < deadline:
+            # kafka-python's error table says what is worth another try (leader moves, timeouts, epochs).
+            if data.error_code and for_code(data.error_code).retriable and time.monotonic() < deadline:
                 node = self._leader(topic, partition, deadline)
                 continue
             if data.error_code:

@@ -1,11 +1,12 @@
 """The `spec` of a ConsumerGroupOffsetPolicy, parsed into frozen values the rules can trust.
 
-The same YAML the CRD accepts (BRIEF §4). Only the parts the analysis needs are interpreted (`groups`,
-`rules`, `protect`); the connection, mode, schedule and engine sections are the operator's and are
-accepted as they are. Every mistake raises SpecError naming the field, so the operator can put the
-message in a status condition and the CLI can print it as one line.
+The same YAML the CRD accepts (BRIEF §4), checked against the same schema (policy_schema.py, which the CRD
+is built from). Only the parts the analysis needs are interpreted (`groups`, `rules`, `protect`); the
+connection, mode, schedule and engine sections are the operator's and are accepted as they are. Every
+mistake raises SpecError naming the field, so the operator can put the message in a status condition and
+the CLI can print it as one line.
 
-Defaults (a spec of `{}` is valid and reports without proposing anything):
+Defaults (a spec of `{}` is valid and reports without proposing anything), the CRD's own:
 
 - `groups.include`: `["*"]` (every group); `groups.exclude`: `[]`.
 - `rules.emptyGroupRetention`, `rules.unsubscribedTopicRetention`, `rules.standaloneRetention`: unset.
@@ -15,7 +16,8 @@ Defaults (a spec of `{}` is valid and reports without proposing anything):
 - `protect.groups`: `[]`; `protect.keepAlive`: `false`.
 
 Group patterns are shell-style globs matched against the whole group id, case-sensitively
-(`fnmatch.fnmatchcase`: `*`, `?`, `[abc]`).
+(`fnmatch.fnmatchcase`: `*`, `?`, `[abc]`). Every non-empty string is a valid pattern (an unmatched `[`
+matches itself), so the schema's non-empty rule is all there is to check.
 """
 
 from __future__ import annotations
@@ -30,16 +32,9 @@ import yaml
 
 from .durations import format_duration_ms, parse_duration_ms
 from .errors import SpecError
+from .policy_schema import POLICY_FILE
 
 SPEC = "spec"
-
-# The sections of a ConsumerGroupOffsetPolicy spec; the ones not listed in _OWN belong to the operator.
-_SPEC_FIELDS = frozenset({"kafka", "groups", "rules", "protect", "mode", "schedule", "analysis"})
-_GROUPS_FIELDS = frozenset({"include", "exclude"})
-_RULES_FIELDS = frozenset(
-    {"emptyGroupRetention", "unsubscribedTopicRetention", "standaloneRetention", "deletedTopics"}
-)
-_PROTECT_FIELDS = frozenset({"groups", "keepAlive"})
 
 
 class DeletedTopics(StrEnum):
@@ -106,11 +101,24 @@ def parse_policy(spec: Any, path: str = SPEC) -> Policy:
     """Parses a spec mapping (None counts as an empty spec)."""
     if spec is None:
         return Policy()
-    fields = _mapping(spec, path, _SPEC_FIELDS)
+    return checked_policy(POLICY_FILE.check(spec, path), path)
+
+
+def checked_policy(fields: Mapping[str, Any], path: str = SPEC) -> Policy:
+    """A spec already checked against policy_schema's properties (by POLICY_FILE, or the CRD's schema that
+    carries them): defaults, and what a schema cannot say."""
+    groups = fields.get("groups") or {}
+    rules = fields.get("rules") or {}
+    protect = fields.get("protect") or {}
     return Policy(
-        groups=_parse_groups(fields.get("groups"), f"{path}.groups"),
-        rules=_parse_rules(fields.get("rules"), f"{path}.rules"),
-        protect=_parse_protect(fields.get("protect"), f"{path}.protect"),
+        groups=GroupSelector(include=tuple(groups.get("include", ("*",))), exclude=tuple(groups.get("exclude", ()))),
+        rules=Rules(
+            empty_group_retention_ms=_duration(rules, "emptyGroupRetention", f"{path}.rules"),
+            unsubscribed_topic_retention_ms=_duration(rules, "unsubscribedTopicRetention", f"{path}.rules"),
+            standalone_retention_ms=_duration(rules, "standaloneRetention", f"{path}.rules"),
+            deleted_topics=DeletedTopics(rules.get("deletedTopics", DeletedTopics.KEEP)),
+        ),
+        protect=Protection(groups=tuple(protect.get("groups", ())), keep_alive=protect.get("keepAlive", False)),
     )
 
 
@@ -131,91 +139,12 @@ def policy_from_yaml(text: str, source: str = "policy") -> Policy:
     return parse_policy(doc, SPEC)
 
 
-def _parse_groups(value: Any, path: str) -> GroupSelector:
-    if value is None:
-        return GroupSelector()
-    fields = _mapping(value, path, _GROUPS_FIELDS)
-    include = fields.get("include")
-    return GroupSelector(
-        include=("*",) if include is None else _patterns(include, f"{path}.include"),
-        exclude=_patterns(fields.get("exclude"), f"{path}.exclude"),
-    )
-
-
-def _parse_rules(value: Any, path: str) -> Rules:
-    if value is None:
-        return Rules()
-    fields = _mapping(value, path, _RULES_FIELDS)
-    deleted = fields.get("deletedTopics")
-    if deleted is None:
-        deleted_topics = DeletedTopics.KEEP
-    elif isinstance(deleted, str) and deleted in {d.value for d in DeletedTopics}:
-        deleted_topics = DeletedTopics(deleted)
-    else:
-        raise SpecError(f"{path}.deletedTopics", f"{deleted!r} is not one of Delete, Keep")
-    return Rules(
-        empty_group_retention_ms=_duration(fields.get("emptyGroupRetention"), f"{path}.emptyGroupRetention"),
-        unsubscribed_topic_retention_ms=_duration(
-            fields.get("unsubscribedTopicRetention"), f"{path}.unsubscribedTopicRetention"
-        ),
-        standalone_retention_ms=_duration(fields.get("standaloneRetention"), f"{path}.standaloneRetention"),
-        deleted_topics=deleted_topics,
-    )
-
-
-def _parse_protect(value: Any, path: str) -> Protection:
-    if value is None:
-        return Protection()
-    fields = _mapping(value, path, _PROTECT_FIELDS)
-    keep_alive = fields.get("keepAlive", False)
-    if keep_alive is None:
-        keep_alive = False
-    if not isinstance(keep_alive, bool):
-        raise SpecError(f"{path}.keepAlive", f"{keep_alive!r} is not true or false")
-    return Protection(groups=_patterns(fields.get("groups"), f"{path}.groups"), keep_alive=keep_alive)
-
-
-def _mapping(value: Any, path: str, known: frozenset[str]) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise SpecError(path, f"expected a mapping, got {_kind(value)}")
-    for key in value:
-        if not isinstance(key, str):
-            raise SpecError(path, f"field names must be strings, got {key!r}")
-        if key not in known:
-            raise SpecError(f"{path}.{key}", f"unknown field (known: {', '.join(sorted(known))})")
-    return value
-
-
-def _patterns(value: Any, path: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise SpecError(path, f"expected a list of group patterns, got {_kind(value)}")
-    out = []
-    for i, item in enumerate(value):
-        if not isinstance(item, str) or not item:
-            raise SpecError(f"{path}[{i}]", f"expected a non-empty group pattern, got {item!r}")
-        out.append(item)
-    return tuple(out)
-
-
-def _duration(value: Any, path: str) -> int | None:
+def _duration(rules: Mapping[str, Any], name: str, path: str) -> int | None:
+    """The schema checked the grammar; how long a duration may be is checked here."""
+    value = rules.get(name)
     if value is None:
         return None
     try:
         return parse_duration_ms(value)
     except ValueError as exc:
-        raise SpecError(path, str(exc)) from None
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    return {
-        dict: "a mapping",
-        list: "a list",
-        str: "a string",
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-    }.get(type(value), type(value).__name__)
+        raise SpecError(f"{path}.{name}", str(exc)) from None

@@ -31,7 +31,7 @@ from ..model.offsets import (
     GroupInfo,
     KafkaFailure,
     Member,
-    is_retriable,
+    group_busy,
 )
 
 # -- errors
@@ -48,9 +48,24 @@ def error_name(error: type[BaseException] | BaseException) -> str:
     return CLIENT_ERROR
 
 
+# kafka-python calls it retriable (a client's metadata may lag behind a new topic); from a coordinator
+# answering an admin request it is final: the topic is not there.
+_FINAL = frozenset({"UNKNOWN_TOPIC_OR_PARTITION"})
+
+
+def retry_later(error: type[BaseException] | BaseException) -> bool:
+    """The operator's one answer to "is this worth another try later?": kafka-python's own `retriable`
+    flag of the error class (its error table), plus a busy group (model.offsets.BUSY_GROUP) and a failed
+    connection, minus UNKNOWN_TOPIC_OR_PARTITION (final here, see _FINAL)."""
+    name = error_name(error)
+    if group_busy(name) or name == CONNECTION_FAILED:
+        return True
+    return bool(getattr(error, "retriable", False)) and name not in _FINAL
+
+
 def _failure(exc: BaseException) -> KafkaFailure:
     name = error_name(exc)
-    retriable = is_retriable(name) or bool(getattr(exc, "retriable", False))
+    retriable = retry_later(exc)
     if isinstance(exc, kerrors.BrokerResponseError):
         text = getattr(type(exc), "description", None) or name
     elif name == CONNECTION_FAILED:
@@ -162,16 +177,17 @@ class KafkaAdmin:
         KafkaFailure: Kafka then returns no partition results at all."""
         tps = [TopicPartition(t, p) for t, p in partitions]
         raw = self._call(self._client.delete_group_offsets, group, tps)
-        return {(tp.topic, tp.partition): _partition_error(err) for tp, err in raw.items()}
+        return partition_answers(raw)
 
     def commit_offsets(self, group: str, offsets: Mapping[TP, Committed]) -> dict[TP, str | None]:
-        """An admin OffsetCommit (generation -1, no member): accepted only while the group has no members."""
+        """An admin OffsetCommit (generation -1, no member): accepted only while the group has no members,
+        so a busy group's answers (UNKNOWN_MEMBER_ID) come back per partition for the caller to wait on."""
         request = {
             TopicPartition(t, p): OffsetAndMetadata(c.offset, c.metadata, None if c.leader_epoch < 0 else c.leader_epoch)
             for (t, p), c in offsets.items()
         }
         raw = self._call(self._client.alter_group_offsets, group, request)
-        return {(tp.topic, tp.partition): _partition_error(err) for tp, err in raw.items()}
+        return partition_answers(raw)
 
     def delete_group(self, group: str) -> str | None:
         """DeleteGroups for one group (its offsets and the group itself): None when deleted, else Kafka's
@@ -195,6 +211,16 @@ class KafkaAdmin:
         raw = self._call(self._client.describe_configs, [resource], config_filter="all")
         configs = raw.get("broker", {}).get(broker_id, {})
         return {name: (configs[name].get("value") if name in configs else None) for name in wanted}
+
+
+def partition_answers(raw: Mapping[TopicPartition, type[BaseException]]) -> dict[TP, str | None]:
+    """Per-partition answers by Kafka's error name (None: done). An answer worth a retry that is not about a
+    busy group (a coordinator moving or loading, copied by Kafka into every partition) fails the whole
+    request instead, as the same error would have done at the top: KafkaFailure, retriable."""
+    for err in raw.values():
+        if err is not kerrors.NoError and retry_later(err) and not group_busy(error_name(err)):
+            raise KafkaFailure(error_name(err), str(getattr(err, "description", "") or error_name(err)), True)
+    return {(tp.topic, tp.partition): _partition_error(err) for tp, err in raw.items()}
 
 
 def _partition_error(err: type[BaseException]) -> str | None:

@@ -6,12 +6,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.reasons import Reason
+
 
 @dataclass(frozen=True)
 class Condition:
     type: str
     status: str  # "True" | "False" | "Unknown"
-    reason: str
+    reason: Reason
     message: str
 
 
@@ -26,7 +28,7 @@ def merge_conditions(
         new: dict[str, Any] = {
             "type": cond.type,
             "status": cond.status,
-            "reason": cond.reason,
+            "reason": str(cond.reason),
             "message": cond.message,
             "lastTransitionTime": now if moved or old is None else old.get("lastTransitionTime", now),
         }

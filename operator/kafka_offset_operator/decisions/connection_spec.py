@@ -1,7 +1,9 @@
 """A resource's `spec.kafka` plus Secrets of its own namespace, resolved into connection settings.
 
 Pure: Secrets come in through `read_secret`, so the handler decides where they are read from (always the
-resource's own namespace). Every problem names the field to fix.
+resource's own namespace). `spec.kafka` is checked against the CRDs' schema of it (model/crds.py); kept here
+is what a schema cannot say: ports in range, SASL and TLS settings that fit the security protocol, and the
+Secrets. Every problem names the field to fix.
 """
 
 from __future__ import annotations
@@ -10,80 +12,68 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from offset_expiry.errors import SpecError
+from offset_expiry.openapi import SchemaCheck
 
 from ..model.connection import ConnectionSettings, Masked, TlsFiles
+from ..model.crds import KAFKA_CONNECTION
+from ..model.reasons import Reason
 
 SecretReader = Callable[[str], Mapping[str, bytes]]  # Secret name -> data; raises LookupError if missing
 
-
-
+_KAFKA = SchemaCheck(KAFKA_CONNECTION)
+_SASL = ("SASL_PLAINTEXT", "SASL_SSL")
+_TLS = ("SSL", "SASL_SSL")
 
 
 def connection_from_spec(
     kafka: Mapping[str, Any] | None, read_secret: SecretReader, where: str = "spec.kafka"
 ) -> ConnectionSettings:
     """Resolve `spec.kafka` with its Secrets. Every problem names the field to fix (prefixed by `where`)."""
-    if not kafka:
+    if kafka is None:
         raise SpecError(where, "is required (or spec.policyRef)")
-    servers = kafka.get("bootstrapServers")
-    if not isinstance(servers, str) or not _valid_servers(servers):
-        raise SpecError(f"{where}.bootstrapServers", "must be a comma-separated host:port list")
-    protocol = kafka.get("securityProtocol") or "PLAINTEXT"
-    if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
-        raise SpecError(f"{where}.securityProtocol", f"unknown protocol {protocol!r}")
+    kafka = _KAFKA.check(kafka, where)
+    servers: str = kafka["bootstrapServers"]
+    if not all(0 < int(server.rpartition(":")[2]) < 65536 for server in servers.split(",")):
+        raise SpecError(f"{where}.bootstrapServers", f"{servers!r} has a port outside 1-65535")
+    protocol: str = kafka.get("securityProtocol", "PLAINTEXT")
     sasl = kafka.get("sasl")
-    uses_sasl = protocol.startswith("SASL_")
-    if sasl and not uses_sasl:
+    if sasl and protocol not in _SASL:
         raise SpecError(f"{where}.securityProtocol", f"is {protocol}, but sasl is set: use SASL_PLAINTEXT or SASL_SSL")
-    if uses_sasl and not sasl:
+    if protocol in _SASL and not sasl:
         raise SpecError(f"{where}.sasl", f"is required with securityProtocol {protocol}")
     mechanism = username = password = None
     if sasl:
-        mechanism = sasl.get("mechanism")
-        if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
-            raise SpecError(f"{where}.sasl.mechanism", f"unknown mechanism {mechanism!r}")
-        ref = sasl.get("secretRef") or {}
-        user_key = ref.get("usernameKey") or "username"
-        pass_key = ref.get("passwordKey") or "password"
+        mechanism = sasl["mechanism"]
+        ref = sasl["secretRef"]
         data = _secret(ref, read_secret, f"{where}.sasl.secretRef")
-        username = _key(data, user_key, f"{where}.sasl.secretRef.usernameKey", ref).decode()
-        password = Masked(_key(data, pass_key, f"{where}.sasl.secretRef.passwordKey", ref).decode())
+        username = _key(data, ref.get("usernameKey", "username"), f"{where}.sasl.secretRef.usernameKey", ref).decode()
+        password = Masked(_key(data, ref.get("passwordKey", "password"), f"{where}.sasl.secretRef.passwordKey", ref).decode())
     tls = None
     tls_spec = kafka.get("tls") or {}
-    if tls_spec and protocol not in ("SSL", "SASL_SSL"):
+    if tls_spec and protocol not in _TLS:
         raise SpecError(f"{where}.securityProtocol", f"is {protocol}, but tls is set: use SSL or SASL_SSL")
-    if protocol in ("SSL", "SASL_SSL"):
+    if protocol in _TLS:
         ca = cert = key = None
         if ca_ref := tls_spec.get("caSecretRef"):
             data = _secret(ca_ref, read_secret, f"{where}.tls.caSecretRef")
-            ca = _key(data, ca_ref.get("key") or "ca.crt", f"{where}.tls.caSecretRef.key", ca_ref)
+            ca = _key(data, ca_ref.get("key", "ca.crt"), f"{where}.tls.caSecretRef.key", ca_ref)
         if cert_ref := tls_spec.get("certSecretRef"):
             data = _secret(cert_ref, read_secret, f"{where}.tls.certSecretRef")
-            cert = _key(data, cert_ref.get("certKey") or "tls.crt", f"{where}.tls.certSecretRef.certKey", cert_ref)
-            key = _key(data, cert_ref.get("keyKey") or "tls.key", f"{where}.tls.certSecretRef.keyKey", cert_ref)
+            cert = _key(data, cert_ref.get("certKey", "tls.crt"), f"{where}.tls.certSecretRef.certKey", cert_ref)
+            key = _key(data, cert_ref.get("keyKey", "tls.key"), f"{where}.tls.certSecretRef.keyKey", cert_ref)
         tls = TlsFiles(ca, cert, key)
     return ConnectionSettings(servers, protocol, mechanism, username, password, tls)
 
 
-def _valid_servers(servers: str) -> bool:
-    for server in servers.split(","):
-        host, _, port = server.strip().rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            return False
-    return True
-
-
 def _secret(ref: Mapping[str, Any], read_secret: SecretReader, where: str) -> Mapping[str, bytes]:
-    name = ref.get("name")
-    if not name:
-        raise SpecError(f"{where}.name", "is required")
+    name: str = ref["name"]
     try:
         return read_secret(name)
     except LookupError:
-        raise SpecError(where, f"Secret {name!r} not found in the resource's namespace", "SecretNotFound") from None
+        raise SpecError(where, f"Secret {name!r} not found in the resource's namespace", Reason.SECRET_NOT_FOUND) from None
 
 
 def _key(data: Mapping[str, bytes], key: str, where: str, ref: Mapping[str, Any]) -> bytes:
     if key not in data:
-        raise SpecError(where, f"Secret {ref.get('name')!r} has no key {key!r}", "SecretNotFound")
+        raise SpecError(where, f"Secret {ref['name']!r} has no key {key!r}", Reason.SECRET_NOT_FOUND)
     return data[key]

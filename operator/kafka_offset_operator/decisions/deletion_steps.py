@@ -20,18 +20,20 @@ from enum import StrEnum
 from typing import Any
 
 from ..model.backups import BACKUP_KEY, backup_entries
-from ..model.offsets import TP, Committed, GroupInfo, is_retriable
+from ..model.offsets import TP, Committed, GroupInfo, group_busy
+from ..model.reasons import Reason
 from .conditions import Condition, find, merge_conditions
 from .deletion_spec import DeletionSpec
 from .kafka_answers import EXPLAIN
 
+# Phases (status.phase); all but Pending are also the Ready condition's reason in that phase.
 PENDING = "Pending"
-AWAITING = "AwaitingApproval"
-RUNNING = "Running"
-SUCCEEDED = "Succeeded"
-PARTIALLY_FAILED = "PartiallyFailed"
-FAILED = "Failed"
-RESTORED = "Restored"
+AWAITING = Reason.AWAITING_APPROVAL.value
+RUNNING = Reason.RUNNING.value
+SUCCEEDED = Reason.SUCCEEDED.value
+PARTIALLY_FAILED = Reason.PARTIALLY_FAILED.value
+FAILED = Reason.FAILED.value
+RESTORED = Reason.RESTORED.value
 
 DELETED = "Deleted"
 FAILED_RESULT = "Failed"
@@ -49,7 +51,7 @@ class Step(StrEnum):
 @dataclass(frozen=True)
 class Event:
     type: str  # Normal | Warning
-    reason: str
+    reason: Reason
     message: str
 
 
@@ -109,7 +111,7 @@ def _events_on_change(status: Mapping[str, Any], cond: Condition, event: Event) 
 
 
 def spec_problem(
-    status: Mapping[str, Any], field_path: str, problem: str, reason: str, now: str, generation: int | None
+    status: Mapping[str, Any], field_path: str, problem: str, reason: Reason, now: str, generation: int | None
 ) -> Outcome:
     """A spec (or a Secret/policy it names) the operator cannot use: say which field, wait for a fix."""
     message = f"{field_path}: {problem}"
@@ -125,18 +127,18 @@ def kafka_problem(
 ) -> Outcome:
     """Kafka unreachable or busy: nothing changed, try again later."""
     text = f"{code}: {message}; retrying every {retry_seconds:g}s"
-    degraded = Condition("Degraded", "True", "KafkaUnavailable", text)
+    degraded = Condition("Degraded", "True", Reason.KAFKA_UNAVAILABLE, text)
     patch = _conds(status, now, generation, degraded)
     if not status.get("phase"):
         patch["phase"] = PENDING
-    return Outcome(patch, _events_on_change(status, degraded, Event("Warning", "KafkaUnavailable", text)))
+    return Outcome(patch, _events_on_change(status, degraded, Event("Warning", Reason.KAFKA_UNAVAILABLE, text)))
 
 
 def awaiting_approval(status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
-    ready = Condition("Ready", "False", AWAITING, "waiting for spec.approved to be true; nothing has been deleted")
-    patch = _conds(status, now, generation, ready, Condition("Degraded", "False", "AsExpected", ""))
+    ready = Condition("Ready", "False", Reason.AWAITING_APPROVAL, "waiting for spec.approved to be true; nothing has been deleted")
+    patch = _conds(status, now, generation, ready, Condition("Degraded", "False", Reason.AS_EXPECTED, ""))
     patch["phase"] = AWAITING
-    events = () if status.get("phase") == AWAITING else (Event("Normal", AWAITING, ready.message),)
+    events = () if status.get("phase") == AWAITING else (Event("Normal", Reason.AWAITING_APPROVAL, ready.message),)
     return Outcome(patch, events)
 
 
@@ -145,10 +147,11 @@ def settled(status: Mapping[str, Any], now: str, generation: int | None) -> Outc
     degraded = find(status.get("conditions"), "Degraded")
     if degraded is None or degraded.get("status") != "True" or degraded.get("reason") not in _TRANSIENT:
         return Outcome()
-    return Outcome(_conds(status, now, generation, Condition("Degraded", "False", "AsExpected", "")))
+    return Outcome(_conds(status, now, generation, Condition("Degraded", "False", Reason.AS_EXPECTED, "")))
 
 
-_TRANSIENT = frozenset({"InvalidSpec", "SecretNotFound", "PolicyNotFound", "KafkaUnavailable", "KubernetesApiError"})
+_TRANSIENT = frozenset({Reason.INVALID_SPEC, Reason.SECRET_NOT_FOUND, Reason.POLICY_NOT_FOUND, Reason.KAFKA_UNAVAILABLE,
+                        Reason.KUBERNETES_API_ERROR})
 
 
 # -- backup
@@ -204,21 +207,21 @@ def plan_backup(
     else:
         backup["offsets"] = backup_entries(offsets)
     message = f"backed up {len(offsets)} committed offsets of group {spec.group}; deleting"
-    patch = _conds(status, now, generation, Condition("Ready", "False", RUNNING, message),
-                   Condition("Degraded", "False", "AsExpected", ""))
+    patch = _conds(status, now, generation, Condition("Ready", "False", Reason.RUNNING, message),
+                   Condition("Degraded", "False", Reason.AS_EXPECTED, ""))
     patch.update(phase=RUNNING, startTime=now, backup=backup, results=results)
-    return BackupPlan(Outcome(patch, (Event("Normal", "BackedUp", message),)), offsets, in_configmap)
+    return BackupPlan(Outcome(patch, (Event("Normal", Reason.BACKED_UP, message),)), offsets, in_configmap)
 
 
 def _group_missing(spec: DeletionSpec, status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
     message = f"consumer group {spec.group} does not exist (no members, no committed offsets); nothing deleted"
     results = [{"topic": t.name, "status": FAILED_RESULT, "error": "GROUP_ID_NOT_FOUND",
                 "message": EXPLAIN["GROUP_ID_NOT_FOUND"]} for t in spec.topics]
-    patch = _conds(status, now, generation, Condition("Ready", "False", FAILED, message),
-                   Condition("Degraded", "True", "GroupNotFound", message))
+    patch = _conds(status, now, generation, Condition("Ready", "False", Reason.FAILED, message),
+                   Condition("Degraded", "True", Reason.GROUP_NOT_FOUND, message))
     patch.update(phase=FAILED, startTime=now, completionTime=now, results=results, deleted=0, failed=len(results),
                  backup={"takenAt": now, "partitions": 0, "offsets": []})
-    return Outcome(patch, (Event("Warning", "GroupNotFound", message),))
+    return Outcome(patch, (Event("Warning", Reason.GROUP_NOT_FOUND, message),))
 
 
 # -- delete
@@ -283,12 +286,13 @@ def finish_deletion(
     summary = f"deleted {deleted} committed offsets of group {spec.group}; {failed} failed"
     if errors:
         summary += f" ({', '.join(errors)})"
+    reason = Reason(phase)
     if phase == SUCCEEDED:
-        conds = (Condition("Ready", "True", SUCCEEDED, summary), Condition("Degraded", "False", "AsExpected", ""))
-        event = Event("Normal", SUCCEEDED, summary)
+        conds = (Condition("Ready", "True", reason, summary), Condition("Degraded", "False", Reason.AS_EXPECTED, ""))
+        event = Event("Normal", reason, summary)
     else:
-        conds = (Condition("Ready", "False", phase, summary), Condition("Degraded", "True", phase, summary))
-        event = Event("Warning", phase, summary)
+        conds = (Condition("Ready", "False", reason, summary), Condition("Degraded", "True", reason, summary))
+        event = Event("Warning", reason, summary)
     patch = _conds(status, now, generation, *conds)
     patch.update(phase=phase, completionTime=now, deleted=deleted, failed=failed,
                  results=compact_results(results, results_limit))
@@ -369,9 +373,9 @@ def restore_blocked(
 ) -> Outcome:
     message = (f"group {group.group_id} has {len(group.members)} active member(s) (state {group.state}): Kafka "
                f"accepts an admin OffsetCommit only when the group has none; retrying every {retry_seconds:g}s")
-    degraded = Condition("Degraded", "True", "RestoreBlocked", message)
+    degraded = Condition("Degraded", "True", Reason.RESTORE_BLOCKED, message)
     patch = _conds(status, now, generation, degraded)
-    return Outcome(patch, _events_on_change(status, degraded, Event("Warning", "RestoreBlocked", message)))
+    return Outcome(patch, _events_on_change(status, degraded, Event("Warning", Reason.RESTORE_BLOCKED, message)))
 
 
 def finish_restore(
@@ -383,16 +387,11 @@ def finish_restore(
     now: str,
     generation: int | None,
 ) -> Outcome:
-    """Record the OffsetCommit's answers. A busy group (UNKNOWN_MEMBER_ID: a member joined meanwhile) or a
-    moving coordinator means: not done, retry; what was committed is found at its value next time."""
-    retry = sorted(e for e in answers.values() if e is not None and is_retriable(e))
-    if retry:
-        if "UNKNOWN_MEMBER_ID" in retry:
-            return restore_blocked(status, group, retry_seconds, now, generation)
-        text = f"{retry[0]}: the restore will be retried every {retry_seconds:g}s"
-        degraded = Condition("Degraded", "True", "KafkaUnavailable", text)
-        return Outcome(_conds(status, now, generation, degraded),
-                       _events_on_change(status, degraded, Event("Warning", "KafkaUnavailable", text)))
+    """Record the OffsetCommit's answers. A busy group (UNKNOWN_MEMBER_ID: a member joined meanwhile) means:
+    not done, retry; what was committed is found at its value next time. (Answers worth a retry for any
+    other reason, a moving coordinator, come as a KafkaFailure from the adapter instead.)"""
+    if any(group_busy(error) for error in answers.values()):
+        return restore_blocked(status, group, retry_seconds, now, generation)
     results = list(plan.results)
     for tp in sorted(plan.to_commit):
         error = answers.get(tp, "UNKNOWN_SERVER_ERROR")
@@ -401,12 +400,12 @@ def finish_restore(
     failed = sum(1 for r in results if r["status"] == FAILED_RESULT)
     message = f"restored {restored} offsets of group {group.group_id}" + (f"; {failed} failed" if failed else "")
     if failed:
-        conds = (Condition("Ready", "False", "RestoreIncomplete", message),
-                 Condition("Degraded", "True", "RestoreIncomplete", message))
-        event = Event("Warning", "RestoreIncomplete", message)
+        conds = (Condition("Ready", "False", Reason.RESTORE_INCOMPLETE, message),
+                 Condition("Degraded", "True", Reason.RESTORE_INCOMPLETE, message))
+        event = Event("Warning", Reason.RESTORE_INCOMPLETE, message)
     else:
-        conds = (Condition("Ready", "True", RESTORED, message), Condition("Degraded", "False", "AsExpected", ""))
-        event = Event("Normal", RESTORED, message)
+        conds = (Condition("Ready", "True", Reason.RESTORED, message), Condition("Degraded", "False", Reason.AS_EXPECTED, ""))
+        event = Event("Normal", Reason.RESTORED, message)
     patch = _conds(status, now, generation, *conds)
     patch.update(phase=RESTORED, restoreTime=now, restored=restored, restoreResults=results)
     return Outcome(patch, (event,))

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model.reasons import Reason
 from ..model.report import Report, ScannedOffset
 from .conditions import Condition, merge_conditions
 from .policy_spec import Mode
@@ -91,8 +92,8 @@ def run_succeeded(status: Mapping[str, Any], run: RunSummary, next_run_ms: int, 
         "nextRunTime": iso(next_run_ms),
         "topCandidates": top_candidates(run.report.candidates),
         "conditions": merge_conditions(status.get("conditions"), [
-            Condition("Ready", "True", "AnalysisSucceeded", _ready_message(run)),
-            Condition("Degraded", "False", "AsExpected", "the last analysis run succeeded"),
+            Condition("Ready", "True", Reason.ANALYSIS_SUCCEEDED, _ready_message(run)),
+            Condition("Degraded", "False", Reason.AS_EXPECTED, "the last analysis run succeeded"),
         ], now, generation),
     }
     if generation is not None:
@@ -100,7 +101,7 @@ def run_succeeded(status: Mapping[str, Any], run: RunSummary, next_run_ms: int, 
     return patch
 
 
-def run_failed(status: Mapping[str, Any], reason: str, message: str, now_ms: int, retry_ms: int,
+def run_failed(status: Mapping[str, Any], reason: Reason, message: str, now_ms: int, retry_ms: int,
                generation: int | None) -> dict[str, Any]:
     """A failed run (Kafka unreachable, Spark failed, a Secret missing): Degraded with the reason, and the
     retry time as nextRunTime. lastRun keeps the last good run."""
@@ -117,7 +118,7 @@ def run_failed(status: Mapping[str, Any], reason: str, message: str, now_ms: int
     return patch
 
 
-def spec_invalid(status: Mapping[str, Any], field_path: str, problem: str, reason: str, now_ms: int,
+def spec_invalid(status: Mapping[str, Any], field_path: str, problem: str, reason: Reason, now_ms: int,
                  generation: int | None) -> dict[str, Any]:
     """A spec the operator cannot run: nothing is retried until the spec changes (no crash loop)."""
     message = f"{field_path}: {problem}"
@@ -136,11 +137,11 @@ def spec_invalid(status: Mapping[str, Any], field_path: str, problem: str, reaso
 def running(status: Mapping[str, Any], engine: str, now_ms: int, generation: int | None) -> dict[str, Any]:
     """Shown while an analysis runs (a Progressing condition, as Deployments have)."""
     return {"conditions": merge_conditions(status.get("conditions"), [
-        Condition("Progressing", "True", "AnalysisRunning", f"analysis running ({engine} engine) since {iso(now_ms)}"),
+        Condition("Progressing", "True", Reason.ANALYSIS_RUNNING, f"analysis running ({engine} engine) since {iso(now_ms)}"),
     ], iso(now_ms), generation)}
 
 
 def settled(status: Mapping[str, Any], now_ms: int, generation: int | None) -> dict[str, Any]:
     return {"conditions": merge_conditions(status.get("conditions"), [
-        Condition("Progressing", "False", "Idle", "no analysis running"),
+        Condition("Progressing", "False", Reason.IDLE, "no analysis running"),
     ], iso(now_ms), generation)}

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..model.reasons import Reason
 from .times import parse_iso
 
 MAX_BACKOFF_MS = 600_000
@@ -27,7 +28,7 @@ def due(generation: int | None, status: Mapping[str, Any], now_ms: int) -> bool:
 
 def _invalid(status: Mapping[str, Any]) -> bool:
     for cond in status.get("conditions") or ():
-        if cond.get("type") == "Ready" and cond.get("status") == "False" and cond.get("reason") == "InvalidSpec":
+        if cond.get("type") == "Ready" and cond.get("status") == "False" and cond.get("reason") == Reason.INVALID_SPEC:
             return True
     return False
 

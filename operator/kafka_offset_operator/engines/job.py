@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from ..decisions.policy_spec import PolicySpec
 from ..model.connection import ConnectionSettings
+from ..model.reasons import Reason
 
 
 class CancelFlag(Protocol):
@@ -20,7 +21,7 @@ class CancelFlag(Protocol):
 class AnalysisFailed(Exception):
     """An analysis that did not produce a report. `reason` is the status condition's reason."""
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: Reason, message: str) -> None:
         super().__init__(f"{reason}: {message}")
         self.reason = reason
         self.message = message

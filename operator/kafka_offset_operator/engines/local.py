@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ..adapters.kafka_admin import write_private_files
+from ..model.reasons import Reason
 from ..model.report import Report, read_report
 from .job import AnalysisFailed, CancelFlag, Cancelled, Job, client_settings, new_run_id
 from .local_worker import RESULT
@@ -135,7 +136,8 @@ class LocalEngine:
             answer = self._await(worker, request.run_id, cancel, poll_s)
             if not answer.get("ok"):
                 kind = answer.get("kind")
-                reason = {"input": "AnalysisInputError", "setup": "SparkUnavailable"}.get(str(kind), "AnalysisFailed")
+                reason = {"input": Reason.ANALYSIS_INPUT_ERROR, "setup": Reason.SPARK_UNAVAILABLE}.get(
+                    str(kind), Reason.ANALYSIS_FAILED)
                 raise AnalysisFailed(reason, str(answer.get("message") or "the analysis failed"))
             with open(results, encoding="utf-8") as f:
                 return read_report(f)
@@ -157,7 +159,7 @@ class LocalEngine:
                 self._worker = None
                 worker.kill()
                 tail = " | ".join(list(worker.stderr)[-3:]) or "no output"
-                raise AnalysisFailed("AnalysisFailed", f"the analysis process exited unexpectedly ({tail})")
+                raise AnalysisFailed(Reason.ANALYSIS_FAILED, f"the analysis process exited unexpectedly ({tail})")
             if line.startswith(RESULT):
                 answer: dict[str, Any] = json.loads(line[len(RESULT):])
                 if answer.get("runId") == run_id:

@@ -20,6 +20,7 @@ from offset_expiry import results_sink
 from ..adapters.kube import Kube, NotFound, owner_reference
 from ..decisions import spark_application as sparkapp
 from ..model.api import POLICY_LABEL
+from ..model.reasons import Reason
 from ..model.report import Report, ReportError, from_rows
 from .job import AnalysisFailed, CancelFlag, Cancelled, Job, new_run_id
 
@@ -46,7 +47,7 @@ class SparkApplicationEngine:
             try:
                 app = self.kube.get_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL, namespace, name)
             except NotFound:
-                raise AnalysisFailed("SparkApplicationFailed", f"SparkApplication {name} was deleted while it ran") from None
+                raise AnalysisFailed(Reason.SPARK_APPLICATION_FAILED, f"SparkApplication {name} was deleted while it ran") from None
             state = sparkapp.state_of(app)
             if state.phase is sparkapp.Phase.COMPLETED:
                 try:
@@ -55,7 +56,7 @@ class SparkApplicationEngine:
                     self._cleanup(namespace, name)
             if state.phase is sparkapp.Phase.FAILED:
                 self._cleanup_configmaps(namespace, name)  # the app stays for its logs until the next run
-                raise AnalysisFailed("SparkApplicationFailed", f"SparkApplication {name} {state.state}: {state.message}")
+                raise AnalysisFailed(Reason.SPARK_APPLICATION_FAILED, f"SparkApplication {name} {state.state}: {state.message}")
             time.sleep(self.poll_s)
 
     def _adopt(self, namespace: str, policy: str) -> dict[str, Any] | None:
@@ -73,7 +74,7 @@ class SparkApplicationEngine:
     def _submit(self, job: Job) -> dict[str, Any]:
         image = job.spec.spark.image or self.default_image
         if not image:
-            raise AnalysisFailed("InvalidSpec", "spec.analysis.sparkApplication.image: is required (the operator has "
+            raise AnalysisFailed(Reason.INVALID_SPEC, "spec.analysis.sparkApplication.image: is required (the operator has "
                                  f"no default image: set {DEFAULT_IMAGE_ENV})")
         run_id = new_run_id()
         body = sparkapp.manifest(job.policy_body, owner_reference(job.policy_body), job.spec, run_id, image=image,
@@ -96,7 +97,7 @@ class SparkApplicationEngine:
             doc = results_sink.assemble(manifest, parts)
             return from_rows(doc.get("summary") or {}, doc.get("offsets") or [])
         except (NotFound, ValueError, KeyError, ReportError) as exc:
-            raise AnalysisFailed("SparkApplicationFailed", f"SparkApplication {app} completed without usable results "
+            raise AnalysisFailed(Reason.SPARK_APPLICATION_FAILED, f"SparkApplication {app} completed without usable results "
                                  f"in ConfigMap {name}: {exc}") from None
 
     def _cleanup_configmaps(self, namespace: str, app: str) -> None:

@@ -2,6 +2,12 @@
 conditions) are written once. `scripts/dev.sh generate` writes them into crds/ and into the Helm chart's
 crds/; a test fails when either copy differs from what this module builds. `python -m
 kafka_offset_operator.model.crds` prints them (`--write DIR` writes them into one directory).
+
+The schemas are also what the operator checks specs against (`spec_schema`, offset_expiry.openapi), so the
+CRD and the spec parsers cannot drift: a rule a schema can say (types, enums, patterns, required fields,
+kafka or policyRef) is written here once; decisions/*_spec.py keep only what a schema cannot say. The
+policy's analysis part (groups, rules, protect) comes from offset_expiry.policy_schema, which the analysis
+checks policy files against.
 """
 
 from __future__ import annotations
@@ -13,22 +19,13 @@ from typing import Any
 
 import yaml
 
-from offset_expiry.durations import DURATION_PATTERN
+from offset_expiry.openapi import Schema
+from offset_expiry.policy_schema import duration, spec_properties
 
 from .api import DELETION_KIND, DELETIONS, GROUP, POLICIES, POLICY_KIND, VERSION
 
-Schema = dict[str, Any]
-
-
-def _duration(description: str, default: str | None = None) -> Schema:
-    out: Schema = {
-        "type": "string",
-        "pattern": DURATION_PATTERN,
-        "description": description + " A duration such as 7d, 36h, 1d12h, 90m or 30s.",
-    }
-    if default is not None:
-        out["default"] = default
-    return out
+INT32_MAX = 2**31 - 1  # Kafka's partition numbers, Spark's cores and instances
+INT64_MAX = 2**63 - 1  # Kafka's offsets
 
 
 def _secret_key_ref(description: str, keys: dict[str, tuple[str, str]]) -> Schema:
@@ -54,7 +51,7 @@ KAFKA_CONNECTION: Schema = {
     "properties": {
         "bootstrapServers": {
             "type": "string",
-            "minLength": 1,
+            "title": "comma-separated host:port list",
             "pattern": r"^[^\s,]+:[0-9]+(,[^\s,]+:[0-9]+)*$",
             "description": "Comma-separated host:port list of brokers to bootstrap from.",
         },
@@ -137,9 +134,10 @@ CONDITIONS: Schema = {
 }
 
 _SPARK_POD_PROPS: Schema = {
-    "cores": {"type": "integer", "minimum": 1, "default": 1, "description": "CPU cores."},
+    "cores": {"type": "integer", "minimum": 1, "maximum": INT32_MAX, "default": 1, "description": "CPU cores."},
     "memory": {
         "type": "string",
+        "title": "Spark memory size like 512m or 2g",
         "pattern": r"^[0-9]+[kmgtKMGT]?$",
         "default": "1g",
         "description": "JVM memory, in Spark's notation (512m, 2g).",
@@ -148,79 +146,13 @@ _SPARK_POD_PROPS: Schema = {
 
 
 def _policy_spec() -> Schema:
-    globs = {"type": "array", "items": {"type": "string", "minLength": 1}}
     return {
         "type": "object",
         "description": "What to analyse, by which rules, and what to do with the candidates.",
         "required": ["kafka"],
-        "properties": {
-            "kafka": KAFKA_CONNECTION,
-            "groups": {
-                "type": "object",
-                "description": (
-                    "Which consumer groups the policy covers, as glob patterns (*, ?, [abc]) matched against "
-                    "the whole group id. A group is covered when an include pattern matches and no exclude "
-                    "pattern does."
-                ),
-                "default": {"include": ["*"]},
-                "properties": {
-                    "include": {
-                        **globs,
-                        "default": ["*"],
-                        "description": "Covered groups; every group by default.",
-                    },
-                    "exclude": {
-                        **globs,
-                        "description": "Groups never covered, even when an include matches.",
-                    },
-                },
-            },
-            "rules": {
-                "type": "object",
-                "description": (
-                    "The policy's own retentions, applied with the broker's shapes (KIP-211, KIP-496). A rule "
-                    "left unset makes no candidates; the broker's own expiry is still reported."
-                ),
-                "properties": {
-                    "emptyGroupRetention": _duration(
-                        "Offsets of a group without members become candidates this long after the group became "
-                        "Empty (its currentStateTimestamp), the way the broker applies offsets.retention.minutes."
-                    ),
-                    "unsubscribedTopicRetention": _duration(
-                        "Offsets of topics an active consumer group no longer subscribes to become candidates "
-                        "this long after their last commit (KIP-496)."
-                    ),
-                    "standaloneRetention": _duration(
-                        "Offsets of standalone (simple) groups, which commit without joining, become candidates "
-                        "this long after their last commit."
-                    ),
-                    "deletedTopics": {
-                        "type": "string",
-                        "enum": ["Delete", "Keep"],
-                        "default": "Keep",
-                        "description": (
-                            "Offsets left behind for topics that no longer exist: Delete makes them candidates "
-                            "at once; Keep leaves them to the other rules."
-                        ),
-                    },
-                },
-            },
-            "protect": {
-                "type": "object",
-                "description": "Groups that are never deleted, whatever the rules say.",
-                "properties": {
-                    "groups": {**globs, "description": "Glob patterns of protected groups."},
-                    "keepAlive": {
-                        "type": "boolean",
-                        "default": False,
-                        "description": (
-                            "Also keep the broker from expiring protected groups' offsets, in every mode (DryRun too). How this works per "
-                            "group kind, and what it costs, is in docs/keep-alive.md."
-                        ),
-                    },
-                },
-            },
-            "mode": {
+        "properties": spec_properties(
+            kafka=KAFKA_CONNECTION,
+            mode={
                 "type": "string",
                 "enum": ["DryRun", "Approve", "Auto"],
                 "default": "DryRun",
@@ -229,15 +161,15 @@ def _policy_spec() -> Schema:
                     "spec.approved. Auto creates approved OffsetDeletions. Every deletion backs up first."
                 ),
             },
-            "schedule": {
+            schedule={
                 "type": "object",
                 "default": {"interval": "1h"},
                 "description": "When the analysis runs.",
                 "properties": {
-                    "interval": _duration("How often the analysis runs, besides on every spec change.", "1h"),
+                    "interval": duration("How often the analysis runs, besides on every spec change.", "1h"),
                 },
             },
-            "analysis": {
+            analysis={
                 "type": "object",
                 "default": {"engine": "Local"},
                 "description": "Where the analysis of __consumer_offsets runs.",
@@ -252,7 +184,7 @@ def _policy_spec() -> Schema:
                             "the same job in the cluster."
                         ),
                     },
-                    "brokerRetention": _duration(
+                    "brokerRetention": duration(
                         "The broker's offsets.retention.minutes, when the operator may not read broker configs "
                         "(DescribeConfigs). Read from the cluster when unset."
                     ),
@@ -262,10 +194,14 @@ def _policy_spec() -> Schema:
                         "properties": {
                             "image": {
                                 "type": "string",
+                                "title": "image reference (no spaces)",
+                                "pattern": r"^\S+$",
                                 "description": "An image with this project installed.",
                             },
                             "serviceAccount": {
                                 "type": "string",
+                                "title": "Kubernetes name (lower-case letters, digits, - and .)",
+                                "pattern": r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
                                 "description": "Service account of the driver.",
                             },
                             "driver": {
@@ -281,6 +217,7 @@ def _policy_spec() -> Schema:
                                     "instances": {
                                         "type": "integer",
                                         "minimum": 1,
+                                        "maximum": INT32_MAX,
                                         "default": 1,
                                         "description": "Number of executors.",
                                     },
@@ -290,7 +227,7 @@ def _policy_spec() -> Schema:
                     },
                 },
             },
-        },
+        ),
     }
 
 
@@ -360,6 +297,21 @@ def _policy_status() -> Schema:
     }
 
 
+def _topic_name() -> Schema:
+    """Kafka's own rule (Topic.validate); "." and ".." are refused by decisions/deletion_spec.py."""
+    return {
+        "type": "string",
+        "title": "Kafka topic name ([a-zA-Z0-9._-], at most 249 characters)",
+        "pattern": r"^[a-zA-Z0-9._-]+$",
+        "maxLength": 249,
+        "description": "Topic name.",
+    }
+
+
+def _partition() -> Schema:
+    return {"type": "integer", "minimum": 0, "maximum": INT32_MAX}
+
+
 def _deletion_spec() -> Schema:
     return {
         "type": "object",
@@ -380,16 +332,19 @@ def _deletion_spec() -> Schema:
             "topics": {
                 "type": "array",
                 "minItems": 1,
-                "description": "Topics whose committed offsets to delete.",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "description": "Topics whose committed offsets to delete, each listed once.",
                 "items": {
                     "type": "object",
                     "required": ["name"],
                     "properties": {
-                        "name": {"type": "string", "minLength": 1, "description": "Topic name."},
+                        "name": _topic_name(),
                         "partitions": {
                             "type": "array",
+                            "minItems": 1,
                             "description": "Partitions to delete; every committed partition when omitted.",
-                            "items": {"type": "integer", "minimum": 0},
+                            "items": _partition(),
                         },
                     },
                 },
@@ -405,9 +360,14 @@ def _deletion_spec() -> Schema:
                     "type": "object",
                     "required": ["topic", "partition", "offset"],
                     "properties": {
-                        "topic": {"type": "string", "minLength": 1, "description": "Topic name."},
-                        "partition": {"type": "integer", "minimum": 0, "description": "Partition."},
-                        "offset": {"type": "integer", "minimum": 0, "description": "The offset the scan saw."},
+                        "topic": _topic_name(),
+                        "partition": {**_partition(), "description": "Partition."},
+                        "offset": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "maximum": INT64_MAX,
+                            "description": "The offset the scan saw.",
+                        },
                     },
                 },
             },
@@ -627,6 +587,15 @@ def build_crds() -> dict[str, dict[str, Any]]:
             ],
         ),
     }
+
+
+def spec_schema(kind: str) -> Schema:
+    """The openAPIV3Schema of `kind`'s spec, as its CRD carries it: what the spec parsers check against."""
+    for crd in build_crds().values():
+        if crd["spec"]["names"]["kind"] == kind:
+            schema: Schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            return schema
+    raise KeyError(kind)
 
 
 def render(crd: dict[str, Any]) -> str:

@@ -61,30 +61,21 @@ class GroupInfo:
 CONNECTION_FAILED = "CONNECTION_FAILED"
 CLIENT_ERROR = "CLIENT_ERROR"
 
-# Kafka errors worth another try later: a busy group or a coordinator that moved. UNKNOWN_MEMBER_ID is what an
-# admin OffsetCommit gets while the group has members. (The adapter also honours kafka-python's `retriable`.)
-RETRY_LATER = frozenset(
-    {
-        "COORDINATOR_NOT_AVAILABLE",
-        "NOT_COORDINATOR",
-        "COORDINATOR_LOAD_IN_PROGRESS",
-        "REQUEST_TIMED_OUT",
-        "REBALANCE_IN_PROGRESS",
-        "UNKNOWN_MEMBER_ID",
-        "ILLEGAL_GENERATION",
-        "NETWORK_EXCEPTION",
-        CONNECTION_FAILED,
-    }
-)
+# Answers that mean the group is busy: it has members (an admin OffsetCommit gets UNKNOWN_MEMBER_ID while it
+# has), or it is rebalancing. kafka-python does not call them retriable (to a member they mean: rejoin); to
+# the operator they mean: wait until the group is empty, then try again. The adapter's `retry_later`, the one
+# classification of Kafka's answers, adds these to kafka-python's own; decisions ask `group_busy`.
+BUSY_GROUP = frozenset({"UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"})
 
 
-def is_retriable(name: str) -> bool:
-    """Whether Kafka's answer `name` means: not done, try again later."""
-    return name in RETRY_LATER
+def group_busy(name: str | None) -> bool:
+    """Whether Kafka's answer `name` means: the group has members (or is rebalancing) right now."""
+    return name in BUSY_GROUP
 
 
 class KafkaFailure(Exception):
-    """Kafka (or the way to it) refused a whole request. `code` is Kafka's error name when Kafka answered."""
+    """Kafka (or the way to it) refused a whole request. `code` is Kafka's error name when Kafka answered;
+    `retriable` is adapters.kafka_admin.retry_later's verdict."""
 
     def __init__(self, code: str, message: str, retriable: bool) -> None:
         super().__init__(f"{code}: {message}")

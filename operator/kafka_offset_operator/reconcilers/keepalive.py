@@ -14,7 +14,8 @@ from typing import Protocol
 
 from ..adapters.kafka_admin import KafkaAdmin
 from ..decisions.keepalive import KeepAlivePlan, Method, needs_live_view, plan_group, protected_groups
-from ..model.offsets import TP, Committed, GroupInfo
+from ..model.offsets import TP, Committed, GroupInfo, group_busy
+from ..model.reasons import Reason
 from ..model.report import ScannedOffset
 
 RECOMMITTED = "Recommitted"
@@ -44,6 +45,15 @@ class KeepAliveResult:
     def line(self) -> str:
         return f"{self.group}: {self.message}"
 
+    @property
+    def reason(self) -> Reason:
+        """The reason of the Event that reports it."""
+        return _EVENT_REASONS[self.outcome]
+
+
+_EVENT_REASONS = {RECOMMITTED: Reason.KEEP_ALIVE_RECOMMITTED, REBASED: Reason.KEEP_ALIVE_REBASED,
+                  RESUMED: Reason.KEEP_ALIVE_RESUMED, BLOCKED: Reason.KEEP_ALIVE_BLOCKED}
+
 
 def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan) -> KeepAliveResult | None:
     """One plan. Kafka failures of a whole request raise KafkaFailure (the run retries later)."""
@@ -64,9 +74,10 @@ def _recommit(admin: KafkaAdmin, group: str) -> KeepAliveResult:
     answers = admin.commit_offsets(group, offsets)
     errors = sorted({e for e in answers.values() if e is not None})
     done = sum(1 for e in answers.values() if e is None)
-    if "UNKNOWN_MEMBER_ID" in errors:
+    busy = [e for e in errors if group_busy(e)]
+    if busy:
         return KeepAliveResult(group, BLOCKED, 0, "it has members; Kafka accepts an admin OffsetCommit only "
-                               "while a group has none (UNKNOWN_MEMBER_ID)")
+                               f"while a group has none ({busy[0]})")
     text = f"re-committed {done} offsets (expiry restarts from now)"
     if errors:
         text += f"; {len(answers) - done} refused: {', '.join(errors)}"
@@ -97,7 +108,7 @@ def _commit_backup(admin: KafkaAdmin, store: BackupStore, group: str, backup: Ma
                    current: Mapping[TP, Committed], outcome: str, text: str) -> KeepAliveResult:
     missing = {tp: c for tp, c in backup.items() if tp not in current}  # never overwrite a newer commit
     answers = admin.commit_offsets(group, missing) if missing else {}
-    if "UNKNOWN_MEMBER_ID" in answers.values():
+    if any(group_busy(e) for e in answers.values()):
         return KeepAliveResult(group, BLOCKED, 0, (
             f"a consumer joined while it was being rebased; {len(missing)} backed-up offsets are kept and "
             "re-committed (where still uncommitted) once the group is empty again"))

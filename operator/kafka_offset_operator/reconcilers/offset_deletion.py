@@ -32,6 +32,7 @@ from ..model.api import DELETION_LABEL, DELETIONS, MANAGED_BY, POLICIES
 from ..model.backups import BACKUP_KEY, decode_backup, encode_backup, parse_backup
 from ..model.connection import ConnectionSettings
 from ..model.offsets import TP, Committed, KafkaFailure
+from ..model.reasons import Reason
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ class DeletionReconciler:
                 self._reconcile(body)
             except KubeError as exc:
                 self._apply(body, steps.spec_problem(body.get("status") or {}, "kubernetes", str(exc),
-                                                    "KubernetesApiError", _now(), _generation(body)))
+                                                    Reason.KUBERNETES_API_ERROR, _now(), _generation(body)))
 
     def _reconcile(self, body: dict[str, Any]) -> None:
         namespace = body["metadata"]["namespace"]
@@ -74,7 +75,7 @@ class DeletionReconciler:
             spec = parse_spec(body.get("spec"))
             settings = self._connection(namespace, spec)
         except SpecError as exc:
-            self._apply(body, steps.spec_problem(status, exc.field, exc.problem, exc.reason, _now(), generation))
+            self._apply(body, steps.spec_problem(status, exc.field, exc.problem, Reason(exc.reason), _now(), generation))
             return
         step = steps.next_step(spec, status)
         if step is Step.AWAIT:
@@ -176,7 +177,7 @@ class DeletionReconciler:
         except NotFound:
             raise SpecError(
                 "spec.policyRef.name", f"ConsumerGroupOffsetPolicy {spec.policy_ref!r} not found in namespace "
-                f"{namespace!r}", "PolicyNotFound") from None
+                f"{namespace!r}", Reason.POLICY_NOT_FOUND) from None
         where = f"ConsumerGroupOffsetPolicy {spec.policy_ref} spec.kafka"
         return connection_from_spec((policy.get("spec") or {}).get("kafka"), read_secret, where)
 
@@ -196,7 +197,7 @@ class DeletionReconciler:
             self.kube.patch_status(DELETIONS, meta["namespace"], meta["name"], outcome.status)
             current = merge_patch(current, outcome.status)
         for event in outcome.events:
-            kopf.event(cast(Any, dict(body)), type=event.type, reason=event.reason, message=event.message)
+            kopf.event(cast(Any, dict(body)), type=event.type, reason=str(event.reason), message=event.message)
         return current
 
 

@@ -44,8 +44,9 @@ from ..engines.spark_application import DEFAULT_IMAGE_ENV, SparkApplicationEngin
 from ..model.api import DELETIONS, GROUP, POLICIES, VERSION
 from ..model.connection import ConnectionSettings
 from ..model.offsets import TP, Committed, KafkaFailure
+from ..model.reasons import Reason
 from ..model.report import Report
-from .keepalive import KeepAliveResult, run_pass
+from .keepalive import BLOCKED, KeepAliveResult, run_pass
 
 log = logging.getLogger(__name__)
 
@@ -120,11 +121,11 @@ class PolicyRunner:
         try:
             self._visit(body, cancel)
         except KubeError as exc:
-            self._failed(body, "KubernetesApiError", str(exc))
+            self._failed(body, Reason.KUBERNETES_API_ERROR, str(exc))
         except Exception as exc:  # a bug must not stop the policy's daemon: say it, retry with backoff
             log.exception("policy %s/%s: unexpected failure", namespace, name)
             with contextlib.suppress(Exception):
-                self._failed(body, "InternalError", f"{type(exc).__name__}: {exc}")
+                self._failed(body, Reason.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
 
     def _visit(self, body: dict[str, Any], cancel: CancelFlag) -> None:
         namespace = body["metadata"]["namespace"]
@@ -133,11 +134,11 @@ class PolicyRunner:
             spec = parse_policy_spec(body.get("spec"))
             settings = connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret))
         except SpecError as exc:
-            if exc.reason == "SecretNotFound":  # may appear later: retried with backoff
-                self._failed(body, exc.reason, str(exc))
+            if exc.reason == Reason.SECRET_NOT_FOUND:  # may appear later: retried with backoff
+                self._failed(body, Reason.SECRET_NOT_FOUND, str(exc))
             else:  # waits for a new spec
-                self._patch(body, policy_status.spec_invalid(_status(body), exc.field, exc.problem, exc.reason, started,
-                                                    _generation(body)))
+                self._patch(body, policy_status.spec_invalid(_status(body), exc.field, exc.problem, Reason(exc.reason),
+                                                    started, _generation(body)))
             return
         self._patch(body, policy_status.running(_status(body), spec.engine.value, started, _generation(body)))
         try:
@@ -154,7 +155,7 @@ class PolicyRunner:
             return
         except AnalysisFailed as exc:
             metrics.analysis_finished(spec.engine.value, "Failed", (self.now_ms() - started) / 1000)
-            if exc.reason == "InvalidSpec":
+            if exc.reason == Reason.INVALID_SPEC:
                 field, _, problem = exc.message.partition(": ")
                 self._patch(body, policy_status.spec_invalid(_status(body), field, problem, exc.reason, self.now_ms(), _generation(body)))
             else:
@@ -162,7 +163,7 @@ class PolicyRunner:
             return
         except KafkaFailure as exc:
             metrics.kafka_error(exc.code)
-            reason = "KafkaUnavailable" if exc.retriable else "KafkaError"
+            reason = Reason.KAFKA_UNAVAILABLE if exc.retriable else Reason.KAFKA_ERROR
             self._failed(body, reason, f"Kafka at {settings.bootstrap_servers}: {exc.code}: {exc.message}")
             return
         run = policy_status.RunSummary(spec.engine.value, started, self.now_ms(), report, spec.mode, created, existing,
@@ -180,7 +181,7 @@ class PolicyRunner:
             configs = admin.broker_configs([RETENTION_CONFIG])
         minutes = configs.get(RETENTION_CONFIG)
         if minutes is None or not str(minutes).isdigit():
-            raise AnalysisFailed("InvalidSpec", "spec.analysis.brokerRetention: is required: the brokers do not "
+            raise AnalysisFailed(Reason.INVALID_SPEC, "spec.analysis.brokerRetention: is required: the brokers do not "
                                  f"report {RETENTION_CONFIG}")
         return int(minutes) * 60_000
 
@@ -209,7 +210,7 @@ class PolicyRunner:
                                        {"spec": {"approved": True}})
         metrics.deletions_created(spec.mode.value, created)
         if created:
-            self._event(body, "Normal", "OffsetDeletionsCreated", f"{created} OffsetDeletions created "
+            self._event(body, "Normal", Reason.OFFSET_DELETIONS_CREATED, f"{created} OffsetDeletions created "
                         f"({'approved' if spec.mode is Mode.AUTO else 'awaiting approval'})")
         return created, existing
 
@@ -228,10 +229,10 @@ class PolicyRunner:
         results = run_pass(admin, store, report.protected, self.now_ms(), lead)
         for result in results:
             metrics.keepalive_action(result.outcome)
-            kind = "Warning" if result.outcome == "Blocked" else "Normal"
-            self._event(body, kind, f"KeepAlive{result.outcome}", result.line)
+            kind = "Warning" if result.outcome == BLOCKED else "Normal"
+            self._event(body, kind, result.reason, result.line)
         if spec.interval_ms >= retention_ms:
-            results.append(KeepAliveResult("*", "Blocked", 0, "spec.schedule.interval is not shorter than the "
+            results.append(KeepAliveResult("*", BLOCKED, 0, "spec.schedule.interval is not shorter than the "
                                            "broker's retention: offsets may expire between two runs"))
         return results
 
@@ -245,7 +246,7 @@ class PolicyRunner:
         self._patch(body, patch)
         metrics.candidates(meta["namespace"], meta["name"], run.report.candidates_by_reason)
 
-    def _failed(self, body: dict[str, Any], reason: str, message: str) -> None:
+    def _failed(self, body: dict[str, Any], reason: Reason, message: str) -> None:
         meta = body["metadata"]
         key = (meta["namespace"], meta["name"])
         self.failures[key] = self.failures.get(key, 0) + 1
@@ -268,9 +269,9 @@ class PolicyRunner:
         current = self.kube.patch_status(POLICIES, meta["namespace"], meta["name"], patch)
         body["status"] = current.get("status") or {}
 
-    def _event(self, body: Mapping[str, Any], kind: str, reason: str, message: str) -> None:
+    def _event(self, body: Mapping[str, Any], kind: str, reason: Reason, message: str) -> None:
         try:
-            kopf.event(cast(Any, dict(body)), type=kind, reason=reason, message=message[:1000])
+            kopf.event(cast(Any, dict(body)), type=kind, reason=str(reason), message=message[:1000])
         except Exception as exc:  # events are best effort
             log.debug("event not posted: %s", exc)
 

@@ -6,10 +6,16 @@ import logging
 import os
 import stat
 
+import kafka.errors as kerrors
 import pytest
 from operator_kafka import commit, empty_group, live_group, make_topics
 
-from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin, write_private_files
+from kafka_offset_operator.adapters.kafka_admin import (
+    KafkaAdmin,
+    partition_answers,
+    retry_later,
+    write_private_files,
+)
 from kafka_offset_operator.decisions.connection_spec import connection_from_spec
 from kafka_offset_operator.model.connection import ConnectionSettings, Masked, TlsFiles
 from kafka_offset_operator.model.offsets import CONNECTION_FAILED, Committed, KafkaFailure
@@ -70,6 +76,29 @@ def test_unknown_group_and_unknown_topic(broker: SandboxBroker) -> None:
 def test_broker_configs(broker: SandboxBroker) -> None:
     with KafkaAdmin(plain(broker)) as admin:
         assert admin.broker_configs(["offsets.retention.minutes"]) == {"offsets.retention.minutes": "10080"}
+
+
+def test_one_classification_of_kafkas_answers() -> None:
+    # kafka-python's own table decides, for classes and instances alike ...
+    assert retry_later(kerrors.NotCoordinatorError) and retry_later(kerrors.CoordinatorLoadInProgressError())
+    assert retry_later(kerrors.KafkaConnectionError()) and retry_later(kerrors.KafkaTimeoutError())
+    assert not retry_later(kerrors.GroupSubscribedToTopicError) and not retry_later(kerrors.GroupIdNotFoundError)
+    assert not retry_later(kerrors.NonEmptyGroupError)  # an OffsetDelete answer: final, shown in the results
+    # ... plus a busy group (kafka-python: rejoin; the operator: wait until it is empty) ...
+    assert all(retry_later(e) for e in (kerrors.UnknownMemberIdError, kerrors.RebalanceInProgressError,
+                                        kerrors.IllegalGenerationError))
+    # ... minus a topic the coordinator does not know: final in an admin answer.
+    assert kerrors.UnknownTopicOrPartitionError.retriable and not retry_later(kerrors.UnknownTopicOrPartitionError)
+
+
+def test_a_retriable_answer_in_every_partition_fails_the_whole_request() -> None:
+    from kafka import TopicPartition
+
+    with pytest.raises(KafkaFailure) as err:
+        partition_answers({TopicPartition("t", 0): kerrors.NotCoordinatorError, TopicPartition("t", 1): kerrors.NotCoordinatorError})
+    assert (err.value.code, err.value.retriable) == ("NOT_COORDINATOR", True)
+    busy = {TopicPartition("t", 0): kerrors.UnknownMemberIdError, TopicPartition("t", 1): kerrors.NoError}
+    assert partition_answers(busy) == {("t", 0): "UNKNOWN_MEMBER_ID", ("t", 1): None}  # the caller waits for an empty group
 
 
 def test_unreachable_kafka_is_a_retriable_failure() -> None:

@@ -86,11 +86,19 @@ def test_include_given_as_empty_list_selects_nothing() -> None:
         ({"rules": ["1d"]}, "spec.rules", "expected a mapping, got a list"),
         ({"groups": {"include": "team-*"}}, "spec.groups.include", "expected a list of group patterns"),
         ({"groups": {"exclude": ["ok", ""]}}, "spec.groups.exclude[1]", "non-empty group pattern"),
-        ({"groups": {"exclude": [3]}}, "spec.groups.exclude[0]", "got 3"),
+        ({"groups": {"exclude": [3]}}, "spec.groups.exclude[0]", "3 is not a group pattern"),
         ({"protect": {"keepAlive": "yes"}}, "spec.protect.keepAlive", "'yes' is not true or false"),
         ({"protect": {"groups": None, "keepalive": True}}, "spec.protect.keepalive", "unknown field"),
         ({"rule": {}}, "spec.rule", "unknown field"),
         ("rules: {}", "spec", "expected a mapping, got a string"),
+        ({1: "x"}, "spec", "field names must be strings, got 1"),
+        # Longer than any retention Kafka accepts: refused here, not an overflow later on.
+        (
+            {"rules": {"emptyGroupRetention": "99999999999999999999d"}},
+            "spec.rules.emptyGroupRetention",
+            "is longer than 2147483647 minutes",
+        ),
+        ({"rules": {"standaloneRetention": "2147483648m"}}, "spec.rules.standaloneRetention", "longest retention"),
     ],
 )
 def test_bad_input_names_the_field(spec: object, field: str, fragment: str) -> None:

@@ -153,6 +153,14 @@ def test_restore_blocked_by_members_is_a_condition_and_one_event() -> None:
     assert "phase" not in racing.status
 
 
+def test_every_busy_group_answer_blocks_the_restore() -> None:
+    todo = steps.RestorePlan({("orders", 0): Committed(3)}, ())
+    for busy in ("UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"):
+        blocked = steps.finish_restore({"phase": "Succeeded"}, todo, {("orders", 0): busy}, BUSY, 30, NOW, None)
+        assert [(c["type"], c["reason"]) for c in blocked.status["conditions"]] == [("Degraded", "RestoreBlocked")]
+        assert "phase" not in blocked.status
+
+
 def test_spec_problem_names_the_field_and_waits_in_pending() -> None:
     outcome = steps.spec_problem({}, "spec.kafka.sasl.secretRef", "Secret 'x' not found", "SecretNotFound", NOW, 1)
     assert outcome.status["phase"] == "Pending"

@@ -11,6 +11,7 @@ import pytest
 
 from kafka_offset_operator.adapters.kube import owner_reference
 from kafka_offset_operator.decisions import keepalive, policy_status, proposals, schedule
+from kafka_offset_operator.decisions.deletion_spec import parse_spec
 from kafka_offset_operator.decisions.keepalive import KeepAlivePlan, Method
 from kafka_offset_operator.decisions.policy_spec import Engine, Mode, parse_policy_spec
 from kafka_offset_operator.model.offsets import Committed, GroupInfo, Member
@@ -150,6 +151,7 @@ def test_children_are_named_by_content_and_approved_per_mode() -> None:
     assert approve["spec"]["expectedOffsets"] == [{"topic": "t", "partition": 0, "offset": 4},
                                                   {"topic": "t", "partition": 1, "offset": 5}]
     assert approve["spec"]["policyRef"] == {"name": "stale"}
+    assert parse_spec(auto["spec"]).expected == {("t", 0): 4, ("t", 1): 5}  # the CRD's schema accepts it
     owner = approve["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["uid"], owner["controller"]) == ("ConsumerGroupOffsetPolicy", "u-1", True)
     moved = proposal(row("orders-app", "t", 1, 6), row("orders-app", "t", 0, 4))

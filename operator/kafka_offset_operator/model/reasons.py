@@ -1,0 +1,48 @@
+"""Every reason the operator writes into a condition or an Event, in one place (docs/operator.md and
+docs/offset-deletion.md list them; a test keeps the lists and this enum the same).
+
+offset_expiry.errors.SpecError carries its reason as a plain string (the Spark job does not import the
+operator); its default is INVALID_SPEC's value, and the operator only gives it members of this enum.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    # -- both kinds
+    AS_EXPECTED = "AsExpected"  # Degraded=False: nothing needs attention
+    INVALID_SPEC = "InvalidSpec"  # a field cannot work; the message starts with its path; waits for a new spec
+    SECRET_NOT_FOUND = "SecretNotFound"  # a Secret or key named in spec.kafka is missing; retried
+    KAFKA_UNAVAILABLE = "KafkaUnavailable"  # Kafka unreachable, or busy with the group (coordinator moving); retried
+    KUBERNETES_API_ERROR = "KubernetesApiError"  # a Kubernetes API call failed; retried
+
+    # -- ConsumerGroupOffsetPolicy
+    ANALYSIS_SUCCEEDED = "AnalysisSucceeded"  # Ready=True: the last run succeeded; the message sums it up
+    KAFKA_ERROR = "KafkaError"  # Kafka refused a request for good (with Kafka's error name)
+    ANALYSIS_FAILED = "AnalysisFailed"  # the Local analysis failed (Spark's error in one line)
+    ANALYSIS_INPUT_ERROR = "AnalysisInputError"  # the Local analysis refused its input
+    SPARK_UNAVAILABLE = "SparkUnavailable"  # the Local analysis could not start Spark (no Java)
+    SPARK_APPLICATION_FAILED = "SparkApplicationFailed"  # the SparkApplication failed or gave no usable results
+    INTERNAL_ERROR = "InternalError"  # an unexpected error (a bug; its traceback is logged); retried
+    ANALYSIS_RUNNING = "AnalysisRunning"  # Progressing=True: a run is under way
+    IDLE = "Idle"  # Progressing=False: no run under way
+    OFFSET_DELETIONS_CREATED = "OffsetDeletionsCreated"  # Event: a run proposed OffsetDeletions
+    KEEP_ALIVE_RECOMMITTED = "KeepAliveRecommitted"  # Event: a protected group's offsets were re-committed
+    KEEP_ALIVE_REBASED = "KeepAliveRebased"  # Event: a protected group was rebased as a simple group
+    KEEP_ALIVE_RESUMED = "KeepAliveResumed"  # Event: an interrupted rebase was finished
+    KEEP_ALIVE_BLOCKED = "KeepAliveBlocked"  # Event: a protected group could not be kept alive (why in the message)
+
+    # -- OffsetDeletion: its phases are also the Ready condition's reasons while it is in them
+    AWAITING_APPROVAL = "AwaitingApproval"  # spec.approved is false; nothing read or changed in Kafka
+    RUNNING = "Running"  # the backup is written; deleting
+    SUCCEEDED = "Succeeded"  # every requested partition deleted, not committed, or skipped
+    PARTIALLY_FAILED = "PartiallyFailed"  # some deleted, some refused by Kafka
+    FAILED = "Failed"  # nothing deleted
+    RESTORED = "Restored"  # the deleted offsets were committed back
+    POLICY_NOT_FOUND = "PolicyNotFound"  # spec.policyRef names no policy in the namespace; retried
+    GROUP_NOT_FOUND = "GroupNotFound"  # the group has neither members nor committed offsets
+    RESTORE_BLOCKED = "RestoreBlocked"  # the group has members, so Kafka refuses the restore; retried
+    RESTORE_INCOMPLETE = "RestoreIncomplete"  # some backed-up offsets could not be committed back
+    BACKED_UP = "BackedUp"  # Event: the backup is written and the deletion starts

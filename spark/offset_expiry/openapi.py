@@ -1,0 +1,306 @@
+"""Values checked against an OpenAPI v3 schema as a CustomResourceDefinition carries it, read the way the
+Kubernetes API server reads it, with the first problem raised as SpecError naming the field
+(`spec.topics[1].name: 'a' is listed twice`).
+
+A CRD's openAPIV3Schema is JSON Schema draft 4 plus a few OpenAPI and Kubernetes words; jsonschema's
+Draft4Validator does the checking, and what is not JSON Schema is handled here on purpose:
+
+- `nullable`: without it the API server drops a null field before it validates (as if it were absent),
+  so `check` drops it too; with `nullable: true` null is a value of the field.
+- Unknown fields: the API server's strict field validation (kubectl's default) refuses them, so every
+  object with `properties` is closed (`additionalProperties: false`) unless it says
+  `x-kubernetes-preserve-unknown-fields: true` or gives `additionalProperties` itself.
+- `x-kubernetes-list-type`: `set` and `map` (keyed by `x-kubernetes-list-map-keys`) refuse duplicates as the
+  API server does; `atomic` is a plain list. `x-kubernetes-int-or-string` accepts an integer or a string.
+  Any other `x-kubernetes-*` word (`x-kubernetes-validations`: CEL) is refused when the schema is compiled,
+  since this checker could not honour it.
+- `default`: an annotation for JSON Schema. The API server fills defaults in; the spec parsers apply the
+  same defaults themselves, so a spec that skipped defaulting (a policy file) means the same.
+- `format`: an annotation here (the CRDs' spec schemas use none).
+
+Messages are one line. `title`, where a schema gives one, names what a value is ("duration like 7d, ..."),
+so a wrong value reads `'7 days' is not a duration like 7d, ...` rather than showing a regular expression.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from jsonschema import Draft4Validator, ValidationError
+
+from .errors import SpecError
+
+Schema = dict[str, Any]
+
+_PRESERVE = "x-kubernetes-preserve-unknown-fields"
+_LIST_TYPE = "x-kubernetes-list-type"
+_MAP_KEYS = "x-kubernetes-list-map-keys"
+_INT_OR_STRING = "x-kubernetes-int-or-string"
+_UNDERSTOOD = {_PRESERVE, _LIST_TYPE, _MAP_KEYS, _INT_OR_STRING}
+
+
+class SchemaCheck:
+    """One schema, compiled once; `check` per value."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = copy.deepcopy(dict(schema))
+        json_schema = _to_json_schema(self.schema, "#")
+        Draft4Validator.check_schema(json_schema)
+        self._validator = Draft4Validator(json_schema)
+        self._lists: set[int] = set()  # ids of the schema nodes with a list type at or below them
+        _find_lists(self.schema, self._lists)
+
+    def check(self, value: Any, path: str) -> Any:
+        """`value` without the nulls the API server would drop; raises SpecError for its first problem.
+        `path` names `value` itself (`spec`), so fields read `spec.rules.standaloneRetention`."""
+        pruned = prune_nulls(value, self.schema)
+        error = next(iter(self._validator.iter_errors(pruned)), None)
+        if error is not None:
+            at = field_path(path, error.absolute_path)
+            below, problem = _explain(error, at)
+            raise SpecError(field_path(at, below), problem)
+        duplicate = _duplicates(pruned, self.schema, path, self._lists)
+        if duplicate is not None:
+            raise duplicate
+        return pruned
+
+
+def field_path(base: str, parts: Sequence[str | int]) -> str:
+    """`spec` + ['topics', 1, 'name'] -> `spec.topics[1].name`."""
+    out = base
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def prune_nulls(value: Any, schema: Mapping[str, Any]) -> Any:
+    """A copy of `value` without null fields the schema does not call nullable (the API server's pruning)."""
+    if isinstance(value, Mapping):
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        out = {}
+        for key, item in value.items():
+            sub = props.get(key, extra if isinstance(extra, Mapping) else None)
+            if sub is None:
+                out[key] = item  # unknown: kept, so it is reported as unknown
+            elif item is not None or sub.get("nullable"):
+                out[key] = prune_nulls(item, sub)
+        return out
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        return [prune_nulls(item, schema["items"]) for item in value]
+    return value
+
+
+# -- compiling
+
+
+def _to_json_schema(node: Mapping[str, Any], where: str) -> Schema:
+    out: Schema = {}
+    for key, value in node.items():
+        if key.startswith("x-kubernetes-") and key not in _UNDERSTOOD:
+            raise ValueError(f"{where}: {key} is not checked by offset_expiry.openapi; implement it there first")
+        if key == "properties":
+            out[key] = {name: _to_json_schema(sub, f"{where}.{name}") for name, sub in value.items()}
+        elif key in ("items", "additionalProperties") and isinstance(value, Mapping):
+            out[key] = _to_json_schema(value, f"{where}[]")
+        elif key in ("oneOf", "anyOf", "allOf"):
+            out[key] = [_to_json_schema(sub, where) for sub in value]
+        elif key == "not":
+            out[key] = _to_json_schema(value, where)
+        elif key != "nullable":
+            out[key] = value
+    if node.get(_INT_OR_STRING):
+        out["type"] = ["integer", "string"]
+    if node.get("nullable"):
+        kinds = out.get("type")
+        out["type"] = [*(kinds if isinstance(kinds, list) else [kinds] if kinds else []), "null"]
+        if "enum" in out:
+            out["enum"] = [*out["enum"], None]
+    if "properties" in out and "additionalProperties" not in out and not node.get(_PRESERVE):
+        out["additionalProperties"] = False
+    if out.get(_LIST_TYPE) == "map" and not out.get(_MAP_KEYS):
+        raise ValueError(f"{where}: x-kubernetes-list-type map needs x-kubernetes-list-map-keys")
+    return out
+
+
+def _find_lists(node: Mapping[str, Any], out: set[int]) -> bool:
+    subs = [*(node.get("properties") or {}).values(), node.get("items"), node.get("additionalProperties")]
+    below = [_find_lists(sub, out) for sub in subs if isinstance(sub, Mapping)]
+    if any(below) or node.get(_LIST_TYPE, "atomic") != "atomic":
+        out.add(id(node))
+        return True
+    return False
+
+
+def _duplicates(value: Any, schema: Mapping[str, Any], at: str, lists: set[int]) -> SpecError | None:
+    """x-kubernetes-list-type: no two items of a `set`, nor two with the same keys in a `map` (the value is
+    valid JSON Schema already, so its shape is the schema's). Walks only where the schema has list types."""
+    if id(schema) not in lists:
+        return None
+    if isinstance(value, Mapping):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = props.get(key, extra if isinstance(extra, Mapping) else None)
+            found = _duplicates(item, sub, field_path(at, [key]), lists) if sub is not None else None
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        kind = schema.get(_LIST_TYPE, "atomic")
+        keys: list[str] = list(schema.get(_MAP_KEYS) or ())
+        seen: set[str] = set()
+        for i, item in enumerate(value):
+            identity = repr([item.get(k) for k in keys] if kind == "map" else item)
+            if kind != "atomic" and identity in seen:
+                if kind == "map" and len(keys) == 1:
+                    return SpecError(field_path(at, [i, keys[0]]), f"{item.get(keys[0])!r} is listed twice")
+                shown = ", ".join(f"{k}={item.get(k)!r}" for k in keys) if kind == "map" else repr(item)
+                return SpecError(field_path(at, [i]), f"{shown} is listed twice")
+            seen.add(identity)
+            found = _duplicates(item, schema.get("items") or {}, field_path(at, [i]), lists)
+            if found is not None:
+                return found
+    return None
+
+
+# -- explaining
+
+
+def _explain(error: ValidationError, at: str) -> tuple[list[str | int], str]:
+    """Where below the error's own path (`at`) the problem is, and what it is, in one line."""
+    if error.validator == "oneOf":
+        found = _one_of(error.instance, error.validator_value, at)
+        if found is not None:
+            return found
+    explain = _EXPLAIN.get(str(error.validator))
+    if explain is not None:
+        found = explain(error.instance, error.validator_value, error.schema if isinstance(error.schema, Mapping) else {})
+        if found is not None:
+            return found
+    return [], error.message.replace("\n", " ")
+
+
+Found = tuple[list[str | int], str] | None
+
+
+def _type(value: Any, expected: Any, schema: Mapping[str, Any]) -> Found:
+    kinds = expected if isinstance(expected, list) else [expected]
+    if kinds[0] == "boolean" and value is not None:
+        return [], f"{value!r} is not true or false"
+    title = schema.get("title")
+    noun = _a(title) if title else _NOUNS.get(kinds[0], _a(kinds[0]))
+    if value is None or kinds[0] in ("object", "array"):
+        return [], f"expected {noun}, got {_kind(value)}"
+    return [], f"{value!r} is not {noun}"
+
+
+def _titled(value: Any, _: Any, schema: Mapping[str, Any]) -> Found:
+    """A string's pattern or length: what the value should be, by the schema's title."""
+    title = schema.get("title")
+    return ([], f"{value!r} is not {_a(title)}") if title else None
+
+
+def _min_length(value: Any, minimum: Any, schema: Mapping[str, Any]) -> Found:
+    if schema.get("title") and minimum == 1:
+        return [], f"expected a non-empty {schema['title']}, got {value!r}"
+    return [], "must not be empty" if minimum == 1 else f"must be at least {minimum} characters long"
+
+
+def _max_length(value: Any, maximum: Any, schema: Mapping[str, Any]) -> Found:
+    return [], f"is longer than {maximum} characters"
+
+
+def _pattern(value: Any, pattern: Any, schema: Mapping[str, Any]) -> Found:
+    return _titled(value, pattern, schema) or ([], f"{value!r} does not match {pattern}")
+
+
+def _enum(value: Any, options: Any, _: Mapping[str, Any]) -> Found:
+    return [], f"{value!r} is not one of {', '.join(str(o) for o in options if o is not None)}"
+
+
+def _required(value: Any, names: Any, _: Mapping[str, Any]) -> Found:
+    missing = [n for n in names if n not in value]
+    return ([missing[0]], "is required") if missing else None
+
+
+def _additional(value: Any, allowed: Any, schema: Mapping[str, Any]) -> Found:
+    known = schema.get("properties") or {}
+    for key in value:
+        if not isinstance(key, str):
+            return [], f"field names must be strings, got {key!r}"
+        if key not in known:
+            return [key], f"unknown field (known: {', '.join(sorted(known))})"
+    return None
+
+
+def _minimum(value: Any, minimum: Any, schema: Mapping[str, Any]) -> Found:
+    word = "greater than" if schema.get("exclusiveMinimum") else "at least"
+    return [], f"must be {word} {minimum}, not {value!r}"
+
+
+def _maximum(value: Any, maximum: Any, schema: Mapping[str, Any]) -> Found:
+    word = "less than" if schema.get("exclusiveMaximum") else "at most"
+    return [], f"must be {word} {maximum}, not {value!r}"
+
+
+def _min_items(value: Any, minimum: Any, _: Mapping[str, Any]) -> Found:
+    return [], "must not be empty" if minimum == 1 else f"must have at least {minimum} items"
+
+
+def _max_items(value: Any, maximum: Any, _: Mapping[str, Any]) -> Found:
+    return [], f"must have at most {maximum} items, not {len(value)}"
+
+
+def _one_of(value: Any, options: Any, at: str) -> Found:
+    """`oneOf` of `required` alone (spec.kafka or spec.policyRef): which one to give."""
+    if not isinstance(value, Mapping) or not all(isinstance(o, Mapping) and set(o) == {"required"} and len(o["required"]) == 1 for o in options):
+        return None
+    names = [o["required"][0] for o in options]
+    given = [n for n in names if n in value]
+    choices = " or ".join(f"{at}.{n}" for n in names)
+    if given:
+        return [given[-1]], f"give {choices}, {'not both' if len(names) == 2 else 'only one of them'}"
+    return [names[0]], f"give {choices}"
+
+
+def _unique(value: Any, _: Any, __: Mapping[str, Any]) -> Found:
+    return [], "has duplicate items"
+
+
+_EXPLAIN: dict[str, Callable[[Any, Any, Mapping[str, Any]], Found]] = {
+    "type": _type,
+    "pattern": _pattern,
+    "minLength": _min_length,
+    "maxLength": _max_length,
+    "enum": _enum,
+    "required": _required,
+    "additionalProperties": _additional,
+    "minimum": _minimum,
+    "maximum": _maximum,
+    "minItems": _min_items,
+    "maxItems": _max_items,
+    "uniqueItems": _unique,
+}
+
+_NOUNS = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "a whole number",
+          "number": "a number", "boolean": "true or false"}
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else type(value).__name__
