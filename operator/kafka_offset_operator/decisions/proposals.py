@@ -21,7 +21,7 @@ from typing import Any
 from offset_expiry.policy import Protection
 from offset_expiry.rules import Reason
 
-from ..model.api import API_VERSION, GROUP, DELETION_KIND, MANAGED_BY, POLICY_KIND, POLICY_LABEL
+from ..model.api import API_VERSION, DELETION_KIND, GROUP, MANAGED_BY, POLICY_KIND, POLICY_LABEL
 from ..model.offsets import TP, Committed, GroupInfo
 from ..model.report import ScannedOffset
 from .policy_spec import Mode
