@@ -89,10 +89,16 @@ def policies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Policies]:
             operators.close()
 
 
+@dataclass
+class Refused:
+    degraded: dict[str, dict[str, Any]]  # each refused policy once Degraded
+    after: dict[str, dict[str, Any]]  # each refused policy once all four were Degraded
+
+
 @pytest.fixture(scope="module")
-def refused(policies: Policies) -> dict[str, dict[str, Any]]:
-    """The four refused policies, each once Degraded."""
-    return {name: wait_cond(policies.kube, name, "Degraded", "True") for name, _, _ in REFUSED}
+def refused(policies: Policies) -> Refused:
+    degraded = {name: wait_cond(policies.kube, name, "Degraded", "True") for name, _, _ in REFUSED}
+    return Refused(degraded, {name: get(policies.kube, name) for name, _, _ in REFUSED})
 
 
 @dataclass
@@ -102,7 +108,7 @@ class Down:
 
 
 @pytest.fixture(scope="module")
-def kafka_down(policies: Policies, refused: dict[str, dict[str, Any]]) -> Down:
+def kafka_down(policies: Policies, refused: Refused) -> Down:
     down = wait_cond(policies.kube, "outage", "Degraded", "True")
     return Down(down, get(policies.kube, "bad-mode")["metadata"]["resourceVersion"])
 
@@ -130,16 +136,16 @@ def fixed(policies: Policies, kafka_back: Up) -> dict[str, Any]:
     return wait_cond(policies.kube, "bad-mode", "Ready", "True", RUN_TIMEOUT)
 
 
-def test_a_bad_field_is_named_in_the_ready_condition(refused: dict[str, dict[str, Any]]) -> None:
+def test_a_bad_field_is_named_in_the_ready_condition(refused: Refused) -> None:
     for name, field, reason in REFUSED:
-        ready = condition(refused[name].get("status"), "Ready")
+        ready = condition(refused.degraded[name].get("status"), "Ready")
         assert (ready["status"], ready["reason"]) == ("False", reason), name
         assert ready["message"].startswith(f"{field}: "), ready
 
 
-def test_an_invalid_spec_waits_for_a_new_one_and_a_missing_secret_is_retried(refused: dict[str, dict[str, Any]]) -> None:
-    assert "nextRunTime" not in refused["bad-mode"]["status"]  # waits for a new spec, no retries
-    assert "nextRunTime" in refused["no-secret"]["status"]  # the Secret may appear: retried with backoff
+def test_an_invalid_spec_waits_for_a_new_one_and_a_missing_secret_is_retried(refused: Refused) -> None:
+    assert "nextRunTime" not in refused.after["bad-mode"]["status"]  # waits for a new spec, no retries
+    assert "nextRunTime" in refused.after["no-secret"]["status"]  # the Secret may appear: retried with backoff
 
 
 def test_a_kafka_outage_is_degraded_naming_the_brokers(kafka_down: Down, policies: Policies) -> None:
