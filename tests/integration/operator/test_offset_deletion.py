@@ -314,6 +314,7 @@ def test_a_configmap_backup_is_restored(configmap_backup: dict[str, Any], broker
     assert committed(broker.bootstrap_servers, "wide-group") == {("wide", p): 1 for p in range(12)}
 
 
+@pytest.mark.slow  # an operator restart: Kopf gives the stopping one 2 s
 def test_operator_restarted_mid_restore_finishes_without_overwriting_new_commits(
         broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
     make_topics(broker, {"orders": 2, "other": 1})

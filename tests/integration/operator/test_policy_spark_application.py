@@ -284,11 +284,13 @@ def test_the_application_spec_is_what_spark_operator_needs(submitted: Submitted,
     assert "policy.yaml" in kube.get("v1", "configmaps", f"{name}-policy")["binaryData"]
 
 
+@pytest.mark.slow  # an operator restart (Kopf's 2 s grace) and the clock's next second
 def test_a_run_outlives_its_operator_and_the_next_operator_adopts_it(adopted: Adopted) -> None:
     assert adopted.while_down == [adopted.name]  # the run keeps going without the operator ...
     assert adopted.after_restart == [adopted.name]  # ... and the next operator adopts it instead of starting another
 
 
+@pytest.mark.slow  # an operator restart (Kopf's 2 s grace) and the clock's next second
 def test_deleting_the_policy_deletes_its_adopted_run(adopted: Adopted, kube: Kube) -> None:
     kube.delete(GROUP_VERSION, "consumergroupoffsetpolicies", "spec-check")
     wait_until(lambda: app_names(kube) == [], 30, "the run deleted with its policy")
