@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 from kafka_offset_operator.adapters.kube import Kube, load_config
 from kafka_offset_operator.context import OperatorOptions
+from kafka_offset_operator.decisions.conditions import find
 from kafka_offset_operator.decisions.times import parse_iso
 from kafka_offset_operator.engines.local import shared_engine
 from kafka_offset_operator.model.api import (
@@ -244,7 +245,8 @@ def _relative(when: str | None) -> str:
 
 
 def _condition(status: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    return next((dict(c) for c in status.get("conditions") or () if c.get("type") == kind), {})
+    """The operator's own lookup (decisions.conditions.find), {} when the status has no such condition yet."""
+    return dict(find(status.get("conditions"), kind) or {})
 
 
 class OperatorThread:

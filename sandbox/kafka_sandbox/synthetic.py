@@ -16,7 +16,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from offset_expiry.codec import encode_key, encode_value, group_metadata, partition_for
+from offset_expiry.codec import (
+    consumer_group_current_assignment,
+    consumer_group_epoch,
+    consumer_group_member_subscription,
+    consumer_group_regular_expression,
+    consumer_group_target_assignment_epoch,
+    encode_key,
+    encode_value,
+    group_metadata,
+    partition_for,
+)
 from offset_expiry.raw import RawRecord
 
 DAY_MS = 86_400_000
@@ -242,56 +252,27 @@ def _kip848(
 ) -> Iterator[tuple[bytes, bytes | None, int]]:
     epoch = rng.randrange(1, 20)
     assignment_epoch = epoch if rng.random() < 0.8 else epoch - 1
-    yield (
-        encode_key("ConsumerGroupMetadata", {"GroupId": group}),
-        encode_value("ConsumerGroupMetadata", {"Epoch": epoch}, 0),
-        t,
-    )
+    yield (*consumer_group_epoch(group, epoch), t)
     regex = "topic-1.*" if rng.random() < 0.3 else None
     for member in members:
         names = [] if regex is not None and rng.random() < 0.5 else list(topics)
-        value = {
-            "InstanceId": None,
-            "RackId": None,
-            "ClientId": "client",
-            "ClientHost": "/10.0.0.2",
-            "SubscribedTopicNames": names,
-            "SubscribedTopicRegex": regex,
-            "RebalanceTimeoutMs": 300000,
-            "ServerAssignor": "uniform",
-        }
-        key = {"GroupId": group, "MemberId": member}
         yield (
-            encode_key("ConsumerGroupMemberMetadata", key),
-            encode_value("ConsumerGroupMemberMetadata", value, 0),
+            *consumer_group_member_subscription(
+                group, member, topics=names, regex=regex, client_host="/10.0.0.2", server_assignor="uniform"
+            ),
             t,
         )
     if regex is not None and rng.random() < 0.7:
         resolved = sorted(x for x in _TOPICS if x.startswith("topic-1"))
-        key = {"GroupId": group, "RegularExpression": regex}
-        value = {"Topics": resolved, "Version": 3, "Timestamp": t}
-        yield (
-            encode_key("ConsumerGroupRegularExpression", key),
-            encode_value("ConsumerGroupRegularExpression", value, 0),
-            t,
-        )
-    yield (
-        encode_key("ConsumerGroupTargetAssignmentMetadata", {"GroupId": group}),
-        encode_value("ConsumerGroupTargetAssignmentMetadata", {"AssignmentEpoch": assignment_epoch}, 0),
-        t,
-    )
+        yield (*consumer_group_regular_expression(group, regex, topics=resolved, version=3, timestamp=t), t)
+    yield (*consumer_group_target_assignment_epoch(group, assignment_epoch), t)
     for member in members:
-        value = {
-            "MemberEpoch": assignment_epoch if rng.random() < 0.9 else assignment_epoch - 1,
-            "PreviousMemberEpoch": assignment_epoch - 1,
-            "State": 0 if rng.random() < 0.9 else 1,
-            "AssignedPartitions": [],
-            "PartitionsPendingRevocation": [],
-        }
-        key = {"GroupId": group, "MemberId": member}
+        member_epoch = assignment_epoch if rng.random() < 0.9 else assignment_epoch - 1
+        state = 0 if rng.random() < 0.9 else 1
         yield (
-            encode_key("ConsumerGroupCurrentMemberAssignment", key),
-            encode_value("ConsumerGroupCurrentMemberAssignment", value, 0),
+            *consumer_group_current_assignment(
+                group, member, member_epoch=member_epoch, previous_member_epoch=assignment_epoch - 1, state=state
+            ),
             t,
         )
 

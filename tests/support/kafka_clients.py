@@ -1,41 +1,36 @@
-"""Real Kafka clients for tests that drive the sandbox broker (no doubles), shared by the sandbox, Spark
-and other integration tests (pytest puts tests/support on sys.path).
+"""Real Kafka clients for tests that drive the sandbox broker (no doubles), shared by every test folder
+(pytest puts tests/support on sys.path).
 
 KafkaConsumer is not thread-safe and its poll() drives the group protocol, so each consumer lives in
-its own thread and is told what to do through a queue. Waiting is always "poll a condition until a
-deadline", never a bare sleep.
+its own thread and is told what to do through a queue; it keeps polling (and heartbeating) while the test
+waits for something else. Group shapes tests need often: a live member (`member`), a group that committed
+and left (`empty_group`), a standalone commit (`admin_commit`), and what a group has committed.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from types import TracebackType
 from typing import Any
 
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka.consumer.fetcher import ConsumerRecord
 from kafka.structs import OffsetAndMetadata
-
-
-def wait_until(condition: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)  # polling interval of the condition, not a synchronisation
+from waiting import wait_until
 
 
 class GroupConsumer:
-    """A subscribed KafkaConsumer polling in a background thread."""
+    """A subscribed KafkaConsumer polling in a background thread; `received` collects what it read."""
 
     def __init__(self, bootstrap: str, group: str, topics: list[str], **config: Any) -> None:
         self._commands: queue.Queue[tuple[Callable[[KafkaConsumer], Any], queue.Queue[Any]]] = queue.Queue()
         self._stop = threading.Event()
+        self.group = group
         self.assignment: set[TopicPartition] = set()
+        self.received: list[ConsumerRecord] = []
         self.error: BaseException | None = None
         settings = {
             "bootstrap_servers": bootstrap,
@@ -59,7 +54,8 @@ class GroupConsumer:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                self._consumer.poll(timeout_ms=50)
+                for records in self._consumer.poll(timeout_ms=50).values():
+                    self.received.extend(records)
                 self.assignment = set(self._consumer.assignment())
                 while not self._commands.empty():
                     command, reply = self._commands.get_nowait()
@@ -70,6 +66,22 @@ class GroupConsumer:
         except BaseException as exc:
             self.error = exc
 
+    def __enter__(self) -> GroupConsumer:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def wait_assigned(self, partitions: int | None = None, timeout: float = 30.0) -> set[TopicPartition]:
+        """Until the group gave this member `partitions` partitions (any, if None)."""
+        return wait_until(
+            lambda: self.assignment if partitions is None or len(self.assignment) == partitions else None,
+            timeout,
+            f"{self.group}'s assignment",
+        )
+
     def call(self, command: Callable[[KafkaConsumer], Any], timeout: float = 30) -> Any:
         reply: queue.Queue[Any] = queue.Queue()
         self._commands.put((command, reply))
@@ -78,7 +90,7 @@ class GroupConsumer:
             raise result
         return result
 
-    def commit(self, offsets: dict[tuple[str, int], int]) -> None:
+    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
         """A member commit (with this member's id and generation), for any partitions."""
         self.call(
             lambda c: c.commit(
@@ -93,3 +105,41 @@ class GroupConsumer:
         self._consumer.close(autocommit=False)
         if self.error is not None:
             raise self.error
+
+
+@contextmanager
+def member(bootstrap: str, group: str, topics: Iterable[str]) -> Iterator[GroupConsumer]:
+    """A member of `group` (Stable, subscribed to `topics`, with an assignment) until the block ends, when
+    it leaves the group (LeaveGroup on close)."""
+    with GroupConsumer(bootstrap, group, list(topics)) as consumer:
+        consumer.wait_assigned()
+        yield consumer
+
+
+def empty_group(bootstrap: str, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+    """A classic consumer group that joined, committed `offsets` and left: state Empty, protocol consumer."""
+    with member(bootstrap, group, sorted({t for t, _ in offsets})) as consumer:
+        consumer.commit(offsets)
+
+
+def admin_commit(bootstrap: str, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+    """What a standalone consumer (manual assignment, no group membership) does: an OffsetCommit with
+    generation -1. On an unknown group it creates a simple group."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        answers = admin.alter_group_offsets(
+            group, {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}
+        )
+        assert all(err.__name__ == "NoError" for err in answers.values()), answers
+    finally:
+        admin.close()
+
+
+def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    """The group's committed offsets, as an OffsetFetch of the whole group answers them."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        raw = admin.list_group_offsets({group: None}).get(group, {})
+        return {(tp.topic, tp.partition): oam.offset for tp, oam in raw.items()}
+    finally:
+        admin.close()

@@ -5,6 +5,12 @@ broker writes with it, and the CLI's `decode`/`dump` print what it returns.
 """
 
 from .builders import (
+    consumer_group,
+    consumer_group_current_assignment,
+    consumer_group_epoch,
+    consumer_group_member_subscription,
+    consumer_group_regular_expression,
+    consumer_group_target_assignment_epoch,
     group_metadata,
     group_metadata_tombstone,
     offset_commit,
@@ -38,6 +44,12 @@ __all__ = [
     "UNKNOWN_TAGS",
     "CodecError",
     "RecordType",
+    "consumer_group",
+    "consumer_group_current_assignment",
+    "consumer_group_epoch",
+    "consumer_group_member_subscription",
+    "consumer_group_regular_expression",
+    "consumer_group_target_assignment_epoch",
     "decode_consumer_protocol",
     "decode_key",
     "decode_record",

@@ -5,11 +5,17 @@ newOffsetCommitTombstoneRecord, newGroupMetadataRecord, newGroupMetadataTombston
 commits use value v1 only when they carry an expireTimestamp and v3 otherwise (Kafka 4.0; Kafka 4.1+
 writes v4 instead of v3, with the topic id as a tagged field, KAFKA-19141: pass value_version=4);
 group metadata uses v3.
+
+KIP-848 ("consumer" protocol) groups are written as several records of types 3-8 and 16, all value v0
+(newConsumerGroupEpochRecord, newConsumerGroupMemberSubscriptionRecord,
+newConsumerGroupRegularExpressionRecord, newConsumerGroupTargetAssignmentEpochRecord,
+newConsumerGroupCurrentAssignmentRecord); `consumer_group` puts them together for a whole stable group,
+which is what tests and the synthetic topics seed (the sandbox's coordinator never creates such groups).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .records import encode_key, encode_value
@@ -84,3 +90,113 @@ def group_metadata(
 
 def group_metadata_tombstone(group: str) -> tuple[bytes, None]:
     return encode_key("GroupMetadata", {"group": group}), None
+
+
+# ---- KIP-848 consumer groups ----
+
+KIP848_VALUE_VERSION = 0
+MEMBER_STATE_STABLE = 0  # MemberState.STABLE
+
+
+def consumer_group_epoch(group: str, epoch: int) -> tuple[bytes, bytes]:
+    return (
+        encode_key("ConsumerGroupMetadata", {"GroupId": group}),
+        encode_value("ConsumerGroupMetadata", {"Epoch": epoch}, KIP848_VALUE_VERSION),
+    )
+
+
+def consumer_group_member_subscription(
+    group: str,
+    member_id: str,
+    *,
+    topics: Sequence[str] = (),
+    regex: str | None = None,
+    client_id: str = "client",
+    client_host: str = "/127.0.0.1",
+    rebalance_timeout_ms: int = 300_000,
+    server_assignor: str | None = None,
+    instance_id: str | None = None,
+    rack_id: str | None = None,
+) -> tuple[bytes, bytes]:
+    """A member's subscription: topic names and/or one regular expression (both may be given)."""
+    value = {
+        "InstanceId": instance_id,
+        "RackId": rack_id,
+        "ClientId": client_id,
+        "ClientHost": client_host,
+        "SubscribedTopicNames": list(topics),
+        "SubscribedTopicRegex": regex,
+        "RebalanceTimeoutMs": rebalance_timeout_ms,
+        "ServerAssignor": server_assignor,
+    }
+    return (
+        encode_key("ConsumerGroupMemberMetadata", {"GroupId": group, "MemberId": member_id}),
+        encode_value("ConsumerGroupMemberMetadata", value, KIP848_VALUE_VERSION),
+    )
+
+
+def consumer_group_regular_expression(
+    group: str, regex: str, *, topics: Sequence[str], version: int, timestamp: int
+) -> tuple[bytes, bytes]:
+    """The topics a regular expression resolved to, at `timestamp`, in the group's metadata `version`."""
+    value = {"Topics": sorted(topics), "Version": version, "Timestamp": timestamp}
+    return (
+        encode_key("ConsumerGroupRegularExpression", {"GroupId": group, "RegularExpression": regex}),
+        encode_value("ConsumerGroupRegularExpression", value, KIP848_VALUE_VERSION),
+    )
+
+
+def consumer_group_target_assignment_epoch(group: str, assignment_epoch: int) -> tuple[bytes, bytes]:
+    return (
+        encode_key("ConsumerGroupTargetAssignmentMetadata", {"GroupId": group}),
+        encode_value(
+            "ConsumerGroupTargetAssignmentMetadata", {"AssignmentEpoch": assignment_epoch}, KIP848_VALUE_VERSION
+        ),
+    )
+
+
+def consumer_group_current_assignment(
+    group: str, member_id: str, *, member_epoch: int, previous_member_epoch: int, state: int = MEMBER_STATE_STABLE
+) -> tuple[bytes, bytes]:
+    """A member's current assignment; the partitions themselves (by topic id) are left empty."""
+    value = {
+        "MemberEpoch": member_epoch,
+        "PreviousMemberEpoch": previous_member_epoch,
+        "State": state,
+        "AssignedPartitions": [],
+        "PartitionsPendingRevocation": [],
+    }
+    return (
+        encode_key("ConsumerGroupCurrentMemberAssignment", {"GroupId": group, "MemberId": member_id}),
+        encode_value("ConsumerGroupCurrentMemberAssignment", value, KIP848_VALUE_VERSION),
+    )
+
+
+def consumer_group(
+    group: str,
+    members: Mapping[str, tuple[Sequence[str], str | None]],
+    regexes: Mapping[str, Sequence[str]] | None = None,
+    *,
+    epoch: int,
+    resolved_at: int,
+    client_id: str = "client",
+) -> list[tuple[bytes, bytes]]:
+    """A KIP-848 group as a Kafka 4.x coordinator keeps it: the group epoch, each member's subscription
+    (`members`: id -> (topic names, regex or None)), each regex's resolved topics (as of `resolved_at`),
+    the target assignment epoch and each member's current assignment, every member at `epoch` (Stable).
+    With no members the group is Empty. Offsets are separate `offset_commit` records."""
+    records = [consumer_group_epoch(group, epoch)]
+    records += [
+        consumer_group_member_subscription(group, member, topics=topics, regex=regex, client_id=client_id)
+        for member, (topics, regex) in members.items()
+    ]
+    records += [
+        consumer_group_regular_expression(group, regex, topics=topics, version=1, timestamp=resolved_at)
+        for regex, topics in (regexes or {}).items()
+    ]
+    records.append(consumer_group_target_assignment_epoch(group, epoch))
+    records += [
+        consumer_group_current_assignment(group, member, member_epoch=epoch, previous_member_epoch=epoch - 1)
+        for member in members
+    ]
+    return records

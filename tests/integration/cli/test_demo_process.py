@@ -8,9 +8,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 DEMO_TIMEOUT_S = 420  # a cold Spark start on a busy 2-core machine; about 30-70 s as a rule
 
 
+@pytest.mark.slow  # the whole demo, with a Spark analysis
 def test_demo_exits_0_with_the_policy_and_its_deletions_as_tables() -> None:
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "kafka_offset_demo"], capture_output=True, text=True,

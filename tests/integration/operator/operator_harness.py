@@ -3,7 +3,9 @@ builtin resources and our CRDs (kafka_offset_demo.emulated_cluster, which the de
 kubeconfig pointing at it, and the operator itself running under Kopf in a background thread with its own
 event loop (the same `run_operator` the `run` command uses).
 
-Synchronisation is by polling with a deadline (`Kube.wait_for`), never by sleeping a fixed time.
+The cluster and the operators are context managers, so a test module may keep one of each for several
+tests (a saga split per phase) as the per-test fixtures in conftest.py do for one. Synchronisation is by
+polling with a deadline (waiting.wait_until), never by sleeping a fixed time.
 """
 
 from __future__ import annotations
@@ -11,26 +13,33 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+import kopf
 import yaml
+from waiting import wait_until
 
 from kafka_offset_demo.emulated_cluster import EmulatedCluster as _EmulatedCluster
-from kafka_offset_operator.context import OperatorOptions
-from kafka_offset_operator.runtime import Registrar, run_operator
+from kafka_offset_operator.context import OperatorContext, OperatorOptions
+from kafka_offset_operator.decisions.conditions import find
+from kafka_offset_operator.runtime import REGISTRARS, Registrar, run_operator
 
 ROOT = Path(__file__).resolve().parents[3]
 CRD_DIR = ROOT / "crds"
 NAMESPACE = "kafka"
 GROUP_VERSION = "kafkaoffsets.dev/v1alpha1"
+FINAL = ("Succeeded", "PartiallyFailed", "Failed")  # an OffsetDeletion's phases once it is done
 
-T = TypeVar("T")
+
+def condition(status: Mapping[str, Any] | None, kind: str) -> dict[str, Any]:
+    """The condition of type `kind` in a resource's status, {} when there is none (the product's lookup)."""
+    return dict(find((status or {}).get("conditions"), kind) or {})
 
 
 class EmulatedCluster(_EmulatedCluster):
@@ -39,6 +48,17 @@ class EmulatedCluster(_EmulatedCluster):
 
     def __init__(self, crd_dir: Path = CRD_DIR, extra_crds: list[dict[str, Any]] | None = None) -> None:
         super().__init__([yaml.safe_load(p.read_text()) for p in sorted(crd_dir.glob("*.yaml"))] + list(extra_crds or []))
+
+
+@contextmanager
+def emulated_cluster(extra_crds: list[dict[str, Any]] | None = None) -> Iterator[EmulatedCluster]:
+    """A running emulated API; on a clean exit it must not have failed any request."""
+    c = EmulatedCluster(extra_crds=extra_crds).start()
+    try:
+        yield c
+        assert c.server_errors() == [], "the emulated API server failed requests"
+    finally:
+        c.stop()
 
 
 class KubeApiError(Exception):
@@ -121,20 +141,6 @@ class Kube:
     def events_for(self, name: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
         return [e for e in self.list("v1", "events", namespace) if e.get("involvedObject", {}).get("name") == name]
 
-    @staticmethod
-    def wait_for(check: Callable[[], T | None], timeout: float = 20.0, what: str = "condition",
-                 interval: float = 0.05) -> T:
-        """Poll `check` until it returns something truthy, or fail after `timeout` seconds."""
-        deadline = time.monotonic() + timeout
-        last: T | None = None
-        while True:
-            last = check()
-            if last:
-                return last
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
-            time.sleep(interval)  # polling cadence, not synchronisation: the deadline decides
-
     def wait_for_status(self, name: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 20.0,
                         what: str = "status") -> dict[str, Any]:
         """Poll an OffsetDeletion until `predicate(status)` holds; returns the whole object."""
@@ -146,9 +152,19 @@ class Kube:
             return obj if predicate(obj.get("status", {})) else None
 
         try:
-            return self.wait_for(check, timeout, what)
+            return wait_until(check, timeout, what)
         except AssertionError:
             raise AssertionError(f"timed out waiting for {what} of {name}; status: {seen[0] if seen else None}") from None
+
+    def wait_for_phase(self, name: str, *phases: str, timeout: float = 20.0) -> dict[str, Any]:
+        """The status of an OffsetDeletion once its phase is one of `phases`."""
+        what = " or ".join(phases)
+        return self.wait_for_status(name, lambda s: s.get("phase") in phases, timeout, what)["status"]
+
+    def wait_for_reason(self, name: str, reason: str, timeout: float = 20.0) -> dict[str, Any]:
+        """The status of an OffsetDeletion once one of its conditions has `reason`."""
+        return self.wait_for_status(
+            name, lambda s: any(c["reason"] == reason for c in s.get("conditions", [])), timeout, reason)["status"]
 
 
 class OperatorThread:
@@ -156,11 +172,18 @@ class OperatorThread:
 
     def __init__(self, options: OperatorOptions, registrars: list[Registrar] | None = None) -> None:
         self.options = options
-        self.registrars = registrars
+        # The production handlers (or a test's own), plus one that keeps Kopf's settings for stop().
+        self.registrars = [*(REGISTRARS if registrars is None else registrars), self._keep_settings]
+        self._settings: kopf.OperatorSettings | None = None
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="operator", daemon=True)
+
+    def _keep_settings(self, registry: kopf.OperatorRegistry, ctx: OperatorContext) -> None:
+        @kopf.on.startup(registry=registry)
+        def keep(settings: kopf.OperatorSettings, **_: Any) -> None:
+            self._settings = settings
 
     def _run(self) -> None:
         try:
@@ -178,7 +201,11 @@ class OperatorThread:
             raise AssertionError(f"the operator failed to start: {self._error!r}") from self._error
         return self
 
-    def stop(self, timeout: float = 30) -> None:
+    def stop(self, timeout: float = 30, *, graceful: bool = True) -> None:
+        """A shutdown as on SIGTERM; not `graceful` (the end of a test), Kopf does not give a handler still
+        running (or sleeping before a retry) its 2 s to finish."""
+        if not graceful and self._settings is not None:
+            self._settings.queueing.exit_timeout = 0.1
         self._stop.set()
         self._thread.join(timeout)
         if self._thread.is_alive():
@@ -189,3 +216,28 @@ class OperatorThread:
     @property
     def alive(self) -> bool:
         return self._thread.is_alive()
+
+
+class Operators:
+    """Starts operators and, on close(), stops those still running; a test may stop one and start another
+    (a restart)."""
+
+    def __init__(self, options: OperatorOptions) -> None:
+        self.options = options
+        self._running: list[OperatorThread] = []
+
+    def start(self, options: OperatorOptions | None = None, registrars: list[Registrar] | None = None) -> OperatorThread:
+        op = OperatorThread(options or self.options, registrars).start()
+        self._running.append(op)
+        return op
+
+    def close(self) -> None:
+        for op in self._running:
+            if op.alive:
+                op.stop(graceful=False)
+
+
+def fast_options(kubeconfig: Path, **overrides: Any) -> OperatorOptions:
+    """Fast retries for tests; everything else as in production."""
+    return OperatorOptions(namespaces=(NAMESPACE,), kubeconfig=kubeconfig, retry_interval=0.3, kafka_timeout_ms=5000,
+                           **overrides)

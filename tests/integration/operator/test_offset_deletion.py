@@ -1,20 +1,29 @@
 """OffsetDeletion end to end: the operator under Kopf against kmock's emulated API and the sandbox broker,
-with consumer groups made by kafka-python. Every assertion about Kafka is an OffsetFetch over TCP."""
+with consumer groups made by kafka-python. Every assertion about Kafka is an OffsetFetch over TCP.
+
+A deletion that walks through several phases (awaiting approval, deleted, restored) is brought to the phase
+a test starts from by a fixture, so each test proves what happens in one phase."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from typing import Any
 
-from operator_harness import GROUP_VERSION, NAMESPACE, Kube, OperatorThread
-from operator_kafka import commit, empty_group, live_group, make_topics
+import pytest
+from brokers import make_topics
+from kafka_clients import committed, empty_group, member
+from operator_harness import FINAL, GROUP_VERSION, NAMESPACE, Kube, OperatorThread, condition
+from waiting import wait_until
 
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
+from kafka_offset_operator.context import OperatorOptions
 from kafka_offset_operator.model.connection import ConnectionSettings
 from kafka_sandbox import SandboxBroker
 
 Start = Callable[..., OperatorThread]
-FINAL = ("Succeeded", "PartiallyFailed", "Failed")
 
 
 def deletion(name: str, group: str, topics: list[dict[str, Any]], *, kafka: dict[str, Any] | None = None,
@@ -28,24 +37,26 @@ def deletion(name: str, group: str, topics: list[dict[str, Any]], *, kafka: dict
             "spec": spec}
 
 
-def committed(broker: SandboxBroker, group: str) -> dict[tuple[str, int], int]:
-    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
-        return {tp: c.offset for tp, c in admin.committed_offsets(group).items()}
+def plain(broker: SandboxBroker) -> dict[str, Any]:
+    return {"bootstrapServers": broker.bootstrap_servers}
 
 
-def cond(status: dict[str, Any], type_: str) -> dict[str, Any]:
-    return next(c for c in status.get("conditions", []) if c["type"] == type_)
+def patch_spec(kube: Kube, name: str, spec: dict[str, Any]) -> None:
+    kube.patch(GROUP_VERSION, "offsetdeletions", name, {"spec": spec})
+
+
+# -- one visit
 
 
 def test_deletes_offsets_of_an_empty_group_after_backing_them_up(broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
     make_topics(broker, {"orders-v1": 2, "payments": 3})
-    empty_group(broker, "reporting", {("orders-v1", 0): 3, ("orders-v1", 1): 4, ("payments", 0): 5, ("payments", 2): 1})
+    empty_group(broker.bootstrap_servers, "reporting",
+                {("orders-v1", 0): 3, ("orders-v1", 1): 4, ("payments", 0): 5, ("payments", 2): 1})
     start_operator()
     kube.create("offsetdeletions", deletion("old-topics", "reporting", [
-        {"name": "orders-v1"}, {"name": "payments", "partitions": [0, 1]}], kafka={"bootstrapServers": broker.bootstrap_servers}))
+        {"name": "orders-v1"}, {"name": "payments", "partitions": [0, 1]}], kafka=plain(broker)))
 
-    obj = kube.wait_for_status("old-topics", lambda s: s.get("phase") in FINAL, what="a final phase")
-    status = obj["status"]
+    status = kube.wait_for_phase("old-topics", *FINAL)
     assert status["phase"] == "Succeeded", status
     assert (status["deleted"], status["failed"]) == (3, 0)
     by_tp = {(r["topic"], r.get("partition")): r for r in status["results"]}
@@ -53,172 +64,74 @@ def test_deletes_offsets_of_an_empty_group_after_backing_them_up(broker: Sandbox
     assert by_tp[("payments", 1)]["status"] == "NotCommitted"
     assert {(b["topic"], b["partition"], b["offset"]) for b in status["backup"]["offsets"]} == {
         ("orders-v1", 0, 3), ("orders-v1", 1, 4), ("payments", 0, 5)}
-    assert cond(status, "Ready")["status"] == "True"
+    assert condition(status, "Ready")["status"] == "True"
     # OffsetFetch: only the partition not asked for is left.
-    assert committed(broker, "reporting") == {("payments", 2): 1}
-    reasons = kube.wait_for(lambda: {e["reason"] for e in kube.events_for("old-topics")} >= {"BackedUp", "Succeeded"},
-                            what="BackedUp and Succeeded events")
+    assert committed(broker.bootstrap_servers, "reporting") == {("payments", 2): 1}
+    reasons = wait_until(lambda: {e["reason"] for e in kube.events_for("old-topics")} >= {"BackedUp", "Succeeded"},
+                         what="BackedUp and Succeeded events")
     assert reasons
 
 
 def test_subscribed_topic_of_a_live_group_is_refused_and_nothing_is_deleted(
         broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
     make_topics(broker, {"orders": 2})
-    with live_group(broker, "shipping", ["orders"]) as consumer:
-        commit(consumer, {("orders", 0): 2, ("orders", 1): 3})
+    with member(broker.bootstrap_servers, "shipping", ["orders"]) as consumer:
+        consumer.commit({("orders", 0): 2, ("orders", 1): 3})
         start_operator()
-        kube.create("offsetdeletions", deletion("live", "shipping", [{"name": "orders"}],
-                                                kafka={"bootstrapServers": broker.bootstrap_servers}))
-        status = kube.wait_for_status("live", lambda s: s.get("phase") in FINAL, what="a final phase")["status"]
+        kube.create("offsetdeletions", deletion("live", "shipping", [{"name": "orders"}], kafka=plain(broker)))
+        status = kube.wait_for_phase("live", *FINAL)
         assert status["phase"] == "Failed", status
         assert {(r["partition"], r["status"], r["error"]) for r in status["results"]} == {
             (0, "Failed", "GROUP_SUBSCRIBED_TO_TOPIC"), (1, "Failed", "GROUP_SUBSCRIBED_TO_TOPIC")}
-        assert cond(status, "Degraded")["status"] == "True"
-        assert committed(broker, "shipping") == {("orders", 0): 2, ("orders", 1): 3}
+        assert condition(status, "Degraded")["status"] == "True"
+        assert committed(broker.bootstrap_servers, "shipping") == {("orders", 0): 2, ("orders", 1): 3}
 
 
 def test_unknown_group_fails_with_group_id_not_found(broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
     make_topics(broker, {"orders": 1})
     start_operator()
-    kube.create("offsetdeletions", deletion("ghost", "no-such-group", [{"name": "orders"}],
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
-    status = kube.wait_for_status("ghost", lambda s: s.get("phase") in FINAL, what="a final phase")["status"]
+    kube.create("offsetdeletions", deletion("ghost", "no-such-group", [{"name": "orders"}], kafka=plain(broker)))
+    status = kube.wait_for_phase("ghost", *FINAL)
     assert status["phase"] == "Failed"
     assert [(r["topic"], r["error"]) for r in status["results"]] == [("orders", "GROUP_ID_NOT_FOUND")]
-    assert "does not exist" in cond(status, "Ready")["message"]
-
-
-def test_nothing_happens_until_approved(broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
-    make_topics(broker, {"orders": 1})
-    empty_group(broker, "audit", {("orders", 0): 4})
-    start_operator()
-    kube.create("offsetdeletions", deletion("gated", "audit", [{"name": "orders"}], approved=False,
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
-    status = kube.wait_for_status("gated", lambda s: s.get("phase") == "AwaitingApproval", what="AwaitingApproval")["status"]
-    assert cond(status, "Ready")["reason"] == "AwaitingApproval" and "backup" not in status
-    assert committed(broker, "audit") == {("orders", 0): 4}
-    # No timer runs while waiting (its finalizer is released), so nothing polls Kafka either.
-    kube.wait_for(lambda: not kube.deletion("gated")["metadata"].get("finalizers"), what="no finalizer while waiting")
-
-    kube.patch(GROUP_VERSION, "offsetdeletions", "gated", {"spec": {"approved": True}})
-    status = kube.wait_for_status("gated", lambda s: s.get("phase") in FINAL, what="a final phase")["status"]
-    assert status["phase"] == "Succeeded"
-    assert committed(broker, "audit") == {}
-
-
-def test_restore_commits_the_backup_back(broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
-    make_topics(broker, {"orders": 2})
-    empty_group(broker, "replay", {("orders", 0): 3, ("orders", 1): 5})
-    start_operator()
-    kube.create("offsetdeletions", deletion("undo", "replay", [{"name": "orders"}],
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
-    kube.wait_for_status("undo", lambda s: s.get("phase") == "Succeeded", what="Succeeded")
-    assert committed(broker, "replay") == {}
-
-    kube.patch(GROUP_VERSION, "offsetdeletions", "undo", {"spec": {"restore": True}})
-    status = kube.wait_for_status("undo", lambda s: s.get("phase") == "Restored", what="Restored")["status"]
-    assert committed(broker, "replay") == {("orders", 0): 3, ("orders", 1): 5}
-    assert status["restored"] == 2 and status["restoreTime"]
-    assert {r["status"] for r in status["restoreResults"]} == {"Restored"}
-    assert cond(status, "Ready")["reason"] == "Restored"
-
-
-def test_restore_waits_while_the_group_has_members(broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
-    make_topics(broker, {"old": 1, "new": 1})
-    empty_group(broker, "mover", {("old", 0): 2})
-    start_operator()
-    kube.create("offsetdeletions", deletion("busy", "mover", [{"name": "old"}],
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
-    kube.wait_for_status("busy", lambda s: s.get("phase") == "Succeeded", what="Succeeded")
-    with live_group(broker, "mover", ["new"]):
-        kube.patch(GROUP_VERSION, "offsetdeletions", "busy", {"spec": {"restore": True}})
-        status = kube.wait_for_status(
-            "busy", lambda s: any(c["reason"] == "RestoreBlocked" for c in s.get("conditions", [])), what="RestoreBlocked")
-        degraded = cond(status["status"], "Degraded")
-        assert degraded["status"] == "True" and "active member" in degraded["message"]
-        assert status["status"]["phase"] == "Succeeded" and ("old", 0) not in committed(broker, "mover")
-    # The member left (LeaveGroup): the next retry restores.
-    status = kube.wait_for_status("busy", lambda s: s.get("phase") == "Restored", what="Restored")["status"]
-    assert committed(broker, "mover") == {("old", 0): 2}
-    assert cond(status, "Degraded")["status"] == "False"
-    kube.wait_for(lambda: any(e["reason"] == "Restored" for e in kube.events_for("busy")), what="the Restored event")
-    assert [e["reason"] for e in kube.events_for("busy")].count("RestoreBlocked") == 1
+    assert "does not exist" in condition(status, "Ready")["message"]
 
 
 def test_missing_secret_is_a_condition_naming_the_field(broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
     make_topics(broker, {"orders": 1})
-    empty_group(broker, "secure", {("orders", 0): 1})
-    kafka = {"bootstrapServers": broker.bootstrap_servers, "securityProtocol": "SASL_PLAINTEXT",
+    empty_group(broker.bootstrap_servers, "secure", {("orders", 0): 1})
+    kafka = {**plain(broker), "securityProtocol": "SASL_PLAINTEXT",
              "sasl": {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": "kafka-user"}}}
     op = start_operator()
     kube.create("offsetdeletions", deletion("locked", "secure", [{"name": "orders"}], kafka=kafka))
     status = kube.wait_for_status("locked", lambda s: bool(s.get("conditions")), what="a condition")["status"]
-    degraded = cond(status, "Degraded")
+    degraded = condition(status, "Degraded")
     assert (status["phase"], degraded["status"], degraded["reason"]) == ("Pending", "True", "SecretNotFound")
     assert degraded["message"].startswith("spec.kafka.sasl.secretRef:") and "kafka-user" in degraded["message"]
-    assert committed(broker, "secure") == {("orders", 0): 1}
+    assert committed(broker.bootstrap_servers, "secure") == {("orders", 0): 1}
     assert op.alive  # no crash loop: the operator waits for the Secret
     # Kopf posts events asynchronously: wait for it, then check it was posted once, not once per retry.
-    kube.wait_for(lambda: kube.events_for("locked"), what="the SecretNotFound event")
+    wait_until(lambda: kube.events_for("locked"), what="the SecretNotFound event")
     kube.wait_for_status("locked", lambda s: True)  # a few more retries happen meanwhile (0.3s interval)
     assert [e["reason"] for e in kube.events_for("locked")] == ["SecretNotFound"]
 
 
 def test_secrets_never_reach_status_events_or_logs(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, caplog: Any) -> None:
-    import logging
-
+        broker: SandboxBroker, kube: Kube, start_operator: Start, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     password = "Tq8-must-stay-secret-7Zx"
     kube.create_secret("kafka-user", {"username": "svc-offsets", "password": password})
-    kafka = {"bootstrapServers": broker.bootstrap_servers, "securityProtocol": "SASL_PLAINTEXT",
+    kafka = {**plain(broker), "securityProtocol": "SASL_PLAINTEXT",
              "sasl": {"mechanism": "PLAIN", "secretRef": {"name": "kafka-user"}}}
     start_operator()
     # The operator keeps kafka-python's loggers at INFO; turn DEBUG back on to prove the masking itself.
     caplog.set_level(logging.DEBUG, logger="kafka")
     kube.create("offsetdeletions", deletion("sasl", "any", [{"name": "orders"}], kafka=kafka))
     # The sandbox speaks no SASL: the connection fails, and says so without the credentials.
-    status = kube.wait_for_status("sasl", lambda s: any(c["reason"] == "KafkaUnavailable" for c in s.get("conditions", [])),
-                                  what="KafkaUnavailable")
+    status = kube.wait_for_reason("sasl", "KafkaUnavailable")
     everything = repr(status) + repr(kube.events_for("sasl")) + caplog.text
     assert "sasl_plain_password" in caplog.text  # kafka-python did log its configuration ...
     assert password not in everything  # ... with the password masked
-
-
-def test_policy_ref_reads_the_policys_connection(broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
-    make_topics(broker, {"orders": 1})
-    empty_group(broker, "via-policy", {("orders", 0): 1})
-    start_operator()
-    kube.create("offsetdeletions", deletion("by-ref", "via-policy", [{"name": "orders"}], policy="stale-offsets"))
-    status = kube.wait_for_status("by-ref", lambda s: bool(s.get("conditions")), what="a condition")["status"]
-    assert cond(status, "Degraded")["reason"] == "PolicyNotFound"
-    assert cond(status, "Degraded")["message"].startswith("spec.policyRef.name:")
-    kube.create("consumergroupoffsetpolicies", {
-        "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-        "metadata": {"name": "stale-offsets", "namespace": NAMESPACE},
-        "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "DryRun"}})
-    status = kube.wait_for_status("by-ref", lambda s: s.get("phase") == "Succeeded", what="Succeeded")["status"]
-    assert cond(status, "Degraded")["status"] == "False"
-    assert committed(broker, "via-policy") == {}
-
-
-def test_large_backup_goes_to_an_owned_configmap(broker: SandboxBroker, kube: Kube, start_operator: Start,
-                                                 operator_options: Any) -> None:
-    import dataclasses
-
-    make_topics(broker, {"wide": 12}, records_per_partition=1)
-    empty_group(broker, "wide-group", {("wide", p): 1 for p in range(12)})
-    start_operator(dataclasses.replace(operator_options, large_backup_partitions=10))
-    kube.create("offsetdeletions", deletion("wide", "wide-group", [{"name": "wide"}],
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
-    status = kube.wait_for_status("wide", lambda s: s.get("phase") == "Succeeded", what="Succeeded")["status"]
-    assert "offsets" not in status["backup"] and status["backup"]["partitions"] == 12
-    cm = kube.get("v1", "configmaps", status["backup"]["configMapRef"]["name"])
-    owner = cm["metadata"]["ownerReferences"][0]
-    assert (owner["kind"], owner["uid"]) == ("OffsetDeletion", kube.deletion("wide")["metadata"]["uid"])
-    kube.patch(GROUP_VERSION, "offsetdeletions", "wide", {"spec": {"restore": True}})
-    kube.wait_for_status("wide", lambda s: s.get("phase") == "Restored", what="Restored")
-    assert committed(broker, "wide-group") == {("wide", p): 1 for p in range(12)}
 
 
 def test_resumed_after_a_crash_between_delete_request_and_results(
@@ -227,13 +140,12 @@ def test_resumed_after_a_crash_between_delete_request_and_results(
     backup and deleteStartTime in the status, orders/0 already deleted in Kafka, and since then the group
     committed orders/0 again. The restarted operator must not delete that new commit."""
     make_topics(broker, {"orders": 2})
-    empty_group(broker, "crashy", {("orders", 0): 3, ("orders", 1): 4})
+    empty_group(broker.bootstrap_servers, "crashy", {("orders", 0): 3, ("orders", 1): 4})
     with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
         backup = admin.committed_offsets("crashy")
         assert admin.delete_offsets("crashy", [("orders", 0)]) == {("orders", 0): None}  # the lost request
-    empty_group(broker, "crashy", {("orders", 0): 9})  # the group moved on after the deletion
-    kube.create("offsetdeletions", deletion("resumed", "crashy", [{"name": "orders"}],
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+    empty_group(broker.bootstrap_servers, "crashy", {("orders", 0): 9})  # the group moved on after the deletion
+    kube.create("offsetdeletions", deletion("resumed", "crashy", [{"name": "orders"}], kafka=plain(broker)))
     entries = [{"topic": t, "partition": p, "offset": c.offset, "leaderEpoch": c.leader_epoch, "metadata": c.metadata}
                for (t, p), c in sorted(backup.items())]
     kube.patch(GROUP_VERSION, "offsetdeletions", "resumed", {"status": {
@@ -242,31 +154,182 @@ def test_resumed_after_a_crash_between_delete_request_and_results(
         subresource="status")
 
     start_operator()
-    status = kube.wait_for_status("resumed", lambda s: s.get("phase") in FINAL, what="a final phase")["status"]
-    assert committed(broker, "crashy") == {("orders", 0): 9}  # new commit kept, orders/1 deleted
+    status = kube.wait_for_phase("resumed", *FINAL)
+    assert committed(broker.bootstrap_servers, "crashy") == {("orders", 0): 9}  # new commit kept, orders/1 deleted
     by_partition = {r["partition"]: r for r in status["results"]}
     assert by_partition[0]["status"] == "Skipped" and "committed since the backup" in by_partition[0]["message"]
     assert by_partition[1]["status"] == "Deleted"
     assert status["phase"] == "Succeeded" and status["deleteStartTime"] == "2026-01-01T00:00:01Z"
 
 
+# -- approval
+
+
+@pytest.fixture
+def awaiting_approval(broker: SandboxBroker, kube: Kube, start_operator: Start) -> dict[str, Any]:
+    """Deletion "gated" of group "audit" (orders/0 at 4), not approved: its status once AwaitingApproval."""
+    make_topics(broker, {"orders": 1})
+    empty_group(broker.bootstrap_servers, "audit", {("orders", 0): 4})
+    start_operator()
+    kube.create("offsetdeletions", deletion("gated", "audit", [{"name": "orders"}], approved=False,
+                                            kafka=plain(broker)))
+    return kube.wait_for_phase("gated", "AwaitingApproval")
+
+
+def test_an_unapproved_deletion_waits_without_a_backup_a_deletion_or_a_finalizer(
+        awaiting_approval: dict[str, Any], broker: SandboxBroker, kube: Kube) -> None:
+    status = awaiting_approval
+    assert condition(status, "Ready")["reason"] == "AwaitingApproval" and "backup" not in status
+    assert committed(broker.bootstrap_servers, "audit") == {("orders", 0): 4}
+    # No timer runs while waiting (its finalizer is released), so nothing polls Kafka either.
+    wait_until(lambda: not kube.deletion("gated")["metadata"].get("finalizers"), what="no finalizer while waiting")
+
+
+def test_approving_a_waiting_deletion_deletes_the_offsets(
+        awaiting_approval: dict[str, Any], broker: SandboxBroker, kube: Kube) -> None:
+    patch_spec(kube, "gated", {"approved": True})
+    status = kube.wait_for_phase("gated", *FINAL)
+    assert status["phase"] == "Succeeded"
+    assert committed(broker.bootstrap_servers, "audit") == {}
+
+
+# -- policyRef
+
+
+@pytest.fixture
+def waiting_for_its_policy(broker: SandboxBroker, kube: Kube, start_operator: Start) -> dict[str, Any]:
+    """Deletion "by-ref" of group "via-policy" naming policy "stale-offsets", which does not exist yet: its
+    status once it has a condition."""
+    make_topics(broker, {"orders": 1})
+    empty_group(broker.bootstrap_servers, "via-policy", {("orders", 0): 1})
+    start_operator()
+    kube.create("offsetdeletions", deletion("by-ref", "via-policy", [{"name": "orders"}], policy="stale-offsets"))
+    return kube.wait_for_status("by-ref", lambda s: bool(s.get("conditions")), what="a condition")["status"]
+
+
+def test_a_missing_policy_is_a_condition_naming_the_field(waiting_for_its_policy: dict[str, Any]) -> None:
+    degraded = condition(waiting_for_its_policy, "Degraded")
+    assert degraded["reason"] == "PolicyNotFound"
+    assert degraded["message"].startswith("spec.policyRef.name:")
+
+
+def test_policy_ref_reads_the_policys_connection_once_it_exists(
+        waiting_for_its_policy: dict[str, Any], broker: SandboxBroker, kube: Kube) -> None:
+    kube.create("consumergroupoffsetpolicies", {
+        "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+        "metadata": {"name": "stale-offsets", "namespace": NAMESPACE},
+        "spec": {"kafka": plain(broker), "mode": "DryRun"}})
+    status = kube.wait_for_phase("by-ref", "Succeeded")
+    assert condition(status, "Degraded")["status"] == "False"
+    assert committed(broker.bootstrap_servers, "via-policy") == {}
+
+
+# -- restore
+
+
+@pytest.fixture
+def deleted(broker: SandboxBroker, kube: Kube, start_operator: Start) -> str:
+    """Deletion "undo" of group "replay" (orders/0 at 3, orders/1 at 5), Succeeded: returns its name."""
+    make_topics(broker, {"orders": 2})
+    empty_group(broker.bootstrap_servers, "replay", {("orders", 0): 3, ("orders", 1): 5})
+    start_operator()
+    kube.create("offsetdeletions", deletion("undo", "replay", [{"name": "orders"}], kafka=plain(broker)))
+    kube.wait_for_phase("undo", "Succeeded")
+    return "undo"
+
+
+def test_restore_commits_the_backup_back(deleted: str, broker: SandboxBroker, kube: Kube) -> None:
+    assert committed(broker.bootstrap_servers, "replay") == {}  # what the deletion left
+    patch_spec(kube, deleted, {"restore": True})
+    status = kube.wait_for_phase(deleted, "Restored")
+    assert committed(broker.bootstrap_servers, "replay") == {("orders", 0): 3, ("orders", 1): 5}
+    assert status["restored"] == 2 and status["restoreTime"]
+    assert {r["status"] for r in status["restoreResults"]} == {"Restored"}
+    assert condition(status, "Ready")["reason"] == "Restored"
+
+
+@dataclasses.dataclass
+class BlockedRestore:
+    status: dict[str, Any]  # the whole OffsetDeletion "busy" once RestoreBlocked
+    leave: Callable[[], None]  # the group's member leaves
+
+
+@pytest.fixture
+def blocked_restore(broker: SandboxBroker, kube: Kube, start_operator: Start) -> Iterator[BlockedRestore]:
+    """Deletion "busy" of group "mover" (old/0 at 2), Succeeded, asked to restore while a member of the group
+    (subscribed to topic "new") is live: the restore is blocked until the member leaves."""
+    make_topics(broker, {"old": 1, "new": 1})
+    empty_group(broker.bootstrap_servers, "mover", {("old", 0): 2})
+    start_operator()
+    kube.create("offsetdeletions", deletion("busy", "mover", [{"name": "old"}], kafka=plain(broker)))
+    kube.wait_for_phase("busy", "Succeeded")
+    with ExitStack() as live:
+        live.enter_context(member(broker.bootstrap_servers, "mover", ["new"]))
+        patch_spec(kube, "busy", {"restore": True})
+        status = kube.wait_for_status(
+            "busy", lambda s: any(c["reason"] == "RestoreBlocked" for c in s.get("conditions", [])), what="RestoreBlocked")
+        yield BlockedRestore(status, live.close)
+
+
+def test_a_restore_is_blocked_while_the_group_has_members(blocked_restore: BlockedRestore, broker: SandboxBroker) -> None:
+    status = blocked_restore.status["status"]
+    degraded = condition(status, "Degraded")
+    assert degraded["status"] == "True" and "active member" in degraded["message"]
+    assert status["phase"] == "Succeeded" and ("old", 0) not in committed(broker.bootstrap_servers, "mover")
+
+
+def test_a_blocked_restore_finishes_once_the_members_left(
+        blocked_restore: BlockedRestore, broker: SandboxBroker, kube: Kube) -> None:
+    blocked_restore.leave()  # LeaveGroup: the next retry restores
+    status = kube.wait_for_phase("busy", "Restored")
+    assert committed(broker.bootstrap_servers, "mover") == {("old", 0): 2}
+    assert condition(status, "Degraded")["status"] == "False"
+    wait_until(lambda: any(e["reason"] == "Restored" for e in kube.events_for("busy")), what="the Restored event")
+    assert [e["reason"] for e in kube.events_for("busy")].count("RestoreBlocked") == 1
+
+
+@pytest.fixture
+def configmap_backup(broker: SandboxBroker, kube: Kube, start_operator: Start,
+                     operator_options: OperatorOptions) -> dict[str, Any]:
+    """Deletion "wide" of 12 partitions of group "wide-group" (each at 1) by an operator that keeps backups
+    of more than 10 partitions in a ConfigMap: its status once Succeeded."""
+    make_topics(broker, {"wide": 12}, records_per_partition=1)
+    empty_group(broker.bootstrap_servers, "wide-group", {("wide", p): 1 for p in range(12)})
+    start_operator(dataclasses.replace(operator_options, large_backup_partitions=10))
+    kube.create("offsetdeletions", deletion("wide", "wide-group", [{"name": "wide"}], kafka=plain(broker)))
+    return kube.wait_for_phase("wide", "Succeeded")
+
+
+def test_a_large_backup_goes_to_an_owned_configmap(configmap_backup: dict[str, Any], kube: Kube) -> None:
+    status = configmap_backup
+    assert "offsets" not in status["backup"] and status["backup"]["partitions"] == 12
+    cm = kube.get("v1", "configmaps", status["backup"]["configMapRef"]["name"])
+    owner = cm["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["uid"]) == ("OffsetDeletion", kube.deletion("wide")["metadata"]["uid"])
+
+
+def test_a_configmap_backup_is_restored(configmap_backup: dict[str, Any], broker: SandboxBroker, kube: Kube) -> None:
+    patch_spec(kube, "wide", {"restore": True})
+    kube.wait_for_phase("wide", "Restored")
+    assert committed(broker.bootstrap_servers, "wide-group") == {("wide", p): 1 for p in range(12)}
+
+
+@pytest.mark.slow  # an operator restart: Kopf gives the stopping one 2 s
 def test_operator_restarted_mid_restore_finishes_without_overwriting_new_commits(
         broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
     make_topics(broker, {"orders": 2, "other": 1})
-    empty_group(broker, "restart", {("orders", 0): 3, ("orders", 1): 4})
+    empty_group(broker.bootstrap_servers, "restart", {("orders", 0): 3, ("orders", 1): 4})
     first = start_operator()
-    kube.create("offsetdeletions", deletion("twice", "restart", [{"name": "orders"}],
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
-    done = kube.wait_for_status("twice", lambda s: s.get("phase") == "Succeeded", what="Succeeded")["status"]
-    with live_group(broker, "restart", ["other"]) as consumer:
-        kube.patch(GROUP_VERSION, "offsetdeletions", "twice", {"spec": {"restore": True}})
-        kube.wait_for_status("twice", lambda s: any(c["reason"] == "RestoreBlocked" for c in s.get("conditions", [])),
-                             what="RestoreBlocked")
+    kube.create("offsetdeletions", deletion("twice", "restart", [{"name": "orders"}], kafka=plain(broker)))
+    done = kube.wait_for_phase("twice", "Succeeded")
+    with member(broker.bootstrap_servers, "restart", ["other"]) as consumer:
+        patch_spec(kube, "twice", {"restore": True})
+        kube.wait_for_reason("twice", "RestoreBlocked")
         first.stop()  # the operator goes away mid-run
-        commit(consumer, {("orders", 1): 7})  # meanwhile the group commits orders/1 itself
+        consumer.commit({("orders", 1): 7})  # meanwhile the group commits orders/1 itself
     start_operator()  # a new operator process
-    status = kube.wait_for_status("twice", lambda s: s.get("phase") == "Restored", what="Restored")["status"]
-    assert committed(broker, "restart") == {("orders", 0): 3, ("orders", 1): 7}
+    status = kube.wait_for_phase("twice", "Restored")
+    assert committed(broker.bootstrap_servers, "restart") == {("orders", 0): 3, ("orders", 1): 7}
     assert {(r["partition"], r["status"]) for r in status["restoreResults"]} == {(0, "Restored"), (1, "Skipped")}
     # The deletion itself did not run again.
     assert (status["results"], status["deleteStartTime"]) == (done["results"], done["deleteStartTime"])

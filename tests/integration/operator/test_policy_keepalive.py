@@ -3,28 +3,37 @@ offsets past the broker's retention, per group kind, while unprotected twins los
 plain re-commit is not enough for an Empty classic group with a protocol type.
 
 The scan is the reference analysis (the Spark job's oracle, same rules); keep-alive itself runs exactly as
-the policy's reconciler runs it (reconcilers.keepalive.run_pass over adapters.kafka_admin)."""
+the policy's reconciler runs it (reconcilers.keepalive.run_pass over adapters.kafka_admin). The weeks of a
+protected group's life are fixtures, each one step further (nothing due, due, past retention, kept alive
+run after run); each test proves what one step does."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
-from kafka import KafkaConsumer, TopicPartition
-from kafka.structs import OffsetAndMetadata
-from operator_kafka import empty_group, live_group, make_topics
-from policy_scenario import RETENTION_MS, admin_commit, committed, empty_kip848_group, scan
+import pytest
+from brokers import make_topics, sandbox_broker, seed_kip848_group
+from kafka_clients import GroupConsumer, admin_commit, committed, empty_group, member
+from waiting import wait_until
 
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
+from kafka_offset_operator.adapters.offsets_topic import OffsetsTopicReader
 from kafka_offset_operator.decisions.keepalive import lead_ms
 from kafka_offset_operator.model.connection import ConnectionSettings
-from kafka_offset_operator.model.offsets import TP, Committed
+from kafka_offset_operator.model.offsets import TP, Committed, GroupInfo
+from kafka_offset_operator.model.report import Report, from_rows
 from kafka_offset_operator.reconcilers.keepalive import BLOCKED, REBASED, RECOMMITTED, RESUMED, run_pass
 from kafka_sandbox import SandboxBroker
+from offset_expiry.policy import parse_policy
+from offset_expiry.raw import RawRecord
+from offset_expiry.reference import analyze_records
 
 HOUR_MS = 3_600_000
+RETENTION_MS = 7 * 24 * HOUR_MS
 PROTECT = {"protect": {"groups": ["billing-*", "batch-*", "modern-*"], "keepAlive": True}}
 INVOICES = {("invoices", 0): 3, ("invoices", 1): 4}
+PROTECTED = ("billing-monthly", "batch-standalone", "modern-batch")
 
 
 class MemoryStore:
@@ -47,95 +56,174 @@ def admin(broker: SandboxBroker) -> KafkaAdmin:
     return KafkaAdmin(ConnectionSettings(broker.bootstrap_servers), timeout_ms=5000)
 
 
+def describe(broker: SandboxBroker, group: str) -> GroupInfo:
+    with admin(broker) as a:
+        return a.describe_group(group)
+
+
+def scan(broker: SandboxBroker) -> Report:
+    """The reference analysis of the broker's whole __consumer_offsets, as the operator reads a report."""
+    with OffsetsTopicReader(broker.bootstrap_servers) as reader:
+        records = [RawRecord(r.partition, r.offset, r.timestamp, r.key, r.value)
+                   for r in reader.records(None, from_beginning=True, follow=False)]
+    report = analyze_records(records, parse_policy(PROTECT), now_ms=broker.clock.now_ms(),
+                             retention_ms=RETENTION_MS, existing_topics=None)
+    return from_rows(report["summary"], report["offsets"])
+
+
 def keep_alive(broker: SandboxBroker, store: MemoryStore) -> dict[str, str]:
-    report = scan(broker, PROTECT)
+    """One keep-alive pass, as the policy's reconciler runs it after an analysis: group -> outcome."""
+    report = scan(broker)
     with admin(broker) as a:
         results = run_pass(a, store, report.protected, broker.clock.now_ms(), lead_ms(RETENTION_MS, HOUR_MS))
     return {r.group: r.outcome for r in results}
 
 
-def test_protected_groups_outlive_the_broker_retention_per_group_kind(broker: SandboxBroker) -> None:
-    make_topics(broker, {"invoices": 2})
-    empty_group(broker, "billing-monthly", INVOICES)  # classic, protocol "consumer", Empty
-    empty_group(broker, "unprotected-monthly", INVOICES)  # its unprotected twin
-    admin_commit(broker, "batch-standalone", INVOICES)  # a simple group
-    admin_commit(broker, "unprotected-standalone", INVOICES)
-    empty_kip848_group(broker, "modern-batch", INVOICES)  # KIP-848, Empty
-    store = MemoryStore()
+def committed_by_group(broker: SandboxBroker, *groups: str) -> dict[str, dict[tuple[str, int], int]]:
+    return {group: committed(broker.bootstrap_servers, group) for group in groups}
 
-    assert keep_alive(broker, store) == {}  # nothing is due yet: expiry is 7 days away
 
-    broker.clock.advance(days=4)  # within half the retention of expiry: due
-    assert keep_alive(broker, store) == {
-        "billing-monthly": REBASED, "batch-standalone": RECOMMITTED, "modern-batch": RECOMMITTED}
-    with admin(broker) as a:
-        rebased = a.describe_group("billing-monthly")
-    assert (rebased.state, rebased.protocol_type) == ("Empty", "")  # a simple group now
-    assert store.backups == {}  # the backup is dropped once the offsets are back
+# -- a protected group's weeks, step by step (once per module: each test reads what its step recorded)
 
-    broker.clock.advance(days=4)  # 8 days after the groups became Empty or committed: past retention
-    broker.expire_offsets()
-    for group in ("billing-monthly", "batch-standalone", "modern-batch"):
-        assert committed(broker, group) == INVOICES, group
-    assert committed(broker, "unprotected-monthly") == {}
-    assert committed(broker, "unprotected-standalone") == {}
 
-    # Every group is now kept alive by re-commits, run after run.
-    assert keep_alive(broker, store) == {
+@dataclass
+class Groups:
+    """One protected group of each kind and unprotected twins, all at INVOICES, and the keep-alive store."""
+
+    broker: SandboxBroker
+    store: MemoryStore
+
+
+@pytest.fixture(scope="module")
+def groups() -> Iterator[Groups]:
+    with sandbox_broker() as broker:
+        make_topics(broker, {"invoices": 2})
+        empty_group(broker.bootstrap_servers, "billing-monthly", INVOICES)  # classic, protocol "consumer", Empty
+        empty_group(broker.bootstrap_servers, "unprotected-monthly", INVOICES)  # its unprotected twin
+        admin_commit(broker.bootstrap_servers, "batch-standalone", INVOICES)  # a simple group
+        admin_commit(broker.bootstrap_servers, "unprotected-standalone", INVOICES)
+        seed_kip848_group(broker, "modern-batch", INVOICES)  # KIP-848, Empty
+        yield Groups(broker, MemoryStore())
+
+
+@pytest.fixture(scope="module")
+def nothing_due(groups: Groups) -> dict[str, str]:
+    """The first pass, right after the commits: its outcomes."""
+    return keep_alive(groups.broker, groups.store)
+
+
+@dataclass
+class Due:
+    outcomes: dict[str, str]
+    billing: GroupInfo  # billing-monthly right after the pass
+    backups: dict[str, dict[TP, Committed]]  # the store right after the pass
+
+
+@pytest.fixture(scope="module")
+def due(groups: Groups, nothing_due: dict[str, str]) -> Due:
+    """Four days later, within half the retention of expiry: the second pass."""
+    groups.broker.clock.advance(days=4)
+    outcomes = keep_alive(groups.broker, groups.store)
+    return Due(outcomes, describe(groups.broker, "billing-monthly"), dict(groups.store.backups))
+
+
+@pytest.fixture(scope="module")
+def past_retention(groups: Groups, due: Due) -> dict[str, dict[tuple[str, int], int]]:
+    """Eight days after the groups became Empty or committed, once the broker's expiration ran: what every
+    group has committed."""
+    groups.broker.clock.advance(days=4)
+    groups.broker.expire_offsets()
+    return committed_by_group(groups.broker, *PROTECTED, "unprotected-monthly", "unprotected-standalone")
+
+
+@dataclass
+class KeptAlive:
+    outcomes: dict[str, str]  # the pass after the retention passed
+    committed: dict[str, dict[tuple[str, int], int]]  # five more days and an expiration later
+
+
+@pytest.fixture(scope="module")
+def kept_alive(groups: Groups, past_retention: dict[str, dict[tuple[str, int], int]]) -> KeptAlive:
+    outcomes = keep_alive(groups.broker, groups.store)
+    groups.broker.clock.advance(days=5)
+    groups.broker.expire_offsets()
+    return KeptAlive(outcomes, committed_by_group(groups.broker, *PROTECTED))
+
+
+def test_nothing_is_due_while_expiry_is_more_than_half_the_retention_away(nothing_due: dict[str, str]) -> None:
+    assert nothing_due == {}  # expiry is 7 days away
+
+
+def test_due_groups_are_rebased_or_recommitted_by_kind(due: Due) -> None:
+    assert due.outcomes == {"billing-monthly": REBASED, "batch-standalone": RECOMMITTED, "modern-batch": RECOMMITTED}
+
+
+def test_a_rebased_consumer_group_is_a_simple_group_and_its_backup_is_dropped(due: Due) -> None:
+    assert (due.billing.state, due.billing.protocol_type) == ("Empty", "")  # a simple group now
+    assert due.backups == {}  # the backup is dropped once the offsets are back
+
+
+def test_protected_groups_outlive_the_broker_retention_and_unprotected_twins_do_not(
+        past_retention: dict[str, dict[tuple[str, int], int]]) -> None:
+    for group in PROTECTED:
+        assert past_retention[group] == INVOICES, group
+    assert past_retention["unprotected-monthly"] == {}
+    assert past_retention["unprotected-standalone"] == {}
+
+
+def test_every_protected_group_is_recommitted_run_after_run(kept_alive: KeptAlive) -> None:
+    assert kept_alive.outcomes == {
         "billing-monthly": RECOMMITTED, "batch-standalone": RECOMMITTED, "modern-batch": RECOMMITTED}
-    broker.clock.advance(days=5)
-    broker.expire_offsets()
-    for group in ("billing-monthly", "batch-standalone", "modern-batch"):
-        assert committed(broker, group) == INVOICES, group
+    for group in PROTECTED:
+        assert kept_alive.committed[group] == INVOICES, group
 
+
+def test_the_returning_job_resumes_from_the_kept_offsets(groups: Groups, kept_alive: KeptAlive) -> None:
     # The monthly job comes back: it joins the (simple) group and resumes from the kept offsets (a lost
     # position would restart at 0: auto.offset.reset is earliest).
-    assert first_offsets_read(broker, "billing-monthly") == {("invoices", 0): 3, ("invoices", 1): 4}
-    with admin(broker) as a:
-        assert a.describe_group("billing-monthly").protocol_type == "consumer"  # Empty consumer group again
+    assert first_offsets_read(groups.broker, "billing-monthly") == {("invoices", 0): 3, ("invoices", 1): 4}
+    assert describe(groups.broker, "billing-monthly").protocol_type == "consumer"  # Empty consumer group again
 
 
 def first_offsets_read(broker: SandboxBroker, group: str) -> dict[tuple[str, int], int]:
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group, enable_auto_commit=False,
-                             auto_offset_reset="earliest")
-    try:
-        consumer.partitions_for_topic("invoices")  # before joining: see operator_kafka._consumer
-        consumer.subscribe(["invoices"])
-        first: dict[tuple[str, int], int] = {}
-        deadline = time.monotonic() + 20
-        while len(first) < 2 and time.monotonic() < deadline:
-            for tp, records in consumer.poll(timeout_ms=200).items():
-                first.setdefault((tp.topic, tp.partition), records[0].offset)
-        return first
-    finally:
-        consumer.close()
+    """Where a member of `group` reading invoices starts on each partition."""
+    with GroupConsumer(broker.bootstrap_servers, group, ["invoices"]) as consumer:
+        wait_until(lambda: len({r.partition for r in consumer.received}) == 2, 20, "records of both partitions")
+        records = list(consumer.received)
+    first: dict[tuple[str, int], int] = {}
+    for r in records:
+        first.setdefault((r.topic, r.partition), r.offset)
+    return first
+
+
+# -- single steps
 
 
 def test_a_recommit_alone_does_not_postpone_an_empty_consumer_groups_expiry(broker: SandboxBroker) -> None:
     """Why a rebase is needed: the admin OffsetCommit refreshes the commit time, but an Empty classic group
     with a protocol type expires from the time it became Empty (currentStateTimestamp)."""
     make_topics(broker, {"invoices": 2})
-    empty_group(broker, "monthly", INVOICES)
+    empty_group(broker.bootstrap_servers, "monthly", INVOICES)
     broker.clock.advance(days=4)
-    admin_commit(broker, "monthly", INVOICES)
+    admin_commit(broker.bootstrap_servers, "monthly", INVOICES)
     broker.clock.advance(days=3)  # 7 days after it became Empty, 3 days after the re-commit
     broker.expire_offsets()
-    assert committed(broker, "monthly") == {}
+    assert committed(broker.bootstrap_servers, "monthly") == {}
 
 
 def test_an_interrupted_rebase_is_finished_without_overwriting_newer_commits(broker: SandboxBroker) -> None:
     make_topics(broker, {"invoices": 2})
-    empty_group(broker, "billing-monthly", INVOICES)
+    empty_group(broker.bootstrap_servers, "billing-monthly", INVOICES)
     store = MemoryStore()
     # An operator that saved its backup and deleted the group, then died before committing it back:
     with admin(broker) as a:
         store.save("billing-monthly", a.committed_offsets("billing-monthly"))
         assert a.delete_group("billing-monthly") is None
     # ... and meanwhile the job started, found no offsets, and commits partition 0 itself while it runs.
-    with live_group(broker, "billing-monthly", ["invoices"]) as consumer:
-        consumer.commit({TopicPartition("invoices", 0): OffsetAndMetadata(1, "", -1)})
+    with member(broker.bootstrap_servers, "billing-monthly", ["invoices"]) as consumer:
+        consumer.commit({("invoices", 0): 1})
         assert keep_alive(broker, store) == {"billing-monthly": BLOCKED}  # members: nothing can be committed
         assert "billing-monthly" in store.backups
     assert keep_alive(broker, store) == {"billing-monthly": RESUMED}
-    assert committed(broker, "billing-monthly") == {("invoices", 0): 1, ("invoices", 1): 4}  # 0 kept as it was
+    assert committed(broker.bootstrap_servers, "billing-monthly") == {("invoices", 0): 1, ("invoices", 1): 4}  # 0 kept as it was
     assert store.backups == {}

@@ -1,36 +1,65 @@
 """A ConsumerGroupOffsetPolicy through the real operator (Kopf on kmock's emulated API), the sandbox broker
 and the Local engine (PySpark local mode in the operator's warm worker): the demo's story played in DryRun,
 then Approve, then Auto; an offset committed between the scan and the deletion is skipped; the protected
-group is never touched, and its keep-alive rebases it. Three analysis runs in all (the first pays for Spark's
-start)."""
+group is never touched, and its keep-alive rebases it.
+
+Three analysis runs in all (the first pays for Spark's start), so the story is played once per module and
+each mode is a module fixture one step further than the one before (DryRun, Approve, a late commit, Auto);
+each fixture records what its step left, and each test proves one thing a step did."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from operator_harness import GROUP_VERSION, NAMESPACE, Kube, OperatorThread
-from policy_scenario import admin_commit, committed
+from brokers import sandbox_broker
+from kafka_clients import admin_commit, committed
+from operator_harness import (
+    GROUP_VERSION,
+    NAMESPACE,
+    Kube,
+    Operators,
+    condition,
+    emulated_cluster,
+    fast_options,
+)
+from waiting import wait_until
 
-from kafka_offset_demo.story import POLICY_SPEC, Story, story_broker
+from kafka_offset_demo.story import POLICY_SPEC, Story, story_clock
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
 from kafka_offset_operator.model.connection import ConnectionSettings
 from kafka_sandbox import SandboxBroker
 
-Start = Callable[..., OperatorThread]
+pytestmark = pytest.mark.slow  # Spark analyses
+
 POLICY = "stale-offsets"
 RUN_TIMEOUT = 240.0  # a cold Spark start on a busy 2-core machine
+GROUPS = ("reporting-old", "orders-app", "nightly-export", "billing-monthly")
 
 
-@pytest.fixture
-def story() -> Iterator[tuple[SandboxBroker, Story]]:
-    with story_broker() as broker, Story(broker) as played:
-        yield broker, played
+@dataclass
+class Played:
+    broker: SandboxBroker
+    kube: Kube
 
 
-def cond(status: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next(c for c in status.get("conditions", []) if c["type"] == kind)
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
+    """The demo's story on its own broker, an operator, and the policy applied in DryRun."""
+    with sandbox_broker(clock=story_clock()) as broker, Story(broker), emulated_cluster() as cluster:
+        kube = Kube(cluster.url)
+        operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")))
+        try:
+            operators.start()
+            kube.create("consumergroupoffsetpolicies", {
+                "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+                "metadata": {"name": POLICY, "namespace": NAMESPACE},
+                "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, **POLICY_SPEC, "mode": "DryRun"}})
+            yield Played(broker, kube)
+        finally:
+            operators.close()
 
 
 def policy_status(kube: Kube) -> dict[str, Any]:
@@ -42,13 +71,13 @@ def wait_run(kube: Kube, after: str | None, what: str) -> dict[str, Any]:
     def done() -> dict[str, Any] | None:
         status = policy_status(kube)
         last = (status.get("lastRun") or {}).get("completionTime")
-        ready = next((c for c in status.get("conditions", []) if c["type"] == "Ready"), {})
+        ready = condition(status, "Ready")
         if last and last != after and ready.get("status") == "True":
             return status
         if ready.get("status") == "False" and ready.get("reason") not in (None, "AnalysisRunning"):
             raise AssertionError(f"the run failed: {ready}")
         return None
-    return kube.wait_for(done, RUN_TIMEOUT, what)
+    return wait_until(done, RUN_TIMEOUT, what)
 
 
 def deletions(kube: Kube) -> dict[str, dict[str, Any]]:
@@ -59,16 +88,81 @@ def set_mode(kube: Kube, mode: str) -> None:
     kube.patch(GROUP_VERSION, "consumergroupoffsetpolicies", POLICY, {"spec": {"mode": mode}})
 
 
-def test_dry_run_then_approve_then_auto_on_one_story(story: tuple[SandboxBroker, Story], kube: Kube, start_operator: Start) -> None:
-    broker, _ = story
-    start_operator()
-    kube.create("consumergroupoffsetpolicies", {
-        "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-        "metadata": {"name": POLICY, "namespace": NAMESPACE},
-        "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, **POLICY_SPEC, "mode": "DryRun"}})
+# -- the steps
 
-    # DryRun: the report, nothing proposed; the protected group is kept alive (rebased as a simple group).
-    status = wait_run(kube, None, "the DryRun analysis")
+
+@dataclass
+class DryRun:
+    status: dict[str, Any]
+    deletions: dict[str, dict[str, Any]]
+    billing_protocol_type: str
+
+
+@pytest.fixture(scope="module")
+def dry_run(played: Played) -> DryRun:
+    status = wait_run(played.kube, None, "the DryRun analysis")
+    with KafkaAdmin(ConnectionSettings(played.broker.bootstrap_servers)) as admin:
+        billing = admin.describe_group("billing-monthly")
+    return DryRun(status, deletions(played.kube), billing.protocol_type)
+
+
+@dataclass
+class Approve:
+    status: dict[str, Any]
+    proposed: dict[str, dict[str, Any]]
+    phases: dict[str, str]  # group -> its OffsetDeletion's phase, once each waits for approval
+
+
+@pytest.fixture(scope="module")
+def approve(played: Played, dry_run: DryRun) -> Approve:
+    kube = played.kube
+    set_mode(kube, "Approve")
+    status = wait_run(kube, dry_run.status["lastRun"]["completionTime"], "the Approve analysis")
+    proposed = deletions(kube)
+    phases = {group: kube.wait_for_phase(d["metadata"]["name"], "AwaitingApproval")["phase"]
+              for group, d in proposed.items()}
+    return Approve(status, proposed, phases)
+
+
+@dataclass
+class LateCommit:
+    status: dict[str, Any]  # manual-replay's OffsetDeletion once Succeeded
+    committed: dict[tuple[str, int], int]  # manual-replay's offsets afterwards
+
+
+@pytest.fixture(scope="module")
+def late_commit(played: Played, approve: Approve) -> LateCommit:
+    """The replay tool commits again after the scan; then someone approves its proposal."""
+    admin_commit(played.broker.bootstrap_servers, "manual-replay", {("payments", 0): 4})
+    replay = approve.proposed["manual-replay"]["metadata"]["name"]
+    played.kube.patch(GROUP_VERSION, "offsetdeletions", replay, {"spec": {"approved": True}})
+    status = played.kube.wait_for_phase(replay, "Succeeded")
+    return LateCommit(status, committed(played.broker.bootstrap_servers, "manual-replay"))
+
+
+@dataclass
+class Auto:
+    status: dict[str, Any]
+    deletions: dict[str, dict[str, Any]]
+    committed: dict[str, dict[tuple[str, int], int]]  # once reporting-old's and orders-app's deletions Succeeded
+
+
+@pytest.fixture(scope="module")
+def auto(played: Played, approve: Approve, late_commit: LateCommit) -> Auto:
+    kube = played.kube
+    set_mode(kube, "Auto")
+    status = wait_run(kube, approve.status["lastRun"]["completionTime"], "the Auto analysis")
+    found = deletions(kube)
+    for group in ("reporting-old", "orders-app"):
+        kube.wait_for_phase(approve.proposed[group]["metadata"]["name"], "Succeeded")
+    return Auto(status, found, {g: committed(played.broker.bootstrap_servers, g) for g in GROUPS})
+
+
+# -- DryRun
+
+
+def test_dry_run_reports_the_candidates_and_proposes_nothing(dry_run: DryRun) -> None:
+    status = dry_run.status
     last = status["lastRun"]
     assert last["engine"] == "Local" and last["candidates"] == 7 and last["deletionsCreated"] == 0
     assert {k: v for k, v in last["candidatesByReason"].items() if v} == {
@@ -76,43 +170,45 @@ def test_dry_run_then_approve_then_auto_on_one_story(story: tuple[SandboxBroker,
     assert [(c["group"], c["partitions"], c["reason"]) for c in status["topCandidates"]] == [
         ("reporting-old", 3, "EmptyGroup"), ("manual-replay", 2, "Standalone"), ("orders-app", 2, "UnsubscribedTopic")]
     assert status["observedGeneration"] == 1 and status["nextRunTime"] > last["completionTime"]
-    assert cond(status, "Degraded")["status"] == "False"
-    assert "billing-monthly: rebased as a simple group" in cond(status, "Ready")["message"]
-    assert deletions(kube) == {}
-    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
-        assert admin.describe_group("billing-monthly").protocol_type == ""
+    assert condition(status, "Degraded")["status"] == "False"
+    assert dry_run.deletions == {}
 
-    # Approve: one OffsetDeletion per group, waiting for approval.
-    set_mode(kube, "Approve")
-    status = wait_run(kube, last["completionTime"], "the Approve analysis")
-    last = status["lastRun"]
-    assert last["deletionsCreated"] == 3, (cond(status, "Ready")["message"], list(deletions(kube)))
-    proposed = deletions(kube)
+
+def test_dry_run_keeps_the_protected_group_alive_as_a_simple_group(dry_run: DryRun) -> None:
+    assert "billing-monthly: rebased as a simple group" in condition(dry_run.status, "Ready")["message"]
+    assert dry_run.billing_protocol_type == ""
+
+
+# -- Approve
+
+
+def test_approve_proposes_one_deletion_per_group_waiting_for_approval(approve: Approve) -> None:
+    proposed = approve.proposed
+    assert approve.status["lastRun"]["deletionsCreated"] == 3, (condition(approve.status, "Ready")["message"], list(proposed))
     assert set(proposed) == {"reporting-old", "manual-replay", "orders-app"}
     assert all(d["spec"]["approved"] is False for d in proposed.values())
     assert proposed["orders-app"]["spec"]["topics"] == [{"name": "payments", "partitions": [0, 1]}]
-    for d in proposed.values():
-        kube.wait_for_status(d["metadata"]["name"], lambda s: s.get("phase") == "AwaitingApproval", what="approval wait")
+    assert set(approve.phases.values()) == {"AwaitingApproval"}
 
-    # The replay tool commits again after the scan; then someone approves its proposal: that partition is skipped.
-    admin_commit(broker, "manual-replay", {("payments", 0): 4})
-    replay = proposed["manual-replay"]["metadata"]["name"]
-    kube.patch(GROUP_VERSION, "offsetdeletions", replay, {"spec": {"approved": True}})
-    done = kube.wait_for_status(replay, lambda s: s.get("phase") == "Succeeded", what="the approved deletion")
-    results = {(r["topic"], r["partition"]): r["status"] for r in done["status"]["results"]}
+
+def test_an_offset_committed_after_the_scan_is_skipped_when_approved(late_commit: LateCommit) -> None:
+    results = {(r["topic"], r["partition"]): r["status"] for r in late_commit.status["results"]}
     assert results == {("payments", 0): "Skipped", ("payments", 1): "Deleted"}
-    assert committed(broker, "manual-replay") == {("payments", 0): 4}
+    assert late_commit.committed == {("payments", 0): 4}
 
-    # Auto: the same proposals are found again (same names, no duplicates) and approved by the policy.
-    set_mode(kube, "Auto")
-    status = wait_run(kube, last["completionTime"], "the Auto analysis")
-    assert status["lastRun"]["deletionsCreated"] == 0 and status["lastRun"]["candidates"] == 5
-    assert {g: d["metadata"]["name"] for g, d in deletions(kube).items()} == {
-        g: d["metadata"]["name"] for g, d in proposed.items()}
-    for group in ("reporting-old", "orders-app"):
-        name = proposed[group]["metadata"]["name"]
-        kube.wait_for_status(name, lambda s: s.get("phase") == "Succeeded", what=f"{group} deleted")
-    assert committed(broker, "reporting-old") == {}
-    assert committed(broker, "orders-app") == {("orders", 0): 5, ("orders", 1): 6}  # subscribed: kept
-    assert committed(broker, "nightly-export") == {("orders", 0): 5, ("orders", 1): 5}  # within retention
-    assert committed(broker, "billing-monthly") == {("invoices", 0): 5}  # protected
+
+# -- Auto
+
+
+def test_auto_finds_the_same_proposals_again_and_creates_no_duplicates(auto: Auto, approve: Approve) -> None:
+    assert auto.status["lastRun"]["deletionsCreated"] == 0 and auto.status["lastRun"]["candidates"] == 5
+    assert {g: d["metadata"]["name"] for g, d in auto.deletions.items()} == {
+        g: d["metadata"]["name"] for g, d in approve.proposed.items()}
+
+
+def test_auto_approves_the_proposals_and_deletes_only_the_candidates(auto: Auto) -> None:
+    assert auto.committed["reporting-old"] == {}
+    assert auto.committed["orders-app"] == {("orders", 0): 5, ("orders", 1): 6}  # subscribed: kept
+    assert auto.committed["nightly-export"] == {("orders", 0): 5, ("orders", 1): 5}  # within retention
+    assert auto.committed["billing-monthly"] == {("invoices", 0): 5}  # protected
+

@@ -2,21 +2,39 @@
 job.py locally and writes status.applicationState like spark-operator: the first application fails (a
 driver killed for memory), the policy is Degraded and retries; the second runs the real job, which reads
 its policy from a ConfigMap and writes its results into ConfigMaps; an offset committed after the job's
-scan is skipped; the applications and ConfigMaps are cleaned up, and the policy recovers. One Spark run."""
+scan is skipped; the applications and ConfigMaps are cleaned up, and the policy recovers. One Spark run,
+played once per module: each step is a module fixture one step further than the one before (Degraded,
+recovered, deleted, cleaned up), and each test proves one thing a step did.
+
+Without spark-operator nothing moves an application, so the second group of tests reads its spec as the
+operator created it, and follows it across an operator restart and the policy's deletion."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, EmulatedCluster, Kube, OperatorThread
-from operator_kafka import empty_group, make_topics
-from policy_scenario import admin_commit, committed
+from brokers import make_topics, sandbox_broker
+from kafka_clients import admin_commit, committed, empty_group
+from operator_harness import (
+    GROUP_VERSION,
+    NAMESPACE,
+    ROOT,
+    EmulatedCluster,
+    Kube,
+    Operators,
+    OperatorThread,
+    condition,
+    emulated_cluster,
+    fast_options,
+)
 from spark_operator_standin import SparkOperatorStandIn
+from waiting import wait_until
 
 from kafka_offset_operator.context import OperatorOptions
 from kafka_sandbox import SandboxBroker
@@ -24,84 +42,149 @@ from kafka_sandbox import SandboxBroker
 SPARK_CRD = Path(__file__).parent / "crds" / "sparkapplications.yaml"
 APPS = "sparkoperator.k8s.io/v1beta2"
 RUN_TIMEOUT = 240.0
+IMAGE = "ghcr.io/example/kafka-offset-operator:test"
 
 
-@pytest.fixture
-def cluster() -> Iterator[EmulatedCluster]:
-    """The emulated API with our CRDs and spark-operator's SparkApplication."""
-    c = EmulatedCluster(extra_crds=[yaml.safe_load(SPARK_CRD.read_text())]).start()
-    try:
-        yield c
-        assert c.server_errors() == [], "the emulated API server failed requests"
-    finally:
-        c.stop()
+def spark_crds() -> list[dict[str, Any]]:
+    """spark-operator's SparkApplication, served beside our CRDs."""
+    return [yaml.safe_load(SPARK_CRD.read_text())]
 
 
-@pytest.fixture
-def operator_options(kubeconfig: Path) -> OperatorOptions:
-    return OperatorOptions(namespaces=(NAMESPACE,), kubeconfig=kubeconfig, retry_interval=0.3, kafka_timeout_ms=5000,
-                           spark_image="ghcr.io/example/kafka-offset-operator:test")
+def policy_status(kube: Kube, name: str) -> dict[str, Any]:
+    return kube.get(GROUP_VERSION, "consumergroupoffsetpolicies", name).get("status") or {}
 
 
-@pytest.fixture
-def standin(kube: Kube, kubeconfig: Path) -> Iterator[SparkOperatorStandIn]:
-    s = SparkOperatorStandIn(kube, kubeconfig).start()
-    try:
-        yield s
-    finally:
-        s.stop()
+def app_names(kube: Kube) -> list[str]:
+    return [a["metadata"]["name"] for a in kube.list(APPS, "sparkapplications")]
 
 
-def cond(status: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next((c for c in status.get("conditions", []) if c["type"] == kind), {})
+# -- a policy's run through spark-operator, step by step
 
 
-def test_spark_application_engine_fails_recovers_and_skips_a_late_commit(
-        broker: SandboxBroker, cluster: EmulatedCluster, kube: Kube, standin: SparkOperatorStandIn,
-        start_operator: Any) -> None:
-    make_topics(broker, {"orders": 2})
-    empty_group(broker, "old-report", {("orders", 0): 4, ("orders", 1): 5})
-    standin.fail_next(1)
-    standin.before_complete = lambda app: admin_commit(broker, "old-report", {("orders", 1): 6})
-    start_operator()
-    kube.create("consumergroupoffsetpolicies", {
-        "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-        "metadata": {"name": "cluster-run", "namespace": NAMESPACE},
-        "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "Auto",
-                 "rules": {"emptyGroupRetention": "1s"},
-                 "analysis": {"engine": "SparkApplication",
-                              "sparkApplication": {"serviceAccount": "offset-analysis", "executor": {"instances": 2}}}}})
+@dataclass
+class ClusterRun:
+    broker: SandboxBroker
+    cluster: EmulatedCluster
+    kube: Kube
+    standin: SparkOperatorStandIn
 
-    def policy() -> dict[str, Any]:
-        return kube.get(GROUP_VERSION, "consumergroupoffsetpolicies", "cluster-run").get("status") or {}
+    def status(self) -> dict[str, Any]:
+        return policy_status(self.kube, "cluster-run")
 
-    degraded = kube.wait_for(lambda: cond(policy(), "Degraded").get("status") == "True" and policy(), 60, "Degraded")
-    assert cond(degraded, "Degraded")["reason"] == "SparkApplicationFailed"
-    assert "OOMKilled" in cond(degraded, "Degraded")["message"]
 
-    status = kube.wait_for(lambda: cond(policy(), "Ready").get("status") == "True" and policy(), RUN_TIMEOUT,
-                           "the retried run")
-    assert cond(status, "Degraded")["status"] == "False"
-    assert status["lastRun"]["engine"] == "SparkApplication" and status["lastRun"]["candidates"] == 2
-    assert "1 CommittedSinceScan" in cond(status, "Ready")["message"]
+@pytest.fixture(scope="module")
+def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRun]:
+    """Group old-report (orders/0 at 4, orders/1 at 5), the stand-in (whose first application fails, and
+    which commits orders/1 at 6 after the job's scan) and an Auto policy using the SparkApplication engine."""
+    with sandbox_broker() as broker, emulated_cluster(spark_crds()) as cluster:
+        kube = Kube(cluster.url)
+        kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
+        make_topics(broker, {"orders": 2})
+        empty_group(broker.bootstrap_servers, "old-report", {("orders", 0): 4, ("orders", 1): 5})
+        standin = SparkOperatorStandIn(kube, kubeconfig).start()
+        operators = Operators(fast_options(kubeconfig, spark_image=IMAGE))
+        try:
+            standin.fail_next(1)
+            standin.before_complete = lambda app: admin_commit(broker.bootstrap_servers, "old-report", {("orders", 1): 6})
+            operators.start()
+            kube.create("consumergroupoffsetpolicies", {
+                "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+                "metadata": {"name": "cluster-run", "namespace": NAMESPACE},
+                "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "Auto",
+                         "rules": {"emptyGroupRetention": "1s"},
+                         "analysis": {"engine": "SparkApplication",
+                                      "sparkApplication": {"serviceAccount": "offset-analysis", "executor": {"instances": 2}}}}})
+            yield ClusterRun(broker, cluster, kube, standin)
+        finally:
+            operators.close()
+            standin.stop()
 
-    # What spark-operator was given.
-    first, second = standin.seen[:2]
-    assert standin.states[first] == ["SUBMITTED", "FAILED"]
-    assert standin.states[second] == ["SUBMITTED", "RUNNING", "COMPLETED"]
 
-    # The deletion skips the partition committed after the scan: it was never proposed.
-    [deletion] = kube.list(GROUP_VERSION, "offsetdeletions")
-    assert deletion["spec"]["topics"] == [{"name": "orders", "partitions": [0]}] and deletion["spec"]["approved"]
-    kube.wait_for_status(deletion["metadata"]["name"], lambda s: s.get("phase") == "Succeeded", what="deleted")
-    assert committed(broker, "old-report") == {("orders", 1): 6}
+@pytest.fixture(scope="module")
+def degraded(cluster_run: ClusterRun) -> dict[str, Any]:
+    """The policy's status once the first application failed."""
+    return wait_until(lambda: condition(s := cluster_run.status(), "Degraded").get("status") == "True" and s, 60,
+                      "Degraded")
 
-    # Nothing left behind: applications, policy and result ConfigMaps.
-    kube.wait_for(lambda: kube.list(APPS, "sparkapplications") == [], 30, "apps removed")
+
+@dataclass
+class Recovered:
+    status: dict[str, Any]
+    states: list[list[str]]  # the states the stand-in wrote for the first two applications
+
+
+@pytest.fixture(scope="module")
+def recovered(cluster_run: ClusterRun, degraded: dict[str, Any]) -> Recovered:
+    status = wait_until(lambda: condition(s := cluster_run.status(), "Ready").get("status") == "True" and s,
+                        RUN_TIMEOUT, "the retried run")
+    return Recovered(status, [list(cluster_run.standin.states[name]) for name in cluster_run.standin.seen[:2]])
+
+
+@dataclass
+class Deleted:
+    deletions: list[dict[str, Any]]  # the OffsetDeletions the run created, as created
+    committed: dict[tuple[str, int], int]  # old-report's offsets once they Succeeded
+
+
+@pytest.fixture(scope="module")
+def deleted(cluster_run: ClusterRun, recovered: Recovered) -> Deleted:
+    found = cluster_run.kube.list(GROUP_VERSION, "offsetdeletions")
+    for d in found:
+        cluster_run.kube.wait_for_phase(d["metadata"]["name"], "Succeeded")
+    return Deleted(found, committed(cluster_run.broker.bootstrap_servers, "old-report"))
+
+
+@dataclass
+class CleanedUp:
+    leftover_configmaps: list[str]
+    operator_calls: set[tuple[str, str, str]]  # every (API group, resource, verb) the operator called
+
+
+@pytest.fixture(scope="module")
+def cleaned_up(cluster_run: ClusterRun, deleted: Deleted) -> CleanedUp:
+    kube = cluster_run.kube
+    wait_until(lambda: app_names(kube) == [], 30, "apps removed")
     leftovers = [cm["metadata"]["name"] for cm in kube.list("v1", "configmaps")
                  if (cm["metadata"].get("labels") or {}).get("kafkaoffsets.dev/run")]
-    assert leftovers == []
-    assert operator_calls(cluster) - allowed_by_clusterrole() == set()  # the install's RBAC suffices
+    return CleanedUp(leftovers, operator_calls(cluster_run.cluster))
+
+
+@pytest.mark.slow
+def test_a_failed_application_degrades_the_policy(degraded: dict[str, Any]) -> None:
+    assert condition(degraded, "Degraded")["reason"] == "SparkApplicationFailed"
+    assert "OOMKilled" in condition(degraded, "Degraded")["message"]
+
+
+@pytest.mark.slow
+def test_the_retried_application_runs_the_job_and_the_policy_recovers(recovered: Recovered) -> None:
+    status = recovered.status
+    assert condition(status, "Degraded")["status"] == "False"
+    assert status["lastRun"]["engine"] == "SparkApplication" and status["lastRun"]["candidates"] == 2
+    assert "1 CommittedSinceScan" in condition(status, "Ready")["message"]
+
+
+@pytest.mark.slow
+def test_spark_operator_saw_a_failed_then_a_completed_application(recovered: Recovered) -> None:
+    first, second = recovered.states
+    assert first == ["SUBMITTED", "FAILED"]
+    assert second == ["SUBMITTED", "RUNNING", "COMPLETED"]
+
+
+@pytest.mark.slow
+def test_a_partition_committed_after_the_scan_is_never_proposed(deleted: Deleted) -> None:
+    [deletion] = deleted.deletions
+    assert deletion["spec"]["topics"] == [{"name": "orders", "partitions": [0]}] and deletion["spec"]["approved"]
+    assert deleted.committed == {("orders", 1): 6}
+
+
+@pytest.mark.slow
+def test_applications_and_result_configmaps_are_cleaned_up(cleaned_up: CleanedUp) -> None:
+    assert cleaned_up.leftover_configmaps == []
+
+
+@pytest.mark.slow
+def test_the_installs_clusterrole_allows_every_call_the_operator_made(cleaned_up: CleanedUp) -> None:
+    assert cleaned_up.operator_calls - allowed_by_clusterrole() == set()  # the install's RBAC suffices
 
 
 def operator_calls(cluster: EmulatedCluster) -> set[tuple[str, str, str]]:
@@ -128,10 +211,30 @@ def allowed_by_clusterrole() -> set[tuple[str, str, str]]:
     return {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
 
 
-def test_the_application_spec_and_its_life_across_operator_restarts(
-        broker: SandboxBroker, kube: Kube, start_operator: Any) -> None:
-    """Without spark-operator nothing moves the application, so its spec is read as the operator created it.
-    A restarted operator adopts the run still going; deleting the policy deletes it."""
+# -- an application nobody runs
+
+
+@pytest.fixture
+def cluster() -> Iterator[EmulatedCluster]:
+    """The emulated API with our CRDs and spark-operator's SparkApplication."""
+    with emulated_cluster(spark_crds()) as c:
+        yield c
+
+
+@pytest.fixture
+def operator_options(kubeconfig: Path) -> OperatorOptions:
+    return fast_options(kubeconfig, spark_image=IMAGE)
+
+
+@dataclass
+class Submitted:
+    operator: OperatorThread
+    apps: list[dict[str, Any]]  # the SparkApplications once there was one
+
+
+@pytest.fixture
+def submitted(broker: SandboxBroker, kube: Kube, start_operator: Any) -> Submitted:
+    """Policy "spec-check" with the SparkApplication engine, and the application its operator created."""
     op: OperatorThread = start_operator()
     kube.create("consumergroupoffsetpolicies", {
         "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
@@ -139,7 +242,33 @@ def test_the_application_spec_and_its_life_across_operator_restarts(
         "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers},
                  "analysis": {"engine": "SparkApplication", "brokerRetention": "7d",
                               "sparkApplication": {"image": "example/koo:1", "driver": {"memory": "2g"}}}}})
-    [app] = kube.wait_for(lambda: kube.list(APPS, "sparkapplications"), 30, "an app")
+    return Submitted(op, wait_until(lambda: kube.list(APPS, "sparkapplications"), 30, "an app"))
+
+
+@dataclass
+class Adopted:
+    name: str  # the application the first operator created
+    while_down: list[str]  # the applications once that operator stopped
+    after_restart: list[str]  # the applications once the next operator visited the policy
+
+
+@pytest.fixture
+def adopted(submitted: Submitted, kube: Kube, start_operator: Any) -> Adopted:
+    """The first operator stops while its run goes on; the next one visits the policy."""
+    name = submitted.apps[0]["metadata"]["name"]
+    submitted.operator.stop()
+    while_down = app_names(kube)
+    before = policy_progress(kube)
+    # The visit's message carries its start time in seconds: let the clock reach the next second first.
+    second = int(time.time())
+    wait_until(lambda: int(time.time()) > second, 5, "the next second")
+    start_operator()
+    wait_until(lambda: policy_progress(kube) != before, 30, "the new operator's visit")
+    return Adopted(name, while_down, app_names(kube))
+
+
+def test_the_application_spec_is_what_spark_operator_needs(submitted: Submitted, broker: SandboxBroker, kube: Kube) -> None:
+    [app] = submitted.apps
     name = app["metadata"]["name"]
     spec = app["spec"]
     assert (spec["type"], spec["mode"], spec["image"]) == ("Python", "cluster", "example/koo:1")
@@ -154,20 +283,18 @@ def test_the_application_spec_and_its_life_across_operator_restarts(
     assert (owner["kind"], owner["name"]) == ("ConsumerGroupOffsetPolicy", "spec-check")
     assert "policy.yaml" in kube.get("v1", "configmaps", f"{name}-policy")["binaryData"]
 
-    op.stop()  # the run keeps going without the operator ...
-    assert [a["metadata"]["name"] for a in kube.list(APPS, "sparkapplications")] == [name]
-    before = policy_progress(kube)
-    # The visit's message carries its start time in seconds: let the clock reach the next second first.
-    second = int(time.time())
-    kube.wait_for(lambda: int(time.time()) > second, 5, "the next second")
-    start_operator()  # ... and the next operator adopts it instead of starting another
-    kube.wait_for(lambda: policy_progress(kube) != before, 30, "the new operator's visit")
-    assert [a["metadata"]["name"] for a in kube.list(APPS, "sparkapplications")] == [name]
 
+@pytest.mark.slow  # an operator restart (Kopf's 2 s grace) and the clock's next second
+def test_a_run_outlives_its_operator_and_the_next_operator_adopts_it(adopted: Adopted) -> None:
+    assert adopted.while_down == [adopted.name]  # the run keeps going without the operator ...
+    assert adopted.after_restart == [adopted.name]  # ... and the next operator adopts it instead of starting another
+
+
+@pytest.mark.slow  # an operator restart (Kopf's 2 s grace) and the clock's next second
+def test_deleting_the_policy_deletes_its_adopted_run(adopted: Adopted, kube: Kube) -> None:
     kube.delete(GROUP_VERSION, "consumergroupoffsetpolicies", "spec-check")
-    kube.wait_for(lambda: kube.list(APPS, "sparkapplications") == [], 30, "the run deleted with its policy")
+    wait_until(lambda: app_names(kube) == [], 30, "the run deleted with its policy")
 
 
 def policy_progress(kube: Kube) -> str:
-    status = kube.get(GROUP_VERSION, "consumergroupoffsetpolicies", "spec-check").get("status") or {}
-    return str(cond(status, "Progressing").get("message"))
+    return str(condition(policy_status(kube, "spec-check"), "Progressing").get("message"))

@@ -1,5 +1,6 @@
 """`kafka-offset-operator run` as a real process: health and metrics endpoints, a deletion reconciled, and a
-SIGKILL mid-run (a restore blocked by an active member) with a fresh process finishing the job."""
+SIGKILL mid-run (a restore blocked by an active member) with a fresh process finishing the job. The two
+processes are module fixtures, one step after the other; each test proves one thing a step did."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ import sys
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from operator_harness import GROUP_VERSION, NAMESPACE, Kube
-from operator_kafka import empty_group, live_group, make_topics
+import pytest
+from brokers import make_topics, sandbox_broker
+from kafka_clients import committed, empty_group, member
+from operator_harness import GROUP_VERSION, NAMESPACE, Kube, emulated_cluster
+from waiting import wait_until
 
-from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
-from kafka_offset_operator.model.connection import ConnectionSettings
 from kafka_sandbox import SandboxBroker
 
 
@@ -45,7 +48,7 @@ def operator_process(kubeconfig: Path, tmp_path: Path) -> Iterator[tuple[subproc
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": "/nonexistent"},
     )
     try:
-        Kube.wait_for(lambda: get(f"http://127.0.0.1:{health}/healthz")[0] == 200, 30, "the liveness endpoint")
+        wait_until(lambda: get(f"http://127.0.0.1:{health}/healthz")[0] == 200, 30, "the liveness endpoint")
         yield proc, health, metrics
     finally:
         if proc.poll() is None:
@@ -58,32 +61,93 @@ def operator_process(kubeconfig: Path, tmp_path: Path) -> Iterator[tuple[subproc
         log.close()
 
 
-def test_run_serves_health_and_metrics_and_survives_a_kill(
-        broker: SandboxBroker, kube: Kube, kubeconfig: Path, tmp_path: Path) -> None:
-    make_topics(broker, {"orders": 2, "other": 1})
-    empty_group(broker, "proc", {("orders", 0): 3, ("orders", 1): 4})
-    body = {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": "by-process", "namespace": NAMESPACE},
-            "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "group": "proc",
-                     "topics": [{"name": "orders"}], "approved": True}}
-    with operator_process(kubeconfig, tmp_path) as (proc, _health, metrics_port):
-        kube.create("offsetdeletions", body)
-        kube.wait_for_status("by-process", lambda s: s.get("phase") == "Succeeded", 30, "Succeeded")
-        _, text = get(f"http://127.0.0.1:{metrics_port}/metrics")
-        assert 'kafka_offset_operator_offset_deletions_total{phase="Succeeded"} 1.0' in text
-        assert "kafka_offset_operator_offsets_deleted_total 2.0" in text
+# -- a deletion and a restore through two operator processes, step by step
 
-        with live_group(broker, "proc", ["other"]):
-            kube.patch(GROUP_VERSION, "offsetdeletions", "by-process", {"spec": {"restore": True}})
-            kube.wait_for_status("by-process", lambda s: any(c["reason"] == "RestoreBlocked" for c in s.get("conditions", [])),
-                                 30, "RestoreBlocked")
-            proc.kill()  # SIGKILL: no cleanup, no goodbye
-            assert proc.wait(10) == -signal.SIGKILL
-    with operator_process(kubeconfig, tmp_path) as (proc, _h, _m):
-        kube.wait_for_status("by-process", lambda s: s.get("phase") == "Restored", 30, "Restored")
-        with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
-            assert {tp: c.offset for tp, c in admin.committed_offsets("proc").items()} == {("orders", 0): 3, ("orders", 1): 4}
+
+@dataclass
+class World:
+    broker: SandboxBroker
+    kube: Kube
+    kubeconfig: Path
+    logs: Path
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """Group "proc" (orders/0 at 3, orders/1 at 4) and an emulated API, shared by the module's steps."""
+    with sandbox_broker() as broker, emulated_cluster() as cluster:
+        make_topics(broker, {"orders": 2, "other": 1})
+        empty_group(broker.bootstrap_servers, "proc", {("orders", 0): 3, ("orders", 1): 4})
+        home = tmp_path_factory.mktemp("run")
+        yield World(broker, Kube(cluster.url), cluster.write_kubeconfig(home / "kubeconfig"), home)
+
+
+@dataclass
+class FirstProcess:
+    proc: subprocess.Popen[bytes]
+    metrics: str  # the metrics page once the deletion Succeeded
+
+
+@pytest.fixture(scope="module")
+def first_process(world: World) -> Iterator[FirstProcess]:
+    """`run` in a process (serving /healthz once this returns), and deletion "by-process" of group "proc",
+    approved, once Succeeded."""
+    body = {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": "by-process", "namespace": NAMESPACE},
+            "spec": {"kafka": {"bootstrapServers": world.broker.bootstrap_servers}, "group": "proc",
+                     "topics": [{"name": "orders"}], "approved": True}}
+    with operator_process(world.kubeconfig, world.logs) as (proc, _health, metrics_port):
+        world.kube.create("offsetdeletions", body)
+        world.kube.wait_for_status("by-process", lambda s: s.get("phase") == "Succeeded", 30, "Succeeded")
+        _, text = get(f"http://127.0.0.1:{metrics_port}/metrics")
+        yield FirstProcess(proc, text)
+
+
+@pytest.fixture(scope="module")
+def killed_mid_restore(world: World, first_process: FirstProcess) -> int:
+    """The first process SIGKILLed (no cleanup, no goodbye) while a restore is blocked by an active member,
+    who then leaves: the process's return code."""
+    with member(world.broker.bootstrap_servers, "proc", ["other"]):
+        world.kube.patch(GROUP_VERSION, "offsetdeletions", "by-process", {"spec": {"restore": True}})
+        world.kube.wait_for_status("by-process", lambda s: any(c["reason"] == "RestoreBlocked" for c in s.get("conditions", [])),
+                                   30, "RestoreBlocked")
+        first_process.proc.kill()
+        return first_process.proc.wait(10)
+
+
+@dataclass
+class SecondProcess:
+    committed: dict[tuple[str, int], int]  # group "proc" once the deletion is Restored
+    sigterm_exit: int  # the process's exit code on SIGTERM afterwards
+
+
+@pytest.fixture(scope="module")
+def second_process(world: World, killed_mid_restore: int) -> SecondProcess:
+    with operator_process(world.kubeconfig, world.logs) as (proc, _h, _m):
+        world.kube.wait_for_status("by-process", lambda s: s.get("phase") == "Restored", 30, "Restored")
+        offsets = committed(world.broker.bootstrap_servers, "proc")
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0  # a clean shutdown on SIGTERM, as a Deployment's rollout sends it
+        return SecondProcess(offsets, proc.wait(30))
+
+
+@pytest.mark.slow
+def test_run_serves_health_and_counts_deletions_in_its_metrics(first_process: FirstProcess) -> None:
+    assert 'kafka_offset_operator_offset_deletions_total{phase="Succeeded"} 1.0' in first_process.metrics
+    assert "kafka_offset_operator_offsets_deleted_total 2.0" in first_process.metrics
+
+
+@pytest.mark.slow
+def test_sigkill_ends_the_process_mid_restore(killed_mid_restore: int) -> None:
+    assert killed_mid_restore == -signal.SIGKILL
+
+
+@pytest.mark.slow
+def test_a_fresh_process_finishes_the_restore_a_killed_one_left(second_process: SecondProcess) -> None:
+    assert second_process.committed == {("orders", 0): 3, ("orders", 1): 4}
+
+
+@pytest.mark.slow
+def test_sigterm_is_a_clean_shutdown(second_process: SecondProcess) -> None:
+    assert second_process.sigterm_exit == 0  # as a Deployment's rollout sends it
 
 
 def test_run_without_any_kubernetes_config_is_one_line_and_exit_2(tmp_path: Path) -> None:

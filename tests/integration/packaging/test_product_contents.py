@@ -30,6 +30,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     return zipfile.ZipFile(path)
 
 
+@pytest.mark.slow  # builds the wheel
 def test_the_wheel_holds_the_two_product_packages_and_nothing_else(wheel: zipfile.ZipFile) -> None:
     tops = {name.split("/", 1)[0] for name in wheel.namelist() if not name.split("/", 1)[0].endswith(".dist-info")}
     assert tops == {"kafka_offset_operator", "offset_expiry"}
@@ -40,6 +41,7 @@ def test_the_wheel_holds_the_two_product_packages_and_nothing_else(wheel: zipfil
         assert not [n for n in names if test_double in n], test_double
 
 
+@pytest.mark.slow  # builds the wheel
 def test_no_module_of_the_wheel_imports_a_test_double(wheel: zipfile.ZipFile) -> None:
     for name in wheel.namelist():
         if name.endswith(".py"):

@@ -3,7 +3,6 @@ group coordinator: a consumer group's join and commit, and the AdminClient's gro
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -16,7 +15,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 from group_clients import dump, group_records, record_shape
-from kafka_clients import wait_until
+from waiting import wait_until
 
 from kafka_sandbox import SandboxBroker
 
@@ -39,10 +38,12 @@ def consumer(broker: SandboxBroker) -> Iterator[Consumer]:
         }
     )
     c.subscribe(["orders"])
-    deadline = time.monotonic() + 20
-    while len(c.assignment()) < 2:
-        assert time.monotonic() < deadline, "librdkafka never got its assignment"
-        c.poll(0.05)
+
+    def assigned() -> bool:
+        c.poll(0.05)  # librdkafka joins the group while the application polls
+        return len(c.assignment()) == 2
+
+    wait_until(assigned, 20, "librdkafka's assignment")
     yield c
     c.close()
 
@@ -61,7 +62,7 @@ def alter(
     }
 
 
-def test_librdkafka_group_join_commit_and_admin_calls(
+def test_librdkafka_commits_and_its_group_is_stable_with_its_assignment(
     broker: SandboxBroker, admin: AdminClient, consumer: Consumer
 ) -> None:
     committed = consumer.commit(
@@ -86,6 +87,10 @@ def test_librdkafka_group_join_commit_and_admin_calls(
         ("orders", 1): 12,
     }
 
+
+def test_admin_changes_are_refused_while_librdkafka_is_a_member(
+    broker: SandboxBroker, admin: AdminClient, consumer: Consumer
+) -> None:
     # Admin commits are refused while the group has a member.
     assert alter(admin, "rk", {("orders", 0): 1}) == {("orders", 0): KafkaError.UNKNOWN_MEMBER_ID}
     deleted = admin.delete_consumer_groups(["rk", "nobody"])

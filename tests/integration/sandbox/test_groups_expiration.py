@@ -12,7 +12,8 @@ from group_clients import dump, group_records, record_shape
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
-from kafka_clients import GroupConsumer, wait_until
+from kafka_clients import GroupConsumer
+from waiting import wait_until
 
 from kafka_sandbox import SandboxBroker
 
@@ -31,9 +32,10 @@ def committed(admin: KafkaAdminClient, group: str) -> dict[tuple[str, int], int]
     return {(tp.topic, tp.partition): o.offset for tp, o in offsets.items()}
 
 
-def test_an_empty_group_expires_retention_after_it_became_empty(
-    broker: SandboxBroker, admin: KafkaAdminClient
-) -> None:
+@pytest.fixture
+def a_minute_before_expiry(broker: SandboxBroker, admin: KafkaAdminClient) -> dict[tuple[str, int], int]:
+    """Group e1 committed orders/0 at 4 and orders/1 at 5, became Empty two days later, and the broker's
+    expiration ran a minute before retention after that: what e1 has committed then."""
     broker.create_topic("orders", 2)
     consumer = GroupConsumer(broker.bootstrap_servers, "e1", ["orders"])
     wait_until(lambda: len(consumer.assignment) == 2, what="the assignment")
@@ -43,7 +45,18 @@ def test_an_empty_group_expires_retention_after_it_became_empty(
 
     broker.clock.advance(days=RETENTION_DAYS, minutes=-1)
     broker.expire_offsets()
-    assert committed(admin, "e1") == {("orders", 0): 4, ("orders", 1): 5}
+    return committed(admin, "e1")
+
+
+def test_an_empty_group_keeps_its_offsets_until_retention_after_it_became_empty(
+    a_minute_before_expiry: dict[tuple[str, int], int],
+) -> None:
+    assert a_minute_before_expiry == {("orders", 0): 4, ("orders", 1): 5}
+
+
+def test_an_empty_group_expires_retention_after_it_became_empty(
+    a_minute_before_expiry: dict[tuple[str, int], int], broker: SandboxBroker, admin: KafkaAdminClient
+) -> None:
     broker.clock.advance(minutes=1)
     broker.expire_offsets()
     assert committed(admin, "e1") == {}
@@ -84,16 +97,26 @@ def test_a_stable_group_keeps_subscribed_offsets_and_loses_unsubscribed_ones(
     assert tombstones == [("OffsetCommit", "s1", "payments", 0, "tombstone")]
 
 
-def test_standalone_offsets_expire_by_commit_timestamp(
-    broker: SandboxBroker, admin: KafkaAdminClient
-) -> None:
+@pytest.fixture
+def first_offset_expired(broker: SandboxBroker, admin: KafkaAdminClient) -> dict[tuple[str, int], int]:
+    """Simple group "lone": orders/0 committed at 1, orders/1 at 2 six days later; the expiration ran a
+    minute past orders/0's retention. What "lone" has committed then."""
     broker.create_topic("orders", 2)
     admin.alter_group_offsets("lone", {TopicPartition("orders", 0): OffsetAndMetadata(1, "", -1)})
     broker.clock.advance(days=RETENTION_DAYS - 1)
     admin.alter_group_offsets("lone", {TopicPartition("orders", 1): OffsetAndMetadata(2, "", -1)})
     broker.clock.advance(days=1, minutes=1)
     broker.expire_offsets()
-    assert committed(admin, "lone") == {("orders", 1): 2}
+    return committed(admin, "lone")
+
+
+def test_standalone_offsets_expire_by_commit_timestamp(first_offset_expired: dict[tuple[str, int], int]) -> None:
+    assert first_offset_expired == {("orders", 1): 2}
+
+
+def test_a_standalone_group_goes_with_its_last_offset(
+    first_offset_expired: dict[tuple[str, int], int], broker: SandboxBroker, admin: KafkaAdminClient
+) -> None:
     broker.clock.advance(days=RETENTION_DAYS)
     broker.expire_offsets()
     assert "lone" not in {g["group_id"] for g in admin.list_groups()}

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 from kafka import KafkaAdminClient
 
 from kafka_sandbox import SandboxBroker
@@ -50,16 +51,19 @@ def test_runs_until_sigterm_and_serves_meanwhile() -> None:
             proc.wait()
 
 
-def test_bad_arguments_get_one_line_and_exit_2() -> None:
-    for args, message in (
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
         (["--listen", "nowhere"], "--listen wants HOST:PORT"),
         (["--offsets-retention", "90s"], "whole number of minutes"),
         (["--offsets-retention", "soon"], "--offsets-retention: "),
         (["--offsets-partitions", "0"], "offsets partitions must be at least 1"),
-    ):
-        done = subprocess.run([*COMMAND, *args], capture_output=True, text=True, timeout=60)
-        assert done.returncode == 2
-        assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    ],
+)
+def test_bad_arguments_get_one_line_and_exit_2(args: list[str], message: str) -> None:
+    done = subprocess.run([*COMMAND, *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def test_a_taken_port_is_a_one_line_error(broker: SandboxBroker) -> None:

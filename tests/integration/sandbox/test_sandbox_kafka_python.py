@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -17,6 +17,7 @@ from kafka.errors import (
 )
 from kafka.protocol.admin import DescribeConfigsRequest
 from sandbox_wire_client import WireClient
+from waiting import wait_until
 
 from kafka_sandbox import SandboxBroker
 
@@ -37,10 +38,13 @@ def consume_all(broker: SandboxBroker, topic: str, partitions: int, expected: in
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
         got: list = []  # type: ignore[type-arg]
-        deadline = time.monotonic() + 20
-        while len(got) < expected and time.monotonic() < deadline:
+
+        def read_all() -> bool:
             for records in consumer.poll(timeout_ms=500).values():
                 got.extend(records)
+            return len(got) >= expected
+
+        wait_until(read_all, 20, f"{expected} records of {topic}", interval=0)
         return got
     finally:
         consumer.close()
@@ -81,21 +85,32 @@ def test_end_beginning_and_time_offsets(broker: SandboxBroker) -> None:
         consumer.close()
 
 
-def test_topic_admin_create_describe_delete(broker: SandboxBroker, admin: KafkaAdminClient) -> None:
-    result = admin.create_topics({"a.topic": {"num_partitions": 2, "configs": {"retention.ms": "1000"}}})
-    assert result["topics"][0]["error_code"] == 0
-    assert result["topics"][0]["num_partitions"] == 2
+@pytest.fixture
+def created(admin: KafkaAdminClient) -> dict[str, Any]:
+    """CreateTopics' answer for "a.topic": 2 partitions and a retention.ms config."""
+    return admin.create_topics({"a.topic": {"num_partitions": 2, "configs": {"retention.ms": "1000"}}})  # type: ignore[no-any-return]
+
+
+def test_create_topics_answers_per_topic_and_the_topic_is_listed(created: dict[str, Any], admin: KafkaAdminClient) -> None:
+    assert created["topics"][0]["error_code"] == 0
+    assert created["topics"][0]["num_partitions"] == 2
     assert set(admin.list_topics()) == {"__consumer_offsets", "a.topic"}
 
+
+def test_describe_topics_tells_the_internal_topic_and_the_leaders(created: dict[str, Any], admin: KafkaAdminClient) -> None:
     described = {t["name"]: t for t in admin.describe_topics()}
     assert described["__consumer_offsets"]["is_internal"] is True
     assert len(described["__consumer_offsets"]["partitions"]) == 4
     assert described["a.topic"]["is_internal"] is False
     assert [p["leader_id"] for p in described["a.topic"]["partitions"]] == [0, 0]
 
+
+def test_create_partitions_grows_a_topic(created: dict[str, Any], admin: KafkaAdminClient) -> None:
     admin.create_partitions({"a.topic": NewPartitions(total_count=5)})
     assert len({t["name"]: t for t in admin.describe_topics(["a.topic"])}["a.topic"]["partitions"]) == 5
 
+
+def test_delete_topics_removes_a_topic(created: dict[str, Any], admin: KafkaAdminClient) -> None:
     admin.delete_topics(["a.topic"])
     assert set(admin.list_topics()) == {"__consumer_offsets"}
 
@@ -165,15 +180,9 @@ def test_describe_configs_errors_per_resource(broker: SandboxBroker) -> None:
     assert results[6].configs == []
 
 
-def test_retention_given_in_hours_is_reported_in_minutes() -> None:
-    with SandboxBroker(offsets_retention="36h", offsets_partitions=1) as broker:
-        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
-        try:
-            described = admin.describe_configs(
-                [ConfigResource(ConfigResourceType.BROKER, "0")], config_filter="all"
-            )
-        finally:
-            admin.close()
+@pytest.mark.broker(offsets_retention="36h", offsets_partitions=1)
+def test_retention_given_in_hours_is_reported_in_minutes(admin: KafkaAdminClient) -> None:
+    described = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "0")], config_filter="all")
     assert described["broker"]["0"]["offsets.retention.minutes"]["value"] == "2160"
 
 
@@ -185,12 +194,12 @@ def test_describe_cluster(broker: SandboxBroker, admin: KafkaAdminClient) -> Non
     ]
 
 
-def test_auto_created_topics_when_enabled() -> None:
-    with SandboxBroker(offsets_partitions=1, auto_create_topics=True) as broker:
-        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
-        producer.send("made-on-demand", b"v").get(timeout=20)
-        producer.close()
-        assert broker.call(lambda: broker.ctx.topics.partition_count("made-on-demand")) == 1
+@pytest.mark.broker(offsets_partitions=1, auto_create_topics=True)
+def test_auto_created_topics_when_enabled(broker: SandboxBroker) -> None:
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+    producer.send("made-on-demand", b"v").get(timeout=20)
+    producer.close()
+    assert broker.call(lambda: broker.ctx.topics.partition_count("made-on-demand")) == 1
 
 
 def test_topics_are_not_auto_created_by_default(broker: SandboxBroker) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from waiting import wait_until
 
 from kafka_sandbox import SandboxBroker
 
@@ -51,12 +51,15 @@ def test_confluent_produce_then_consume_by_assignment(broker: SandboxBroker) -> 
     try:
         consumer.assign([TopicPartition("c2", p, OFFSET_BEGINNING) for p in range(2)])
         got = []
-        deadline = time.monotonic() + 20
-        while len(got) < 200 and time.monotonic() < deadline:
+
+        def read_all() -> bool:
             message = consumer.poll(0.5)
             if message is not None:
                 assert message.error() is None, message.error()
                 got.append((message.partition(), message.offset(), message.key(), message.value()))
+            return len(got) >= 200
+
+        wait_until(read_all, 20, "200 records of c2", interval=0)
         assert sorted(k for _, _, k, _ in got) == sorted(b"k%d" % i for i in range(200))
         assert sorted(o for p, o, _, _ in got if p == 0) == list(range(100))
         assert consumer.get_watermark_offsets(TopicPartition("c2", 1), timeout=10) == (0, 100)

@@ -10,10 +10,12 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from brokers import sandbox_broker
 
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.synthetic import DAY_MS, generate
@@ -41,7 +43,7 @@ spec:
 @pytest.fixture(scope="module")
 def seeded() -> Iterator[tuple[SandboxBroker, list[RawRecord]]]:
     topic = generate(4242, groups=80, partitions=3, commits=2, now_ms=NOW_MS)
-    with SandboxBroker(offsets_retention="5d", offsets_partitions=3) as broker:
+    with sandbox_broker(offsets_retention="5d", offsets_partitions=3) as broker:
         for name in sorted(topic.existing_topics):
             broker.create_topic(name, 1)
         records = []
@@ -65,6 +67,7 @@ def expected(broker: SandboxBroker, records: list[RawRecord]) -> dict[str, Any]:
     )
 
 
+@pytest.mark.slow
 def test_cli_json_report(seeded: tuple[SandboxBroker, list[RawRecord]], tmp_path: Path) -> None:
     broker, records = seeded
     (tmp_path / "policy.yaml").write_text(POLICY)
@@ -94,12 +97,24 @@ def test_cli_json_report(seeded: tuple[SandboxBroker, list[RawRecord]], tmp_path
     assert sorted(os.listdir(tmp_path)) == ["policy.yaml", "report.json"]
 
 
-def test_spark_submit_job_interrupted_then_rerun(
-    seeded: tuple[SandboxBroker, list[RawRecord]], tmp_path: Path
-) -> None:
-    broker, records = seeded
-    (tmp_path / "policy.yaml").write_text(POLICY)
-    results = tmp_path / "results.json"
+@dataclass
+class Interrupted:
+    command: list[str]  # spark-submit with job.py and its arguments
+    env: dict[str, str]
+    results: Path  # where the job writes its results
+    left_behind: list[str]  # the files in the job's directory once the killed job is gone
+
+
+@pytest.fixture(scope="module")
+def interrupted(
+    seeded: tuple[SandboxBroker, list[RawRecord]], tmp_path_factory: pytest.TempPathFactory
+) -> Interrupted:
+    """`spark-submit job.py` killed while Spark works (its progress shows running tasks). Under spark-submit
+    the Python driver's stderr reaches us through the JVM's stdout."""
+    broker, _ = seeded
+    workdir = tmp_path_factory.mktemp("job")
+    (workdir / "policy.yaml").write_text(POLICY)
+    results = workdir / "results.json"
     command = [
         SPARK_SUBMIT,
         "--master",
@@ -110,16 +125,13 @@ def test_spark_submit_job_interrupted_then_rerun(
         "--bootstrap-server",
         broker.bootstrap_servers,
         "--policy",
-        str(tmp_path / "policy.yaml"),
+        str(workdir / "policy.yaml"),
         "--now",
         NOW,
         "--results",
         str(results),
     ]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-
-    # Killed while Spark works (its progress shows running tasks): nothing is left behind. Under
-    # spark-submit the Python driver's stderr reaches us through the JVM's stdout.
     job = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True
     )
@@ -132,16 +144,28 @@ def test_spark_submit_job_interrupted_then_rerun(
     finally:
         os.killpg(job.pid, signal.SIGKILL)
         job.wait(timeout=60)
-    assert sorted(os.listdir(tmp_path)) == ["policy.yaml"]
+    return Interrupted(command, env, results, sorted(os.listdir(workdir)))
 
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+
+@pytest.mark.slow
+def test_a_killed_spark_submit_job_leaves_no_results(interrupted: Interrupted) -> None:
+    assert interrupted.left_behind == ["policy.yaml"]
+
+
+@pytest.mark.slow
+def test_spark_submit_job_rerun_after_a_kill_writes_the_whole_report(
+    interrupted: Interrupted, seeded: tuple[SandboxBroker, list[RawRecord]]
+) -> None:
+    broker, records = seeded
+    done = subprocess.run(interrupted.command, capture_output=True, text=True, timeout=600, env=interrupted.env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(results.read_text()) == expected(broker, records)
+    assert json.loads(interrupted.results.read_text()) == expected(broker, records)
     table = [line for line in done.stdout.splitlines() if not line.startswith("[analyze")]
     assert table[0].startswith("GROUP ")  # the table for people
     assert "deletion candidates among" in done.stdout
 
 
+@pytest.mark.slow  # six processes
 def test_cli_errors_are_one_line(seeded: tuple[SandboxBroker, list[RawRecord]], tmp_path: Path) -> None:
     broker, _ = seeded
     bad = tmp_path / "bad.yaml"

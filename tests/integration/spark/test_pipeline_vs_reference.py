@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
 from pyspark.sql import SparkSession
 
 from kafka_sandbox.synthetic import DAY_MS, generate
@@ -14,6 +15,8 @@ from offset_expiry.pipeline import analyze_dataframe, raw_frame, results_as_dict
 from offset_expiry.policy import parse_policy
 from offset_expiry.raw import RawRecord
 from offset_expiry.reference import analyze_records
+
+pytestmark = pytest.mark.slow  # Spark
 
 RETENTION = 7 * DAY_MS
 
@@ -57,19 +60,25 @@ def test_random_topic_with_every_rule(spark: SparkSession) -> None:
     assert {r["groupType"] for r in expected["offsets"]} == {"classic", "consumer", "streams"}
 
 
-def test_arrival_order_candidates_only_unknown_topics_and_an_empty_topic(spark: SparkSession) -> None:
+SHORT_RULES = parse_policy(
+    {"rules": {"emptyGroupRetention": "1d", "standaloneRetention": "1d", "deletedTopics": "Delete"}}
+)
+
+
+def test_arrival_order_candidates_only_and_unknown_topics(spark: SparkSession) -> None:
     topic = generate(7, groups=120, partitions=3, commits=4)
     shuffled = list(topic.records)
     random.Random(1).shuffle(shuffled)  # the newest record wins by offset, not by arrival
-    policy = parse_policy(
-        {"rules": {"emptyGroupRetention": "1d", "standaloneRetention": "1d", "deletedTopics": "Delete"}}
-    )
-    args: dict[str, Any] = {"policy": policy, "now_ms": topic.now_ms, "retention_ms": 3 * DAY_MS}
+    args: dict[str, Any] = {"policy": SHORT_RULES, "now_ms": topic.now_ms, "retention_ms": 3 * DAY_MS}
     got, expected = both(spark, shuffled, existing_topics=None, candidates_only=True, **args)
     assert got == expected
     assert expected["offsets"] and all(r["candidate"] for r in expected["offsets"])
     assert expected["summary"]["byReason"]["DeletedTopic"] == 0  # no topic list, no DeletedTopic
 
+
+def test_an_empty_topic(spark: SparkSession) -> None:
+    now_ms = generate(7, groups=120, partitions=3, commits=4).now_ms
+    args: dict[str, Any] = {"policy": SHORT_RULES, "now_ms": now_ms, "retention_ms": 3 * DAY_MS}
     got, expected = both(spark, [], existing_topics=set(), **args)
     assert got == expected
     assert expected["summary"]["offsets"] == 0 and expected["offsets"] == []

@@ -13,17 +13,20 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from brokers import StoppedClock, sandbox_broker
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.structs import OffsetAndMetadata
-from kafka_clients import GroupConsumer, wait_until
+from kafka_clients import GroupConsumer
 from pyspark.sql import SparkSession
-from scenario_clients import StoppedClock
+from waiting import wait_until
 
 from kafka_sandbox import SandboxBroker
 from offset_expiry.analysis import Analysis, AnalysisRequest, run_analysis
-from offset_expiry.codec import encode_key, encode_value, offset_commit
+from offset_expiry.codec import consumer_group, offset_commit
 from offset_expiry.pipeline import results_as_dicts
 from offset_expiry.policy import parse_policy
+
+pytestmark = pytest.mark.slow  # Spark analyses
 
 T0 = 1_700_000_000_000
 H = 3_600_000
@@ -44,50 +47,6 @@ POLICY = parse_policy(
 )
 
 
-def kip848_group(group: str, timestamp: int) -> list[tuple[bytes, bytes | None, int]]:
-    """A Stable KIP-848 group: m1 subscribes to orders by name, m2 by the regex pay.* (resolved)."""
-
-    def rec(name: str, key: dict[str, Any], value: dict[str, Any]) -> tuple[bytes, bytes | None, int]:
-        return encode_key(name, {"GroupId": group, **key}), encode_value(name, value, 0), timestamp
-
-    member = {
-        "InstanceId": None,
-        "RackId": None,
-        "ClientId": "app",
-        "ClientHost": "/10.0.0.9",
-        "RebalanceTimeoutMs": 45000,
-        "ServerAssignor": "uniform",
-    }
-    assignment = {
-        "MemberEpoch": 4,
-        "PreviousMemberEpoch": 3,
-        "State": 0,
-        "AssignedPartitions": [],
-        "PartitionsPendingRevocation": [],
-    }
-    return [
-        rec("ConsumerGroupMetadata", {}, {"Epoch": 4}),
-        rec(
-            "ConsumerGroupMemberMetadata",
-            {"MemberId": "m1"},
-            {**member, "SubscribedTopicNames": ["orders"], "SubscribedTopicRegex": None},
-        ),
-        rec(
-            "ConsumerGroupMemberMetadata",
-            {"MemberId": "m2"},
-            {**member, "SubscribedTopicNames": [], "SubscribedTopicRegex": "pay.*"},
-        ),
-        rec(
-            "ConsumerGroupRegularExpression",
-            {"RegularExpression": "pay.*"},
-            {"Topics": ["payments"], "Version": 1, "Timestamp": timestamp},
-        ),
-        rec("ConsumerGroupTargetAssignmentMetadata", {}, {"AssignmentEpoch": 4}),
-        rec("ConsumerGroupCurrentMemberAssignment", {"MemberId": "m1"}, assignment),
-        rec("ConsumerGroupCurrentMemberAssignment", {"MemberId": "m2"}, assignment),
-    ]
-
-
 class Scenario:
     def __init__(self, broker: SandboxBroker, clock: StoppedClock, stable: GroupConsumer) -> None:
         self.broker, self.clock, self.stable = broker, clock, stable
@@ -96,7 +55,7 @@ class Scenario:
 @pytest.fixture(scope="module")
 def scenario() -> Iterator[Scenario]:
     clock = StoppedClock(T0)
-    with SandboxBroker(offsets_retention="7d", offsets_partitions=4, clock=clock) as broker:
+    with sandbox_broker(clock=clock) as broker:
         bootstrap = broker.bootstrap_servers
         for topic, partitions in (("orders", 2), ("payments", 1), ("audit", 1)):
             broker.create_topic(topic, partitions)
@@ -143,7 +102,17 @@ def scenario() -> Iterator[Scenario]:
                 ),
                 # An offset of a topic that no longer exists (left behind by an older broker).
                 (*offset_commit("left-behind", "gone", 0, offset=9, commit_timestamp=T0 + 2 * H), T0),
-                *kip848_group("kip848-app", T0),
+                # A Stable KIP-848 group: m1 subscribes to orders by name, m2 by the regex pay.* (resolved).
+                *[
+                    (key, value, T0)
+                    for key, value in consumer_group(
+                        "kip848-app",
+                        {"m1": (["orders"], None), "m2": ([], "pay.*")},
+                        {"pay.*": ["payments"]},
+                        epoch=4,
+                        resolved_at=T0,
+                    )
+                ],
                 *[
                     (*offset_commit("kip848-app", t, 0, offset=5, commit_timestamp=T0 - 3 * D), T0)
                     for t in ("orders", "payments", "audit")

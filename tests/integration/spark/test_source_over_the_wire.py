@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
+from brokers import sandbox_broker
 from pyspark.sql import SparkSession
 
 from kafka_sandbox import SandboxBroker
@@ -28,7 +29,7 @@ from offset_expiry.source import (
 @pytest.fixture(scope="module")
 def seeded() -> Iterator[tuple[SandboxBroker, list[RawRecord]]]:
     topic = generate(99, groups=60, partitions=3, commits=3)
-    with SandboxBroker(offsets_retention="3d", offsets_partitions=3) as broker:
+    with sandbox_broker(offsets_retention="3d", offsets_partitions=3) as broker:
         records = []
         by_partition: dict[int, list[tuple[bytes, bytes | None, int]]] = {}
         for r in topic.records:
@@ -51,6 +52,7 @@ def rows(batches: Iterator[pa.RecordBatch]) -> list[tuple[int, int, int, bytes, 
     return out
 
 
+@pytest.mark.slow  # several seconds of Fetch requests
 def test_ranges_read_every_record_once(seeded: tuple[SandboxBroker, list[RawRecord]]) -> None:
     broker, records = seeded
     snapshot = take_snapshot(broker.bootstrap_servers)
@@ -82,6 +84,7 @@ def test_a_compacting_range_keeps_the_newest_record_per_key(
     )
 
 
+@pytest.mark.slow
 def test_spark_reads_the_snapshot_and_nothing_after_it(
     spark: SparkSession, seeded: tuple[SandboxBroker, list[RawRecord]]
 ) -> None:
@@ -120,22 +123,28 @@ def test_spark_reads_the_snapshot_and_nothing_after_it(
     )
 
 
-def test_missing_topic_and_unreachable_broker_are_clear_errors(
-    seeded: tuple[SandboxBroker, list[RawRecord]],
-) -> None:
+def test_a_missing_topic_is_a_clear_error(seeded: tuple[SandboxBroker, list[RawRecord]]) -> None:
     broker, _ = seeded
     with pytest.raises(SourceError, match="topic no-such-topic does not exist"):
         take_snapshot(broker.bootstrap_servers, "no-such-topic")
+
+
+def test_an_unreachable_broker_is_a_clear_error() -> None:
     with pytest.raises(SourceError, match=r"cannot connect to Kafka at 127\.0\.0\.1:1: .*refused"):
         describe_cluster("127.0.0.1:1")
+
+
+def test_describe_cluster_reads_the_retention_and_the_topics(seeded: tuple[SandboxBroker, list[RawRecord]]) -> None:
+    broker, _ = seeded
     info = describe_cluster(broker.bootstrap_servers)
     assert info.retention_ms == 3 * 86_400_000
     assert OFFSETS_TOPIC in info.topics
 
 
-def test_spark_reads_an_empty_topic_as_no_rows(spark: SparkSession) -> None:
+@pytest.mark.slow
+@pytest.mark.broker(offsets_partitions=3)
+def test_spark_reads_an_empty_topic_as_no_rows(spark: SparkSession, broker: SandboxBroker) -> None:
     """A brand-new cluster: __consumer_offsets exists and is empty."""
-    with SandboxBroker(offsets_partitions=3) as broker:
-        spark.dataSource.register(KafkaSnapshotDataSource)
-        frame = spark.read.format(FORMAT).option("bootstrap.servers", broker.bootstrap_servers).load()
-        assert frame.collect() == []
+    spark.dataSource.register(KafkaSnapshotDataSource)
+    frame = spark.read.format(FORMAT).option("bootstrap.servers", broker.bootstrap_servers).load()
+    assert frame.collect() == []

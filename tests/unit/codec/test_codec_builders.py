@@ -6,6 +6,7 @@ import pytest
 
 from offset_expiry.codec import (
     CodecError,
+    consumer_group,
     decode_record,
     group_metadata,
     group_metadata_tombstone,
@@ -41,3 +42,35 @@ def test_group_metadata_uses_v3_and_tombstones_have_no_value() -> None:
     assert decode_record(key, value)["valueVersion"] == 3
     assert group_metadata_tombstone("g") == (key, None)
     assert offset_commit_tombstone("g", "t", 0)[1] is None
+
+
+def test_a_kip848_group_is_its_epoch_members_regexes_and_assignments_in_value_v0() -> None:
+    records = [
+        decode_record(k, v)
+        for k, v in consumer_group(
+            "modern", {"m1": (["orders"], None), "m2": ([], "pay.*")}, {"pay.*": ["payments"]}, epoch=4, resolved_at=9
+        )
+    ]
+    assert [(r["type"], r["key"]) for r in records] == [
+        ("ConsumerGroupMetadata", {"GroupId": "modern"}),
+        ("ConsumerGroupMemberMetadata", {"GroupId": "modern", "MemberId": "m1"}),
+        ("ConsumerGroupMemberMetadata", {"GroupId": "modern", "MemberId": "m2"}),
+        ("ConsumerGroupRegularExpression", {"GroupId": "modern", "RegularExpression": "pay.*"}),
+        ("ConsumerGroupTargetAssignmentMetadata", {"GroupId": "modern"}),
+        ("ConsumerGroupCurrentMemberAssignment", {"GroupId": "modern", "MemberId": "m1"}),
+        ("ConsumerGroupCurrentMemberAssignment", {"GroupId": "modern", "MemberId": "m2"}),
+    ]
+    assert {r["valueVersion"] for r in records} == {0}
+    epoch, m1, m2, regex, target, a1, _ = (r["value"] for r in records)
+    assert epoch["Epoch"] == 4 and target["AssignmentEpoch"] == 4
+    assert (m1["SubscribedTopicNames"], m1["SubscribedTopicRegex"]) == (["orders"], None)
+    assert (m2["SubscribedTopicNames"], m2["SubscribedTopicRegex"]) == ([], "pay.*")
+    assert (regex["Topics"], regex["Timestamp"]) == (["payments"], 9)
+    assert (a1["MemberEpoch"], a1["PreviousMemberEpoch"], a1["State"]) == (4, 3, 0)  # Stable at the group's epoch
+
+
+def test_a_kip848_group_without_members_is_its_epochs_alone() -> None:
+    assert [decode_record(k, v)["type"] for k, v in consumer_group("idle", {}, epoch=2, resolved_at=0)] == [
+        "ConsumerGroupMetadata",
+        "ConsumerGroupTargetAssignmentMetadata",
+    ]

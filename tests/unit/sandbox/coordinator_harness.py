@@ -30,6 +30,7 @@ from kafka_sandbox.coordinator.pending import Pending
 from offset_expiry.codec import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
+    consumer_group,
     decode_record,
     encode_consumer_protocol,
 )
@@ -217,43 +218,6 @@ def kip848_group_records(
     epoch: int = 5,
     timestamp: int = T0,
 ) -> list[tuple[bytes, bytes | None, int]]:
-    """The records a Kafka 4.x coordinator keeps for a stable KIP-848 group: group epoch, member
-    subscriptions, resolved regexes, target assignment epoch and the members' current assignments."""
-    from offset_expiry.codec import encode_key, encode_value
-
-    def rec(name: str, key: dict[str, Any], value: dict[str, Any]) -> tuple[bytes, bytes | None, int]:
-        return encode_key(name, {"GroupId": group, **key}), encode_value(name, value, 0), timestamp
-
-    out = [rec("ConsumerGroupMetadata", {}, {"Epoch": epoch})]
-    for member_id, (topics, regex) in members.items():
-        out.append(
-            rec(
-                "ConsumerGroupMemberMetadata",
-                {"MemberId": member_id},
-                {
-                    "ClientId": "kip848-client",
-                    "ClientHost": "/10.0.0.1",
-                    "SubscribedTopicNames": topics,
-                    "SubscribedTopicRegex": regex,
-                    "RebalanceTimeoutMs": 300_000,
-                },
-            )
-        )
-    for regex, topics in (regexes or {}).items():
-        out.append(
-            rec(
-                "ConsumerGroupRegularExpression",
-                {"RegularExpression": regex},
-                {"Topics": sorted(topics), "Version": 1, "Timestamp": timestamp},
-            )
-        )
-    out.append(rec("ConsumerGroupTargetAssignmentMetadata", {}, {"AssignmentEpoch": epoch}))
-    for member_id in members:
-        out.append(
-            rec(
-                "ConsumerGroupCurrentMemberAssignment",
-                {"MemberId": member_id},
-                {"MemberEpoch": epoch, "PreviousMemberEpoch": epoch - 1, "State": 0},
-            )
-        )
-    return out
+    """The records a Kafka 4.x coordinator keeps for a stable KIP-848 group (the codec's builder), at
+    `timestamp`."""
+    return [(k, v, timestamp) for k, v in consumer_group(group, members, regexes, epoch=epoch, resolved_at=timestamp)]

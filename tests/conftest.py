@@ -1,0 +1,37 @@
+"""Fixtures every test folder shares: the sandbox broker and the local Spark session.
+
+Folder conftests add only what is theirs (the emulated Kubernetes API and operators in
+integration/operator, kcat in integration/sandbox). Helpers tests import are in tests/support.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+from brokers import sandbox_broker
+
+from kafka_sandbox import SandboxBroker
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@pytest.fixture
+def broker(request: pytest.FixtureRequest) -> Iterator[SandboxBroker]:
+    """A fresh sandbox broker per test (it starts in milliseconds) with the defaults of brokers.DEFAULTS;
+    a test changes them with the `broker` marker: `@pytest.mark.broker(offsets_partitions=1)`."""
+    marker = request.node.get_closest_marker("broker")
+    with sandbox_broker(**(marker.kwargs if marker else {})) as b:
+        yield b
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """One local Spark session for the whole run (it takes 10-20 s to start); tests using it are `slow`."""
+    from offset_expiry.session import local_session  # imported late: the fast suite never loads pyspark
+
+    session = local_session("offset-expiry-tests", cores=2, shuffle_partitions=4)
+    yield session
+    session.stop()

@@ -1,0 +1,28 @@
+"""The one way tests wait: poll a condition until a deadline, never a bare sleep.
+
+Every test that waits for something another thread or process does (a consumer's assignment, an
+operator's status patch, a broker's expiration task, a JVM to start) calls `wait_until`, so a timeout
+always reads the same way: what was awaited, for how long, and the last value seen.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def wait_until(
+    condition: Callable[[], T | None], timeout: float = 30.0, what: str = "condition", interval: float = 0.05
+) -> T:
+    """Poll `condition` until it returns something truthy and return that, or fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        last = condition()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+        time.sleep(interval)  # the polling cadence, not a synchronisation: the deadline decides
