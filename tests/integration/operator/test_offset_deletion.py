@@ -97,8 +97,8 @@ def test_nothing_happens_until_approved(broker: SandboxBroker, kube: Kube, start
     status = kube.wait_for_status("gated", lambda s: s.get("phase") == "AwaitingApproval", what="AwaitingApproval")["status"]
     assert cond(status, "Ready")["reason"] == "AwaitingApproval" and "backup" not in status
     assert committed(broker, "audit") == {("orders", 0): 4}
-    # No timer runs while waiting (its finalizer is released), so nothing polls Kafka either.
-    kube.wait_for(lambda: not kube.deletion("gated")["metadata"].get("finalizers"), what="no finalizer while waiting")
+    # Its timer waits (needs_work is False: unit-tested); Kopf's finalizer stays, so deleting it cancels it.
+    kube.wait_for(lambda: kube.deletion("gated")["metadata"].get("finalizers"), what="the cancel finalizer")
 
     kube.patch(GROUP_VERSION, "offsetdeletions", "gated", {"spec": {"approved": True}})
     status = kube.wait_for_status("gated", lambda s: s.get("phase") in FINAL, what="a final phase")["status"]
@@ -202,8 +202,8 @@ def test_policy_ref_reads_the_policys_connection(broker: SandboxBroker, kube: Ku
     assert committed(broker, "via-policy") == {}
 
 
-def test_large_backup_goes_to_an_owned_configmap(broker: SandboxBroker, kube: Kube, start_operator: Start,
-                                                 operator_options: Any) -> None:
+def test_large_backup_is_named_in_the_status_and_kept_in_the_backup_store(
+        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: Any) -> None:
     import dataclasses
 
     make_topics(broker, {"wide": 12}, records_per_partition=1)
@@ -213,9 +213,9 @@ def test_large_backup_goes_to_an_owned_configmap(broker: SandboxBroker, kube: Ku
                                             kafka={"bootstrapServers": broker.bootstrap_servers}))
     status = kube.wait_for_status("wide", lambda s: s.get("phase") == "Succeeded", what="Succeeded")["status"]
     assert "offsets" not in status["backup"] and status["backup"]["partitions"] == 12
-    cm = kube.get("v1", "configmaps", status["backup"]["configMapRef"]["name"])
-    owner = cm["metadata"]["ownerReferences"][0]
-    assert (owner["kind"], owner["uid"]) == ("OffsetDeletion", kube.deletion("wide")["metadata"]["uid"])
+    cm = kube.get("v1", "configmaps", status["backup"]["name"])
+    assert "ownerReferences" not in cm["metadata"]  # owned by nothing: it outlives the OffsetDeletion
+    assert cm["metadata"]["labels"]["kafkaoffsets.dev/backup"] == "true"
     kube.patch(GROUP_VERSION, "offsetdeletions", "wide", {"spec": {"restore": True}})
     kube.wait_for_status("wide", lambda s: s.get("phase") == "Restored", what="Restored")
     assert committed(broker, "wide-group") == {("wide", p): 1 for p in range(12)}

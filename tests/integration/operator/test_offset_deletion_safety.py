@@ -1,0 +1,157 @@
+"""The safety promises of an OffsetDeletion (docs/safety.md), each against the operator under Kopf, the
+emulated API and the sandbox broker: the backup store outlives the resource, restore goes where the
+offsets came from, deleting cancels what was not sent, `protect` wins, and conditions tell the truth."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any
+
+from operator_harness import GROUP_VERSION, NAMESPACE, Kube, OperatorThread
+from operator_kafka import empty_group, live_group, make_topics
+from test_offset_deletion import FINAL, committed, cond, deletion
+
+from kafka_offset_operator.model.backups import Action, decode
+from kafka_sandbox import SandboxBroker
+
+Start = Callable[..., OperatorThread]
+
+
+def backups(kube: Kube) -> dict[str, Any]:
+    """The backup store as kubectl shows it: ConfigMaps labelled kafkaoffsets.dev/backup=true, decoded."""
+    out = {}
+    for cm in kube.list("v1", "configmaps"):
+        if (cm["metadata"].get("labels") or {}).get("kafkaoffsets.dev/backup") == "true":
+            out[cm["metadata"]["name"]] = decode(base64.b64decode(cm["binaryData"]["backup.json.gz"]))
+    return out
+
+
+def policy(broker: SandboxBroker, name: str, protect: list[str]) -> dict[str, Any]:
+    return {"apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "DryRun",
+                     "schedule": {"interval": "24h"}, "protect": {"groups": protect}}}
+
+
+def test_the_backup_is_stored_unowned_with_the_cluster_and_outlives_the_deletion(
+        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+    make_topics(broker, {"orders": 2})
+    empty_group(broker, "replay", {("orders", 0): 3, ("orders", 1): 5})
+    start_operator()
+    kube.create("offsetdeletions", deletion("od", "replay", [{"name": "orders"}],
+                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+    status = kube.wait_for_status("od", lambda s: s.get("phase") == "Succeeded", what="Succeeded")["status"]
+    uid = kube.deletion("od")["metadata"]["uid"]
+    kube.delete(GROUP_VERSION, "offsetdeletions", "od")
+    kube.wait_for(lambda: kube.find(GROUP_VERSION, "offsetdeletions", "od") is None, what="the deletion gone")
+    stored = backups(kube)[status["backup"]["name"]]
+    assert (stored.action, stored.group, stored.bootstrap_servers) == (Action.DELETE, "replay", broker.bootstrap_servers)
+    assert stored.cluster_id == status["target"]["clusterId"] and stored.cluster_id
+    assert {tp: c.offset for tp, c in stored.offsets.items()} == {("orders", 0): 3, ("orders", 1): 5}
+    assert (stored.requested_by.kind, stored.requested_by.name, stored.requested_by.uid) == ("OffsetDeletion", "od", uid)
+    assert stored.expires_at > stored.taken_at
+
+
+def test_deleting_right_after_approval_cancels_or_keeps_a_backup_never_neither(
+        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+    """Finding 1: `kubectl delete` at once after the approval. Either nothing was sent (offsets intact;
+    an operator that saw the object says Cancelled) or the delete was sent with its backup stored, and the
+    DeletedAfterChange Event says so."""
+    make_topics(broker, {"orders": 2})
+    empty_group(broker, "hasty", {("orders", 0): 3, ("orders", 1): 5})
+    start_operator()
+    kube.create("offsetdeletions", deletion("hasty", "hasty", [{"name": "orders"}],
+                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+    kube.delete(GROUP_VERSION, "offsetdeletions", "hasty")
+    kube.wait_for(lambda: kube.find(GROUP_VERSION, "offsetdeletions", "hasty") is None, what="the deletion gone")
+    if committed(broker, "hasty") == {("orders", 0): 3, ("orders", 1): 5}:
+        assert "DeletedAfterChange" not in {e["reason"] for e in kube.events_for("hasty")}
+        return  # cancelled before anything was sent
+    [stored] = [b for b in backups(kube).values() if b.requested_by.name == "hasty"]
+    kube.wait_for(lambda: "DeletedAfterChange" in {e["reason"] for e in kube.events_for("hasty")},
+                  what="the DeletedAfterChange event")
+    assert {tp: c.offset for tp, c in stored.offsets.items()} == {("orders", 0): 3, ("orders", 1): 5}
+
+
+def test_an_approved_deletion_waiting_for_kafka_is_cancelled_by_deleting_it(
+        kube: Kube, start_operator: Start, broker: SandboxBroker) -> None:
+    start_operator()
+    kube.create("offsetdeletions", deletion("stuck", "g", [{"name": "orders"}],
+                                            kafka={"bootstrapServers": "127.0.0.1:1"}))
+    status = kube.wait_for_status("stuck", lambda s: s.get("phase") == "Pending" and bool(s.get("conditions")),
+                                  what="Pending")["status"]
+    # Finding 8: approved and waiting for Kafka is not "AwaitingApproval".
+    assert cond(status, "Ready")["reason"] == "KafkaUnavailable" and cond(status, "Ready")["status"] == "False"
+    kube.delete(GROUP_VERSION, "offsetdeletions", "stuck")
+    kube.wait_for(lambda: kube.find(GROUP_VERSION, "offsetdeletions", "stuck") is None, what="the deletion gone")
+    assert "Cancelled" in {e["reason"] for e in kube.events_for("stuck")}
+    assert not [b for b in backups(kube).values() if b.requested_by.name == "stuck"]
+
+
+def test_restore_goes_into_the_group_acted_on_not_the_one_the_spec_names_now(
+        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+    """Finding 3: a spec edit after the deletion changes nothing about where a restore goes."""
+    make_topics(broker, {"orders": 1})
+    empty_group(broker, "source", {("orders", 0): 7})
+    empty_group(broker, "bystander", {("orders", 0): 1})
+    start_operator()
+    kube.create("offsetdeletions", deletion("moved", "source", [{"name": "orders"}],
+                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+    kube.wait_for_status("moved", lambda s: s.get("phase") == "Succeeded", what="Succeeded")
+    kube.patch(GROUP_VERSION, "offsetdeletions", "moved", {"spec": {"group": "bystander"}})
+    frozen = kube.wait_for_status("moved", lambda s: any(c["reason"] == "SpecFrozen" for c in s.get("conditions", [])),
+                                  what="SpecFrozen")["status"]
+    assert "spec.group" in cond(frozen, "Degraded")["message"] and frozen["target"]["group"] == "source"
+    kube.patch(GROUP_VERSION, "offsetdeletions", "moved", {"spec": {"restore": True}})
+    kube.wait_for_status("moved", lambda s: s.get("phase") == "Restored", what="Restored")
+    assert committed(broker, "source") == {("orders", 0): 7}
+    assert committed(broker, "bystander") == {("orders", 0): 1}
+
+
+def test_restore_needs_neither_the_policy_nor_its_spec(broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+    """Finding 2: a deletion made through a policy restores after the policy is gone."""
+    make_topics(broker, {"orders": 1})
+    empty_group(broker, "orphan", {("orders", 0): 4})
+    kube.create("consumergroupoffsetpolicies", policy(broker, "parent", []))
+    start_operator()
+    kube.create("offsetdeletions", deletion("child", "orphan", [{"name": "orders"}], policy="parent"))
+    kube.wait_for_status("child", lambda s: s.get("phase") == "Succeeded", what="Succeeded")
+    kube.delete(GROUP_VERSION, "consumergroupoffsetpolicies", "parent")
+    kube.wait_for(lambda: kube.find(GROUP_VERSION, "consumergroupoffsetpolicies", "parent") is None, what="policy gone")
+    kube.patch(GROUP_VERSION, "offsetdeletions", "child", {"spec": {"restore": True}})
+    kube.wait_for_status("child", lambda s: s.get("phase") == "Restored", what="Restored")
+    assert committed(broker, "orphan") == {("orders", 0): 4}
+
+
+def test_protect_wins_over_an_approved_deletion_that_references_the_policy(
+        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+    """Finding 5."""
+    make_topics(broker, {"invoices": 1})
+    empty_group(broker, "billing-monthly", {("invoices", 0): 9})
+    kube.create("consumergroupoffsetpolicies", policy(broker, "guard", ["billing-*"]))
+    start_operator()
+    kube.create("offsetdeletions", deletion("nope", "billing-monthly", [{"name": "invoices"}], policy="guard"))
+    status = kube.wait_for_status("nope", lambda s: s.get("phase") in FINAL, what="a final phase")["status"]
+    assert (status["phase"], cond(status, "Ready")["reason"]) == ("Failed", "Protected")
+    assert "'billing-*'" in cond(status, "Ready")["message"] and "backup" not in status
+    assert committed(broker, "billing-monthly") == {("invoices", 0): 9}
+
+
+def test_restore_blocked_clears_when_the_restore_is_withdrawn(
+        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+    """Finding 8: Degraded=True RestoreBlocked does not outlive the request."""
+    make_topics(broker, {"old": 1, "new": 1})
+    empty_group(broker, "mover", {("old", 0): 2})
+    start_operator()
+    kube.create("offsetdeletions", deletion("busy", "mover", [{"name": "old"}],
+                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+    kube.wait_for_status("busy", lambda s: s.get("phase") == "Succeeded", what="Succeeded")
+    with live_group(broker, "mover", ["new"]):
+        kube.patch(GROUP_VERSION, "offsetdeletions", "busy", {"spec": {"restore": True}})
+        kube.wait_for_status("busy", lambda s: cond(s, "Degraded").get("reason") == "RestoreBlocked"
+                             if s.get("conditions") else False, what="RestoreBlocked")
+        kube.patch(GROUP_VERSION, "offsetdeletions", "busy", {"spec": {"restore": False}})
+        status = kube.wait_for_status("busy", lambda s: cond(s, "Degraded")["status"] == "False",
+                                      what="Degraded cleared")["status"]
+    assert status["phase"] == "Succeeded" and ("old", 0) not in committed(broker, "mover")
