@@ -15,7 +15,7 @@ import kopf
 
 from .adapters.kube import Kube, load_config
 from .context import OperatorContext, OperatorOptions
-from .handlers import consumer_group_offset_policy, offset_deletion
+from .handlers import backups, consumer_group_offset_policy, offset_deletion
 
 Registrar = Callable[[kopf.OperatorRegistry, OperatorContext], None]
 
@@ -27,7 +27,7 @@ QUIET_LOGGERS = ("kafka", "kubernetes", "urllib3")
 
 
 # The handlers of a production operator: each module's `register` adds its handlers to a registry.
-REGISTRARS: tuple[Registrar, ...] = (offset_deletion.register, consumer_group_offset_policy.register)
+REGISTRARS: tuple[Registrar, ...] = (offset_deletion.register, consumer_group_offset_policy.register, backups.register)
 
 
 def build_settings(options: OperatorOptions) -> kopf.OperatorSettings:

@@ -48,7 +48,8 @@ def backup_name(kind: str, source: str, action: Action, key: str) -> str:
     return f"offset-backup-{stem}-{action.value.lower()}-{digest}"
 
 
-def _label_value(text: str) -> str:
+def label_value(text: str) -> str:
+    """`text` as a label value (a name cut to 63 characters; the backup holds it whole)."""
     return _LABEL_VALUE.sub("-", text)[:63].strip("-._")
 
 
@@ -68,7 +69,7 @@ class BackupStore:
                 "name": record.name,
                 "namespace": namespace,
                 "labels": {**SELECTOR, BACKUP_ACTION_LABEL: record.action.value, SOURCE_KIND_LABEL: who.kind,
-                           SOURCE_NAME_LABEL: _label_value(who.name)},
+                           SOURCE_NAME_LABEL: label_value(who.name)},
                 "annotations": {f"{GROUP}/group": record.group, f"{GROUP}/cluster-id": record.cluster_id or "",
                                 f"{GROUP}/taken-at": record.taken_at, f"{GROUP}/expires-at": record.expires_at,
                                 f"{GROUP}/requested-by": f"{who.kind}/{who.name} ({who.reason})"},

@@ -30,6 +30,8 @@ def add_parser(sub: Any) -> None:
                    help="Prometheus metrics on http://0.0.0.0:N/metrics; 0 turns them off (default 9090)")
     p.add_argument("--retry-interval", type=_seconds, default=30.0, metavar="SECONDS",
                    help="how often unfinished work is retried (Kafka down, group busy) (default 30)")
+    p.add_argument("--backup-retention", type=_duration, default=30 * 86_400.0, metavar="DURATION",
+                   help="how long the backup store keeps the backup of each change of offsets (default 30d)")
     p.add_argument("--verbose", "-v", action="store_true", help="debug logging (secrets stay masked)")
     p.set_defaults(run=run)
 
@@ -50,6 +52,18 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _duration(text: str) -> float:
+    from offset_expiry.durations import parse_duration_ms
+
+    try:
+        ms = parse_duration_ms(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if ms < 60_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is shorter than a minute")
+    return ms / 1000
+
+
 def run(args: argparse.Namespace) -> int:
     import kubernetes.config
 
@@ -67,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         liveness_endpoint=f"http://0.0.0.0:{args.health_port}/healthz" if args.health_port else None,
         retry_interval=args.retry_interval,
+        backup_retention_s=args.backup_retention,
     )
     if args.metrics_port:
         try:

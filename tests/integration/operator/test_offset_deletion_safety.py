@@ -79,10 +79,11 @@ def test_an_approved_deletion_waiting_for_kafka_is_cancelled_by_deleting_it(
     start_operator()
     kube.create("offsetdeletions", deletion("stuck", "g", [{"name": "orders"}],
                                             kafka={"bootstrapServers": "127.0.0.1:1"}))
-    status = kube.wait_for_status("stuck", lambda s: s.get("phase") == "Pending" and bool(s.get("conditions")),
-                                  what="Pending")["status"]
-    # Finding 8: approved and waiting for Kafka is not "AwaitingApproval".
-    assert cond(status, "Ready")["reason"] == "KafkaUnavailable" and cond(status, "Ready")["status"] == "False"
+    # Finding 8: approved and waiting for Kafka is Pending, Ready=False KafkaUnavailable, not "AwaitingApproval".
+    status = kube.wait_for_status("stuck", lambda s: s.get("phase") == "Pending" and any(
+        c["type"] == "Ready" and c["reason"] == "KafkaUnavailable" for c in s.get("conditions", [])),
+        timeout=60, what="Pending, Ready=False KafkaUnavailable")["status"]
+    assert cond(status, "Ready")["status"] == "False" and "approved; waiting for Kafka" in cond(status, "Ready")["message"]
     kube.delete(GROUP_VERSION, "offsetdeletions", "stuck")
     kube.wait_for(lambda: kube.find(GROUP_VERSION, "offsetdeletions", "stuck") is None, what="the deletion gone")
     assert "Cancelled" in {e["reason"] for e in kube.events_for("stuck")}
@@ -155,3 +156,21 @@ def test_restore_blocked_clears_when_the_restore_is_withdrawn(
         status = kube.wait_for_status("busy", lambda s: cond(s, "Degraded")["status"] == "False",
                                       what="Degraded cleared")["status"]
     assert status["phase"] == "Succeeded" and ("old", 0) not in committed(broker, "mover")
+
+
+def test_backups_are_kept_until_they_expire(kube: Kube, start_operator: Start, operator_options: Any) -> None:
+    import dataclasses
+
+    def stored(name: str, expires: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": NAMESPACE,
+                             "labels": {"app.kubernetes.io/managed-by": "kafka-offset-operator",
+                                        "kafkaoffsets.dev/backup": "true"},
+                             "annotations": {"kafkaoffsets.dev/expires-at": expires}},
+                "binaryData": {}}
+
+    kube.create("configmaps", stored("offset-backup-old", "2020-01-01T00:00:00Z"))
+    kube.create("configmaps", stored("offset-backup-new", "2999-01-01T00:00:00Z"))
+    start_operator(dataclasses.replace(operator_options, backup_sweep_interval_s=0.2))
+    kube.wait_for(lambda: kube.find("v1", "configmaps", "offset-backup-old") is None, what="the expired backup gone")
+    assert kube.find("v1", "configmaps", "offset-backup-new") is not None
