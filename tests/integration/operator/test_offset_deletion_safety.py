@@ -174,3 +174,42 @@ def test_backups_are_kept_until_they_expire(kube: Kube, start_operator: Start, o
     start_operator(dataclasses.replace(operator_options, backup_sweep_interval_s=0.2))
     kube.wait_for(lambda: kube.find("v1", "configmaps", "offset-backup-old") is None, what="the expired backup gone")
     assert kube.find("v1", "configmaps", "offset-backup-new") is not None
+
+
+def _restore_cli(*args: str) -> Any:
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "kafka_offset_operator", "restore", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_restore_command_restores_from_the_backup_alone(
+        broker: SandboxBroker, kube: Kube, start_operator: Start, kubeconfig: Any, tmp_path: Any) -> None:
+    make_topics(broker, {"orders": 2})
+    empty_group(broker, "gone-for-good", {("orders", 0): 3, ("orders", 1): 5})
+    op = start_operator()
+    kube.create("offsetdeletions", deletion("od", "gone-for-good", [{"name": "orders"}],
+                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+    name = kube.wait_for_status("od", lambda s: s.get("phase") == "Succeeded", what="Succeeded")["status"]["backup"]["name"]
+    kube.delete(GROUP_VERSION, "offsetdeletions", "od")
+    kube.wait_for(lambda: kube.find(GROUP_VERSION, "offsetdeletions", "od") is None, what="the deletion gone")
+    op.stop()  # no operator, no OffsetDeletion: the backup alone
+
+    dry = _restore_cli("--backup", f"{NAMESPACE}/{name}", "--kubeconfig", str(kubeconfig))
+    assert dry.returncode == 0, dry.stderr
+    assert "would commit" in dry.stdout and committed(broker, "gone-for-good") == {}
+    with live_group(broker, "gone-for-good", ["orders"]):
+        busy = _restore_cli("--backup", f"{NAMESPACE}/{name}", "--kubeconfig", str(kubeconfig), "--execute")
+        assert busy.returncode == 2 and "has members" in busy.stderr and len(busy.stderr.splitlines()) == 1
+    file = tmp_path / "backup.json.gz"
+    file.write_bytes(base64.b64decode(kube.get("v1", "configmaps", name)["binaryData"]["backup.json.gz"]))
+    done = _restore_cli("--file", str(file), "--execute")
+    assert done.returncode == 0, done.stderr
+    assert committed(broker, "gone-for-good") == {("orders", 0): 3, ("orders", 1): 5}
+    again = _restore_cli("--file", str(file), "--execute")
+    assert again.returncode == 0 and "already restored" in again.stdout  # idempotent
+    for bad, message in ((["--backup", "nope"], "NAMESPACE/NAME"), (["--file", str(tmp_path / "x")], "--file"),
+                         (["--backup", f"{NAMESPACE}/missing", "--kubeconfig", str(kubeconfig)], "no backup")):
+        out = _restore_cli(*bad)
+        assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr, out.stderr
