@@ -35,7 +35,10 @@ def policy(broker: SandboxBroker, name: str, protect: list[str]) -> dict[str, An
 
 
 def test_the_backup_is_stored_unowned_with_the_cluster_and_outlives_the_deletion(
-        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+        broker: SandboxBroker, kube: Kube, start_operator: Start, caplog: Any) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="kafka_offset_operator.audit")
     make_topics(broker, {"orders": 2})
     empty_group(broker, "replay", {("orders", 0): 3, ("orders", 1): 5})
     start_operator()
@@ -51,6 +54,10 @@ def test_the_backup_is_stored_unowned_with_the_cluster_and_outlives_the_deletion
     assert {tp: c.offset for tp, c in stored.offsets.items()} == {("orders", 0): 3, ("orders", 1): 5}
     assert (stored.requested_by.kind, stored.requested_by.name, stored.requested_by.uid) == ("OffsetDeletion", "od", uid)
     assert stored.expires_at > stored.taken_at
+    # The audit trail: one line for the backup, one for the OffsetDelete with the offsets before and after.
+    audit = [r.getMessage() for r in caplog.records if r.name == "kafka_offset_operator.audit"]
+    assert [line.split()[0] for line in audit] == ["BackedUp", "OffsetDelete", "DeletedAfterChange"]
+    assert f"backup={stored.name}" in audit[1] and "before=[orders:0=3,orders:1=5] after=[none]" in audit[1]
 
 
 def test_deleting_right_after_approval_cancels_or_keeps_a_backup_never_neither(
@@ -213,3 +220,33 @@ def test_the_restore_command_restores_from_the_backup_alone(
                          (["--backup", f"{NAMESPACE}/missing", "--kubeconfig", str(kubeconfig)], "no backup")):
         out = _restore_cli(*bad)
         assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_backup_already_stored_for_the_change_is_kept_and_acted_on(
+        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+    """A retry after a crash between the backup and the status write finds its backup stored: it keeps it
+    (the state before the change) and acts on it, never overwriting it with what it reads now."""
+    from kafka_offset_operator.adapters.backup_store import backup_name
+    from kafka_offset_operator.model.backups import BackupRecord, Requester, encode
+    from kafka_offset_operator.model.offsets import Committed
+
+    make_topics(broker, {"orders": 2})
+    empty_group(broker, "retried", {("orders", 0): 3, ("orders", 1): 5})
+    body = deletion("retried", "retried", [{"name": "orders"}], kafka={"bootstrapServers": broker.bootstrap_servers})
+    body["metadata"]["uid"] = "uid-retried"
+    name = backup_name("offsetdeletion", "retried", Action.DELETE, "uid-retried")
+    earlier = BackupRecord(name, Action.DELETE, None, broker.bootstrap_servers, "retried",
+                           {("orders", 0): Committed(3), ("orders", 1): Committed(4)},
+                           Requester("OffsetDeletion", NAMESPACE, "retried", "uid-retried", "approved OffsetDeletion"),
+                           "2026-01-01T00:00:00Z", "2999-01-01T00:00:00Z")
+    kube.create("configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": name, "labels": {"kafkaoffsets.dev/backup": "true"}},
+                               "binaryData": {"backup.json.gz": base64.b64encode(encode(earlier)).decode()}})
+    start_operator()
+    kube.create("offsetdeletions", body)
+    status = kube.wait_for_status("retried", lambda s: s.get("phase") in FINAL, what="a final phase")["status"]
+    assert status["backup"]["name"] == name and status["backup"]["takenAt"] == "2026-01-01T00:00:00Z"
+    by_tp = {(r["topic"], r["partition"]): r["status"] for r in status["results"]}
+    assert by_tp == {("orders", 0): "Deleted", ("orders", 1): "Skipped"}  # 5 is not the backed-up 4
+    assert committed(broker, "retried") == {("orders", 1): 5}
+    assert backups(kube)[name] == earlier
