@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ def add_parser(sub: Any) -> None:
                    help="how often unfinished work is retried (Kafka down, group busy) (default 30)")
     p.add_argument("--backup-retention", type=_duration, default=30 * 86_400.0, metavar="DURATION",
                    help="how long the backup store keeps the backup of each change of offsets (default 30d)")
+    p.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="text lines, or one JSON object per line for log collectors (default text)")
     p.add_argument("--verbose", "-v", action="store_true", help="debug logging (secrets stay masked)")
     p.set_defaults(run=run)
 
@@ -50,6 +53,17 @@ def _seconds(text: str) -> float:
     if not 0.1 <= value <= 86400:
         raise argparse.ArgumentTypeError(f"{text!r} must be between 0.1 and 86400 seconds")
     return value
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message (and the exception, if any)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}",
+               "level": record.levelname, "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            doc["exception"] = self.formatException(record.exc_info)
+        return json.dumps(doc)
 
 
 def _duration(text: str) -> float:
@@ -71,8 +85,10 @@ def run(args: argparse.Namespace) -> int:
     from ..context import OperatorOptions
     from ..runtime import run_operator
 
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if args.log_format == "json"
+                         else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         raise UserError(f"--kubeconfig: {args.kubeconfig} is not a file")
     options = OperatorOptions(

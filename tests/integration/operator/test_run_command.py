@@ -36,17 +36,19 @@ def get(url: str) -> tuple[int, str]:
 
 
 @contextmanager
-def operator_process(kubeconfig: Path, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
+def operator_process(kubeconfig: Path, tmp_path: Path, *extra: str
+                     ) -> Iterator[tuple[subprocess.Popen[bytes], int, int, Path]]:
     health, metrics = free_port(), free_port()
-    log = open(tmp_path / f"operator-{health}.log", "wb")  # noqa: SIM115 - closed below
+    path = tmp_path / f"operator-{health}.log"
+    log = open(path, "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [sys.executable, "-m", "kafka_offset_operator", "run", "--namespace", NAMESPACE, "--kubeconfig", str(kubeconfig),
-         "--health-port", str(health), "--metrics-port", str(metrics), "--retry-interval", "0.3"],
+         "--health-port", str(health), "--metrics-port", str(metrics), "--retry-interval", "0.3", *extra],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": "/nonexistent"},
     )
     try:
         Kube.wait_for(lambda: get(f"http://127.0.0.1:{health}/healthz")[0] == 200, 30, "the liveness endpoint")
-        yield proc, health, metrics
+        yield proc, health, metrics, path
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -65,7 +67,7 @@ def test_run_serves_health_and_metrics_and_survives_a_kill(
     body = {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": "by-process", "namespace": NAMESPACE},
             "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "group": "proc",
                      "topics": [{"name": "orders"}], "approved": True}}
-    with operator_process(kubeconfig, tmp_path) as (proc, _health, metrics_port):
+    with operator_process(kubeconfig, tmp_path) as (proc, _health, metrics_port, _log):
         kube.create("offsetdeletions", body)
         kube.wait_for_status("by-process", lambda s: s.get("phase") == "Succeeded", 30, "Succeeded")
         _, text = get(f"http://127.0.0.1:{metrics_port}/metrics")
@@ -78,7 +80,7 @@ def test_run_serves_health_and_metrics_and_survives_a_kill(
                                  30, "RestoreBlocked")
             proc.kill()  # SIGKILL: no cleanup, no goodbye
             assert proc.wait(10) == -signal.SIGKILL
-    with operator_process(kubeconfig, tmp_path) as (proc, _h, _m):
+    with operator_process(kubeconfig, tmp_path) as (proc, _h, _m, _log):
         kube.wait_for_status("by-process", lambda s: s.get("phase") == "Restored", 30, "Restored")
         with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
             assert {tp: c.offset for tp, c in admin.committed_offsets("proc").items()} == {("orders", 0): 3, ("orders", 1): 4}
