@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import logging
 import shutil
 import sys
@@ -22,7 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from kafka_offset_operator.adapters.kube import Kube, load_config
+from kafka_offset_operator import cli
+from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
+from kafka_offset_operator.adapters.kube import Kube, NotFound, load_config
 from kafka_offset_operator.context import OperatorOptions
 from kafka_offset_operator.decisions.conditions import find
 from kafka_offset_operator.decisions.times import parse_iso
@@ -36,6 +40,7 @@ from kafka_offset_operator.model.api import (
     POLICY_LABEL,
     VERSION,
 )
+from kafka_offset_operator.model.connection import ConnectionSettings
 from kafka_offset_operator.runtime import run_operator
 from offset_expiry.session import JavaMissing, check_java
 
@@ -45,6 +50,7 @@ from .story import POLICY_SPEC, STORY, Story, story_broker
 PROG = "kafka-offset-demo"
 NAMESPACE = "kafka"
 POLICY = "stale-offsets"
+PROMISE_GROUP = "reporting-old"  # the proposal the demo approves, deletes and restores
 RUN_TIMEOUT_S = 300.0
 
 
@@ -136,14 +142,19 @@ class Demo:
                         created = status["lastRun"]["deletionsCreated"]
                         say(f"Approve analysis done: {created} OffsetDeletions proposed, waiting for approval")
                         children = self._wait_children(kube, created)
+                        promise = self._approve_delete_restore(kube, broker.bootstrap_servers, children,
+                                                               tmp / "kubeconfig")
                     finally:
                         operator.stop()
                         kube.close()
             self.out.write("\n")
             self._policy_table(status)
             self._deletions_table(children)
+            self.out.write("\nThe safety promise, played on one proposal (docs/safety.md)\n")
+            for line in promise:
+                self.out.write(f"  {line}\n")
             self.out.write(
-                f"\nNothing was deleted: approving one runs it (backup first, restore possible):\n"
+                f"\nThe other proposals wait: approving one runs it (backup first, restore possible):\n"
                 f"  kubectl -n {NAMESPACE} patch offsetdeletion NAME --type merge -p '{{\"spec\":{{\"approved\":true}}}}'\n")
             return 0
         finally:
@@ -190,6 +201,52 @@ class Demo:
             return None
 
         return list(self._poll(check, "the OffsetDeletions' first status")["items"])
+
+    def _approve_delete_restore(self, kube: Any, servers: str, children: Sequence[Mapping[str, Any]],
+                                kubeconfig: Path) -> list[str]:
+        """Approve one proposal, show its results and where its backup is, delete the OffsetDeletion, and
+        restore its offsets from the backup alone (the `restore` command)."""
+        say = self.progress.say
+        child = next(c for c in children if c["spec"]["group"] == PROMISE_GROUP)
+        name, group = child["metadata"]["name"], child["spec"]["group"]
+        before = _committed(servers, group)
+        kube.patch_object(GROUP, VERSION, DELETIONS, NAMESPACE, name, {"spec": {"approved": True}})
+        say(f"approved OffsetDeletion {name} (group {group}) ...")
+
+        def finished() -> dict[str, Any] | None:
+            status = kube.get_custom(DELETIONS, NAMESPACE, name).get("status") or {}
+            return status if status.get("phase") in ("Succeeded", "PartiallyFailed", "Failed") else None
+
+        status = self._poll(finished, f"OffsetDeletion {name}")
+        backup = status["backup"]["name"]
+        lines = [f"OffsetDeletion {name} approved: {status['phase']}, {status['deleted']} offsets of group {group} "
+                 f"deleted; per partition:"]
+        lines += [f"  {r['topic']}[{r['partition']}]  {r['status']}" for r in status["results"] if "partition" in r]
+        lines.append(f"its backup: ConfigMap {NAMESPACE}/{backup} (kubectl get configmaps -l kafkaoffsets.dev/backup=true)")
+        kube.delete_object(GROUP, VERSION, DELETIONS, NAMESPACE, name)
+
+        def gone() -> dict[str, Any] | None:
+            try:
+                kube.get_custom(DELETIONS, NAMESPACE, name)
+            except NotFound:
+                return {}
+            return None
+
+        self._poll(gone, f"OffsetDeletion {name} to be deleted")
+        say(f"deleted OffsetDeletion {name}; restoring group {group} from its backup alone ...")
+        lines.append(f"kubectl delete offsetdeletion {name}: gone; the backup stays, and the group has "
+                     f"{len(_committed(servers, group))} committed offsets")
+        lines.append(f"$ kafka-offset-operator restore --backup {NAMESPACE}/{backup} --execute")
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            code = cli.main(["restore", "--backup", f"{NAMESPACE}/{backup}", "--kubeconfig", str(kubeconfig),
+                             "--execute"])
+        lines += [f"  {line}" for line in buffer.getvalue().splitlines()]
+        after = _committed(servers, group)
+        if code != 0 or after != before:
+            raise UserError(f"the restore of group {group} did not bring its offsets back ({before} -> {after})")
+        lines.append(f"group {group} has its {len(after)} offsets back, exactly as before the deletion")
+        return lines
 
     # -- tables
 
@@ -242,6 +299,11 @@ def _relative(when: str | None) -> str:
     minutes = max(0, (at - int(time.time() * 1000)) // 60_000)
     days, rest = divmod(minutes, 1440)
     return f"in {days}d {rest // 60}h" if days else f"in {rest // 60}h {rest % 60}m"
+
+
+def _committed(servers: str, group: str) -> dict[tuple[str, int], int]:
+    with KafkaAdmin(ConnectionSettings(servers)) as admin:
+        return {tp: c.offset for tp, c in admin.committed_offsets(group).items()}
 
 
 def _condition(status: Mapping[str, Any], kind: str) -> dict[str, Any]:

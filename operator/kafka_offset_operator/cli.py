@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from . import __version__
-from .commands import analyze, decode, dump, run
+from .commands import analyze, decode, dump, restore, run
 from .errors import UserError
 
 PROG = "kafka-offset-operator"
-COMMANDS = (decode, dump, analyze, run)
+COMMANDS = (decode, dump, analyze, run, restore)
 
 
 class _Parser(argparse.ArgumentParser):

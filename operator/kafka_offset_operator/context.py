@@ -19,7 +19,9 @@ class OperatorOptions:
     liveness_endpoint: str | None = None  # e.g. http://0.0.0.0:8080/healthz
     retry_interval: float = 30.0  # seconds between attempts at unfinished work (Kafka down, group busy)
     kafka_timeout_ms: int = 10_000  # per Kafka request and for the first connection
-    large_backup_partitions: int = 1000  # above this, a backup goes to a ConfigMap instead of the status
+    large_backup_partitions: int = 1000  # above this, the status refers to the stored backup without a copy
+    backup_retention_s: float = 30 * 86_400.0  # how long the backup store keeps a backup
+    backup_sweep_interval_s: float = 3600.0  # how often expired backups are looked for
     spark_image: str | None = None  # the SparkApplication engine's default image (else the environment's)
 
 

@@ -15,19 +15,22 @@ import kopf
 
 from .adapters.kube import Kube, load_config
 from .context import OperatorContext, OperatorOptions
-from .handlers import consumer_group_offset_policy, offset_deletion
+from .handlers import backups, consumer_group_offset_policy, offset_deletion
 
 Registrar = Callable[[kopf.OperatorRegistry, OperatorContext], None]
 
 log = logging.getLogger(__name__)
 
 # Loggers that may print connection settings (kafka-python logs its whole config at DEBUG, SASL password
-# included): never let them below INFO, whatever the operator's verbosity.
-QUIET_LOGGERS = ("kafka", "kubernetes", "urllib3")
+# included): never below INFO, whatever the operator's verbosity; and at WARNING unless it is verbose, with
+# Kopf's per-handler "succeeded" lines, so the log says what the operator did (the audit lines), not how
+# often it connected.
+SECRET_LOGGERS = ("kafka", "kubernetes", "urllib3")
+CHATTY_LOGGERS = (*SECRET_LOGGERS, "kopf.objects")
 
 
 # The handlers of a production operator: each module's `register` adds its handlers to a registry.
-REGISTRARS: tuple[Registrar, ...] = (offset_deletion.register, consumer_group_offset_policy.register)
+REGISTRARS: tuple[Registrar, ...] = (offset_deletion.register, consumer_group_offset_policy.register, backups.register)
 
 
 def build_settings(options: OperatorOptions) -> kopf.OperatorSettings:
@@ -75,11 +78,15 @@ def connection_info(kube: Kube) -> kopf.ConnectionInfo:
     )
 
 
-def quiet_secret_loggers() -> None:
-    for name in QUIET_LOGGERS:
+def quiet_loggers() -> None:
+    verbose = logging.getLogger().getEffectiveLevel() <= logging.DEBUG
+    for name in CHATTY_LOGGERS:
+        if verbose and name not in SECRET_LOGGERS:
+            continue
         logger = logging.getLogger(name)
-        if logger.getEffectiveLevel() < logging.INFO:
-            logger.setLevel(logging.INFO)
+        floor = logging.INFO if verbose else logging.WARNING
+        if logger.getEffectiveLevel() < floor:
+            logger.setLevel(floor)
 
 
 async def run_operator(
@@ -92,7 +99,7 @@ async def run_operator(
     """Run until `stop_flag` is set (or forever). Kopf handles signals when run from the main thread."""
     if not options.clusterwide and not options.namespaces:
         raise ValueError("give namespaces or clusterwide=True")
-    quiet_secret_loggers()
+    quiet_loggers()
     kube = Kube(load_config(options.kubeconfig))
     ctx = OperatorContext(options, kube)
     try:

@@ -146,6 +146,13 @@ class KafkaAdmin:
         except Exception as exc:
             raise _failure(exc) from None
 
+    # -- the cluster
+
+    def cluster_id(self) -> str | None:
+        """The cluster's id from Metadata: what a backup records, and what a restore checks it reaches."""
+        described = self._call(self._client.describe_cluster)
+        return str(described.get("cluster_id") or "") or None
+
     # -- groups
 
     def describe_group(self, group: str) -> GroupInfo:

@@ -1,53 +1,65 @@
-"""Where keep-alive keeps a rebase's backup while the rebase is under way: a ConfigMap owned by the policy."""
+"""Keep-alive's rebase backups in the backup store (reconcilers.keepalive.BackupStore).
+
+A rebase deletes a protected group and commits its offsets back, so its backup is written to the backup
+store (unowned: it outlives the policy) before DeleteGroups, as a record `Taken`; once the offsets are back
+the record is marked `Done` and stays until it expires. A record still `Taken` when a run starts is an
+interrupted rebase, which the run finishes.
+"""
 
 from __future__ import annotations
 
-import gzip
-import json
+import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from ..model.api import MANAGED_BY, POLICY_LABEL
-from ..model.backups import backup_entries, parse_backup
+from ..model.api import BACKUP_ACTION_LABEL, POLICY_KIND, SOURCE_KIND_LABEL, SOURCE_NAME_LABEL
+from ..model.backups import Action, BackupRecord, Requester
 from ..model.offsets import TP, Committed
-from .kube import Kube, NotFound, owner_reference
+from .backup_store import BackupStore, backup_name, label_value
 
-KEEPALIVE_KEY = "backups.json.gz"
+TAKEN, DONE = "Taken", "Done"
 
 
-class ConfigMapStore:
-    """reconcilers.keepalive.BackupStore in a ConfigMap owned by the policy (`<policy>-keepalive`), so a rebase's
-    backup survives an operator restart: one binaryData key, gzip'd JSON {group: [offsets]}."""
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
 
-    def __init__(self, kube: Kube, policy_body: Mapping[str, Any]) -> None:
+
+def _iso(moment: datetime.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class RebaseBackups:
+    def __init__(self, store: BackupStore, policy_body: Mapping[str, Any], cluster_id: str | None,
+                 bootstrap_servers: str, retention_s: float) -> None:
         meta = policy_body["metadata"]
-        self.kube = kube
+        self.store = store
         self.namespace = meta["namespace"]
-        self.name = f"{meta['name'][:240]}-keepalive"
-        self.owner = owner_reference(policy_body)
-        self.labels = {**MANAGED_BY, POLICY_LABEL: meta["name"]}
+        self.policy = meta["name"]
+        self.uid = str(meta.get("uid") or "")
+        self.cluster_id = cluster_id
+        self.bootstrap_servers = bootstrap_servers
+        self.retention = datetime.timedelta(seconds=retention_s)
+
+    def _taken(self) -> list[BackupRecord]:
+        labels = {SOURCE_KIND_LABEL: POLICY_KIND, SOURCE_NAME_LABEL: label_value(self.policy),
+                  BACKUP_ACTION_LABEL: Action.REBASE.value}
+        return [r for r in self.store.find(self.namespace, labels)
+                if r.state == TAKEN and r.requested_by.uid == self.uid]
 
     def load_all(self) -> dict[str, dict[TP, Committed]]:
-        try:
-            data = self.kube.get_configmap_binary(self.namespace, self.name, KEEPALIVE_KEY)
-        except NotFound:
-            return {}
-        return {group: parse_backup(entries) for group, entries in json.loads(gzip.decompress(data)).items()}
-
-    def _write(self, backups: Mapping[str, Mapping[TP, Committed]]) -> None:
-        if not backups:
-            self.kube.delete_configmap(self.namespace, self.name)
-            return
-        doc = {group: backup_entries(offsets) for group, offsets in sorted(backups.items())}
-        self.kube.put_configmap_binary(self.namespace, self.name, KEEPALIVE_KEY,
-                                       gzip.compress(json.dumps(doc).encode(), mtime=0), self.owner, self.labels)
+        return {r.group: dict(r.offsets) for r in self._taken()}
 
     def save(self, group: str, offsets: Mapping[TP, Committed]) -> None:
-        backups: dict[str, Mapping[TP, Committed]] = dict(self.load_all())
-        backups[group] = offsets
-        self._write(backups)
+        now = _now()
+        self.store.write(BackupRecord(
+            name=backup_name("cgop", self.policy, Action.REBASE, f"{self.uid}/{group}/{_iso(now)}"),
+            action=Action.REBASE, cluster_id=self.cluster_id, bootstrap_servers=self.bootstrap_servers,
+            group=group, offsets=dict(offsets),
+            requested_by=Requester(POLICY_KIND, self.namespace, self.policy, self.uid,
+                                   "keep-alive rebase of a protected group"),
+            taken_at=_iso(now), expires_at=_iso(now + self.retention), state=TAKEN))
 
     def drop(self, group: str) -> None:
-        backups = self.load_all()
-        if backups.pop(group, None) is not None:
-            self._write(backups)
+        for record in self._taken():
+            if record.group == group:
+                self.store.mark(self.namespace, record, DONE)

@@ -126,6 +126,42 @@ class Kube:
             except ApiException as exc2:
                 raise _translate(exc2) from None
 
+    def create_configmap(self, namespace: str, body: Mapping[str, Any]) -> bool:
+        """Create a ConfigMap as given (no owner unless the body names one); False when the name is taken."""
+        try:
+            self._core.create_namespaced_config_map(namespace, cast(Any, dict(body)))
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise _translate(exc) from None
+        return True
+
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
+        """The ConfigMap as the API serves it (binaryData base64-encoded)."""
+        try:
+            cm = self._core.read_namespaced_config_map(name, namespace)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return cast(dict[str, Any], self._client.sanitize_for_serialization(cm))  # type: ignore[no-untyped-call]
+
+    def list_configmaps(self, namespace: str | None, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+        """ConfigMaps carrying all `labels`, in one namespace or (None) in all."""
+        selector = ",".join(f"{k}={v}" for k, v in labels.items())
+        try:
+            if namespace is None:
+                found = self._core.list_config_map_for_all_namespaces(label_selector=selector)
+            else:
+                found = self._core.list_namespaced_config_map(namespace, label_selector=selector)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        items = [cast(dict[str, Any], self._client.sanitize_for_serialization(cm)) for cm in found.items or ()]  # type: ignore[no-untyped-call]
+        return [cm for cm in items if _has_labels(cm.get("metadata") or {}, labels)]
+
+    def patch_configmap(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        try:
+            self._core.patch_namespaced_config_map(name, namespace, dict(patch), _content_type=MERGE_PATCH)
+        except ApiException as exc:
+            raise _translate(exc) from None
 
     # -- any custom object (SparkApplications, OffsetDeletions a policy creates), and deleting ConfigMaps
 

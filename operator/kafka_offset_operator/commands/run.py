@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,10 @@ def add_parser(sub: Any) -> None:
                    help="Prometheus metrics on http://0.0.0.0:N/metrics; 0 turns them off (default 9090)")
     p.add_argument("--retry-interval", type=_seconds, default=30.0, metavar="SECONDS",
                    help="how often unfinished work is retried (Kafka down, group busy) (default 30)")
+    p.add_argument("--backup-retention", type=_duration, default=30 * 86_400.0, metavar="DURATION",
+                   help="how long the backup store keeps the backup of each change of offsets (default 30d)")
+    p.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="text lines, or one JSON object per line for log collectors (default text)")
     p.add_argument("--verbose", "-v", action="store_true", help="debug logging (secrets stay masked)")
     p.set_defaults(run=run)
 
@@ -50,6 +55,29 @@ def _seconds(text: str) -> float:
     return value
 
 
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message (and the exception, if any)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}",
+               "level": record.levelname, "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            doc["exception"] = self.formatException(record.exc_info)
+        return json.dumps(doc)
+
+
+def _duration(text: str) -> float:
+    from offset_expiry.durations import parse_duration_ms
+
+    try:
+        ms = parse_duration_ms(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if ms < 60_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is shorter than a minute")
+    return ms / 1000
+
+
 def run(args: argparse.Namespace) -> int:
     import kubernetes.config
 
@@ -57,8 +85,10 @@ def run(args: argparse.Namespace) -> int:
     from ..context import OperatorOptions
     from ..runtime import run_operator
 
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if args.log_format == "json"
+                         else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         raise UserError(f"--kubeconfig: {args.kubeconfig} is not a file")
     options = OperatorOptions(
@@ -67,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         liveness_endpoint=f"http://0.0.0.0:{args.health_port}/healthz" if args.health_port else None,
         retry_interval=args.retry_interval,
+        backup_retention_s=args.backup_retention,
     )
     if args.metrics_port:
         try:

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from ..model.backups import BACKUP_KEY, backup_entries
+from offset_expiry.policy import Protection
+
+from ..model.backups import BackupRecord, backup_entries
 from ..model.offsets import TP, Committed, GroupInfo, group_busy
 from ..model.reasons import Reason
 from .conditions import Condition, find, merge_conditions
@@ -81,8 +83,15 @@ def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None)
     status = status or {}
     phase = status.get("phase")
     degraded = find(status.get("conditions"), "Degraded")
-    if degraded is not None and degraded.get("status") == "True" and phase not in (FAILED, PARTIALLY_FAILED, RESTORED):
-        return True
+    frozen = bool(frozen_fields(spec, status))
+    if degraded is not None and degraded.get("status") == "True":
+        if degraded.get("reason") == Reason.SPEC_FROZEN:
+            if not frozen:
+                return True  # the spec is back as approved: clear the condition
+        elif phase not in (FAILED, PARTIALLY_FAILED, RESTORED) or degraded.get("reason") in _CLEARS_WHEN_SETTLED:
+            return True
+    elif frozen:
+        return True  # say that the change is ignored
     if phase in (None, PENDING, RUNNING):
         return True
     if phase == AWAITING:
@@ -123,13 +132,19 @@ def spec_problem(
 
 
 def kafka_problem(
-    status: Mapping[str, Any], code: str, message: str, retry_seconds: float, now: str, generation: int | None
+    status: Mapping[str, Any], code: str, message: str, retry_seconds: float, now: str, generation: int | None,
+    *, approved: bool = False,
 ) -> Outcome:
-    """Kafka unreachable or busy: nothing changed, try again later."""
+    """Kafka unreachable or busy: nothing changed, try again later. An approved deletion that has not
+    started says so in Ready too (it is no longer awaiting approval: it is waiting for Kafka)."""
     text = f"{code}: {message}; retrying every {retry_seconds:g}s"
     degraded = Condition("Degraded", "True", Reason.KAFKA_UNAVAILABLE, text)
-    patch = _conds(status, now, generation, degraded)
-    if not status.get("phase"):
+    updates = [degraded]
+    not_started = status.get("phase") in (None, PENDING, AWAITING)
+    if approved and not_started:
+        updates.append(Condition("Ready", "False", Reason.KAFKA_UNAVAILABLE, f"approved; waiting for Kafka: {text}"))
+    patch = _conds(status, now, generation, *updates)
+    if not status.get("phase") or (approved and not_started):
         patch["phase"] = PENDING
     return Outcome(patch, _events_on_change(status, degraded, Event("Warning", Reason.KAFKA_UNAVAILABLE, text)))
 
@@ -143,15 +158,61 @@ def awaiting_approval(status: Mapping[str, Any], now: str, generation: int | Non
 
 
 def settled(status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
-    """Nothing to do: clear a problem condition left from an earlier attempt, if any."""
+    """Nothing to do: clear a problem condition left from an earlier attempt, if any (a RestoreBlocked too,
+    once spec.restore is withdrawn: nothing is blocked any more)."""
     degraded = find(status.get("conditions"), "Degraded")
-    if degraded is None or degraded.get("status") != "True" or degraded.get("reason") not in _TRANSIENT:
+    if degraded is None or degraded.get("status") != "True" or degraded.get("reason") not in _CLEARS_WHEN_SETTLED:
         return Outcome()
     return Outcome(_conds(status, now, generation, Condition("Degraded", "False", Reason.AS_EXPECTED, "")))
 
 
-_TRANSIENT = frozenset({Reason.INVALID_SPEC, Reason.SECRET_NOT_FOUND, Reason.POLICY_NOT_FOUND, Reason.KAFKA_UNAVAILABLE,
-                        Reason.KUBERNETES_API_ERROR})
+_CLEARS_WHEN_SETTLED = frozenset({Reason.INVALID_SPEC, Reason.SECRET_NOT_FOUND, Reason.POLICY_NOT_FOUND,
+                                  Reason.KAFKA_UNAVAILABLE, Reason.KUBERNETES_API_ERROR, Reason.RESTORE_BLOCKED,
+                                  Reason.CLUSTER_MISMATCH, Reason.BACKUP_NOT_STORED})
+
+
+def protecting_pattern(protection: Protection, group: str) -> str | None:
+    """The first of a policy's protect.groups patterns that matches `group`, if any."""
+    return next((p for p in protection.groups if Protection(groups=(p,)).protects(group)), None)
+
+
+def protected(status: Mapping[str, Any], group: str, policy: str, pattern: str, now: str,
+              generation: int | None) -> Outcome:
+    """The referenced policy protects the group: `protect` wins over every OffsetDeletion that references
+    it, approved or not. Final: nothing was (or will be) deleted."""
+    message = (f"group {group} is protected by ConsumerGroupOffsetPolicy {policy} (spec.protect.groups pattern "
+               f"{pattern!r}); nothing deleted")
+    patch = _conds(status, now, generation, Condition("Ready", "False", Reason.PROTECTED, message),
+                   Condition("Degraded", "True", Reason.PROTECTED, message))
+    patch.update(phase=FAILED, completionTime=now, deleted=0)
+    return Outcome(patch, _events_on_change(status, Condition("Degraded", "True", Reason.PROTECTED, message),
+                                            Event("Warning", Reason.PROTECTED, message)))
+
+
+def spec_frozen(status: Mapping[str, Any], fields: Sequence[str], now: str, generation: int | None) -> Outcome:
+    """The spec changed after approval: the operator keeps acting on what was approved (status.target)."""
+    message = (f"{', '.join(fields)} changed after approval; the operator acts on what was approved "
+               "(status.target); only spec.restore may change: create a new OffsetDeletion for another target")
+    degraded = Condition("Degraded", "True", Reason.SPEC_FROZEN, message)
+    return Outcome(_conds(status, now, generation, degraded),
+                   _events_on_change(status, degraded, Event("Warning", Reason.SPEC_FROZEN, message)))
+
+
+def spec_unfrozen(status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
+    """The spec is as approved again: clear a SpecFrozen condition, if any."""
+    degraded = find(status.get("conditions"), "Degraded")
+    if degraded is None or degraded.get("reason") != Reason.SPEC_FROZEN:
+        return Outcome()
+    return Outcome(_conds(status, now, generation, Condition("Degraded", "False", Reason.AS_EXPECTED, "")))
+
+
+def frozen_fields(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[str]:
+    """The spec fields that differ from what was approved (empty before approval)."""
+    approved = (status.get("target") or {}).get("spec")
+    if not isinstance(approved, Mapping):
+        return []
+    keys = sorted((set(spec) | set(approved)) - {"restore", "approved"})
+    return [f"spec.{k}" for k in keys if spec.get(k) != approved.get(k)]
 
 
 # -- backup
@@ -159,9 +220,9 @@ _TRANSIENT = frozenset({Reason.INVALID_SPEC, Reason.SECRET_NOT_FOUND, Reason.POL
 
 @dataclass(frozen=True)
 class BackupPlan:
-    outcome: Outcome
     offsets: dict[TP, Committed]  # what will be deleted, as committed now
-    in_configmap: bool  # the offsets go to a ConfigMap (written first), the status only refers to it
+    results: tuple[dict[str, Any], ...]  # final already: nothing committed, or committed since the scan
+    group_missing: Outcome | None = None  # the group does not exist: final, no backup needed
 
 
 def plan_backup(
@@ -171,12 +232,9 @@ def plan_backup(
     committed: Mapping[TP, Committed],
     now: str,
     generation: int | None,
-    *,
-    configmap_name: str,
-    large: int = 1000,
 ) -> BackupPlan:
-    """From the group's committed offsets: the backup (partitions this deletion will delete) and the
-    results already final (nothing committed; committed since the policy's scan)."""
+    """From the group's committed offsets: what to back up (the partitions this deletion will delete) and
+    the results already final (nothing committed; committed since the policy's scan)."""
     offsets: dict[TP, Committed] = {}
     results: list[dict[str, Any]] = []
     for topic in spec.topics:
@@ -198,19 +256,44 @@ def plan_backup(
             else:
                 offsets[tp] = current
     if not group.exists and not committed:
-        return BackupPlan(_group_missing(spec, status, now, generation), {}, False)
-    in_configmap = len(offsets) > large
-    backup: dict[str, Any] = {"takenAt": now, "partitions": len(offsets)}
-    if in_configmap:
-        backup["configMapRef"] = {"name": configmap_name, "key": BACKUP_KEY}
-        backup["offsets"] = None
-    else:
-        backup["offsets"] = backup_entries(offsets)
-    message = f"backed up {len(offsets)} committed offsets of group {spec.group}; deleting"
+        return BackupPlan({}, (), _group_missing(spec, status, now, generation))
+    return BackupPlan(offsets, tuple(results))
+
+
+def target_of(spec: Mapping[str, Any], kafka: Mapping[str, Any], cluster_id: str | None) -> dict[str, Any]:
+    """What is acted on, frozen at approval: the cluster (id and connection, Secrets by reference only), the
+    group, and the approved spec. Later steps and restore use this, never the current spec."""
+    return {
+        "clusterId": cluster_id,
+        "bootstrapServers": kafka.get("bootstrapServers"),
+        "group": spec.get("group"),
+        "kafka": dict(kafka),
+        "spec": {k: v for k, v in spec.items() if k not in ("restore", "approved")},
+    }
+
+
+def backup_taken(status: Mapping[str, Any], record: BackupRecord, plan: BackupPlan, target: Mapping[str, Any],
+                 now: str, generation: int | None, *, inline_limit: int = 1000) -> Outcome:
+    """The backup is stored (and was read back): record where, and what is about to be deleted."""
+    backup: dict[str, Any] = {"name": record.name, "takenAt": record.taken_at, "partitions": record.partitions,
+                              "expiresAt": record.expires_at}
+    if record.partitions <= inline_limit:  # for kubectl; the stored backup is the one restore reads
+        backup["offsets"] = backup_entries(record.offsets)
+    message = (f"backed up {record.partitions} committed offsets of group {record.group} to ConfigMap "
+               f"{record.name}; deleting")
     patch = _conds(status, now, generation, Condition("Ready", "False", Reason.RUNNING, message),
                    Condition("Degraded", "False", Reason.AS_EXPECTED, ""))
-    patch.update(phase=RUNNING, startTime=now, backup=backup, results=results)
-    return BackupPlan(Outcome(patch, (Event("Normal", Reason.BACKED_UP, message),)), offsets, in_configmap)
+    patch.update(phase=RUNNING, startTime=now, backup=backup, results=list(plan.results), target=dict(target))
+    return Outcome(patch, (Event("Normal", Reason.BACKED_UP, message),))
+
+
+def backup_not_stored(status: Mapping[str, Any], message: str, retry_seconds: float, now: str,
+                      generation: int | None) -> Outcome:
+    """No backup, no change: the store refused or read back something else. Retried."""
+    text = f"{message}; nothing was changed in Kafka; retrying every {retry_seconds:g}s"
+    degraded = Condition("Degraded", "True", Reason.BACKUP_NOT_STORED, text)
+    return Outcome(_conds(status, now, generation, degraded),
+                   _events_on_change(status, degraded, Event("Warning", Reason.BACKUP_NOT_STORED, text)))
 
 
 def _group_missing(spec: DeletionSpec, status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
@@ -366,6 +449,16 @@ def plan_restore(
             results.append(_result(tp, SKIPPED, message=f"committed since the deletion (offset "
                                                      f"{now_committed.offset}); left as is"))
     return RestorePlan(to_commit, tuple(results))
+
+
+def cluster_mismatch(status: Mapping[str, Any], expected: str | None, found: str | None, retry_seconds: float,
+                     now: str, generation: int | None) -> Outcome:
+    """The connection now reaches another cluster than the one the offsets were deleted from."""
+    message = (f"the Kafka cluster reached now (id {found}) is not the one the offsets were deleted from (id "
+               f"{expected}, status.target); nothing restored; retrying every {retry_seconds:g}s")
+    degraded = Condition("Degraded", "True", Reason.CLUSTER_MISMATCH, message)
+    return Outcome(_conds(status, now, generation, degraded),
+                   _events_on_change(status, degraded, Event("Warning", Reason.CLUSTER_MISMATCH, message)))
 
 
 def restore_blocked(

@@ -2,7 +2,7 @@
 
 It fires as soon as the object needs something (created, approved, restore requested) and again every
 `retry_interval` seconds while the work is unfinished (Kafka down, group busy, Secret missing); each firing
-is one visit of reconcilers/offset_deletion.py.
+is one visit of reconcilers/offset_deletion.py. Deleting the object cancels what has not been sent to Kafka.
 """
 
 from __future__ import annotations
@@ -26,3 +26,10 @@ def register(registry: kopf.OperatorRegistry, ctx: OperatorContext) -> None:
     def visit(namespace: str | None, name: str, **_: Any) -> None:
         if namespace is not None:  # the CRD is namespaced
             reconciler.reconcile(namespace, name)
+
+    @kopf.on.delete(GROUP, VERSION, DELETIONS, id="cancel", registry=registry)
+    def cancel(namespace: str | None, name: str, **_: Any) -> None:
+        """Kopf's finalizer holds the object until this returns: a step in flight finishes first, and nothing
+        starts after (see DeletionReconciler.cancel)."""
+        if namespace is not None:
+            reconciler.cancel(namespace, name)

@@ -1,16 +1,66 @@
-"""A backup of committed offsets as data: the entries an OffsetDeletion's status holds, and the gzip'd JSON a
-ConfigMap holds when the backup is too large for a status. Keep-alive's rebase backups use the same entries."""
+"""Backups of committed offsets as data.
+
+Every change of offsets (an OffsetDeletion's delete or restore, keep-alive's rebase) first writes a
+`BackupRecord` to the backup store (adapters/backup_store.py): one unowned ConfigMap per change, so it
+outlives the resource that asked for it. The record says which cluster and group, each partition's
+offset, leader epoch and metadata, and who asked, when and why; `restore` needs nothing else.
+"""
 
 from __future__ import annotations
 
 import gzip
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from ..model.offsets import TP, Committed
 
-BACKUP_KEY = "offsets.json.gz"
+BACKUP_KEY = "backup.json.gz"
+FORMAT = 1  # the document's version: a reader refuses what it does not know
+
+
+class Action(StrEnum):
+    """The change a backup was taken before."""
+
+    DELETE = "Delete"  # an OffsetDeletion's OffsetDelete
+    RESTORE = "Restore"  # a restore's admin OffsetCommit (the backup holds what was committed before it)
+    REBASE = "Rebase"  # keep-alive's DeleteGroups + admin OffsetCommit of a protected group
+
+
+@dataclass(frozen=True)
+class Requester:
+    """Who asked for the change: the resource (kind, namespace, name, uid) and why."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class BackupRecord:
+    name: str  # the store's key (a ConfigMap name in the requester's namespace)
+    action: Action
+    cluster_id: str | None  # from Kafka's Metadata; None only if the cluster does not report one
+    bootstrap_servers: str
+    group: str
+    offsets: Mapping[TP, Committed]
+    requested_by: Requester
+    taken_at: str  # RFC 3339
+    expires_at: str  # RFC 3339: the store deletes it after this
+    state: str = "Taken"  # Taken | Done (a rebase in progress stays Taken until its offsets are back)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def partitions(self) -> int:
+        return len(self.offsets)
+
+
+class BackupError(ValueError):
+    """A stored backup that cannot be read (foreign, truncated, a newer format)."""
 
 
 def backup_entries(offsets: Mapping[TP, Committed]) -> list[dict[str, Any]]:
@@ -27,10 +77,59 @@ def parse_backup(entries: Sequence[Mapping[str, Any]]) -> dict[TP, Committed]:
     }
 
 
-def encode_backup(offsets: Mapping[TP, Committed]) -> bytes:
-    """A ConfigMap value for a large backup: gzip'd JSON, the same entries as in the status."""
-    return gzip.compress(json.dumps(backup_entries(offsets), separators=(",", ":")).encode(), mtime=0)
+def to_document(record: BackupRecord) -> dict[str, Any]:
+    who = record.requested_by
+    return {
+        "format": FORMAT,
+        "name": record.name,
+        "action": record.action.value,
+        "cluster": {"id": record.cluster_id, "bootstrapServers": record.bootstrap_servers},
+        "group": record.group,
+        "requestedBy": {"kind": who.kind, "namespace": who.namespace, "name": who.name, "uid": who.uid,
+                        "reason": who.reason},
+        "takenAt": record.taken_at,
+        "expiresAt": record.expires_at,
+        "state": record.state,
+        "extra": dict(record.extra),
+        "offsets": backup_entries(record.offsets),
+    }
 
 
-def decode_backup(data: bytes) -> dict[TP, Committed]:
-    return parse_backup(json.loads(gzip.decompress(data)))
+def from_document(doc: Mapping[str, Any]) -> BackupRecord:
+    try:
+        if doc.get("format") != FORMAT:
+            raise BackupError(f"backup format {doc.get('format')!r} is not {FORMAT}")
+        who = doc["requestedBy"]
+        return BackupRecord(
+            name=str(doc["name"]),
+            action=Action(doc["action"]),
+            cluster_id=doc["cluster"].get("id"),
+            bootstrap_servers=str(doc["cluster"]["bootstrapServers"]),
+            group=str(doc["group"]),
+            offsets=parse_backup(doc["offsets"]),
+            requested_by=Requester(str(who["kind"]), str(who["namespace"]), str(who["name"]), str(who["uid"]),
+                                   str(who.get("reason", ""))),
+            taken_at=str(doc["takenAt"]),
+            expires_at=str(doc["expiresAt"]),
+            state=str(doc.get("state", "Taken")),
+            extra=dict(doc.get("extra") or {}),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        if isinstance(exc, BackupError):
+            raise
+        raise BackupError(f"not a backup of kafka-offset-operator: {exc!s}") from None
+
+
+def encode(record: BackupRecord) -> bytes:
+    """gzip'd JSON: a ConfigMap holds 1 MiB, and offsets compress about tenfold."""
+    return gzip.compress(json.dumps(to_document(record), separators=(",", ":")).encode(), mtime=0)
+
+
+def decode(data: bytes) -> BackupRecord:
+    try:
+        doc = json.loads(gzip.decompress(data))
+    except (OSError, EOFError, ValueError) as exc:
+        raise BackupError(f"not a gzip'd JSON backup: {exc!s}") from None
+    if not isinstance(doc, Mapping):
+        raise BackupError("not a JSON object")
+    return from_document(doc)

@@ -475,23 +475,46 @@ def _deletion_status() -> Schema:
             },
             "backup": {
                 "type": "object",
-                "description": "What was committed before the deletion, kept for restore.",
+                "description": (
+                    "What was committed before the deletion, kept for restore. The backup itself is a ConfigMap "
+                    "of the backup store (owned by nothing: it outlives this OffsetDeletion and its policy; "
+                    "kubectl get configmaps -l kafkaoffsets.dev/backup=true); the status names it and, up to "
+                    "1000 partitions, copies its offsets."
+                ),
                 "properties": {
+                    "name": _text("The backup's ConfigMap, in this namespace."),
                     "takenAt": _time("When the backup was read (OffsetFetch)."),
+                    "expiresAt": _time("When the backup store deletes the backup."),
                     "partitions": _count("How many partitions the backup holds."),
                     "offsets": {"type": "array", "items": partition_offset, "description": "The offsets."},
-                    "configMapRef": {
-                        "type": "object",
-                        "description": "Where a backup too large for the status is kept.",
-                        "properties": {
-                            "name": _text("ConfigMap name, in this namespace (owned by this OffsetDeletion)."),
-                            "key": _text("binaryData key holding the gzip'd JSON list of offsets."),
-                        },
-                    },
+                },
+            },
+            "target": {
+                "type": "object",
+                "description": (
+                    "What this deletion acts on, recorded at approval and frozen: the cluster (id from Kafka's "
+                    "Metadata, and the connection, Secrets by reference only), the group and the approved "
+                    "spec. The delete and a restore use it, never a later spec."
+                ),
+                "properties": {
+                    "clusterId": _text("The Kafka cluster's id."),
+                    "bootstrapServers": _text("Where the cluster was reached."),
+                    "group": _text("The consumer group acted on."),
+                    "kafka": {**KAFKA_CONNECTION,
+                              "description": "The connection used (spec.kafka or the policy's), as approved."},
+                    "spec": _approved_spec(),
                 },
             },
         },
     }
+
+
+def _approved_spec() -> Schema:
+    """The deletion spec as approved: the same fields, without approved and restore, nothing required."""
+    spec = _deletion_spec()
+    properties = {k: v for k, v in spec["properties"].items() if k not in ("approved", "restore")}
+    return {"type": "object", "properties": properties,
+            "description": "The spec as approved (without approved and restore)."}
 
 
 def _crd(

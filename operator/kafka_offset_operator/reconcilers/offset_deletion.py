@@ -18,19 +18,21 @@ from typing import Any, cast
 import kopf
 
 from offset_expiry.errors import SpecError
+from offset_expiry.policy import Protection
 
-from ..adapters import metrics
+from ..adapters import audit, metrics
+from ..adapters.backup_store import BackupNotStored, BackupStore, backup_name
 from ..adapters.kafka_admin import KafkaAdmin
-from ..adapters.kube import KubeError, NotFound, owner_reference
+from ..adapters.kube import KubeError, NotFound
 from ..context import OperatorContext
 from ..decisions import deletion_steps as steps
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_spec import DeletionSpec, parse_spec
 from ..decisions.deletion_steps import Outcome, Step
 from ..decisions.status_patch import changes, merge_patch
-from ..model.api import DELETION_LABEL, DELETIONS, MANAGED_BY, POLICIES
-from ..model.backups import BACKUP_KEY, decode_backup, encode_backup, parse_backup
-from ..model.connection import ConnectionSettings
+from ..decisions.times import iso, parse_iso
+from ..model.api import DELETION_KIND, DELETIONS, POLICIES
+from ..model.backups import Action, BackupError, BackupRecord, Requester, parse_backup
 from ..model.offsets import TP, Committed, KafkaFailure
 from ..model.reasons import Reason
 
@@ -41,11 +43,16 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class _Cancelled(Exception):
+    """The resource was deleted before its change was sent: nothing more is started."""
+
+
 class DeletionReconciler:
     def __init__(self, ctx: OperatorContext) -> None:
         self.ctx = ctx
         self.kube = ctx.kube
         self.options = ctx.options
+        self.store = BackupStore(ctx.kube)
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -61,19 +68,59 @@ class DeletionReconciler:
                 body = self.kube.get_custom(DELETIONS, namespace, name)
             except NotFound:
                 return
+            if body["metadata"].get("deletionTimestamp"):
+                return  # being deleted: cancel() says what happened; nothing more starts
             try:
                 self._reconcile(body)
+            except _Cancelled:
+                text = "cancelled: deleted before its change was sent to Kafka"
+                audit.log.info("Cancelled %s/%s group=%s: %s", namespace, name, (body.get("spec") or {}).get("group"), text)
+                kopf.event(cast(Any, body), type="Normal", reason=str(Reason.CANCELLED), message=text)
+                return
             except KubeError as exc:
                 self._apply(body, steps.spec_problem(body.get("status") or {}, "kubernetes", str(exc),
                                                     Reason.KUBERNETES_API_ERROR, _now(), _generation(body)))
+
+    def cancel(self, namespace: str, name: str) -> None:
+        """The resource is being deleted (Kopf's finalizer holds it until this returns). Waits for a step in
+        flight, then says what happened: cancelled before any change, or deleted after it (the backup stays)."""
+        with self._lock(namespace, name):
+            try:
+                body = self.kube.get_custom(DELETIONS, namespace, name)
+            except NotFound:
+                return
+            status = body.get("status") or {}
+            backup = (status.get("backup") or {}).get("name")
+            kept = f"; its backup stays in ConfigMap {backup}" if backup else ""
+            if status.get("deleteStartTime") or status.get("phase") in (steps.SUCCEEDED, steps.PARTIALLY_FAILED,
+                                                                         steps.RESTORED, steps.FAILED):
+                reason, text = Reason.DELETED_AFTER_CHANGE, f"deleted after its change was sent to Kafka{kept}"
+            else:
+                reason, text = Reason.CANCELLED, f"cancelled: deleted before any change was sent to Kafka{kept}"
+            audit.log.info("%s %s/%s group=%s: %s", reason.value, namespace, name,
+                           (body.get("spec") or {}).get("group"), text)
+            kopf.event(cast(Any, body), type="Normal", reason=str(reason), message=text)
+
+    def _check_not_deleted(self, body: Mapping[str, Any]) -> None:
+        """Right before a call that changes offsets: a resource deleted meanwhile cancels it."""
+        meta = body["metadata"]
+        try:
+            current = self.kube.get_custom(DELETIONS, meta["namespace"], meta["name"])
+        except NotFound:
+            raise _Cancelled() from None
+        if current["metadata"].get("deletionTimestamp"):
+            raise _Cancelled()
 
     def _reconcile(self, body: dict[str, Any]) -> None:
         namespace = body["metadata"]["namespace"]
         status: dict[str, Any] = dict(body.get("status") or {})
         generation = _generation(body)
+        raw_spec: Mapping[str, Any] = body.get("spec") or {}
         try:
-            spec = parse_spec(body.get("spec"))
-            settings = self._connection(namespace, spec)
+            spec = parse_spec(raw_spec)
+            kafka, protection = self._connection_spec(namespace, spec, status)
+            settings = connection_from_spec(kafka, lambda secret: self.kube.secret_data(namespace, secret),
+                                            "status.target.kafka" if status.get("target") else _where(spec))
         except SpecError as exc:
             self._apply(body, steps.spec_problem(status, exc.field, exc.problem, Reason(exc.reason), _now(), generation))
             return
@@ -81,13 +128,24 @@ class DeletionReconciler:
         if step is Step.AWAIT:
             self._apply(body, steps.awaiting_approval(status, _now(), generation))
             return
+        if step in (Step.BACKUP, Step.DELETE) and protection is not None:
+            group = (status.get("target") or {}).get("group") or spec.group
+            pattern = steps.protecting_pattern(protection[1], group)
+            if pattern is not None:
+                self._apply(body, steps.protected(status, group, protection[0], pattern, _now(), generation))
+                audit.log.info("Refused %s/%s group=%s: protected by policy %s (%r)", namespace,
+                               body["metadata"]["name"], group, protection[0], pattern)
+                return
+        changed = steps.frozen_fields(raw_spec, status)
+        status = self._apply(body, steps.spec_frozen(status, changed, _now(), generation) if changed
+                             else steps.spec_unfrozen(status, _now(), generation), status)
         if step is Step.DONE:
             self._apply(body, steps.settled(status, _now(), generation))
             return
         try:
             with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
                 if step is Step.BACKUP:
-                    status = self._backup(body, spec, status, admin)
+                    status = self._backup(body, spec, kafka, status, admin)
                     step = steps.next_step(spec, status)
                 if step is Step.DELETE:
                     status = self._delete(body, spec, status, admin)
@@ -97,44 +155,54 @@ class DeletionReconciler:
         except KafkaFailure as failure:
             metrics.kafka_error(failure.code)
             current = self.kube.get_custom(DELETIONS, namespace, body["metadata"]["name"]).get("status") or {}
-            self._apply(body, steps.kafka_problem(current, failure.code, failure.message,
-                                                 self.options.retry_interval, _now(), generation), current)
+            self._apply(body, steps.kafka_problem(current, failure.code, failure.message, self.options.retry_interval,
+                                                  _now(), generation, approved=spec.approved), current)
+        except BackupNotStored as exc:
+            self._apply(body, steps.backup_not_stored(status, str(exc), self.options.retry_interval, _now(),
+                                                      generation), status)
 
     # -- the steps
 
-    def _backup(self, body: dict[str, Any], spec: DeletionSpec, status: dict[str, Any], admin: KafkaAdmin) -> dict[str, Any]:
+    def _backup(self, body: dict[str, Any], spec: DeletionSpec, kafka: Mapping[str, Any], status: dict[str, Any],
+                admin: KafkaAdmin) -> dict[str, Any]:
         group = admin.describe_group(spec.group)
         committed = admin.committed_offsets(spec.group)
-        name = body["metadata"]["name"]
-        backup = steps.plan_backup(spec, status, group, committed, _now(), _generation(body),
-                                  configmap_name=f"{name}-offset-backup", large=self.options.large_backup_partitions)
-        if backup.in_configmap:
-            self.kube.put_configmap_binary(
-                body["metadata"]["namespace"], f"{name}-offset-backup", BACKUP_KEY, encode_backup(backup.offsets),
-                owner_reference(body), {**MANAGED_BY, DELETION_LABEL: name},
-            )
-        status = self._apply(body, backup.outcome, status)
-        if status.get("phase") == steps.FAILED:
+        now = _now()
+        plan = steps.plan_backup(spec, status, group, committed, now, _generation(body))
+        if plan.group_missing is not None:
+            status = self._apply(body, plan.group_missing, status)
             metrics.deletion_finished(steps.FAILED, 0, 0)
-        return status
+            return status
+        cluster_id = admin.cluster_id()
+        stored = self.store.write(self._record(body, Action.DELETE, cluster_id, kafka, spec.group, plan.offsets,
+                                               "approved OffsetDeletion", now))
+        target = steps.target_of(body.get("spec") or {}, kafka, cluster_id)
+        audit.log.info("BackedUp %s/%s group=%s cluster=%s partitions=%d backup=%s", body["metadata"]["namespace"],
+                       body["metadata"]["name"], stored.group, cluster_id, stored.partitions, stored.name)
+        return self._apply(body, steps.backup_taken(status, stored, plan, target, now, _generation(body),
+                                                    inline_limit=self.options.large_backup_partitions), status)
 
     def _delete(self, body: dict[str, Any], spec: DeletionSpec, status: dict[str, Any], admin: KafkaAdmin) -> dict[str, Any]:
         backup = self._load_backup(body, status)
-        admin.describe_group(spec.group)  # the live re-check also proves the coordinator answers
-        current = admin.committed_offsets(spec.group)
+        group_id = status["target"]["group"] if status.get("target") else spec.group
+        admin.describe_group(group_id)  # the live re-check also proves the coordinator answers
+        current = admin.committed_offsets(group_id)
         todo = steps.plan_deletion(backup, current, started=bool(status.get("deleteStartTime")))
         answers: dict[TP, str | None] = {}
         top_error: str | None = None
         if todo.to_delete:
+            self._check_not_deleted(body)
             status = self._apply(body, steps.deletion_started(status, _now()), status)
             started = time.monotonic()
             try:
-                answers = admin.delete_offsets(spec.group, todo.to_delete)
+                answers = admin.delete_offsets(group_id, todo.to_delete)
             except KafkaFailure as failure:
                 if failure.retriable:
                     raise
                 top_error = failure.code
             metrics.observe_delete_request(time.monotonic() - started)
+            audit.changed("OffsetDelete", body, group_id, {tp: backup[tp] for tp in todo.to_delete}, None, answers,
+                          top_error, (status.get("backup") or {}).get("name"))
         for error in [top_error, *answers.values()]:
             if error is not None:
                 metrics.kafka_error(error)
@@ -144,16 +212,34 @@ class DeletionReconciler:
         return status
 
     def _restore(self, body: dict[str, Any], status: dict[str, Any], admin: KafkaAdmin) -> dict[str, Any]:
-        spec = parse_spec(body.get("spec"))
+        """Restore what this deletion deleted: from its stored backup, into the group and cluster recorded at
+        approval (status.target), never into what the spec names now."""
         backup = self._load_backup(body, status)
-        group = admin.describe_group(spec.group)
+        target = status.get("target") or {}
+        group_id = str(target.get("group") or parse_spec(body.get("spec")).group)
         now, generation, interval = _now(), _generation(body), self.options.retry_interval
+        if target.get("clusterId"):
+            found = admin.cluster_id()
+            if found != target["clusterId"]:
+                return self._apply(body, steps.cluster_mismatch(status, target["clusterId"], found, interval, now,
+                                                                generation), status)
+        group = admin.describe_group(group_id)
         if group.active:
             metrics.restore_finished("Blocked")
             return self._apply(body, steps.restore_blocked(status, group, interval, now, generation), status)
-        current = admin.committed_offsets(spec.group)
+        current = admin.committed_offsets(group_id)
         todo = steps.plan_restore(backup, steps.deleted_partitions(status, backup), current)
-        answers = admin.commit_offsets(spec.group, todo.to_commit) if todo.to_commit else {}
+        answers: dict[TP, str | None] = {}
+        if todo.to_commit:
+            kafka = target.get("kafka") or {}
+            stored = self.store.write(self._record(body, Action.RESTORE, target.get("clusterId"), kafka, group_id,
+                                                   {tp: c for tp, c in current.items() if tp in todo.to_commit},
+                                                   "spec.restore of an OffsetDeletion", now,
+                                                   extra={"restores": (status.get("backup") or {}).get("name"),
+                                                          "partitions": [list(tp) for tp in sorted(todo.to_commit)]}))
+            self._check_not_deleted(body)
+            answers = admin.commit_offsets(group_id, todo.to_commit)
+            audit.changed("OffsetCommit", body, group_id, None, todo.to_commit, answers, None, stored.name)
         for error in answers.values():
             if error is not None:
                 metrics.kafka_error(error)
@@ -166,27 +252,48 @@ class DeletionReconciler:
 
     # -- helpers
 
-    def _connection(self, namespace: str, spec: DeletionSpec) -> ConnectionSettings:
-        def read_secret(secret: str) -> Mapping[str, bytes]:
-            return self.kube.secret_data(namespace, secret)
+    def _record(self, body: Mapping[str, Any], action: Action, cluster_id: str | None, kafka: Mapping[str, Any],
+                group: str, offsets: Mapping[TP, Committed], reason: str, now: str,
+                extra: Mapping[str, Any] | None = None) -> BackupRecord:
+        meta = body["metadata"]
+        expires = iso((parse_iso(now) or 0) + int(self.options.backup_retention_s * 1000))
+        return BackupRecord(
+            name=backup_name("offsetdeletion", meta["name"], action, str(meta.get("uid") or meta["name"])),
+            action=action, cluster_id=cluster_id, bootstrap_servers=str(kafka.get("bootstrapServers", "")),
+            group=group, offsets=dict(offsets),
+            requested_by=Requester(DELETION_KIND, meta["namespace"], meta["name"], str(meta.get("uid") or ""), reason),
+            taken_at=now, expires_at=expires, extra=dict(extra or {}))
 
+    def _connection_spec(self, namespace: str, spec: DeletionSpec, status: Mapping[str, Any]
+                         ) -> tuple[Mapping[str, Any], tuple[str, Protection] | None]:
+        """The connection to use (the one recorded at approval once there is one) and, for a deletion that
+        references a policy, the policy's protection (None when the policy is gone: what it protected was
+        checked before the backup, and a started deletion finishes)."""
+        recorded = (status.get("target") or {}).get("kafka")
         if spec.policy_ref is None:
-            return connection_from_spec(spec.kafka, read_secret)
+            return (recorded or spec.kafka or {}), None
         try:
             policy = self.kube.get_custom(POLICIES, namespace, spec.policy_ref)
         except NotFound:
+            if recorded:
+                return recorded, None
             raise SpecError(
                 "spec.policyRef.name", f"ConsumerGroupOffsetPolicy {spec.policy_ref!r} not found in namespace "
                 f"{namespace!r}", Reason.POLICY_NOT_FOUND) from None
-        where = f"ConsumerGroupOffsetPolicy {spec.policy_ref} spec.kafka"
-        return connection_from_spec((policy.get("spec") or {}).get("kafka"), read_secret, where)
+        policy_spec = policy.get("spec") or {}
+        protect = tuple(str(g) for g in ((policy_spec.get("protect") or {}).get("groups") or ()))
+        return (recorded or policy_spec.get("kafka") or {}), (spec.policy_ref, Protection(groups=protect))
 
     def _load_backup(self, body: Mapping[str, Any], status: Mapping[str, Any]) -> dict[TP, Committed]:
+        """The stored backup (the one that outlives this resource); the status' copy if the store lost it."""
         backup = status.get("backup") or {}
-        ref = backup.get("configMapRef")
-        if ref:
-            data = self.kube.get_configmap_binary(body["metadata"]["namespace"], ref["name"], ref.get("key", BACKUP_KEY))
-            return decode_backup(data)
+        if backup.get("name"):
+            try:
+                return dict(self.store.read(body["metadata"]["namespace"], backup["name"]).offsets)
+            except (NotFound, BackupError):
+                if backup.get("offsets") is None:
+                    raise
+                log.warning("backup %s unreadable; using the status' copy", backup["name"])
         return parse_backup(backup.get("offsets") or [])
 
     def _apply(self, body: Mapping[str, Any], outcome: Outcome, status: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -199,6 +306,10 @@ class DeletionReconciler:
         for event in outcome.events:
             kopf.event(cast(Any, dict(body)), type=event.type, reason=str(event.reason), message=event.message)
         return current
+
+
+def _where(spec: DeletionSpec) -> str:
+    return "spec.kafka" if spec.policy_ref is None else f"ConsumerGroupOffsetPolicy {spec.policy_ref} spec.kafka"
 
 
 def _generation(body: Mapping[str, Any]) -> int | None:

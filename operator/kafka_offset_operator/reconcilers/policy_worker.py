@@ -29,8 +29,9 @@ from offset_expiry.errors import SpecError
 from offset_expiry.rules import CANDIDATE_REASONS
 
 from ..adapters import metrics
+from ..adapters.backup_store import BackupStore
 from ..adapters.kafka_admin import KafkaAdmin
-from ..adapters.keepalive_store import ConfigMapStore
+from ..adapters.keepalive_store import RebaseBackups
 from ..adapters.kube import KubeError, NotFound, owner_reference
 from ..context import OperatorContext
 from ..decisions import keepalive, policy_status, proposals, schedule
@@ -224,7 +225,8 @@ class PolicyRunner:
                     retention_ms: int) -> list[KeepAliveResult]:
         if not spec.keep_alive:
             return []
-        store = ConfigMapStore(self.kube, body)
+        store = RebaseBackups(BackupStore(self.kube), body, admin.cluster_id(), str(spec.kafka.get("bootstrapServers")),
+                              self.options.backup_retention_s)
         lead = keepalive.lead_ms(retention_ms, spec.interval_ms)
         results = run_pass(admin, store, report.protected, self.now_ms(), lead)
         for result in results:

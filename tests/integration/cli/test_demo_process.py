@@ -1,6 +1,7 @@
 """`kafka-offset-demo` (what `scripts/dev.sh demo` runs) as a user runs it (a subprocess): sandbox broker, emulated Kubernetes API,
 the operator, a policy in DryRun then Approve; exit 0 and readable tables of the policy and its
-OffsetDeletions. No cluster, Docker or network."""
+OffsetDeletions, then one proposal approved, deleted and restored from its backup alone. No cluster, Docker or
+network."""
 
 from __future__ import annotations
 
@@ -33,4 +34,11 @@ def test_demo_exits_0_with_the_policy_and_its_deletions_as_tables() -> None:
         "orders-app": ["payments[0,1]", "AwaitingApproval", "false"],
         "reporting-old": ["orders[0,1]", "payments[0]", "AwaitingApproval", "false"],
     }
+    # The safety promise: one proposal approved, its backup named, the resource deleted, restored from the backup.
+    promise = out[out.index("The safety promise, played on one proposal"):]
+    assert "approved: Succeeded, 3 offsets of group reporting-old deleted" in promise
+    assert "its backup: ConfigMap kafka/offset-backup-offsetdeletion-stale-offsets-" in promise
+    assert "the backup stays, and the group has 0 committed offsets" in promise
+    assert "committed 3 offsets of group reporting-old" in promise
+    assert "group reporting-old has its 3 offsets back, exactly as before the deletion" in promise
     print(f"demo took {time.monotonic() - started:.1f}s")

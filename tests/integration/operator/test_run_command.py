@@ -39,17 +39,19 @@ def get(url: str) -> tuple[int, str]:
 
 
 @contextmanager
-def operator_process(kubeconfig: Path, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
+def operator_process(kubeconfig: Path, tmp_path: Path, *extra: str
+                     ) -> Iterator[tuple[subprocess.Popen[bytes], int, int, Path]]:
     health, metrics = free_port(), free_port()
-    log = open(tmp_path / f"operator-{health}.log", "wb")  # noqa: SIM115 - closed below
+    path = tmp_path / f"operator-{health}.log"
+    log = open(path, "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [sys.executable, "-m", "kafka_offset_operator", "run", "--namespace", NAMESPACE, "--kubeconfig", str(kubeconfig),
-         "--health-port", str(health), "--metrics-port", str(metrics), "--retry-interval", "0.3"],
+         "--health-port", str(health), "--metrics-port", str(metrics), "--retry-interval", "0.3", *extra],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": "/nonexistent"},
     )
     try:
         wait_until(lambda: get(f"http://127.0.0.1:{health}/healthz")[0] == 200, 30, "the liveness endpoint")
-        yield proc, health, metrics
+        yield proc, health, metrics, path
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -95,7 +97,7 @@ def first_process(world: World) -> Iterator[FirstProcess]:
     body = {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": "by-process", "namespace": NAMESPACE},
             "spec": {"kafka": {"bootstrapServers": world.broker.bootstrap_servers}, "group": "proc",
                      "topics": [{"name": "orders"}], "approved": True}}
-    with operator_process(world.kubeconfig, world.logs) as (proc, _health, metrics_port):
+    with operator_process(world.kubeconfig, world.logs) as (proc, _health, metrics_port, _log):
         world.kube.create("offsetdeletions", body)
         world.kube.wait_for_status("by-process", lambda s: s.get("phase") == "Succeeded", 30, "Succeeded")
         _, text = get(f"http://127.0.0.1:{metrics_port}/metrics")
@@ -122,7 +124,7 @@ class SecondProcess:
 
 @pytest.fixture(scope="module")
 def second_process(world: World, killed_mid_restore: int) -> SecondProcess:
-    with operator_process(world.kubeconfig, world.logs) as (proc, _h, _m):
+    with operator_process(world.kubeconfig, world.logs) as (proc, _h, _m, _log):
         world.kube.wait_for_status("by-process", lambda s: s.get("phase") == "Restored", 30, "Restored")
         offsets = committed(world.broker.bootstrap_servers, "proc")
         proc.send_signal(signal.SIGTERM)

@@ -49,33 +49,49 @@ def test_needs_work_keeps_the_timer_only_while_there_is_something_to_do() -> Non
     assert steps.needs_work({"approved": False}, waiting)  # retry until the Secret exists
 
 
+def record(offsets: dict[Any, Committed], name: str = "offset-backup-x") -> backups.BackupRecord:
+    who = backups.Requester("OffsetDeletion", "kafka", "x", "u-1", "approved OffsetDeletion")
+    return backups.BackupRecord(name, backups.Action.DELETE, "cid", "k:9092", "g", offsets, who, NOW,
+                                "2026-02-01T03:04:05Z")
+
+
 def test_backup_keeps_what_will_be_deleted_and_settles_the_rest() -> None:
     s = spec(topics=[{"name": "orders"}, {"name": "pay", "partitions": [0, 1]}, {"name": "none"}],
              expectedOffsets=[{"topic": "orders", "partition": 1, "offset": 10}])
     committed = {("orders", 0): Committed(3, 0, "m"), ("orders", 1): Committed(11), ("pay", 0): Committed(5),
                  ("other", 0): Committed(1)}
-    result = steps.plan_backup(s, {}, EMPTY, committed, NOW, 7, configmap_name="x-offset-backup")
+    result = steps.plan_backup(s, {}, EMPTY, committed, NOW, 7)
     assert result.offsets == {("orders", 0): Committed(3, 0, "m"), ("pay", 0): Committed(5)}
-    patch = result.outcome.status
+    target = steps.target_of({"group": "g", "approved": True, "kafka": {"bootstrapServers": "k:9092"}},
+                             {"bootstrapServers": "k:9092"}, "cid")
+    outcome = steps.backup_taken({}, record(result.offsets), result, target, NOW, 7)
+    patch = outcome.status
     assert (patch["phase"], patch["startTime"], patch["observedGeneration"]) == ("Running", NOW, 7)
+    assert patch["backup"]["name"] == "offset-backup-x" and patch["backup"]["partitions"] == 2
     assert patch["backup"]["offsets"] == [
         {"topic": "orders", "partition": 0, "offset": 3, "leaderEpoch": 0, "metadata": "m"},
         {"topic": "pay", "partition": 0, "offset": 5, "leaderEpoch": -1, "metadata": ""}]
+    assert patch["target"] == {"clusterId": "cid", "bootstrapServers": "k:9092", "group": "g",
+                               "kafka": {"bootstrapServers": "k:9092"},
+                               "spec": {"group": "g", "kafka": {"bootstrapServers": "k:9092"}}}
     statuses = {(r["topic"], r.get("partition")): r["status"] for r in patch["results"]}
     assert statuses == {("orders", 1): "Skipped", ("pay", 1): "NotCommitted", ("none", None): "NotCommitted"}
-    assert [e.reason for e in result.outcome.events] == ["BackedUp"]
+    assert [e.reason for e in outcome.events] == ["BackedUp"]
 
 
-def test_large_backup_refers_to_a_configmap_and_round_trips() -> None:
+def test_large_backup_is_named_not_copied_and_round_trips() -> None:
     committed = {("orders", p): Committed(p + 1) for p in range(5)}
-    result = steps.plan_backup(spec(), {}, EMPTY, committed, NOW, None, configmap_name="x-offset-backup", large=3)
-    assert result.in_configmap and result.outcome.status["backup"]["offsets"] is None
-    assert result.outcome.status["backup"]["configMapRef"] == {"name": "x-offset-backup", "key": backups.BACKUP_KEY}
-    assert backups.decode_backup(backups.encode_backup(result.offsets)) == committed
+    result = steps.plan_backup(spec(), {}, EMPTY, committed, NOW, None)
+    outcome = steps.backup_taken({}, record(result.offsets), result, {}, NOW, None, inline_limit=3)
+    assert "offsets" not in outcome.status["backup"] and outcome.status["backup"]["name"] == "offset-backup-x"
+    assert backups.decode(backups.encode(record(result.offsets))) == record(committed)
+    with pytest.raises(backups.BackupError):
+        backups.decode(b"not gzip")
 
 
 def test_unknown_group_without_offsets_fails_at_once() -> None:
-    outcome = steps.plan_backup(spec(), {}, GONE, {}, NOW, None, configmap_name="c").outcome
+    outcome = steps.plan_backup(spec(), {}, GONE, {}, NOW, None).group_missing
+    assert outcome is not None
     assert outcome.status["phase"] == "Failed"
     assert outcome.status["results"] == [{"topic": "orders", "status": "Failed", "error": "GROUP_ID_NOT_FOUND",
                                           "message": kafka_answers.EXPLAIN["GROUP_ID_NOT_FOUND"]}]

@@ -1,0 +1,116 @@
+"""`restore`: commit a stored backup's offsets back into its group, from the backup alone (docs/safety.md).
+
+The backup comes from the backup store (`--backup NAMESPACE/NAME`, read with the kubeconfig) or from a
+file (`--file`, the ConfigMap's `backup.json.gz` or its JSON). The cluster and group are the backup's;
+nothing of the OffsetDeletion or the policy that made it is needed. A dry run unless --execute: the plan
+is printed first. Kafka's rule holds: an admin OffsetCommit is accepted only while the group has no
+members, and only partitions without a committed offset are restored (a newer commit is never
+overwritten).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "restore",
+        help="commit a stored backup's offsets back (dry run unless --execute)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--backup", metavar="NAMESPACE/NAME", help="a backup of the backup store (a ConfigMap)")
+    source.add_argument("--file", type=Path, metavar="PATH", help="a backup file (backup.json.gz, or its JSON)")
+    p.add_argument("--kubeconfig", type=Path, metavar="PATH", help="for --backup (default: KUBECONFIG or in-cluster)")
+    p.add_argument("--bootstrap-server", metavar="HOST:PORT",
+                   help="reach the cluster here instead of the backup's address (the cluster id must still match)")
+    p.add_argument("--execute", action="store_true", help="commit the offsets (without it, only print the plan)")
+    p.set_defaults(run=run)
+
+
+def _read(args: argparse.Namespace) -> Any:
+    from ..model.backups import BackupError, decode, from_document
+
+    try:
+        if args.file is not None:
+            data = args.file.read_bytes()
+            return decode(data) if data[:2] == b"\x1f\x8b" else from_document(json.loads(data))
+        namespace, _, name = str(args.backup).partition("/")
+        if not namespace or not name:
+            raise UserError(f"--backup wants NAMESPACE/NAME, got {args.backup!r}")
+        from ..adapters.backup_store import BackupStore
+        from ..adapters.kube import Kube, KubeError, NotFound, load_config
+
+        kube = Kube(load_config(args.kubeconfig))
+        try:
+            return BackupStore(kube).read(namespace, name)
+        except NotFound:
+            raise UserError(f"--backup: no backup {namespace}/{name} (kubectl get configmaps -n {namespace} "
+                            "-l kafkaoffsets.dev/backup=true)") from None
+        except KubeError as exc:
+            raise UserError(f"--backup: {exc}") from None
+        finally:
+            kube.close()
+    except OSError as exc:
+        raise UserError(f"--file: {exc.strerror or exc}") from None
+    except (BackupError, ValueError) as exc:
+        raise UserError(f"not a backup of kafka-offset-operator: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.kubeconfig is not None and not args.kubeconfig.is_file():
+        raise UserError(f"--kubeconfig: {args.kubeconfig} is not a file")
+    record = _read(args)
+    from ..adapters.kafka_admin import KafkaAdmin
+    from ..decisions.deletion_steps import plan_restore
+    from ..model.connection import ConnectionSettings
+    from ..model.offsets import KafkaFailure
+
+    servers = args.bootstrap_server or record.bootstrap_servers
+    print(f"backup {record.name}: {record.action} of group {record.group} on cluster {record.cluster_id} "
+          f"({record.partitions} partitions, taken {record.taken_at} for {record.requested_by.kind}/"
+          f"{record.requested_by.name})")
+    try:
+        with KafkaAdmin(ConnectionSettings(servers), timeout_ms=10_000) as admin:
+            found = admin.cluster_id()
+            if record.cluster_id and found != record.cluster_id:
+                raise UserError(f"{servers} is cluster {found}, not the backup's cluster {record.cluster_id}")
+            group = admin.describe_group(record.group)
+            if group.active:
+                members = ", ".join(f"{m.client_id}@{m.client_host}" for m in group.members) or group.state
+                raise UserError(f"group {record.group} has members ({members}): Kafka accepts an admin "
+                                "OffsetCommit only while a group has none; stop its consumers first")
+            current = admin.committed_offsets(record.group)
+            plan = plan_restore(record.offsets, sorted(record.offsets), current)
+            answers = admin.commit_offsets(record.group, plan.to_commit) if args.execute and plan.to_commit else {}
+    except KafkaFailure as exc:
+        raise UserError(f"Kafka at {servers}: {exc.code}: {exc.message}") from None
+    rows = [(t, p, str(c.offset), "-" if (t, p) not in current else str(current[(t, p)].offset),
+             ("committed" if answers.get((t, p), "x") is None else f"failed: {answers[(t, p)]}") if args.execute
+             else "would commit") for (t, p), c in sorted(plan.to_commit.items())]
+    rows += [(r["topic"], r["partition"], str(record.offsets[(r["topic"], r["partition"])].offset),
+              str(current[(r["topic"], r["partition"])].offset),
+              "already restored" if r["status"] == "Restored" else "skipped: committed since")
+             for r in plan.results]
+    _table(["TOPIC", "PARTITION", "BACKUP", "NOW", "ACTION"], rows)
+    if not args.execute:
+        print(f"dry run: {len(plan.to_commit)} offsets would be committed; add --execute to commit them")
+        return 0
+    failed = sum(1 for e in answers.values() if e is not None)
+    print(f"committed {len(answers) - failed} offsets of group {record.group}" + (f"; {failed} failed" if failed else ""))
+    return 1 if failed else 0
+
+
+def _table(header: list[str], rows: list[tuple[Any, ...]]) -> None:
+    text = [[str(v) for v in row] for row in [tuple(header), *sorted(rows)]]
+    widths = [max(len(r[i]) for r in text) for i in range(len(header))]
+    for row in text:
+        sys.stdout.write("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n")
