@@ -1,8 +1,8 @@
 """A ConsumerGroupOffsetPolicy through the real operator (Kopf on kmock's emulated API), the sandbox broker
 and the Local engine (PySpark local mode in the operator's warm worker): the demo's story played in DryRun,
 then Approve, then Auto; an offset committed between the scan and the deletion is skipped; the protected
-group is never touched, and its keep-alive rebases it. Three analysis runs in all (the first pays for Spark's
-start)."""
+group is never deleted, and its keep-alive only says what it would do in DryRun, then rebases it once the
+policy acts (Approve). Three analysis runs in all (the first pays for Spark's start)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_dry_run_then_approve_then_auto_on_one_story(story: tuple[SandboxBroker,
         "metadata": {"name": POLICY, "namespace": NAMESPACE},
         "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, **POLICY_SPEC, "mode": "DryRun"}})
 
-    # DryRun: the report, nothing proposed; the protected group is kept alive (rebased as a simple group).
+    # DryRun: the report, nothing proposed; keep-alive says it would rebase the protected group, and does not.
     status = wait_run(kube, None, "the DryRun analysis")
     last = status["lastRun"]
     assert last["engine"] == "Local" and last["candidates"] == 7 and last["deletionsCreated"] == 0
@@ -77,10 +77,10 @@ def test_dry_run_then_approve_then_auto_on_one_story(story: tuple[SandboxBroker,
         ("reporting-old", 3, "EmptyGroup"), ("manual-replay", 2, "Standalone"), ("orders-app", 2, "UnsubscribedTopic")]
     assert status["observedGeneration"] == 1 and status["nextRunTime"] > last["completionTime"]
     assert cond(status, "Degraded")["status"] == "False"
-    assert "billing-monthly: rebased as a simple group" in cond(status, "Ready")["message"]
+    assert "billing-monthly: would rebase as a simple group" in cond(status, "Ready")["message"]
     assert deletions(kube) == {}
     with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
-        assert admin.describe_group("billing-monthly").protocol_type == ""
+        assert admin.describe_group("billing-monthly").protocol_type == "consumer"  # DryRun writes nothing
 
     # Approve: one OffsetDeletion per group, waiting for approval.
     set_mode(kube, "Approve")
@@ -90,6 +90,10 @@ def test_dry_run_then_approve_then_auto_on_one_story(story: tuple[SandboxBroker,
     proposed = deletions(kube)
     assert set(proposed) == {"reporting-old", "manual-replay", "orders-app"}
     assert all(d["spec"]["approved"] is False for d in proposed.values())
+    # Approve acts: the protected group is kept alive (rebased as a simple group).
+    assert "billing-monthly: rebased as a simple group" in cond(status, "Ready")["message"]
+    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+        assert admin.describe_group("billing-monthly").protocol_type == ""
     assert proposed["orders-app"]["spec"]["topics"] == [{"name": "payments", "partitions": [0, 1]}]
     for d in proposed.values():
         kube.wait_for_status(d["metadata"]["name"], lambda s: s.get("phase") == "AwaitingApproval", what="approval wait")
