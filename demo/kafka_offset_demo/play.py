@@ -132,15 +132,15 @@ class Demo:
                         say(f"applied ConsumerGroupOffsetPolicy {NAMESPACE}/{POLICY} in mode DryRun; "
                             "the analysis starts Spark (local mode) ...")
                         first = self._wait_run(kube, None)
-                        say(f"DryRun analysis done: {first['lastRun']['candidates']} candidate offsets, nothing proposed")
-                        _, _, kept = _condition(first, "Ready").get("message", "").partition("keep-alive: ")
-                        if kept:
-                            say(f"keep-alive of protected groups: {kept}")
+                        say(f"DryRun analysis done: {first['lastRun']['candidates']} candidate offsets, nothing proposed, "
+                            "nothing written to Kafka")
+                        self._say_keep_alive(first)
                         kube.patch_object(GROUP, VERSION, POLICIES, NAMESPACE, POLICY, {"spec": {"mode": "Approve"}})
                         say("switched the policy to mode Approve ...")
                         status = self._wait_run(kube, first["lastRun"]["completionTime"])
                         created = status["lastRun"]["deletionsCreated"]
                         say(f"Approve analysis done: {created} OffsetDeletions proposed, waiting for approval")
+                        self._say_keep_alive(status)
                         children = self._wait_children(kube, created)
                         promise = self._approve_delete_restore(kube, broker.bootstrap_servers, children,
                                                                tmp / "kubeconfig")
@@ -162,6 +162,12 @@ class Demo:
                 cluster.stop()
             shared_engine().close()
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def _say_keep_alive(self, status: Mapping[str, Any]) -> None:
+        """What keep-alive did (Approve, Auto) or would do (DryRun), from the run's Ready condition."""
+        _, _, kept = _condition(status, "Ready").get("message", "").partition("keep-alive: ")
+        if kept:
+            self.progress.say(f"keep-alive of protected groups: {kept}")
 
     # -- talking to the emulated API
 

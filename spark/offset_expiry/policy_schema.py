@@ -93,8 +93,10 @@ def analysis_properties() -> Schema:
                     "type": "boolean",
                     "default": False,
                     "description": (
-                        "Also keep the broker from expiring protected groups' offsets, in every mode (DryRun too). How this works per "
-                        "group kind, and what it costs, is in docs/keep-alive.md."
+                        "Also keep the broker from expiring protected groups' offsets, by re-committing them (and "
+                        "rebasing an Empty consumer group as a simple group) before they expire. Acts in Approve "
+                        "and Auto mode only: in DryRun it writes nothing to Kafka and reports what it would do. "
+                        "How this works per group kind, and what it costs, is in docs/keep-alive.md."
                     ),
                 },
             },
@@ -102,12 +104,13 @@ def analysis_properties() -> Schema:
     }
 
 
-def spec_properties(*, kafka: Schema, mode: Schema, schedule: Schema, analysis: Schema) -> Schema:
+def spec_properties(*, kafka: Schema, mode: Schema, schedule: Schema, analysis: Schema, history: Schema) -> Schema:
     """Every section of a policy's spec, in the CRD's order: the operator's around the analysis part."""
-    return {"kafka": kafka, **analysis_properties(), "mode": mode, "schedule": schedule, "analysis": analysis}
+    return {"kafka": kafka, **analysis_properties(), "mode": mode, "schedule": schedule, "analysis": analysis,
+            "history": history}
 
 
 # A policy file: the operator's sections are the operator's to check ({} accepts any value).
 POLICY_FILE = SchemaCheck(
-    {"type": "object", "properties": spec_properties(kafka={}, mode={}, schedule={}, analysis={})}
+    {"type": "object", "properties": spec_properties(kafka={}, mode={}, schedule={}, analysis={}, history={})}
 )

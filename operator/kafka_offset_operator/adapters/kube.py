@@ -203,10 +203,16 @@ class Kube:
             raise _translate(exc) from None
         return cast(dict[str, Any], obj)
 
-    def delete_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> None:
-        """Delete; an object that is already gone is fine."""
+    def delete_object(self, group: str, version: str, plural: str, namespace: str, name: str,
+                      resource_version: str | None = None) -> None:
+        """Delete; an object that is already gone is fine. With `resource_version`, only the object as it was
+        read (a precondition: the API server answers 409, raised as Conflict, when it changed since)."""
+        kwargs: dict[str, Any] = {}
+        if resource_version:
+            kwargs["body"] = kubernetes.client.V1DeleteOptions(
+                preconditions=kubernetes.client.V1Preconditions(resource_version=resource_version))
         try:
-            self._custom.delete_namespaced_custom_object(group, version, namespace, plural, name)
+            self._custom.delete_namespaced_custom_object(group, version, namespace, plural, name, **kwargs)
         except ApiException as exc:
             if exc.status != 404:
                 raise _translate(exc) from None
@@ -231,9 +237,15 @@ class KubeError(RuntimeError):
     """A Kubernetes API failure other than 404, with the API's reason (never the request body)."""
 
 
+class Conflict(KubeError):
+    """HTTP 409: the object changed since it was read (a failed precondition), or exists already."""
+
+
 def _translate(exc: ApiException) -> Exception:
     if exc.status == 404:
         return NotFound(str(exc.reason))
+    if exc.status == 409:
+        return Conflict(f"Kubernetes API error {exc.status}: {exc.reason}")
     return KubeError(f"Kubernetes API error {exc.status}: {exc.reason}")
 
 

@@ -19,6 +19,9 @@ ConsumerGroup.offsetExpirationCondition in Kafka 4.x):
 Timing: a group is handled once its earliest brokerExpiresAt is within `lead` of now, `lead` being half the
 broker retention, or two schedule intervals when runs are rarer, so that at least one run falls between
 "due" and the expiry.
+
+Keep-alive writes to Kafka (OffsetCommit, DeleteGroups), so it acts only in the modes that act, Approve and
+Auto; a DryRun policy plans the same way and reports the plan (`preview`), writing nothing.
 """
 
 from __future__ import annotations
@@ -111,3 +114,11 @@ def needs_live_view(group: ProtectedGroup, now_ms: int, lead: int) -> bool:
     """Whether planning this group needs a DescribeGroups (only groups that are due)."""
     earliest = group.earliest_expiry
     return earliest is not None and earliest - lead <= now_ms
+
+
+def preview(method: Method, offsets: int) -> str:
+    """What a DryRun policy says instead of acting (the keep-alive line of its Ready condition)."""
+    if method is Method.REBASE:
+        return (f"would rebase as a simple group (DeleteGroups, then re-commit its {offsets} offsets), so that "
+                "its offsets expire by commit time; DryRun writes nothing to Kafka")
+    return f"would re-commit {offsets} offsets (expiry restarts from then); DryRun writes nothing to Kafka"

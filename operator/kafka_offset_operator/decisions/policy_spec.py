@@ -21,7 +21,7 @@ from offset_expiry.openapi import SchemaCheck
 from offset_expiry.policy import Policy, checked_policy
 
 from ..model.api import POLICY_KIND
-from ..model.crds import spec_schema
+from ..model.crds import DEFAULT_FINISHED_DELETIONS_LIMIT, spec_schema
 
 _SPEC = SchemaCheck(spec_schema(POLICY_KIND))
 DEFAULT_INTERVAL_MS = 3_600_000  # the CRD's default schedule.interval, 1h
@@ -64,10 +64,16 @@ class PolicySpec:
     broker_retention_ms: int | None = None
     spark: SparkAppSettings = SparkAppSettings()
     analysis_spec: Mapping[str, Any] = field(default_factory=dict)  # the canonical groups/rules/protect
+    finished_deletions_limit: int = DEFAULT_FINISHED_DELETIONS_LIMIT  # finished OffsetDeletions kept
 
     @property
     def keep_alive(self) -> bool:
         return self.policy.protect.keep_alive and bool(self.policy.protect.groups)
+
+    @property
+    def writes_to_kafka(self) -> bool:
+        """Whether this policy may change anything in Kafka: not in DryRun, ever (keep-alive included)."""
+        return self.mode is not Mode.DRY_RUN
 
 
 def parse_policy_spec(spec: Any) -> PolicySpec:
@@ -95,6 +101,7 @@ def parse_policy_spec(spec: Any) -> PolicySpec:
             executor=_pod(spark.get("executor", {})),
         ),
         analysis_spec=policy.to_spec(),
+        finished_deletions_limit=spec.get("history", {}).get("finishedDeletionsLimit", DEFAULT_FINISHED_DELETIONS_LIMIT),
     )
 
 

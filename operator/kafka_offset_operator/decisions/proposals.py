@@ -1,6 +1,6 @@
 """What a policy run decides, as plain functions: which OffsetDeletions to propose after the live re-check,
-what they look like, and the status to write. No I/O: the handler reads Kafka and Kubernetes and passes
-the answers in.
+what they look like, and what becomes of them (Auto's approval, the policy's deletion, its history limit).
+No I/O: the handler reads Kafka and Kubernetes and passes the answers in.
 
 The live re-check (BRIEF §5): the analysis reads a snapshot of __consumer_offsets, so before proposing
 anything the operator asks Kafka again (DescribeGroups, OffsetFetch) and drops every partition whose
@@ -21,13 +21,19 @@ from typing import Any
 from offset_expiry.policy import Protection
 from offset_expiry.rules import Reason
 
-from ..model.api import API_VERSION, DELETION_KIND, GROUP, MANAGED_BY, POLICY_KIND, POLICY_LABEL
+from ..model.api import API_VERSION, DELETION_KIND, GROUP, MANAGED_BY, POLICY_LABEL
 from ..model.offsets import TP, Committed, GroupInfo
 from ..model.report import ScannedOffset
+from .deletion_steps import AWAITING, FAILED, PARTIALLY_FAILED, PENDING, RESTORED, SUCCEEDED
 from .policy_spec import Mode
 from .times import iso
 
 MAX_NAME = 63  # children's names stay valid label values
+POLICY_UID = f"{GROUP}/policy-uid"  # on a policy's OffsetDeletions: the uid of the policy that made them
+
+# OffsetDeletion phases (decisions/deletion_steps.py): still waiting (no status yet counts too), and final.
+_WAITING = frozenset({None, PENDING, AWAITING})
+_FINAL = frozenset({SUCCEEDED, PARTIALLY_FAILED, FAILED, RESTORED})
 
 # Why a scanned candidate partition is not proposed.
 PROTECTED = "Protected"
@@ -156,10 +162,14 @@ def child_name(policy: str, proposal: Proposal) -> str:
     return f"{prefix}-{digest}"
 
 
-def child_manifest(policy_body: Mapping[str, Any], owner: Mapping[str, Any], proposal: Proposal, mode: Mode,
-                   scan_time_ms: int) -> dict[str, Any]:
-    """The OffsetDeletion for one proposal: owned by the policy, using its connection (policyRef), approved
-    only in Auto mode, carrying the scanned offsets so the deletion skips what was committed since."""
+def child_manifest(policy_body: Mapping[str, Any], proposal: Proposal, mode: Mode, scan_time_ms: int) -> dict[str, Any]:
+    """The OffsetDeletion for one proposal: using the policy's connection (policyRef), approved only in Auto
+    mode, carrying the scanned offsets so the deletion skips what was committed since.
+
+    No ownerReference to the policy: Kubernetes would garbage-collect the child with its policy (a GitOps
+    prune), finished deletions and their results included. Provenance is the policy label (which policy by
+    name) and the POLICY_UID annotation (which incarnation of it); `on_policy_deleted` takes only the
+    children that never started."""
     meta = policy_body["metadata"]
     reasons = sorted(set(proposal.reasons.values()))
     return {
@@ -173,8 +183,8 @@ def child_manifest(policy_body: Mapping[str, Any], owner: Mapping[str, Any], pro
                 f"{GROUP}/group": proposal.group,
                 f"{GROUP}/reasons": ",".join(reasons),
                 f"{GROUP}/scan-time": iso(scan_time_ms),
+                POLICY_UID: str(meta.get("uid") or ""),
             },
-            "ownerReferences": [dict(owner)],
         },
         "spec": {
             "policyRef": {"name": meta["name"]},
@@ -188,20 +198,116 @@ def child_manifest(policy_body: Mapping[str, Any], owner: Mapping[str, Any], pro
     }
 
 
-def children(policy_body: Mapping[str, Any], owner: Mapping[str, Any], kept: Sequence[Proposal], mode: Mode,
-             scan_time_ms: int) -> list[dict[str, Any]]:
+def children(policy_body: Mapping[str, Any], kept: Sequence[Proposal], mode: Mode, scan_time_ms: int) -> list[dict[str, Any]]:
     """DryRun proposes nothing; Approve and Auto one OffsetDeletion per group."""
     if mode is Mode.DRY_RUN:
         return []
-    return [child_manifest(policy_body, owner, p, mode, scan_time_ms) for p in kept]
+    return [child_manifest(policy_body, p, mode, scan_time_ms) for p in kept]
 
 
 def approve_existing(mode: Mode, child: Mapping[str, Any] | None, policy_body: Mapping[str, Any]) -> bool:
     """In Auto mode, a proposal this policy made earlier (in Approve mode) and that still waits is approved:
     Auto means the policy's proposals are approved. Rejecting a proposal is deleting it, so nothing a person
-    decided is overridden. Only children this very policy owns are touched."""
+    decided is overridden. Only children of this very policy (label and uid annotation) are touched."""
     if mode is not Mode.AUTO or child is None or (child.get("spec") or {}).get("approved"):
         return False
+    return belongs_to(child, policy_body) and not started(child)
+
+
+# -- a policy's children over their life: provenance, deletion of the policy, history
+
+
+def belongs_to(child: Mapping[str, Any], policy_body: Mapping[str, Any]) -> bool:
+    """Made by this policy: its label names the policy, and its uid annotation (or, for a child made before
+    children lost their ownerReference, an ownerReference) names this incarnation of it, not an earlier
+    policy of the same name."""
+    meta = child.get("metadata") or {}
+    policy = policy_body.get("metadata") or {}
+    uid = policy.get("uid")
+    if not uid or (meta.get("labels") or {}).get(POLICY_LABEL) != policy.get("name"):
+        return False
+    if (meta.get("annotations") or {}).get(POLICY_UID) == uid:
+        return True
+    return any(o.get("uid") == uid for o in meta.get("ownerReferences") or ())
+
+
+def started(child: Mapping[str, Any]) -> bool:
+    """Whether the deletion has begun to act on Kafka (or may have): a backup was taken (status.backup, or a
+    backupRef to the backup store), or its phase is past the wait (Running or a final phase), or it marked
+    its OffsetDelete as sent. The phases are decisions/deletion_steps.py's; the approval alone does not
+    start anything: an approved deletion still Pending or AwaitingApproval has taken no backup yet."""
+    status = child.get("status") or {}
+    if status.get("phase") not in _WAITING:
+        return True
+    return any(status.get(key) for key in ("backup", "backupRef", "deleteStartTime"))
+
+
+def finished(child: Mapping[str, Any]) -> bool:
+    """Done for good: a final phase (Succeeded, PartiallyFailed, Failed, Restored) with no restore asked and
+    still to run. Only these count against the history limit."""
+    status = child.get("status") or {}
+    phase = status.get("phase")
+    if phase not in _FINAL:
+        return False
+    restoring = phase in (SUCCEEDED, PARTIALLY_FAILED) and (child.get("spec") or {}).get("restore") \
+        and not status.get("restoreTime")
+    return not restoring
+
+
+@dataclass(frozen=True)
+class Cleanup:
+    """What to do with a policy's children: delete some (with the resourceVersion they were seen at, so a
+    child that changed meanwhile, e.g. was approved and started, is not deleted), and release others from
+    an ownerReference to the policy that older versions of the operator set."""
+
+    delete: tuple[tuple[str, str], ...] = ()  # (name, resourceVersion)
+    release: tuple[tuple[str, dict[str, Any]], ...] = ()  # (name, JSON merge patch of the object)
+
+
+def on_policy_deleted(items: Iterable[Mapping[str, Any]], policy_body: Mapping[str, Any]) -> Cleanup:
+    """A deleted policy takes its unstarted proposals with it (nobody will approve them, and they would run
+    with a connection of a policy that is gone); every child that started stays, with its results."""
+    mine = [c for c in items if belongs_to(c, policy_body)]
+    return Cleanup(
+        delete=tuple(_key(c) for c in mine if not started(c)),
+        release=_releases([c for c in mine if started(c)], policy_body),
+    )
+
+
+def history_overflow(items: Iterable[Mapping[str, Any]], policy_body: Mapping[str, Any], limit: int) -> Cleanup:
+    """The policy's finished children beyond the newest `limit` (spec.history.finishedDeletionsLimit), oldest
+    first, by completion time; and ownerReferences to release on the rest."""
+    mine = [c for c in items if belongs_to(c, policy_body)]
+    done = sorted((c for c in mine if finished(c)), key=_finished_at, reverse=True)
+    drop = done[limit:]
+    dropped = {_key(c)[0] for c in drop}
+    return Cleanup(
+        delete=tuple(_key(c) for c in reversed(drop)),
+        release=_releases([c for c in mine if c["metadata"]["name"] not in dropped], policy_body),
+    )
+
+
+def _releases(items: Iterable[Mapping[str, Any]], policy_body: Mapping[str, Any]) -> tuple[tuple[str, dict[str, Any]], ...]:
     uid = (policy_body.get("metadata") or {}).get("uid")
-    owners = (child.get("metadata") or {}).get("ownerReferences") or ()
-    return any(o.get("uid") == uid and o.get("kind") == POLICY_KIND for o in owners)
+    out = []
+    for child in items:
+        meta = child.get("metadata") or {}
+        owners = list(meta.get("ownerReferences") or ())
+        others = [o for o in owners if o.get("uid") != uid]
+        if len(others) == len(owners):
+            continue
+        out.append((meta["name"], {"metadata": {"ownerReferences": others or None,
+                                                 "annotations": {POLICY_UID: uid}}}))
+    return tuple(out)
+
+
+def _key(child: Mapping[str, Any]) -> tuple[str, str]:
+    meta = child.get("metadata") or {}
+    return meta["name"], str(meta.get("resourceVersion") or "")
+
+
+def _finished_at(child: Mapping[str, Any]) -> tuple[str, str, str]:
+    status = child.get("status") or {}
+    meta = child.get("metadata") or {}
+    when = status.get("restoreTime") or status.get("completionTime") or meta.get("creationTimestamp") or ""
+    return str(when), str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")

@@ -26,6 +26,8 @@ from .api import DELETION_KIND, DELETIONS, GROUP, POLICIES, POLICY_KIND, VERSION
 
 INT32_MAX = 2**31 - 1  # Kafka's partition numbers, Spark's cores and instances
 INT64_MAX = 2**63 - 1  # Kafka's offsets
+DEFAULT_FINISHED_DELETIONS_LIMIT = 20  # a policy's finished OffsetDeletions kept (spec.history)
+MAX_FINISHED_DELETIONS_LIMIT = 1000  # each is an object in etcd; a longer history belongs in the backups
 
 
 def _secret_key_ref(description: str, keys: dict[str, tuple[str, str]]) -> Schema:
@@ -157,8 +159,10 @@ def _policy_spec() -> Schema:
                 "enum": ["DryRun", "Approve", "Auto"],
                 "default": "DryRun",
                 "description": (
-                    "DryRun reports candidates only. Approve creates OffsetDeletions that wait for "
-                    "spec.approved. Auto creates approved OffsetDeletions. Every deletion backs up first."
+                    "DryRun reports candidates (and what keep-alive would do) and writes nothing to Kafka, ever. "
+                    "Approve creates OffsetDeletions that wait for spec.approved. Auto creates approved "
+                    "OffsetDeletions. Every deletion backs up first. Keep-alive (protect.keepAlive) acts in "
+                    "Approve and Auto only."
                 ),
             },
             schedule={
@@ -224,6 +228,29 @@ def _policy_spec() -> Schema:
                                 },
                             },
                         },
+                    },
+                },
+            },
+            history={
+                "type": "object",
+                "default": {"finishedDeletionsLimit": DEFAULT_FINISHED_DELETIONS_LIMIT},
+                "description": (
+                    "How many of the policy's OffsetDeletions are kept once they are done. The policy's "
+                    "OffsetDeletions carry no ownerReference to it: deleting the policy deletes only those that "
+                    "never started (no backup taken); every other one stays, with its results."
+                ),
+                "properties": {
+                    "finishedDeletionsLimit": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": MAX_FINISHED_DELETIONS_LIMIT,
+                        "default": DEFAULT_FINISHED_DELETIONS_LIMIT,
+                        "description": (
+                            "Finished OffsetDeletions of this policy to keep (Succeeded, PartiallyFailed, Failed, "
+                            "Restored, with no restore pending), like a CronJob's successfulJobsHistoryLimit: "
+                            "after each run the oldest beyond it are deleted. Their offset backups are stored "
+                            "apart and stay."
+                        ),
                     },
                 },
             },

@@ -4,6 +4,9 @@ A rebase is the one step that removes offsets for a moment (DeleteGroups, then t
 the backup), so its backup is saved durably BEFORE the group is deleted, and dropped only once the offsets
 are back. An operator that dies in between finds the backup on its next run (`resume_interrupted`) and
 commits the partitions that still have no offset, never overwriting one a consumer committed since.
+
+With `write=False` (a DryRun policy) the same pass only reads (DescribeGroups, OffsetFetch) and reports
+what it would do: DryRun writes nothing to Kafka, ever, and leaves the backup store alone too.
 """
 
 from __future__ import annotations
@@ -13,7 +16,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..adapters.kafka_admin import KafkaAdmin
-from ..decisions.keepalive import KeepAlivePlan, Method, needs_live_view, plan_group, protected_groups
+from ..decisions.keepalive import (
+    KeepAlivePlan,
+    Method,
+    needs_live_view,
+    plan_group,
+    preview,
+    protected_groups,
+)
 from ..model.offsets import TP, Committed, GroupInfo, group_busy
 from ..model.reasons import Reason
 from ..model.report import ScannedOffset
@@ -22,6 +32,8 @@ RECOMMITTED = "Recommitted"
 REBASED = "Rebased"
 RESUMED = "Resumed"
 BLOCKED = "Blocked"
+WOULD_RECOMMIT = "WouldRecommit"  # DryRun: what a policy that acts would do
+WOULD_REBASE = "WouldRebase"
 
 
 class BackupStore(Protocol):
@@ -46,6 +58,11 @@ class KeepAliveResult:
         return f"{self.group}: {self.message}"
 
     @property
+    def preview(self) -> bool:
+        """Only said, not done (DryRun): no Event, no metric."""
+        return self.outcome in (WOULD_RECOMMIT, WOULD_REBASE)
+
+    @property
     def reason(self) -> Reason:
         """The reason of the Event that reports it."""
         return _EVENT_REASONS[self.outcome]
@@ -55,8 +72,15 @@ _EVENT_REASONS = {RECOMMITTED: Reason.KEEP_ALIVE_RECOMMITTED, REBASED: Reason.KE
                   RESUMED: Reason.KEEP_ALIVE_RESUMED, BLOCKED: Reason.KEEP_ALIVE_BLOCKED}
 
 
-def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan) -> KeepAliveResult | None:
-    """One plan. Kafka failures of a whole request raise KafkaFailure (the run retries later)."""
+def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, write: bool = True) -> KeepAliveResult | None:
+    """One plan. Kafka failures of a whole request raise KafkaFailure (the run retries later). Without
+    `write`, only reads: what would be done, with the offsets it would concern."""
+    if not write and plan.method is not None:
+        offsets = len(admin.committed_offsets(plan.group))
+        if not offsets:
+            return KeepAliveResult(plan.group, BLOCKED, 0, "no committed offsets left to keep alive")
+        outcome = WOULD_REBASE if plan.method is Method.REBASE else WOULD_RECOMMIT
+        return KeepAliveResult(plan.group, outcome, 0, preview(plan.method, offsets))
     if plan.method is Method.RECOMMIT:
         return _recommit(admin, plan.group)
     if plan.method is Method.REBASE:
@@ -120,17 +144,25 @@ def _commit_backup(admin: KafkaAdmin, store: BackupStore, group: str, backup: Ma
     return KeepAliveResult(group, outcome, len(missing), message)
 
 
-def resume_interrupted(admin: KafkaAdmin, store: BackupStore) -> list[KeepAliveResult]:
-    """Finish rebases an earlier run began but did not end (operator restart, consumer race)."""
+def resume_interrupted(admin: KafkaAdmin, store: BackupStore, *, write: bool = True) -> list[KeepAliveResult]:
+    """Finish rebases an earlier run began but did not end (operator restart, consumer race). Without
+    `write`, say which wait (a policy switched to DryRun mid-way must not leave that unsaid)."""
     out = []
     for group, backup in sorted(store.load_all().items()):
         live = admin.describe_group(group)
         current = admin.committed_offsets(group)
         if all(tp in current for tp in backup):
-            store.drop(group)  # never deleted, or already re-committed
+            if write:
+                store.drop(group)  # never deleted, or already re-committed
             continue
         if live.active:
             out.append(KeepAliveResult(group, BLOCKED, 0, "an interrupted rebase waits for the group to be empty"))
+            continue
+        if not write:
+            missing = sum(1 for tp in backup if tp not in current)
+            out.append(KeepAliveResult(group, BLOCKED, 0, (
+                f"an interrupted rebase left {missing} backed-up offsets uncommitted; DryRun writes nothing to "
+                "Kafka: they are re-committed by the first run in Approve or Auto mode")))
             continue
         out.append(_commit_backup(admin, store, group, backup, current, RESUMED,
                                   "finished an interrupted rebase ({n} offsets re-committed)"))
@@ -138,16 +170,16 @@ def resume_interrupted(admin: KafkaAdmin, store: BackupStore) -> list[KeepAliveR
 
 
 def run_pass(admin: KafkaAdmin, store: BackupStore, protected: Iterable[ScannedOffset], now_ms: int,
-             lead: int) -> list[KeepAliveResult]:
+             lead: int, *, write: bool = True) -> list[KeepAliveResult]:
     """One keep-alive pass after an analysis: finish interrupted rebases, then handle every protected group
-    that is due (see keepalive.plan_group)."""
-    results = resume_interrupted(admin, store)
+    that is due (see keepalive.plan_group). `write=False` (DryRun): the same decisions, reported, not done."""
+    results = resume_interrupted(admin, store, write=write)
     touched = {r.group for r in results}
     for group in protected_groups(protected):
         if group.group in touched or not needs_live_view(group, now_ms, lead):
             continue
         live = admin.describe_group(group.group) if group.group_type == "classic" else GroupInfo(group.group, "Unknown")
-        result = carry_out(admin, store, plan_group(group, live, now_ms, lead))
+        result = carry_out(admin, store, plan_group(group, live, now_ms, lead), write=write)
         if result is not None:
             results.append(result)
     return results

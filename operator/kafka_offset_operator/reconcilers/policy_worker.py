@@ -7,10 +7,16 @@ failure: decisions/schedule.py), runs one visit:
 
     spec + Secrets -> Kafka preflight (retention) -> analysis (Local | SparkApplication)
     -> live re-check (DescribeGroups, OffsetFetch) -> OffsetDeletions per mode -> keep-alive -> status
+    -> history (the oldest finished OffsetDeletions beyond spec.history.finishedDeletionsLimit go)
 
 Everything blocking runs in a thread, off the event loop; a deleted policy (or a stopping operator) sets
 the daemon's `stopped` flag, which cancels a running analysis. A visit never raises: every failure ends in
 a status condition naming its reason (and, for a bad spec, the field), so nothing crash-loops.
+
+The policy's OffsetDeletions carry no ownerReference to it (decisions/proposals.py says why): when the
+policy is deleted, `deleted` (a Kopf deletion handler, so the policy waits behind Kopf's finalizer) first
+waits for a visit under way to end, then deletes the children that never started and leaves the others.
+DryRun writes nothing to Kafka: keep-alive only reports what it would do there.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from ..adapters import metrics
 from ..adapters.backup_store import BackupStore
 from ..adapters.kafka_admin import KafkaAdmin
 from ..adapters.keepalive_store import RebaseBackups
-from ..adapters.kube import KubeError, NotFound, owner_reference
+from ..adapters.kube import Conflict, KubeError, NotFound
 from ..context import OperatorContext
 from ..decisions import keepalive, policy_status, proposals, schedule
 from ..decisions.connection_spec import connection_from_spec
@@ -42,7 +48,7 @@ from ..decisions.times import parse_iso
 from ..engines.dispatch import run as run_analysis
 from ..engines.job import AnalysisFailed, CancelFlag, Cancelled, Job
 from ..engines.spark_application import DEFAULT_IMAGE_ENV, SparkApplicationEngine
-from ..model.api import DELETIONS, GROUP, POLICIES, VERSION
+from ..model.api import DELETIONS, GROUP, POLICIES, POLICY_LABEL, VERSION
 from ..model.connection import ConnectionSettings
 from ..model.offsets import TP, Committed, KafkaFailure
 from ..model.reasons import Reason
@@ -69,6 +75,7 @@ class PolicyRunner:
         )
         self.failures: dict[tuple[str, str], int] = {}
         self.slot = asyncio.Lock()  # one analysis at a time in this operator (each takes all cores)
+        self.visiting: dict[tuple[str, str], asyncio.Event] = {}  # a visit under way; set when it ends
 
     @staticmethod
     def now_ms() -> int:
@@ -90,7 +97,7 @@ class PolicyRunner:
                 status = body.get("status") or {}
                 if schedule.due(_generation(body), status, self.now_ms()):
                     async with self.slot:
-                        await asyncio.to_thread(self.visit, namespace, name, stopped)
+                        await self._visit_marked(namespace, name, stopped)
                     continue  # re-read: the status now says when the next run is due
                 wait = schedule.wait_ms(parse_iso(status.get("nextRunTime")), self.now_ms(), int(self.tick_s * 1000))
                 await stopped.wait(timeout=max(0.05, wait / 1000))
@@ -98,6 +105,89 @@ class PolicyRunner:
             self.failures.pop((namespace, name), None)
             if stopped:
                 metrics.forget_policy(namespace, name, list(CANDIDATE_REASONS))
+
+    async def _visit_marked(self, namespace: str, name: str, stopped: kopf.DaemonStopped) -> None:
+        """One visit, marked as under way so that the deletion handler can wait for it (`quiesce`). The mark
+        is set before the visit re-reads the policy, so a visit that could have missed the deletionTimestamp
+        is always waited for, and one that starts later sees it and does nothing."""
+        key = (namespace, name)
+        done = self.visiting[key] = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def ended() -> None:
+            if self.visiting.get(key) is done:
+                del self.visiting[key]
+            done.set()
+
+        def run() -> None:
+            # The end is signalled by the thread itself: a daemon cancelled by Kopf (cancellation_timeout)
+            # stops awaiting, but the visit's thread runs on until it sees `stopped`.
+            try:
+                self.visit(namespace, name, stopped)
+            finally:
+                with contextlib.suppress(RuntimeError):  # the loop is gone: the operator has stopped
+                    loop.call_soon_threadsafe(ended)
+
+        await asyncio.to_thread(run)
+
+    async def quiesce(self, namespace: str, name: str) -> None:
+        """Wait until no visit of this policy is under way (the deleted policy's daemon is told to stop at
+        the same time, which cancels its analysis and the proposals not yet made)."""
+        done = self.visiting.get((namespace, name))
+        if done is not None:
+            await done.wait()
+
+    # -- the policy's deletion (a Kopf deletion handler, in a thread)
+
+    def deleted(self, body: Mapping[str, Any]) -> None:
+        """Delete the policy's OffsetDeletions that never started; release the rest from an ownerReference
+        an older operator set, so garbage collection does not take them with the policy. A Kubernetes error
+        is raised: Kopf retries, and the policy stays (behind its finalizer) until this has succeeded."""
+        meta = body["metadata"]
+        plan = proposals.on_policy_deleted(self._children(body), body)
+        deleted, kept = self._apply_cleanup(meta["namespace"], plan)
+        log.info("policy %s/%s deleted: deleted %d unstarted OffsetDeletions%s; started and finished ones stay",
+                 meta["namespace"], meta["name"], len(deleted), f" ({', '.join(deleted)})" if deleted else "")
+        if kept:
+            log.info("policy %s/%s: kept %s: changed since read (approved and started, say)", meta["namespace"],
+                     meta["name"], ", ".join(kept))
+
+    def _children(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """OffsetDeletions labelled with the policy's name; proposals.belongs_to then checks the uid."""
+        meta = body["metadata"]
+        return self.kube.list_objects(GROUP, VERSION, DELETIONS, meta["namespace"], {POLICY_LABEL: meta["name"]})
+
+    def _apply_cleanup(self, namespace: str, plan: proposals.Cleanup) -> tuple[list[str], list[str]]:
+        """Deletes (each only as it was read) and releases; returns what was deleted, and what changed since
+        it was read and so was kept."""
+        deleted: list[str] = []
+        kept: list[str] = []
+        for child, version in plan.delete:
+            try:
+                self.kube.delete_object(GROUP, VERSION, DELETIONS, namespace, child, resource_version=version)
+            except Conflict:
+                kept.append(child)
+                continue
+            deleted.append(child)
+        for child, patch in plan.release:
+            with contextlib.suppress(NotFound):
+                self.kube.patch_object(GROUP, VERSION, DELETIONS, namespace, child, patch)
+        return deleted, kept
+
+    def _trim_history(self, body: Mapping[str, Any], spec: PolicySpec) -> None:
+        """After a run: the oldest finished OffsetDeletions beyond the limit go (their backups stay). Best
+        effort: a Kubernetes error here is logged and the next run tries again."""
+        meta = body["metadata"]
+        try:
+            plan = proposals.history_overflow(self._children(body), body, spec.finished_deletions_limit)
+            deleted, _ = self._apply_cleanup(meta["namespace"], plan)
+        except KubeError as exc:
+            log.warning("policy %s/%s: history not trimmed: %s", meta["namespace"], meta["name"], exc)
+            return
+        if deleted:
+            log.info("policy %s/%s: deleted %d finished OffsetDeletions beyond spec.history.finishedDeletionsLimit "
+                     "(%d): %s", meta["namespace"], meta["name"], len(deleted), spec.finished_deletions_limit,
+                     ", ".join(deleted))
 
     def _read(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The policy, or None once it is gone; other API errors are raised."""
@@ -117,8 +207,8 @@ class PolicyRunner:
 
     def visit(self, namespace: str, name: str, cancel: CancelFlag) -> None:
         body = self._get(namespace, name)
-        if body is None:
-            return
+        if body is None or body["metadata"].get("deletionTimestamp"):
+            return  # a deleted policy proposes nothing more: its deletion handler is tidying up
         try:
             self._visit(body, cancel)
         except KubeError as exc:
@@ -149,7 +239,7 @@ class PolicyRunner:
             metrics.analysis_finished(spec.engine.value, "Succeeded", (self.now_ms() - started) / 1000)
             with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
                 kept, skipped = self._recheck(admin, spec, report)
-                created, existing = self._propose(body, spec, kept, started)
+                created, existing = self._propose(body, spec, kept, started, cancel)
                 kept_alive = self._keep_alive(admin, body, spec, report, retention_ms)
         except Cancelled:
             metrics.analysis_finished(spec.engine.value, "Cancelled", (self.now_ms() - started) / 1000)
@@ -170,6 +260,7 @@ class PolicyRunner:
         run = policy_status.RunSummary(spec.engine.value, started, self.now_ms(), report, spec.mode, created, existing,
                               len(kept), tuple(skipped), [r.line for r in kept_alive])
         self._succeeded(body, spec, run)
+        self._trim_history(body, spec)
 
     # -- the steps
 
@@ -198,9 +289,12 @@ class PolicyRunner:
                 kept.append(result.proposal)
         return kept, skipped
 
-    def _propose(self, body: dict[str, Any], spec: PolicySpec, kept: list[proposals.Proposal], scan_ms: int) -> tuple[int, int]:
+    def _propose(self, body: dict[str, Any], spec: PolicySpec, kept: list[proposals.Proposal], scan_ms: int,
+                 cancel: CancelFlag) -> tuple[int, int]:
         created = existing = 0
-        for child in proposals.children(body, owner_reference(body), kept, spec.mode, scan_ms):
+        for child in proposals.children(body, kept, spec.mode, scan_ms):
+            if cancel.is_set():  # the policy is being deleted (or the operator stops): propose nothing more
+                raise Cancelled()
             meta = child["metadata"]
             if self.kube.create_object(GROUP, VERSION, DELETIONS, meta["namespace"], child) is not None:
                 created += 1
@@ -228,8 +322,10 @@ class PolicyRunner:
         store = RebaseBackups(BackupStore(self.kube), body, admin.cluster_id(), str(spec.kafka.get("bootstrapServers")),
                               self.options.backup_retention_s)
         lead = keepalive.lead_ms(retention_ms, spec.interval_ms)
-        results = run_pass(admin, store, report.protected, self.now_ms(), lead)
+        results = run_pass(admin, store, report.protected, self.now_ms(), lead, write=spec.writes_to_kafka)
         for result in results:
+            if result.preview:  # DryRun: said in the Ready condition; no Event, no count (nothing happened)
+                continue
             metrics.keepalive_action(result.outcome)
             kind = "Warning" if result.outcome == BLOCKED else "Normal"
             self._event(body, kind, result.reason, result.line)

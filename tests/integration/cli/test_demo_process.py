@@ -25,7 +25,10 @@ def test_demo_exits_0_with_the_policy_and_its_deletions_as_tables() -> None:
     policy = out[out.index("ConsumerGroupOffsetPolicy kafka/stale-offsets"):]
     assert "Ready       True (AnalysisSucceeded)" in policy
     assert "candidates  7 (EmptyGroup 3, Standalone 2, UnsubscribedTopic 2)" in policy
+    # DryRun writes nothing to Kafka: keep-alive says what it would do, and does it once the policy acts.
+    assert "keep-alive of protected groups: billing-monthly: would rebase as a simple group" in out
     assert "keep-alive of protected groups: billing-monthly: rebased as a simple group" in out
+    assert out.index("would rebase") < out.index("Approve analysis done") < out.index(": rebased as a simple group")
     deletions = out[out.index("OffsetDeletions created by the policy"):].splitlines()[1:5]
     assert deletions[0].split() == ["NAME", "GROUP", "TOPICS[PARTITIONS]", "PHASE", "APPROVED"]
     rows = {line.split()[1]: line.split()[2:] for line in deletions[1:]}

@@ -1,7 +1,8 @@
 """A ConsumerGroupOffsetPolicy through the real operator (Kopf on kmock's emulated API), the sandbox broker
 and the Local engine (PySpark local mode in the operator's warm worker): the demo's story played in DryRun,
 then Approve, then Auto; an offset committed between the scan and the deletion is skipped; the protected
-group is never touched, and its keep-alive rebases it.
+group is never deleted, and its keep-alive only says what it would do in DryRun, then rebases it once the
+policy acts (Approve).
 
 Three analysis runs in all (the first pays for Spark's start), so the story is played once per module and
 each mode is a module fixture one step further than the one before (DryRun, Approve, a late commit, Auto);
@@ -111,6 +112,7 @@ class Approve:
     status: dict[str, Any]
     proposed: dict[str, dict[str, Any]]
     phases: dict[str, str]  # group -> its OffsetDeletion's phase, once each waits for approval
+    billing_protocol_type: str
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +123,9 @@ def approve(played: Played, dry_run: DryRun) -> Approve:
     proposed = deletions(kube)
     phases = {group: kube.wait_for_phase(d["metadata"]["name"], "AwaitingApproval")["phase"]
               for group, d in proposed.items()}
-    return Approve(status, proposed, phases)
+    with KafkaAdmin(ConnectionSettings(played.broker.bootstrap_servers)) as admin:
+        billing = admin.describe_group("billing-monthly")
+    return Approve(status, proposed, phases, billing.protocol_type)
 
 
 @dataclass
@@ -174,9 +178,14 @@ def test_dry_run_reports_the_candidates_and_proposes_nothing(dry_run: DryRun) ->
     assert dry_run.deletions == {}
 
 
-def test_dry_run_keeps_the_protected_group_alive_as_a_simple_group(dry_run: DryRun) -> None:
-    assert "billing-monthly: rebased as a simple group" in condition(dry_run.status, "Ready")["message"]
-    assert dry_run.billing_protocol_type == ""
+def test_dry_run_says_what_keep_alive_would_do_and_writes_nothing(dry_run: DryRun) -> None:
+    assert "billing-monthly: would rebase as a simple group" in condition(dry_run.status, "Ready")["message"]
+    assert dry_run.billing_protocol_type == "consumer"  # DryRun writes nothing
+
+
+def test_approve_keeps_the_protected_group_alive_as_a_simple_group(approve: Approve) -> None:
+    assert "billing-monthly: rebased as a simple group" in condition(approve.status, "Ready")["message"]
+    assert approve.billing_protocol_type == ""
 
 
 # -- Approve

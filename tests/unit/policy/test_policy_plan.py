@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from kafka_offset_operator.adapters.kube import owner_reference
 from kafka_offset_operator.decisions import keepalive, policy_status, proposals, schedule
 from kafka_offset_operator.decisions.deletion_spec import parse_spec
 from kafka_offset_operator.decisions.keepalive import KeepAlivePlan, Method
@@ -25,7 +24,6 @@ NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 KAFKA = {"bootstrapServers": "kafka:9092"}
 POLICY_BODY = {"apiVersion": "kafkaoffsets.dev/v1alpha1", "kind": "ConsumerGroupOffsetPolicy",
                "metadata": {"name": "stale", "namespace": "kafka", "uid": "u-1", "generation": 3}}
-OWNER = owner_reference(POLICY_BODY)
 
 
 def row(group: str, topic: str, partition: int, offset: int, reason: str = "EmptyGroup", *, candidate: bool = True,
@@ -141,9 +139,9 @@ def test_kip848_groups_are_compared_by_offset_only() -> None:
 
 def test_children_are_named_by_content_and_approved_per_mode() -> None:
     p = proposal(row("orders-app", "t", 1, 5), row("orders-app", "t", 0, 4))
-    assert proposals.children(POLICY_BODY, OWNER, [p], Mode.DRY_RUN, NOW) == []
-    [approve] = proposals.children(POLICY_BODY, OWNER, [p], Mode.APPROVE, NOW)
-    [auto] = proposals.children(POLICY_BODY, OWNER, [p], Mode.AUTO, NOW)
+    assert proposals.children(POLICY_BODY, [p], Mode.DRY_RUN, NOW) == []
+    [approve] = proposals.children(POLICY_BODY, [p], Mode.APPROVE, NOW)
+    [auto] = proposals.children(POLICY_BODY, [p], Mode.AUTO, NOW)
     assert approve["metadata"]["name"] == auto["metadata"]["name"] == proposals.child_name("stale", p)
     assert approve["metadata"]["name"].startswith("stale-")
     assert (approve["spec"]["approved"], auto["spec"]["approved"]) == (False, True)
@@ -152,8 +150,10 @@ def test_children_are_named_by_content_and_approved_per_mode() -> None:
                                                   {"topic": "t", "partition": 1, "offset": 5}]
     assert approve["spec"]["policyRef"] == {"name": "stale"}
     assert parse_spec(auto["spec"]).expected == {("t", 0): 4, ("t", 1): 5}  # the CRD's schema accepts it
-    owner = approve["metadata"]["ownerReferences"][0]
-    assert (owner["kind"], owner["uid"], owner["controller"]) == ("ConsumerGroupOffsetPolicy", "u-1", True)
+    # Not owned by the policy (its deletion must not garbage-collect them): provenance by label and uid.
+    assert "ownerReferences" not in approve["metadata"]
+    assert approve["metadata"]["labels"]["kafkaoffsets.dev/policy"] == "stale"
+    assert approve["metadata"]["annotations"][proposals.POLICY_UID] == "u-1"
     moved = proposal(row("orders-app", "t", 1, 6), row("orders-app", "t", 0, 4))
     assert proposals.child_name("stale", moved) != proposals.child_name("stale", p)  # different offsets, new proposal
     long = proposals.child_name("x" * 80, p)

@@ -1,0 +1,289 @@
+"""A policy's OffsetDeletions outlive it (issue 9): they carry no ownerReference to the policy, so deleting the
+policy (a GitOps prune) takes only the proposals that never started; finished ones stay with their results;
+a history limit trims the oldest finished ones; Auto approves a waiting proposal of its own, never one of
+another policy. Through the real operator (Kopf on the emulated API) and the sandbox broker.
+
+The analysis is the plain-Python reference analysis (the Spark job's test oracle, same rules) in place of
+the Local engine: what is tested here is what happens after an analysis, and each test runs a few of them.
+The real engine runs in test_policy_modes.py and test_policy_dryrun.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+from brokers import make_topics
+from kafka_clients import committed as committed_at
+from kafka_clients import empty_group as empty_group_at
+from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, EmulatedCluster, Kube, OperatorThread
+from waiting import wait_until
+
+from kafka_offset_operator.adapters.offsets_topic import OffsetsTopicReader
+from kafka_offset_operator.decisions.proposals import POLICY_UID
+from kafka_offset_operator.engines.job import CancelFlag, Job
+from kafka_offset_operator.model.api import POLICY_LABEL
+from kafka_offset_operator.model.report import Report, from_rows
+from kafka_offset_operator.reconcilers import policy_worker
+from kafka_sandbox import SandboxBroker
+from offset_expiry.policy import parse_policy
+from offset_expiry.raw import RawRecord
+from offset_expiry.reference import analyze_records
+
+RETENTION_MS = 7 * 86_400_000
+
+Start = Callable[..., OperatorThread]
+PLURAL = "consumergroupoffsetpolicies"
+DELETIONS = "offsetdeletions"
+POLICY = "cleanup"
+GROUPS = ("g-a", "g-b", "g-c")
+OFFSETS = {("orders", 0): 3, ("orders", 1): 4}
+TIMEOUT = 60.0
+
+
+def committed(broker: SandboxBroker, group: str) -> dict[tuple[str, int], int]:
+    return committed_at(broker.bootstrap_servers, group)
+
+
+def empty_group(broker: SandboxBroker, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    empty_group_at(broker.bootstrap_servers, group, offsets)
+
+
+def scan(broker: SandboxBroker, spec: Any) -> Report:
+    """The reference analysis (the Spark job's oracle) of the whole __consumer_offsets, as the operator
+    reads a report: these tests are about what happens after an analysis, not about Spark."""
+    with OffsetsTopicReader(broker.bootstrap_servers) as reader:
+        records = [RawRecord(r.partition, r.offset, r.timestamp, r.key, r.value)
+                   for r in reader.records(None, from_beginning=True, follow=False)]
+    report = analyze_records(records, parse_policy(spec), now_ms=broker.clock.now_ms(), retention_ms=RETENTION_MS,
+                             existing_topics=None)
+    return from_rows(report["summary"], report["offsets"])
+
+
+@pytest.fixture
+def stale_groups(broker: SandboxBroker, monkeypatch: pytest.MonkeyPatch) -> SandboxBroker:
+    """Three Empty consumer groups that left two days ago (candidates of a 1d emptyGroupRetention), and the
+    reference analysis in place of the engine."""
+    make_topics(broker, {"orders": 2})
+    for group in GROUPS:
+        empty_group(broker, group, OFFSETS)
+    broker.clock.advance(days=2)
+
+    def reference(job: Job, cancel: CancelFlag, spark: Any) -> Report:
+        return scan(broker, job.spec.analysis_spec)
+
+    monkeypatch.setattr(policy_worker, "run_analysis", reference)
+    return broker
+
+
+def create_policy(kube: Kube, broker: SandboxBroker, mode: str, **extra: Any) -> dict[str, Any]:
+    return kube.create(PLURAL, {
+        "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+        "metadata": {"name": POLICY, "namespace": NAMESPACE},
+        "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "rules": {"emptyGroupRetention": "1d"},
+                 "mode": mode, **extra}})
+
+
+def wait_run(kube: Kube, after: str | None = None) -> dict[str, Any]:
+    """The policy's status once a run newer than `after` (a lastRun.completionTime) succeeded."""
+    def done() -> dict[str, Any] | None:
+        status = kube.get(GROUP_VERSION, PLURAL, POLICY).get("status") or {}
+        last = (status.get("lastRun") or {}).get("completionTime")
+        ready = next((c for c in status.get("conditions", []) if c["type"] == "Ready"), {})
+        if ready.get("status") == "False" and ready.get("reason") not in (None, "AnalysisRunning"):
+            raise AssertionError(f"the run failed: {ready}")
+        return status if last and last != after and ready.get("status") == "True" else None
+    return wait_until(done, TIMEOUT, "a policy run")
+
+
+def children(kube: Kube) -> dict[str, dict[str, Any]]:
+    """The OffsetDeletions of the namespace by group (one per group here), hand-made ones included."""
+    return {d["spec"]["group"]: d for d in kube.list(GROUP_VERSION, DELETIONS)}
+
+
+def proposals_waiting(kube: Kube) -> dict[str, dict[str, Any]]:
+    def waiting() -> dict[str, dict[str, Any]] | None:
+        found = children(kube)
+        ok = set(found) >= set(GROUPS) and all(
+            (found[g].get("status") or {}).get("phase") == "AwaitingApproval" for g in GROUPS)
+        return found if ok else None
+    return wait_until(waiting, TIMEOUT, "the proposals to await approval")
+
+
+def approve(kube: Kube, child: dict[str, Any]) -> dict[str, Any]:
+    name = child["metadata"]["name"]
+    kube.patch(GROUP_VERSION, DELETIONS, name, {"spec": {"approved": True}})
+    return kube.wait_for_status(name, lambda s: s.get("phase") == "Succeeded", TIMEOUT, "the approved deletion")
+
+
+def delete_policy(kube: Kube) -> None:
+    kube.delete(GROUP_VERSION, PLURAL, POLICY)
+    wait_until(lambda: kube.find(GROUP_VERSION, PLURAL, POLICY) is None, TIMEOUT, "the policy to be gone")
+
+
+def hand_made(name: str, group: str, labels: dict[str, str], annotations: dict[str, str], spec: dict[str, Any],
+              status: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion",
+                            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels,
+                                         "annotations": annotations},
+                            "spec": {"group": group, "topics": [{"name": "orders"}], **spec}}
+    if status is not None:
+        body["status"] = status
+    return body
+
+
+def test_deleting_a_policy_deletes_its_unstarted_proposals_and_keeps_the_rest(
+        stale_groups: SandboxBroker, cluster: EmulatedCluster, kube: Kube, start_operator: Start) -> None:
+    broker = stale_groups
+    start_operator()
+    uid = create_policy(kube, broker, "Approve")["metadata"]["uid"]
+    wait_run(kube)
+    proposed = proposals_waiting(kube)
+    for child in proposed.values():  # provenance without ownership
+        meta = child["metadata"]
+        assert "ownerReferences" not in meta, meta
+        assert (meta["labels"][POLICY_LABEL], meta["annotations"][POLICY_UID]) == (POLICY, uid)
+    # An OffsetDeletion labelled like the policy's but made by someone else (an earlier policy of that name).
+    kube.create(DELETIONS, hand_made("foreign", "g-c", {POLICY_LABEL: POLICY}, {POLICY_UID: "an-earlier-policy"},
+                                     {"kafka": {"bootstrapServers": broker.bootstrap_servers}}))
+    kube.wait_for_status("foreign", lambda s: s.get("phase") == "AwaitingApproval", what="the foreign proposal")
+    finished = approve(kube, proposed["g-a"])
+    assert committed(broker, "g-a") == {}
+
+    delete_policy(kube)
+
+    expected = {finished["metadata"]["name"], "foreign"}
+
+    def settled() -> dict[str, dict[str, Any]] | None:  # a deleted child may linger behind its own finalizer
+        found = {d["metadata"]["name"]: d for d in kube.list(GROUP_VERSION, DELETIONS)}
+        return found if set(found) == expected else None
+    left = wait_until(settled, TIMEOUT, f"only {sorted(expected)} to be left")
+    kept = left[finished["metadata"]["name"]]
+    assert kept["status"]["phase"] == "Succeeded" and kept["status"]["results"] == finished["status"]["results"]
+    assert "ownerReferences" not in kept["metadata"]  # nothing for garbage collection to take
+    assert committed(broker, "g-b") == committed(broker, "g-c") == OFFSETS  # the proposals went, not a write
+    assert_clusterrole_allows_every_call(cluster)
+
+
+def test_a_policy_deleted_while_its_run_is_under_way_leaves_no_proposal_behind(
+        stale_groups: SandboxBroker, kube: Kube, start_operator: Start, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worst moment: the analysis ends just after the policy was deleted. The deletion handler waits for
+    the run to end, and the run, told to stop, proposes nothing more."""
+    broker = stale_groups
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_reference(job: Job, cancel: CancelFlag, spark: Any) -> Report:
+        entered.set()
+        release.wait(TIMEOUT)
+        return scan(broker, job.spec.analysis_spec)
+
+    monkeypatch.setattr(policy_worker, "run_analysis", slow_reference)
+    start_operator()
+    create_policy(kube, broker, "Approve")
+    assert entered.wait(TIMEOUT), "the run did not start"
+    kube.delete(GROUP_VERSION, PLURAL, POLICY)
+    wait_until(lambda: kube.get(GROUP_VERSION, PLURAL, POLICY)["metadata"].get("deletionTimestamp"),
+                  what="the deletion to be requested")
+    time.sleep(1.0)  # the handler has had its chance to run: it must be waiting for the run
+    assert kube.find(GROUP_VERSION, PLURAL, POLICY) is not None, "the policy went while its run was under way"
+    release.set()
+    wait_until(lambda: kube.find(GROUP_VERSION, PLURAL, POLICY) is None, TIMEOUT, "the policy to be gone")
+    assert kube.list(GROUP_VERSION, DELETIONS) == []
+    assert all(committed(broker, g) == OFFSETS for g in GROUPS)
+
+
+def test_a_finished_deletion_restores_after_its_policy_is_gone(
+        stale_groups: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+    broker = stale_groups
+    start_operator()
+    create_policy(kube, broker, "Approve")
+    wait_run(kube)
+    finished = approve(kube, proposals_waiting(kube)["g-a"])
+    assert finished["status"]["backup"]["partitions"] == 2 and committed(broker, "g-a") == {}
+    delete_policy(kube)
+
+    name = finished["metadata"]["name"]
+    kube.patch(GROUP_VERSION, DELETIONS, name, {"spec": {"restore": True}})
+    kube.wait_for_status(name, lambda s: s.get("phase") == "Restored", 30, "the restore without the policy")
+    assert committed(broker, "g-a") == OFFSETS
+
+
+def test_the_history_limit_trims_the_oldest_finished_deletions(
+        stale_groups: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+    broker = stale_groups
+    uid = create_policy(kube, broker, "Approve", history={"finishedDeletionsLimit": 2})["metadata"]["uid"]
+    # Finished OffsetDeletions of earlier runs (made before the operator starts, so it finds them finished),
+    # and an older one of another policy that the limit does not count.
+    spec = {"policyRef": {"name": POLICY}, "approved": True}
+    for day in range(1, 5):
+        status = {"phase": "Succeeded", "completionTime": f"2026-01-0{day}T00:00:00Z", "deleted": 1, "failed": 0}
+        kube.create(DELETIONS, hand_made(f"{POLICY}-day{day}", f"old-{day}", {POLICY_LABEL: POLICY},
+                                         {POLICY_UID: uid}, spec, status))
+    kube.create(DELETIONS, hand_made("other-policy-old", "old-0", {POLICY_LABEL: "other"}, {POLICY_UID: "u-other"},
+                                     {"policyRef": {"name": "other"}, "approved": True},
+                                     {"phase": "Succeeded", "completionTime": "2025-01-01T00:00:00Z"}))
+    start_operator()
+    wait_run(kube)
+    proposals_waiting(kube)
+
+    def trimmed() -> set[str] | None:
+        names = {d["metadata"]["name"] for d in kube.list(GROUP_VERSION, DELETIONS)}
+        return names if f"{POLICY}-day2" not in names else None
+    names = wait_until(trimmed, TIMEOUT, "the history to be trimmed")
+    kept = {n for n in names if n.startswith(f"{POLICY}-day")} | ({"other-policy-old"} & names)
+    assert kept == {f"{POLICY}-day3", f"{POLICY}-day4", "other-policy-old"}
+    assert {g for g, d in children(kube).items() if g in GROUPS} == set(GROUPS)  # the new proposals stay
+
+
+def test_auto_approves_a_waiting_proposal_of_its_own_and_not_one_of_another_policy(
+        stale_groups: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+    broker = stale_groups
+    start_operator()
+    create_policy(kube, broker, "Approve")
+    last = wait_run(kube)["lastRun"]["completionTime"]
+    proposed = proposals_waiting(kube)
+    # g-b's proposal has the very name the policy would give it, but another policy's uid (an earlier
+    # policy of the same name made it): Auto must leave it to whoever decides for that one.
+    foreign = proposed["g-b"]["metadata"]["name"]
+    kube.patch(GROUP_VERSION, DELETIONS, foreign, {"metadata": {"annotations": {POLICY_UID: "an-earlier-policy"}}})
+
+    kube.patch(GROUP_VERSION, PLURAL, POLICY, {"spec": {"mode": "Auto"}})
+    status = wait_run(kube, last)
+    assert status["lastRun"]["deletionsCreated"] == 0  # the same proposals, found again
+    for group in ("g-a", "g-c"):
+        name = proposed[group]["metadata"]["name"]
+        kube.wait_for_status(name, lambda s: s.get("phase") == "Succeeded", TIMEOUT, f"{group} approved by Auto")
+        assert committed(broker, group) == {}
+    untouched = kube.deletion(foreign)
+    assert untouched["spec"]["approved"] is False and untouched["status"]["phase"] == "AwaitingApproval"
+    assert committed(broker, "g-b") == OFFSETS
+
+
+# -- RBAC: what the policy's side of the operator called is allowed by the ClusterRole
+
+
+VERBS = {"fetch": "get", "list": "list", "watch": "watch", "create": "create", "delete": "delete"}
+
+
+def assert_clusterrole_allows_every_call(cluster: EmulatedCluster) -> None:
+    role = next(d for d in yaml.safe_load_all((ROOT / "manifests" / "operator" / "20-clusterrole.yaml").read_text())
+                if d and d["kind"] == "ClusterRole")
+    assert cluster.emulator is not None
+    calls = set()
+    for request in cluster.emulator._requests:  # kmock keeps every request it served
+        agent = request.headers.get("User-Agent", "")
+        if request.resource is None or request.action is None or not agent.startswith(("kopf", "OpenAPI-Generator")):
+            continue
+        if not request.resource.plural:
+            continue
+        method = request.method.value
+        verb = "patch" if method == "PATCH" else "update" if method == "PUT" else VERBS[request.action.value.lower()]
+        calls.add((request.resource.group, request.resource.plural + (f"/{request.subresource}" if request.subresource else ""), verb))
+    assert ("kafkaoffsets.dev", "offsetdeletions", "delete") in calls
+    denied = sorted(c for c in calls if not any(c[0] in r["apiGroups"] and c[1] in r["resources"] and c[2] in r["verbs"]
+                                                 for r in role["rules"]))
+    assert denied == []
