@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import inspect
 import logging
+import ssl
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
@@ -28,6 +29,7 @@ from . import (
     list_offsets,
     metadata_apis,
     produce,
+    sasl,
     topic_admin,
 )
 from .clock import Clock
@@ -35,7 +37,8 @@ from .configs import OFFSETS_TOPIC_CONFIGS
 from .context import OFFSETS_TOPIC, BrokerConfig, BrokerContext
 from .coordinator import SandboxCoordinator, create_coordinator
 from .coordinator.messages import CleanupReport
-from .server import BrokerServer
+from .security import ListenerSecurity
+from .server import BrokerServer, Session
 from .topics import TopicStore
 
 log = logging.getLogger(__name__)
@@ -53,6 +56,7 @@ HANDLER_MODULES = (
     leader_epochs,
     describe_configs,
     group_apis,
+    sasl,
 )
 
 # Keyword arguments of SandboxBroker that are Kafka broker configs, by their Kafka names.
@@ -69,6 +73,7 @@ _KAFKA_NAMES = {
     "default_partitions": "num.partitions",
     "auto_create_topics": "auto.create.topics.enable",
     "message_max_bytes": "message.max.bytes",
+    "failed_authentication_delay_ms": "connection.failed.authentication.delay.ms",
 }
 
 
@@ -110,10 +115,13 @@ class BrokerRuntime:
         port: int = 0,
         node_id: int = 0,
         clock: Clock | None = None,
+        security: ListenerSecurity | None = None,
     ) -> None:
         topics = TopicStore()
         topics.create(OFFSETS_TOPIC, config.offsets_partitions, internal=True, configs=OFFSETS_TOPIC_CONFIGS)
-        self.ctx = BrokerContext(node_id, host, port, clock or Clock(), config, topics)
+        self.ctx = BrokerContext(
+            node_id, host, port, clock or Clock(), config, topics, security=security or ListenerSecurity()
+        )
         self.ctx.coordinator = create_coordinator(self.ctx)
         self.server = BrokerServer(self.ctx)
 
@@ -159,6 +167,10 @@ class SandboxBroker:
             broker.clock.advance(days=8)
             broker.expire_offsets()
 
+    The one listener speaks `security_protocol` (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL): SSL needs
+    `ssl_context` (security.server_ssl_context), SASL needs `sasl_users` ({"alice": "alice-secret"}) and
+    enables `sasl_mechanisms` (default PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512).
+
     Keyword arguments beyond the named ones are BrokerConfig fields (e.g. auto_create_topics=True).
     """
 
@@ -171,10 +183,19 @@ class SandboxBroker:
         port: int = 0,
         node_id: int = 0,
         clock: Clock | None = None,
+        security_protocol: str = "PLAINTEXT",
+        ssl_context: ssl.SSLContext | None = None,
+        sasl_users: Mapping[str, str] | None = None,
+        sasl_mechanisms: Iterable[str] | None = None,
         **settings: Any,
     ) -> None:
         config = broker_config(offsets_retention, offsets_partitions=offsets_partitions, **settings)
-        self.runtime = BrokerRuntime(config, host=host, port=port, node_id=node_id, clock=clock)
+        security = ListenerSecurity.create(
+            security_protocol, ssl_context=ssl_context, sasl_users=sasl_users, sasl_mechanisms=sasl_mechanisms
+        )
+        self.runtime = BrokerRuntime(
+            config, host=host, port=port, node_id=node_id, clock=clock, security=security
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -240,6 +261,18 @@ class SandboxBroker:
     @property
     def port(self) -> int:
         return self.ctx.port
+
+    @property
+    def security_protocol(self) -> str:
+        return self.ctx.security.protocol
+
+    def sessions(self) -> list[Session]:
+        """Every connection that got past the listener's security so far (TLS handshake and SASL), in order."""
+        return self.call(lambda: list(self.runtime.server.sessions))
+
+    def failed_authentications(self) -> list[str]:
+        """Why each SASL exchange the broker answered with a failure failed (no secrets), in order."""
+        return self.call(lambda: list(self.runtime.server.failed_authentications))
 
     @property
     def clock(self) -> Clock:

@@ -120,6 +120,11 @@ def broker_entries(config: BrokerConfig, node_id: int, explicit: frozenset[str])
     values: list[tuple[str, str, ConfigType]] = [
         ("auto.create.topics.enable", str(config.auto_create_topics).lower(), ConfigType.BOOLEAN),
         ("broker.id", str(node_id), ConfigType.INT),
+        (
+            "connection.failed.authentication.delay.ms",
+            str(config.failed_authentication_delay_ms),
+            ConfigType.INT,
+        ),
         ("group.initial.rebalance.delay.ms", str(config.group_initial_rebalance_delay_ms), ConfigType.INT),
         ("group.max.session.timeout.ms", str(config.group_max_session_timeout_ms), ConfigType.INT),
         ("group.max.size", str(config.group_max_size), ConfigType.INT),

@@ -20,6 +20,7 @@ Interface contract for handler modules (the group coordinator builds on it; keep
     * `coordinator.replay(partition, records)` - after `SandboxBroker.append_offsets_records` appended raw
       records to that `__consumer_offsets` partition, so the coordinator loads them as Kafka does when it
       loads a partition.
+- `ctx.security` is the listener's security (`security.py`): its protocol, TLS context and SASL users.
 - Time comes from `ctx.clock.now_ms()` only, never `time.time()`, so tests can advance it.
 """
 
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING
 from offset_expiry.raw import OFFSETS_TOPIC as OFFSETS_TOPIC  # the sandbox's modules import it from here
 
 from .clock import Clock
+from .security import ListenerSecurity
 
 if TYPE_CHECKING:
     from .coordinator.runtime import SandboxCoordinator
@@ -58,6 +60,7 @@ class BrokerConfig:
     default_partitions: int = 1  # num.partitions, for CreateTopics with numPartitions = -1
     auto_create_topics: bool = False  # auto.create.topics.enable (Kafka: true; off here unless asked)
     message_max_bytes: int = 1_048_588  # message.max.bytes
+    failed_authentication_delay_ms: int = 100  # connection.failed.authentication.delay.ms
     explicit: frozenset[str] = (
         frozenset()
     )  # Kafka names of the settings given at start (DescribeConfigs source)
@@ -77,4 +80,5 @@ class BrokerContext:
     config: BrokerConfig
     topics: TopicStore
     cluster_id: str = field(default_factory=lambda: new_cluster_id())
+    security: ListenerSecurity = field(default_factory=ListenerSecurity)  # the one listener's protocol
     coordinator: SandboxCoordinator = field(init=False)  # it needs the context: installed right after

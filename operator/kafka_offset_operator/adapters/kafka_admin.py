@@ -6,12 +6,16 @@ It gives the reconcilers Kafka's answers as plain values (model/offsets.py) with
 Secrets: the password is held in a `Masked` string whose repr/str are asterisks, so kafka-python's own
 DEBUG log of its configuration (KafkaAdminClient.__init__) cannot print it; TLS material is written to a
 private 0700 directory as 0600 files and removed on close. No message built here contains a secret.
+
+Connecting: a refused login or an untrusted certificate ends the connection attempt at once, with a message
+naming the Secret and key the refused value came from (`_FailFastManager`, `_connect_failure`).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import ssl
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
@@ -20,12 +24,16 @@ from typing import Any
 import kafka.errors as kerrors
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import ConfigResource
+from kafka.net.compat import KafkaNetClient
+from kafka.net.manager import KafkaConnectionManager
+from kafka.net.selector import NetworkSelector
 from kafka.structs import OffsetAndMetadata
 
 from ..model.connection import ConnectionSettings, TlsFiles
 from ..model.offsets import (
     CLIENT_ERROR,
     CONNECTION_FAILED,
+    SSL_HANDSHAKE_FAILED,
     TP,
     Committed,
     GroupInfo,
@@ -75,6 +83,132 @@ def _failure(exc: BaseException) -> KafkaFailure:
     return KafkaFailure(name, str(text), retriable)
 
 
+# -- connecting
+
+
+# What Kafka's Java clients treat as fatal at connect time (AuthenticationException and its subclasses:
+# SaslAuthenticationException, UnsupportedSaslMechanismException, IllegalSaslStateException,
+# SslAuthenticationException): no point trying again with the same credentials.
+_FATAL_AT_CONNECT = (
+    kerrors.SaslAuthenticationFailedError,
+    kerrors.UnsupportedSaslMechanismError,
+    kerrors.IllegalSaslStateError,
+)
+
+
+def _ssl_cause(exc: BaseException | None) -> ssl.SSLError | None:
+    """The TLS error behind a kafka-python connection error, if any: its cause or context (a failed
+    handshake: KafkaConnectionError('Handshake failed: ...')) or its argument (a TLS alert read later, e.g. a
+    refused client certificate under TLS 1.3: KafkaConnectionError(SSLError))."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ssl.SSLError):
+            return exc
+        inner = next((a for a in exc.args if isinstance(a, BaseException)), None)
+        exc = exc.__cause__ or exc.__context__ or inner
+    return None
+
+
+class _ClosedDuringLogin(Exception):
+    """The broker closed the connection in the middle of the SASL exchange, which Kafka does right after it
+    answers a refused login (SASL_AUTHENTICATION_FAILED) or an unknown mechanism. kafka-python 3.0.12 often
+    loses that answer: it drops data read together with the close (kafka/net/transport.py, _sock_recv)."""
+
+
+class _FailFastManager(KafkaConnectionManager):  # type: ignore[misc]
+    """kafka-python's connection manager, except that a connection refused for its credentials or its TLS
+    handshake ends the bootstrap at once (kafka-python retries those until bootstrap_timeout_ms and then
+    reports only a timeout; Kafka's Java clients give up at the first AuthenticationException). The failure
+    is kept in `fatal` for the error message."""
+
+    fatal: BaseException | None = None
+
+    async def _connect(self, node: Any, conn: Any, *args: Any, **kwargs: Any) -> None:
+        await super()._connect(node, conn, *args, **kwargs)
+        future = conn.init_future
+        if not (future.is_done and future.failed()):
+            return
+        error = future.exception
+        answered = conn.broker_version_data is not None  # ApiVersions went through: TLS was fine
+        if isinstance(error, _FATAL_AT_CONNECT) or (not answered and _ssl_cause(error) is not None):
+            self.fatal = error
+        elif answered and self.config["security_protocol"].startswith("SASL_") and isinstance(
+                error, kerrors.KafkaConnectionError):
+            self.fatal = _ClosedDuringLogin(str(error))
+        else:
+            return
+        self.close()  # the bootstrap loop stops at its next turn
+
+
+class _ClientFactory:
+    """KafkaAdminClient's `kafka_client` option: builds kafka-python's own client on a _FailFastManager and
+    remembers it, so a failed start can be cleaned up (KafkaAdminClient has started its IO thread by then)."""
+
+    def __init__(self) -> None:
+        self.net: NetworkSelector | None = None
+        self.client: KafkaNetClient | None = None
+        self.manager: _FailFastManager | None = None
+
+    def __call__(self, **configs: Any) -> KafkaNetClient:
+        self.net = NetworkSelector(**configs)
+        self.manager = _FailFastManager(self.net, **configs)
+        self.client = KafkaNetClient(net=self.net, manager=self.manager, **configs)
+        return self.client
+
+    def close(self) -> None:
+        """What KafkaAdminClient.close does: close the connections, then stop the IO thread."""
+        if self.client is not None:
+            self.client.close()
+        if self.net is not None:
+            self.net.stop()
+
+
+def _connect_failure(exc: BaseException, fatal: BaseException | None, settings: ConnectionSettings) -> KafkaFailure:
+    """Why connecting failed, naming the setting (and the Secret and key it came from) to fix. Permanent
+    failures (a refused login, an untrusted certificate) are not retriable: they stay until something changes."""
+    sources = settings.sources
+    where = f"the password in {sources.password}" if sources.password else "the configured password"
+    tls_error = _ssl_cause(fatal)
+    if isinstance(fatal, kerrors.SaslAuthenticationFailedError):
+        said = str(fatal.args[0] if fatal.args else "").removeprefix("SaslAuthenticationFailedError: ")
+        text = (f"Kafka refused the SASL/{settings.sasl_mechanism} login of user {settings.username!r} with {where}"
+                f"{': ' + said if said else ''}. This lasts until the Secret or the Kafka user changes")
+        return KafkaFailure(error_name(fatal), settings.redact(text), False)
+    if isinstance(fatal, _ClosedDuringLogin):
+        text = (f"Kafka closed the connection during the SASL/{settings.sasl_mechanism} login of user "
+                f"{settings.username!r} with {where}, as it does when it refuses the credentials (or does not "
+                "enable that mechanism: spec.kafka.sasl.mechanism); its answer was lost with the connection. "
+                "This lasts until the Secret or the Kafka user changes")
+        return KafkaFailure("SASL_AUTHENTICATION_FAILED", settings.redact(text), False)
+    if isinstance(fatal, kerrors.UnsupportedSaslMechanismError):
+        return KafkaFailure(error_name(fatal), f"the brokers do not enable SASL mechanism {settings.sasl_mechanism} "
+                            "(spec.kafka.sasl.mechanism)", False)
+    if isinstance(fatal, kerrors.IllegalSaslStateError):
+        return KafkaFailure(error_name(fatal), f"the listener at {settings.bootstrap_servers} does not take SASL "
+                            f"(spec.kafka.securityProtocol is {settings.security_protocol})", False)
+    if tls_error is not None:
+        return KafkaFailure(SSL_HANDSHAKE_FAILED, _tls_problem(tls_error, settings), False)
+    return _failure(exc)
+
+
+def _tls_problem(error: ssl.SSLError, settings: ConnectionSettings) -> str:
+    sources = settings.sources
+    reason = getattr(error, "verify_message", None) or error.reason or str(error)
+    servers = settings.bootstrap_servers
+    if isinstance(error, ssl.SSLCertVerificationError):
+        if error.verify_code in (62, 64):  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
+            return f"the certificate of {servers} does not name that host: {reason}"
+        trust = f"the CA in {sources.ca}" if sources.ca else "the system's CAs (spec.kafka.tls.caSecretRef is not set)"
+        return f"the certificate of {servers} is not trusted by {trust}: {reason}"
+    if "ALERT" in str(error.reason or "") and sources.cert:
+        return f"the broker at {servers} refused the client certificate in {sources.cert}: {reason}"
+    if error.reason == "WRONG_VERSION_NUMBER" or isinstance(error, ssl.SSLEOFError):
+        return (f"{servers} does not complete a TLS handshake ({reason}): does it take "
+                f"spec.kafka.securityProtocol {settings.security_protocol}?")
+    return f"TLS handshake with {servers} failed: {reason}"
+
+
 # -- the client
 
 
@@ -117,11 +251,13 @@ class KafkaAdmin:
         if settings.tls is not None:
             self._tmpdir, files = write_private_files(settings.tls)
             config.update(files)
+        factory = _ClientFactory()
         try:
-            self._client = KafkaAdminClient(**config)
+            self._client = KafkaAdminClient(**config, kafka_client=factory)
         except Exception as exc:
+            factory.close()  # KafkaAdminClient started an IO thread before it failed
             self._cleanup()
-            raise _failure(exc) from None
+            raise _connect_failure(exc, factory.manager.fatal if factory.manager else None, settings) from None
 
     def _cleanup(self) -> None:
         if self._tmpdir is not None:

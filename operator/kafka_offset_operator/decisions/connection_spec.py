@@ -14,7 +14,7 @@ from typing import Any
 from offset_expiry.errors import SpecError
 from offset_expiry.openapi import SchemaCheck
 
-from ..model.connection import ConnectionSettings, Masked, TlsFiles
+from ..model.connection import ConnectionSettings, Masked, SecretKey, SecretSources, TlsFiles
 from ..model.crds import KAFKA_CONNECTION
 from ..model.reasons import Reason
 
@@ -42,12 +42,16 @@ def connection_from_spec(
     if protocol in _SASL and not sasl:
         raise SpecError(f"{where}.sasl", f"is required with securityProtocol {protocol}")
     mechanism = username = password = None
+    sources: dict[str, SecretKey] = {}
     if sasl:
         mechanism = sasl["mechanism"]
         ref = sasl["secretRef"]
         data = _secret(ref, read_secret, f"{where}.sasl.secretRef")
         username = _key(data, ref.get("usernameKey", "username"), f"{where}.sasl.secretRef.usernameKey", ref).decode()
-        password = Masked(_key(data, ref.get("passwordKey", "password"), f"{where}.sasl.secretRef.passwordKey", ref).decode())
+        password_field = f"{where}.sasl.secretRef.passwordKey"
+        password_key = ref.get("passwordKey", "password")
+        password = Masked(_key(data, password_key, password_field, ref).decode())
+        sources["password"] = SecretKey(password_field, ref["name"], password_key)
     tls = None
     tls_spec = kafka.get("tls") or {}
     if tls_spec and protocol not in _TLS:
@@ -56,13 +60,19 @@ def connection_from_spec(
         ca = cert = key = None
         if ca_ref := tls_spec.get("caSecretRef"):
             data = _secret(ca_ref, read_secret, f"{where}.tls.caSecretRef")
-            ca = _key(data, ca_ref.get("key", "ca.crt"), f"{where}.tls.caSecretRef.key", ca_ref)
+            ca_field, ca_key = f"{where}.tls.caSecretRef.key", ca_ref.get("key", "ca.crt")
+            ca = _key(data, ca_key, ca_field, ca_ref)
+            sources["ca"] = SecretKey(ca_field, ca_ref["name"], ca_key)
         if cert_ref := tls_spec.get("certSecretRef"):
             data = _secret(cert_ref, read_secret, f"{where}.tls.certSecretRef")
-            cert = _key(data, cert_ref.get("certKey", "tls.crt"), f"{where}.tls.certSecretRef.certKey", cert_ref)
-            key = _key(data, cert_ref.get("keyKey", "tls.key"), f"{where}.tls.certSecretRef.keyKey", cert_ref)
+            cert_field, cert_key = f"{where}.tls.certSecretRef.certKey", cert_ref.get("certKey", "tls.crt")
+            key_field, key_key = f"{where}.tls.certSecretRef.keyKey", cert_ref.get("keyKey", "tls.key")
+            cert = _key(data, cert_key, cert_field, cert_ref)
+            key = _key(data, key_key, key_field, cert_ref)
+            sources["cert"] = SecretKey(cert_field, cert_ref["name"], cert_key)
+            sources["key"] = SecretKey(key_field, cert_ref["name"], key_key)
         tls = TlsFiles(ca, cert, key)
-    return ConnectionSettings(servers, protocol, mechanism, username, password, tls)
+    return ConnectionSettings(servers, protocol, mechanism, username, password, tls, SecretSources(**sources))
 
 
 def _secret(ref: Mapping[str, Any], read_secret: SecretReader, where: str) -> Mapping[str, bytes]:

@@ -20,6 +20,29 @@ class Masked(str):
 
 
 @dataclass(frozen=True)
+class SecretKey:
+    """Where a secret value came from: which Secret and key, named by which spec field (never the value),
+    so an error caused by the value (a refused password, an untrusted CA) can say what to fix."""
+
+    field: str  # e.g. spec.kafka.sasl.secretRef.passwordKey
+    secret: str
+    key: str
+
+    def __str__(self) -> str:
+        return f"Secret {self.secret!r} key {self.key!r} ({self.field})"
+
+
+@dataclass(frozen=True)
+class SecretSources:
+    """The SecretKey of each secret-backed setting that is set."""
+
+    password: SecretKey | None = None
+    ca: SecretKey | None = None
+    cert: SecretKey | None = None
+    key: SecretKey | None = None
+
+
+@dataclass(frozen=True)
 class TlsFiles:
     ca: bytes | None = field(default=None, repr=False)
     cert: bytes | None = field(default=None, repr=False)
@@ -36,6 +59,7 @@ class ConnectionSettings:
     username: str | None = None
     password: Masked | None = field(default=None, repr=False)
     tls: TlsFiles | None = None
+    sources: SecretSources = field(default_factory=SecretSources, compare=False)
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -60,6 +60,7 @@ class GroupInfo:
 # Not Kafka error codes: what we call failures that happen before Kafka answers.
 CONNECTION_FAILED = "CONNECTION_FAILED"
 CLIENT_ERROR = "CLIENT_ERROR"
+SSL_HANDSHAKE_FAILED = "SSL_HANDSHAKE_FAILED"  # the TLS handshake failed (Java's SslAuthenticationException)
 
 # Answers that mean the group is busy: it has members (an admin OffsetCommit gets UNKNOWN_MEMBER_ID while it
 # has), or it is rebalancing. kafka-python does not call them retriable (to a member they mean: rejoin); to
