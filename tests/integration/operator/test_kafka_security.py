@@ -20,6 +20,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube, OperatorThread
+from waiting import wait_until
 
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
 from kafka_offset_operator.context import OperatorOptions
@@ -171,7 +172,7 @@ def test_sasl_ssl_with_secrets_deletes_offsets(
         s.tls_version and s.mechanism == MECHANISM and s.client_certificate == "CN=offsets-client"
         for s in operator_sessions)
     assert secure_broker.failed_authentications() == []
-    kube.wait_for(lambda: {e["reason"] for e in kube.events_for("secure")} >= {"BackedUp", "Succeeded"}, what="events")
+    wait_until(lambda: {e["reason"] for e in kube.events_for("secure")} >= {"BackedUp", "Succeeded"}, what="events")
     assert_no_secret(kube, "secure", logs, pki, PASSWORD)
 
 
@@ -200,12 +201,12 @@ def test_a_wrong_password_names_its_secret_and_key_and_retries_at_the_normal_int
 
     # Then one login per visit, one visit per retry interval: no spin.
     window_start, attempts_before = time.monotonic(), len(secure_broker.failed_authentications())
-    kube.wait_for(lambda: time.monotonic() - window_start > 2, what="two seconds of retries")
+    wait_until(lambda: time.monotonic() - window_start > 2, what="two seconds of retries")
     attempts = len(secure_broker.failed_authentications()) - attempts_before
     assert 1 <= attempts <= 2 / operator_options.retry_interval + 2, attempts
     assert committed(secure_broker, pki, "billing") == {("orders", 0): 5}
     # The Event is posted once, when the condition first says so, not once per retry.
-    kube.wait_for(lambda: kube.events_for("refused"), what="the Warning event")
+    wait_until(lambda: kube.events_for("refused"), what="the Warning event")
     assert [e["reason"] for e in kube.events_for("refused")] == ["KafkaUnavailable"]
     assert "Secret 'kafka-user' key 'password'" in kube.events_for("refused")[0]["message"]
     assert_no_secret(kube, "refused", logs, pki, PASSWORD, WRONG_PASSWORD)
@@ -227,7 +228,7 @@ def test_a_wrong_ca_names_its_secret_and_key(
                                           "(spec.kafka.tls.caSecretRef.key)")
     assert len(secure_broker.sessions()) == seen  # the handshake never completed: no login was even tried
     assert committed(secure_broker, pki, "audit") == {("orders", 0): 2}
-    kube.wait_for(lambda: kube.events_for("untrusted"), what="the Warning event")
+    wait_until(lambda: kube.events_for("untrusted"), what="the Warning event")
     assert_no_secret(kube, "untrusted", logs, pki, PASSWORD)
 
 
@@ -250,7 +251,7 @@ def test_a_missing_secret_key_names_the_secret_and_key(
         degraded = cond(status, "Degraded")
         assert (degraded["status"], degraded["reason"]) == ("True", "SecretNotFound")
         assert degraded["message"] == f"{field}: Secret {secret!r} has no key {key!r}"
-        kube.wait_for(lambda name=name: kube.events_for(name), what="the SecretNotFound event")
+        wait_until(lambda name=name: kube.events_for(name), what="the SecretNotFound event")
         assert_no_secret(kube, name, logs, pki, PASSWORD, connected=False)
     assert len(secure_broker.sessions()) == seen and secure_broker.failed_authentications() == []  # never asked
     assert committed(secure_broker, pki, "ledger") == {("orders", 0): 7}
