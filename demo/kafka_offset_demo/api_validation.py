@@ -38,7 +38,14 @@ import cel
 from cel.stdlib import add_stdlib_to_context
 from jsonschema import ValidationError
 
-from offset_expiry.openapi import Schema, SchemaCheck, field_path, list_type_duplicates, prune_nulls, without_cel_rules
+from offset_expiry.openapi import (
+    Schema,
+    SchemaCheck,
+    field_path,
+    list_type_duplicates,
+    prune_nulls,
+    without_cel_rules,
+)
 
 # Kubernetes' field.ErrorType values, as StatusCause.reason carries them.
 INVALID = "FieldValueInvalid"
@@ -248,7 +255,11 @@ class ResourceSchema:
     rules: dict[int, list[Rule]] = field(init=False)  # by id() of the schema node that carries them
 
     def __post_init__(self) -> None:
-        self.check = SchemaCheck(without_cel_rules(self.schema))
+        # apiVersion, kind and metadata are the API server's at the root, whatever the schema says of them.
+        root = without_cel_rules(self.schema)
+        root["properties"] = {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+                              **(root.get("properties") or {})}
+        self.check = SchemaCheck(root)
         self.rules = {}
         for node, where in _nodes(self.schema, "spec.validation.openAPIV3Schema"):
             for i, source in enumerate(node.get("x-kubernetes-validations") or ()):
@@ -286,20 +297,32 @@ class ResourceSchema:
         return new
 
     def errors(self, new: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
-        """The schema's errors, list-type duplicates, then the CEL rules' (unless a blocking error came first)."""
-        errors = [_field_error(e) for e in self.check.errors(new)]
+        """The schema's errors, list-type duplicates, then the CEL rules' (unless a blocking error came first).
+        On an update, an error about a value the write left as it was is dropped (validation ratcheting, on
+        by default since Kubernetes 1.30): an object that a newer CRD calls invalid can still get its status
+        written and its other fields fixed."""
+        found: list[tuple[FieldError, tuple[str | int, ...]]] = []
+        for error in self.check.errors(new):
+            parts = tuple(error.absolute_path)
+            if error.validator == "required":
+                parts = (*parts, *_missing(error)[:1])
+            found.append((_field_error(error), parts))
         for dup in list_type_duplicates(new, self.schema):
             item = {k: dup.item.get(k) for k in dup.keys} if dup.keys else dup.item
-            errors.append(FieldError(DUPLICATE, field_path("", dup.parts).lstrip("."), item))
+            found.append((FieldError(DUPLICATE, field_path("", dup.parts).lstrip("."), item), dup.parts))
+        errors = [e for e, parts in found if old is None or not _unchanged(self.schema, new, old, parts)]
         if any(e.type in _BLOCKING for e in errors):
             return [*errors, FieldError(INVALID, "<nil>", None, _RULES_SKIPPED)]
-        return errors + list(self._rule_errors(self.schema, new, old if old is not None else _ABSENT, ""))
+        return errors + list(self._rule_errors(self.schema, new, old if old is not None else _ABSENT, "", False))
 
-    def _rule_errors(self, node: Mapping[str, Any], value: Any, old: Any, at: str) -> Iterator[FieldError]:
+    def _rule_errors(self, node: Mapping[str, Any], value: Any, old: Any, at: str, parent_unchanged: bool) -> Iterator[FieldError]:
         """validation.go's walk: rules of `node` on non-null `value`, then its fields and items, each with its
-        old value where the API server correlates one (fields, map keys, map-list items by key)."""
+        old value where the API server correlates one (fields, map keys, map-list items by key). A rule that
+        does not read oldSelf reports nothing about a value left as it was (ratcheting; where there is no old
+        value to correlate, the nearest correlated parent decides)."""
         if value is None:
             return
+        unchanged = value == old if old is not _ABSENT else parent_unchanged
         if id(node) in self.rules:
             kind = str(node.get("type") or "")
             current, before = _canonical(value, node), _canonical(old, node)
@@ -307,7 +330,7 @@ class ResourceSchema:
                 if rule.transition and old is _ABSENT:
                     continue
                 error = rule.evaluate(at or "<nil>", kind, current, before)
-                if error is not None:
+                if error is not None and (rule.transition or not unchanged):
                     yield error
         if isinstance(value, Mapping):
             props: Mapping[str, Any] = node.get("properties") or {}
@@ -318,7 +341,7 @@ class ResourceSchema:
                     continue
                 correlated = key in props or node.get("x-kubernetes-map-type") != "atomic"
                 before = old.get(key, _ABSENT) if correlated and isinstance(old, Mapping) else _ABSENT
-                yield from self._rule_errors(sub, item, before, field_path(at, [key]).lstrip("."))
+                yield from self._rule_errors(sub, item, before, field_path(at, [key]).lstrip("."), unchanged)
         elif isinstance(value, list) and isinstance(node.get("items"), Mapping):
             keys = node.get("x-kubernetes-list-map-keys") or ()
             olds = {}
@@ -326,7 +349,7 @@ class ResourceSchema:
                 olds = {_map_key(o, keys): o for o in old if isinstance(o, Mapping)}
             for i, item in enumerate(value):
                 before = olds.get(_map_key(item, keys), _ABSENT) if isinstance(item, Mapping) and olds else _ABSENT
-                yield from self._rule_errors(node["items"], item, before, field_path(at, [i]))
+                yield from self._rule_errors(node["items"], item, before, field_path(at, [i]), unchanged)
 
 
 class _Absent:
@@ -334,6 +357,32 @@ class _Absent:
 
 
 _ABSENT: Any = _Absent()
+
+
+def _unchanged(schema: Mapping[str, Any], new: Any, old: Any, parts: tuple[str | int, ...]) -> bool:
+    """Whether the write left the value at `parts` as it was: followed down fields, map keys and map-list
+    items (by their keys); below a list the API server cannot correlate, that list decides."""
+    node: Mapping[str, Any] = schema
+    for part in parts:
+        if isinstance(part, int):
+            if node.get("x-kubernetes-list-type") != "map" or not isinstance(new, list) or not isinstance(old, list):
+                break
+            if part >= len(new) or not isinstance(new[part], Mapping):
+                break
+            keys = node.get("x-kubernetes-list-map-keys") or ()
+            olds = {_map_key(o, keys): o for o in old if isinstance(o, Mapping)}
+            new, old = new[part], olds.get(_map_key(new[part], keys), _ABSENT)
+            node = node.get("items") or {}
+        else:
+            if not isinstance(new, Mapping):
+                break
+            props: Mapping[str, Any] = node.get("properties") or {}
+            extra = node.get("additionalProperties")
+            new = new.get(part, _ABSENT)
+            old = old.get(part, _ABSENT) if isinstance(old, Mapping) else _ABSENT
+            sub = props.get(part, extra if isinstance(extra, Mapping) else None)
+            node = sub if isinstance(sub, Mapping) else {}
+    return bool(new == old)
 
 
 def _map_key(item: Mapping[str, Any], keys: Any) -> str:
@@ -452,12 +501,20 @@ def default(value: Any, node: Mapping[str, Any]) -> None:
 # -- schema errors as the API server words them (kubeOpenAPIResultToFieldErrors, kube-openapi's messages)
 
 
+def _missing(error: ValidationError) -> list[str]:
+    """The required fields a `required` error is about."""
+    names: Any = error.validator_value
+    value: Any = error.instance
+    return [n for n in names if isinstance(value, Mapping) and n not in value]
+
+
 def _field_error(error: ValidationError) -> FieldError:
     at = field_path("", list(error.absolute_path)).lstrip(".") or "<nil>"
-    kind, expected, value = str(error.validator), error.validator_value, error.instance
+    kind = str(error.validator)
+    expected: Any = error.validator_value
+    value: Any = error.instance
     if kind == "required":
-        missing = [n for n in expected if isinstance(value, Mapping) and n not in value]
-        name = missing[0] if missing else ""
+        name = next(iter(_missing(error)), "")
         return FieldError(REQUIRED, f"{at}.{name}" if at != "<nil>" else name)
     if kind == "type":
         return FieldError(TYPE_INVALID, at, _json_type(value), f'{at} in body must be of type {expected}: "{_json_type(value)}"')

@@ -143,17 +143,19 @@ class Emulator(kmock.KubernetesEmulator):
             meta.setdefault("generation", 1)
             meta.setdefault("creationTimestamp", _now())
             return body
-        key = (resource, request.namespace, request.name)
-        if request.name is None or key not in self._objects or self._objects[key].deleted:
+        if request.name is None:
             return None
-        current = json.loads(json.dumps(self._objects[key].raw))
+        key = (resource, request.namespace, request.name)
+        if key not in self._objects or self._objects[key].deleted:
+            return None
+        current: dict[str, Any] = json.loads(json.dumps(self._objects[key].raw))
         if isinstance(request.data, list):  # a JSON patch (Kopf's, with a test of resourceVersion)
-            new = jsonpatch.apply_patch(current, request.data)
+            patched: Any = jsonpatch.apply_patch(current, request.data)
         elif isinstance(request.data, dict):  # a merge patch, or a whole object (PUT)
-            new = merge_patch(current, request.data)
+            patched = merge_patch(current, request.data)
         else:
             return None
-        new = json.loads(json.dumps(new))
+        new: dict[str, Any] = json.loads(json.dumps(patched))
         if schema is not None and self.validate:
             new = schema.admit(new, current, request.subresource, strict)
         meta = new.setdefault("metadata", {})

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .durations import DURATION_PATTERN, DURATION_TITLE, MAX_DURATION, MAX_DURATION_LENGTH, MAX_DURATION_MS, UNITS_MS
+from .durations import (
+    DURATION_PATTERN,
+    DURATION_TITLE,
+    MAX_DURATION,
+    MAX_DURATION_LENGTH,
+    MAX_DURATION_MS,
+    UNITS_MS,
+)
 from .openapi import Schema, SchemaCheck, without_cel_rules
 
 # Pattern lists are written by people and matched against every group the analysis sees (groups x

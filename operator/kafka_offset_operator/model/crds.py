@@ -351,7 +351,7 @@ def _frozen_once_approved(properties: Schema, required: tuple[str, ...]) -> list
     Written field by field because CEL cannot iterate a structured object's fields; generated from the
     schema, so a field added later is frozen too. An optional field must stay absent or keep its value."""
     same = []
-    for name, schema in properties.items():
+    for name in properties:
         if name in (*MUTABLE_ONCE_APPROVED, "approved"):
             continue
         if name in required:
