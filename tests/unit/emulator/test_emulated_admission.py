@@ -10,6 +10,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from kafka_offset_demo.api_validation import (
     BadRequest,
@@ -22,7 +24,8 @@ from kafka_offset_demo.api_validation import (
     go_value,
 )
 from kafka_offset_operator.model.crds import FROZEN_MESSAGE, MAX_PARTITIONS, build_crds
-from offset_expiry.durations import MAX_DURATION_MS, parse_duration_ms
+from offset_expiry.durations import MAX_DURATION_LENGTH, MAX_DURATION_MS, parse_duration_ms
+from offset_expiry.policy_schema import duration_rule
 
 API = "kafkaoffsets.dev/v1alpha1"
 
@@ -34,6 +37,7 @@ def resource(kind: str) -> ResourceSchema:
 
 DELETIONS = resource("OffsetDeletion")
 POLICIES = resource("ConsumerGroupOffsetPolicy")
+DURATION_RULE = Rule.compile(duration_rule(), "duration")
 
 
 def deletion(**spec: Any) -> dict[str, Any]:
@@ -247,3 +251,16 @@ def test_the_root_fields_are_the_api_servers() -> None:
     stored = thing.admit({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"},
                           "spec": {"anything": [1]}, "extra": 1}, None)
     assert stored == {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"anything": [1]}}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4000) | st.integers(0, 315360000001) | st.integers(0, 10**15), st.sampled_from(["ms", "s", "m", "h", "d", "w"])), min_size=1, max_size=6))
+def test_the_durations_rule_and_the_code_agree(parts: list[tuple[int, str]]) -> None:
+    """The CRD's CEL cap and parse_duration_ms refuse the same durations (of the lengths the CRD admits)."""
+    text = "".join(f"{n}{unit}" for n, unit in parts)
+    assume(len(text) <= MAX_DURATION_LENGTH)
+    try:
+        within = parse_duration_ms(text) <= MAX_DURATION_MS
+    except ValueError:
+        within = False
+    assert (DURATION_RULE.evaluate("spec.x", "string", text, None) is None) == within, text
