@@ -3,19 +3,22 @@ and our CRDs, served from a background thread. The demo runs the operator agains
 operator tests (tests/integration/operator/operator_harness.py adds their HTTP client and operator thread).
 
 kmock's emulator keeps objects as given and never bumps resourceVersion; our subclass (`Emulator`) behaves
-more like an API server there (see its docstring). Kopf may still see an object twice (its watch can
-replay): the handlers are idempotent anyway.
+more like an API server there (see its docstring), and it validates every write of a custom resource
+against its CRD (schema, defaults, CEL rules: api_validation.py). Kopf may still see an object twice (its
+watch can replay): the handlers are idempotent anyway.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
 import datetime
 import itertools
 import json
 import threading
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +30,13 @@ import yaml
 
 from kafka_offset_operator.decisions.status_patch import merge_patch
 
+from .api_validation import BadRequest, Invalid, ResourceSchema
+
 NAMESPACE = "kafka"
 
 
 class Emulator(kmock.KubernetesEmulator):
-    """kmock's emulator with three fixes towards a real API server, so Kopf meets the protocol it is built for:
+    """kmock's emulator with four fixes towards a real API server, so Kopf meets the protocol it is built for:
 
     - on create it assigns uid, resourceVersion, generation and creationTimestamp when missing (as kubectl
       apply and the operator itself leave them out), and a name from metadata.generateName (Kopf's Events);
@@ -39,7 +44,14 @@ class Emulator(kmock.KubernetesEmulator):
       and a write that changes the spec bumps metadata.generation, as the API server does for custom
       resources with a status subresource (kmock never changes it);
     - a JSON patch that cannot apply (a failed `test` of resourceVersion, a path that is gone) answers
-      422 Unprocessable Entity, as the API server does and as Kopf expects, instead of a 500.
+      422 Unprocessable Entity, as the API server does and as Kopf expects, instead of a 500;
+    - a write of a custom resource whose CRD was registered (`register_crd`) is admitted as the API server
+      admits it (api_validation.ResourceSchema.admit: status subresource, pruning, defaults, schema and CEL
+      rules, 422 Invalid with its Status), the patch applied first; `?dryRun=All` answers without storing.
+      `validate = False` stores what is sent, as a cluster whose CRD has no schema would (tests of the
+      operator's own refusals use that).
+
+    Writes are serialised (one at a time), so a patch is applied to the object it was checked against.
 
     And two kmock 0.8 discovery bugs are mended: the core group's version document says groupVersion "/v1"
     (kubectl then maps no core kind), and kmock cannot parse the path of the cluster-wide namespace list (/api/v1/namespaces reads as a
@@ -51,6 +63,9 @@ class Emulator(kmock.KubernetesEmulator):
         super().__attrs_post_init__()
         self._versions = itertools.count(1000)
         self._namespaces: set[str] = set()
+        self._writes = asyncio.Lock()
+        self.schemas: dict[tuple[str, str, str], ResourceSchema] = {}  # (group, version, plural) -> schema
+        self.validate = True
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         if raw_request.path.rstrip("/") != "/api/v1/namespaces":
@@ -79,50 +94,89 @@ class Emulator(kmock.KubernetesEmulator):
         return doc
 
     async def _handle(self, request: kmock.Request) -> Any:
-        if request.resource is not None and request.action == kmock.action.CREATE and isinstance(request.data, dict):
-            meta = request.data.setdefault("metadata", {})
+        if request.resource is None or request.action not in (kmock.action.CREATE, kmock.action.UPDATE):
+            return await self._serve(request)
+        async with self._writes:
+            try:
+                admitted = self._admit(request)
+            except Invalid as exc:
+                raise kmock.KubernetesError(status=422, reason="Invalid", message=exc.message, details=exc.details()) from None
+            except BadRequest as exc:
+                raise kmock.KubernetesError(status=400, reason="BadRequest", message=str(exc), details={"causes": []}) from None
+            except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
+                raise _unprocessable(exc) from None
+            if admitted is None:
+                return await self._serve(request)
+            if request.params.get("dryRun") == "All":  # validated, not stored
+                return aiohttp.web.json_response(admitted, status=201 if request.action == kmock.action.CREATE else 200)
+            # kmock stores request.data (an object, or a patch of the stored one) and knows requests by identity:
+            # the admitted object goes in their place, into the (frozen) request itself.
+            data: Any = admitted if request.action == kmock.action.CREATE else [{"op": "replace", "path": "", "value": admitted}]
+            object.__setattr__(request, "data", data)
+            return await self._serve(request)
+
+    async def _serve(self, request: kmock.Request) -> Any:
+        try:
+            return await super()._handle(request)
+        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
+            raise _unprocessable(exc) from None
+
+    def _admit(self, request: kmock.Request) -> dict[str, Any] | None:
+        """The whole object this create or update stores (None: kmock answers as it is, e.g. 404), with the
+        server's metadata, admitted by the CRD's schema when there is one."""
+        resource = request.resource
+        assert resource is not None
+        schema = self.schemas.get((resource.group or "", resource.version or "", resource.plural or ""))
+        strict = request.params.get("fieldValidation") == "Strict"
+        if request.action == kmock.action.CREATE:
+            if not isinstance(request.data, dict):
+                return None
+            body: dict[str, Any] = copy.deepcopy(request.data)
+            meta = body.setdefault("metadata", {})
             if not meta.get("name") and meta.get("generateName"):
                 meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+            if schema is not None and self.validate:
+                body = schema.admit(body, None, request.subresource, strict)
+                meta = body["metadata"]
             meta.setdefault("uid", str(uuid.uuid4()))
             meta.setdefault("resourceVersion", str(next(self._versions)))
             meta.setdefault("generation", 1)
             meta.setdefault("creationTimestamp", _now())
-        elif request.resource is not None and request.action == kmock.action.UPDATE and request.name:
-            changes: dict[str, Any] = {"resourceVersion": str(next(self._versions))}
-            generation = self._next_generation(request)
-            if generation is not None:
-                changes["generation"] = generation
-            if isinstance(request.data, dict):
-                request.data.setdefault("metadata", {}).update(changes)
-            elif isinstance(request.data, list):
-                request.data.extend({"op": "add", "path": f"/metadata/{k}", "value": v} for k, v in changes.items())
-        try:
-            return await super()._handle(request)
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
-            raise kmock.KubernetesError(status=422, reason="Invalid", message=f"the patch cannot apply: {exc}") from None
-
-    def _next_generation(self, request: kmock.Request) -> int | None:
-        """The object's next metadata.generation if this write changes its spec, else None (a status write,
-        a label or a finalizer never moves it)."""
-        if request.subresource or request.resource is None or request.name is None:
+            return body
+        if request.name is None:
             return None
-        key = (request.resource, request.namespace, request.name)
+        key = (resource, request.namespace, request.name)
         if key not in self._objects or self._objects[key].deleted:
             return None
-        stored = self._objects[key]
-        current = json.loads(json.dumps(stored.raw))
-        if isinstance(request.data, list):
-            try:
-                spec = jsonpatch.apply_patch(current, request.data).get("spec")
-            except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
-                return None  # answered with 422 below
-        elif isinstance(request.data, dict) and "spec" in request.data:
-            spec = merge_patch({"spec": current.get("spec")}, {"spec": request.data["spec"]}).get("spec")
+        current: dict[str, Any] = json.loads(json.dumps(self._objects[key].raw))
+        if isinstance(request.data, list):  # a JSON patch (Kopf's, with a test of resourceVersion)
+            patched: Any = jsonpatch.apply_patch(current, request.data)
+        elif isinstance(request.data, dict):  # a merge patch, or a whole object (PUT)
+            patched = merge_patch(current, request.data)
         else:
             return None
-        if spec == current.get("spec"):
-            return None
-        return int((current.get("metadata") or {}).get("generation") or 1) + 1
+        new: dict[str, Any] = json.loads(json.dumps(patched))
+        if schema is not None and self.validate:
+            new = schema.admit(new, current, request.subresource, strict)
+        meta = new.setdefault("metadata", {})
+        meta["resourceVersion"] = str(next(self._versions))
+        # The spec moved: the API server counts a generation (a status write, a label, a finalizer never do).
+        if not request.subresource and new.get("spec") != current.get("spec"):
+            meta["generation"] = int((current.get("metadata") or {}).get("generation") or 1) + 1
+        return new
+
+    @contextlib.contextmanager
+    def unvalidated(self) -> Iterator[None]:
+        """Writes store what is sent meanwhile (a CRD without a schema, or an older one, would let it in)."""
+        self.validate = False
+        try:
+            yield
+        finally:
+            self.validate = True
+
+
+def _unprocessable(exc: Exception) -> kmock.KubernetesError:
+    return kmock.KubernetesError(status=422, reason="Invalid", message=f"the patch cannot apply: {exc}")
 
 
 def _now() -> str:
@@ -177,6 +231,14 @@ class EmulatedCluster:
         assert self._server is not None
         return f"http://127.0.0.1:{self._server.port}"
 
+    @contextlib.contextmanager
+    def unvalidated(self) -> Iterator[None]:
+        """Writes meanwhile store what is sent, unchecked: for tests of the operator's own refusals of specs a
+        CRD with a schema would have refused (an older CRD, or one installed without its schema)."""
+        assert self.emulator is not None
+        with self.emulator.unvalidated():
+            yield
+
     def server_errors(self) -> list[Exception]:
         """Requests the emulator failed to serve (HTTP 500s): a test should end with none."""
         assert self.emulator is not None
@@ -197,10 +259,14 @@ class EmulatedCluster:
 
 
 def register_crd(emulator: kmock.KubernetesEmulator, crd: Mapping[str, Any]) -> None:
-    """Serve a CRD's resource in API discovery, and keep the CRD itself as an object, like an API server."""
+    """Serve a CRD's resource in API discovery, and keep the CRD itself as an object, like an API server. Our
+    Emulator also admits writes by the CRD's schema; a CRD whose rules do not compile, or could cost the API
+    server too much, raises ValueError as the API server refuses it."""
     spec = crd["spec"]
     names = spec["names"]
     for version in spec["versions"]:
+        if isinstance(emulator, Emulator) and "schema" in version:
+            emulator.schemas[spec["group"], version["name"], names["plural"]] = ResourceSchema.from_crd(crd, version)
         emulator.resources[f"{spec['group']}/{version['name']}/{names['plural']}"] = kmock.ResourceInfo(
             kind=names["kind"],
             singular=names.get("singular", names["kind"].lower()),

@@ -12,8 +12,11 @@ Draft4Validator does the checking, and what is not JSON Schema is handled here o
   `x-kubernetes-preserve-unknown-fields: true` or gives `additionalProperties` itself.
 - `x-kubernetes-list-type`: `set` and `map` (keyed by `x-kubernetes-list-map-keys`) refuse duplicates as the
   API server does; `atomic` is a plain list. `x-kubernetes-int-or-string` accepts an integer or a string.
-  Any other `x-kubernetes-*` word (`x-kubernetes-validations`: CEL) is refused when the schema is compiled,
-  since this checker could not honour it.
+  Any other `x-kubernetes-*` word is refused when the schema is compiled, since this checker could not
+  honour it. CEL rules (`x-kubernetes-validations`) are the API server's to evaluate: a caller that leaves
+  them to it says so by compiling `without_cel_rules(schema)`, so nobody reads a SchemaCheck as checking them
+  (the operator's spec parsers do, with a code-side twin where a rule matters to them, such as the
+  durations' cap; the emulated API server of kafka_offset_demo evaluates them).
 - `default`: an annotation for JSON Schema. The API server fills defaults in; the spec parsers apply the
   same defaults themselves, so a spec that skipped defaulting (a policy file) means the same.
 - `format`: an annotation here (the CRDs' spec schemas use none).
@@ -25,7 +28,8 @@ so a wrong value reads `'7 days' is not a duration like 7d, ...` rather than sho
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft4Validator, ValidationError
@@ -39,6 +43,7 @@ _LIST_TYPE = "x-kubernetes-list-type"
 _MAP_KEYS = "x-kubernetes-list-map-keys"
 _INT_OR_STRING = "x-kubernetes-int-or-string"
 _UNDERSTOOD = {_PRESERVE, _LIST_TYPE, _MAP_KEYS, _INT_OR_STRING}
+_CEL = "x-kubernetes-validations"
 
 
 class SchemaCheck:
@@ -52,6 +57,11 @@ class SchemaCheck:
         self._lists: set[int] = set()  # ids of the schema nodes with a list type at or below them
         _find_lists(self.schema, self._lists)
 
+    def errors(self, value: Any) -> list[ValidationError]:
+        """Every JSON Schema problem of `value` (nulls pruned first), for callers that report them all (the
+        emulated API server); list types are `list_type_duplicates`'."""
+        return list(self._validator.iter_errors(prune_nulls(value, self.schema)))
+
     def check(self, value: Any, path: str) -> Any:
         """`value` without the nulls the API server would drop; raises SpecError for its first problem.
         `path` names `value` itself (`spec`), so fields read `spec.rules.standaloneRetention`."""
@@ -61,10 +71,28 @@ class SchemaCheck:
             at = field_path(path, error.absolute_path)
             below, problem = _explain(error, at)
             raise SpecError(field_path(at, below), problem)
-        duplicate = _duplicates(pruned, self.schema, path, self._lists)
+        duplicate = next(_duplicates(pruned, self.schema, (), self._lists), None)
         if duplicate is not None:
-            raise duplicate
+            raise _duplicate_error(path, duplicate)
         return pruned
+
+
+def without_cel_rules(schema: Mapping[str, Any]) -> Schema:
+    """A copy of `schema` without its CEL rules (`x-kubernetes-validations`, at any depth): what a checker
+    that leaves them to the API server compiles."""
+    out: Schema = {}
+    for key, value in schema.items():
+        if key == _CEL:
+            continue
+        if key in ("properties", "patternProperties", "definitions") and isinstance(value, Mapping):
+            out[key] = {name: without_cel_rules(sub) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties", "not") and isinstance(value, Mapping):
+            out[key] = without_cel_rules(value)
+        elif key in ("oneOf", "anyOf", "allOf") and isinstance(value, list):
+            out[key] = [without_cel_rules(sub) for sub in value]
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 def field_path(base: str, parts: Sequence[str | int]) -> str:
@@ -99,6 +127,9 @@ def prune_nulls(value: Any, schema: Mapping[str, Any]) -> Any:
 def _to_json_schema(node: Mapping[str, Any], where: str) -> Schema:
     out: Schema = {}
     for key, value in node.items():
+        if key == _CEL:
+            raise ValueError(f"{where}: {key} (CEL) is not evaluated by offset_expiry.openapi: compile "
+                             "without_cel_rules(schema) and say who evaluates them")
         if key.startswith("x-kubernetes-") and key not in _UNDERSTOOD:
             raise ValueError(f"{where}: {key} is not checked by offset_expiry.openapi; implement it there first")
         if key == "properties":
@@ -134,35 +165,54 @@ def _find_lists(node: Mapping[str, Any], out: set[int]) -> bool:
     return False
 
 
-def _duplicates(value: Any, schema: Mapping[str, Any], at: str, lists: set[int]) -> SpecError | None:
-    """x-kubernetes-list-type: no two items of a `set`, nor two with the same keys in a `map` (the value is
-    valid JSON Schema already, so its shape is the schema's). Walks only where the schema has list types."""
+@dataclass(frozen=True)
+class Duplicate:
+    """An item listed twice in an `x-kubernetes-list-type` `set` or `map` list."""
+
+    parts: tuple[str | int, ...]  # from the checked value down to the second item
+    item: Any
+    keys: tuple[str, ...]  # a map list's keys; () for a set
+
+
+def list_type_duplicates(value: Any, schema: Mapping[str, Any]) -> Iterator[Duplicate]:
+    """x-kubernetes-list-type: every second item of a `set`, and every item with the keys of an earlier one
+    in a `map`, as the API server refuses them."""
+    lists: set[int] = set()
+    _find_lists(schema, lists)
+    return _duplicates(value, schema, (), lists)
+
+
+def _duplicates(value: Any, schema: Mapping[str, Any], at: tuple[str | int, ...], lists: set[int]) -> Iterator[Duplicate]:
+    """Walks only where the schema has list types; items of the wrong shape are the schema check's to report."""
     if id(schema) not in lists:
-        return None
+        return
     if isinstance(value, Mapping):
         props = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
         for key, item in value.items():
             sub = props.get(key, extra if isinstance(extra, Mapping) else None)
-            found = _duplicates(item, sub, field_path(at, [key]), lists) if sub is not None else None
-            if found is not None:
-                return found
+            if sub is not None:
+                yield from _duplicates(item, sub, (*at, key), lists)
     if isinstance(value, list):
         kind = schema.get(_LIST_TYPE, "atomic")
-        keys: list[str] = list(schema.get(_MAP_KEYS) or ())
+        keys = tuple(schema.get(_MAP_KEYS) or ()) if kind == "map" else ()
         seen: set[str] = set()
         for i, item in enumerate(value):
+            if kind == "map" and not isinstance(item, Mapping):
+                continue
             identity = repr([item.get(k) for k in keys] if kind == "map" else item)
             if kind != "atomic" and identity in seen:
-                if kind == "map" and len(keys) == 1:
-                    return SpecError(field_path(at, [i, keys[0]]), f"{item.get(keys[0])!r} is listed twice")
-                shown = ", ".join(f"{k}={item.get(k)!r}" for k in keys) if kind == "map" else repr(item)
-                return SpecError(field_path(at, [i]), f"{shown} is listed twice")
+                yield Duplicate((*at, i), item, keys)
             seen.add(identity)
-            found = _duplicates(item, schema.get("items") or {}, field_path(at, [i]), lists)
-            if found is not None:
-                return found
-    return None
+            yield from _duplicates(item, schema.get("items") or {}, (*at, i), lists)
+
+
+def _duplicate_error(path: str, found: Duplicate) -> SpecError:
+    at = field_path(path, found.parts)
+    if len(found.keys) == 1:
+        return SpecError(field_path(at, [found.keys[0]]), f"{found.item.get(found.keys[0])!r} is listed twice")
+    shown = ", ".join(f"{k}={found.item.get(k)!r}" for k in found.keys) if found.keys else repr(found.item)
+    return SpecError(at, f"{shown} is listed twice")
 
 
 # -- explaining

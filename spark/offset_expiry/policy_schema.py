@@ -10,17 +10,50 @@ from __future__ import annotations
 
 from typing import Any
 
-from .durations import DURATION_PATTERN, DURATION_TITLE
-from .openapi import Schema, SchemaCheck
+from .durations import (
+    DURATION_PATTERN,
+    DURATION_TITLE,
+    MAX_DURATION,
+    MAX_DURATION_LENGTH,
+    MAX_DURATION_MS,
+    UNITS_MS,
+)
+from .openapi import Schema, SchemaCheck, without_cel_rules
+
+# Pattern lists are written by people and matched against every group the analysis sees (groups x
+# patterns); a hundred is far more than a readable policy has.
+MAX_PATTERNS = 100
+# A pattern longer than this is not written by hand; a longer group id is matched by a prefix* pattern.
+MAX_PATTERN_LENGTH = 1024
+
+
+def duration_rule() -> Schema:
+    """The CEL rule that caps a duration at durations.MAX_DURATION, so the API server refuses what
+    parse_duration_ms refuses. It sums the parts with the Kubernetes CEL libraries (regex findAll/find,
+    lists sum); each part is checked on its own first, so no product can overflow an int64 (CEL's `&&`
+    stops at the first false)."""
+    units = "{" + ", ".join(f"'{unit}': {ms}" for unit, ms in UNITS_MS.items()) + "}"
+    parts = "self.findAll('[0-9]+(ms|s|m|h|d|w)')"
+    number = "int(p.find('^[0-9]+'))"
+    unit = f"{units}[p.find('[a-z]+$')]"
+    return {
+        "rule": f"{parts}.all(p, size(p) <= 20 && {number} <= {MAX_DURATION_MS} / {unit})"
+                f" && {parts}.map(p, {number} * {unit}).sum() <= {MAX_DURATION_MS}",
+        "message": f"must be at most {MAX_DURATION} (10 years)",
+        "messageExpression": f"'must be at most {MAX_DURATION} (10 years), not ' + self",
+    }
 
 
 def duration(description: str, default: str | None = None) -> Schema:
-    """A duration field (7d, 36h, 1d12h, 90m, 30s, 500ms), the one grammar of durations.py."""
+    """A duration field (7d, 36h, 1d12h, 90m, 30s, 500ms), the one grammar of durations.py, at most
+    durations.MAX_DURATION long (a CEL rule: the API server's to evaluate)."""
     out: Schema = {
         "type": "string",
         "title": DURATION_TITLE,
         "pattern": DURATION_PATTERN,
-        "description": description + " A duration such as 7d, 36h, 1d12h, 90m or 30s.",
+        "maxLength": MAX_DURATION_LENGTH,
+        "x-kubernetes-validations": [duration_rule()],
+        "description": description + f" A duration such as 7d, 36h, 1d12h, 90m or 30s; at most {MAX_DURATION} (10 years).",
     }
     if default is not None:
         out["default"] = default
@@ -32,9 +65,10 @@ def _globs(description: str, **extra: Any) -> Schema:
     return {
         "type": "array",
         "title": "list of group patterns",
-        "items": {"type": "string", "title": "group pattern", "minLength": 1},
+        "maxItems": MAX_PATTERNS,
+        "items": {"type": "string", "title": "group pattern", "minLength": 1, "maxLength": MAX_PATTERN_LENGTH},
         **extra,
-        "description": description,
+        "description": description + f" At most {MAX_PATTERNS} patterns of at most {MAX_PATTERN_LENGTH} characters.",
     }
 
 
@@ -110,7 +144,8 @@ def spec_properties(*, kafka: Schema, mode: Schema, schedule: Schema, analysis: 
             "history": history}
 
 
-# A policy file: the operator's sections are the operator's to check ({} accepts any value).
-POLICY_FILE = SchemaCheck(
+# A policy file: the operator's sections are the operator's to check ({} accepts any value). The durations'
+# CEL cap is parse_duration_ms's here (policy.py).
+POLICY_FILE = SchemaCheck(without_cel_rules(
     {"type": "object", "properties": spec_properties(kafka={}, mode={}, schedule={}, analysis={}, history={})}
-)
+))

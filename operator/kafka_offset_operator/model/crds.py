@@ -8,6 +8,14 @@ CRD and the spec parsers cannot drift: a rule a schema can say (types, enums, pa
 kafka or policyRef) is written here once; decisions/*_spec.py keep only what a schema cannot say. The
 policy's analysis part (groups, rules, protect) comes from offset_expiry.policy_schema, which the analysis
 checks policy files against.
+
+Bounded input: every string a person writes has a maxLength and every list a maxItems, so the API server
+refuses an absurd spec with the field named instead of storing it (or answering 413), and so the CEL rules
+below stay within the API server's cost budget (it estimates a rule's cost from these bounds and refuses a
+CRD whose rules could cost too much). The CEL rules (`x-kubernetes-validations`) are the API server's:
+an OffsetDeletion is frozen once approved (transition rules), durations are capped at 10 years, a deletion
+lists at most MAX_PARTITIONS partitions. The operator's own spec check leaves them out (`spec_schema`);
+the durations' cap has its code twin in offset_expiry.durations.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from offset_expiry.openapi import Schema
+from offset_expiry.openapi import Schema, without_cel_rules
 from offset_expiry.policy_schema import duration, spec_properties
 
 from .api import DELETION_KIND, DELETIONS, GROUP, POLICIES, POLICY_KIND, VERSION
@@ -29,17 +37,37 @@ INT64_MAX = 2**63 - 1  # Kafka's offsets
 DEFAULT_FINISHED_DELETIONS_LIMIT = 20  # a policy's finished OffsetDeletions kept (spec.history)
 MAX_FINISHED_DELETIONS_LIMIT = 1000  # each is an object in etcd; a longer history belongs in the backups
 
+# Bounds (see the module's docstring). Kubernetes names: a DNS subdomain, at most 253 characters; a Secret's
+# keys have the same limit.
+MAX_NAME = 253
+# A group id is a Kafka STRING (at most 32767 bytes on the wire) and Kafka sets no shorter limit; the policy
+# copies ids from __consumer_offsets into OffsetDeletions, so anything shorter would refuse real groups.
+MAX_GROUP_LENGTH = 32767
+# One OffsetDeletion is one Kubernetes object, which etcd keeps under 1.5 MiB with its status: at most this
+# many partitions (spec.topics[*].partitions in all, and spec.expectedOffsets) keeps spec and per-partition
+# results well under it with topic names of ordinary length. A policy splits a bigger group.
+MAX_PARTITIONS = 5000
+MAX_TOPICS = 1000
+MAX_BOOTSTRAP_LENGTH = 4096  # a comma-separated host:port list; a few brokers are enough to bootstrap
+MAX_IMAGE_LENGTH = 1024
+# What may change in an OffsetDeletion's spec once it is approved: only restore (everything else names what
+# is acted on; `approved` itself only stays true). A field added to the spec later is frozen unless named here.
+MUTABLE_ONCE_APPROVED = ("restore",)
+FROZEN_MESSAGE = ("spec is frozen once approved: only spec.restore may change; create a new OffsetDeletion "
+                  "to act on other offsets")
+
 
 def _secret_key_ref(description: str, keys: dict[str, tuple[str, str]]) -> Schema:
     props: Schema = {
         "name": {
             "type": "string",
             "minLength": 1,
+            "maxLength": MAX_NAME,
             "description": "Secret name, in the resource's own namespace.",
         }
     }
     for key, (default, about) in keys.items():
-        props[key] = {"type": "string", "default": default, "description": about}
+        props[key] = {"type": "string", "maxLength": MAX_NAME, "default": default, "description": about}
     return {"type": "object", "description": description, "required": ["name"], "properties": props}
 
 
@@ -55,6 +83,7 @@ KAFKA_CONNECTION: Schema = {
             "type": "string",
             "title": "comma-separated host:port list",
             "pattern": r"^[^\s,]+:[0-9]+(,[^\s,]+:[0-9]+)*$",
+            "maxLength": MAX_BOOTSTRAP_LENGTH,
             "description": "Comma-separated host:port list of brokers to bootstrap from.",
         },
         "securityProtocol": {
@@ -141,6 +170,7 @@ _SPARK_POD_PROPS: Schema = {
         "type": "string",
         "title": "Spark memory size like 512m or 2g",
         "pattern": r"^[0-9]+[kmgtKMGT]?$",
+        "maxLength": 32,
         "default": "1g",
         "description": "JVM memory, in Spark's notation (512m, 2g).",
     },
@@ -200,12 +230,14 @@ def _policy_spec() -> Schema:
                                 "type": "string",
                                 "title": "image reference (no spaces)",
                                 "pattern": r"^\S+$",
+                                "maxLength": MAX_IMAGE_LENGTH,
                                 "description": "An image with this project installed.",
                             },
                             "serviceAccount": {
                                 "type": "string",
                                 "title": "Kubernetes name (lower-case letters, digits, - and .)",
                                 "pattern": r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
+                                "maxLength": MAX_NAME,
                                 "description": "Service account of the driver.",
                             },
                             "driver": {
@@ -339,79 +371,129 @@ def _partition() -> Schema:
     return {"type": "integer", "minimum": 0, "maximum": INT32_MAX}
 
 
+def _frozen_once_approved(properties: Schema, required: tuple[str, ...]) -> list[Schema]:
+    """Transition rules (they read oldSelf, so the API server evaluates them on updates only): once
+    spec.approved was true, every field but MUTABLE_ONCE_APPROVED keeps its value, and approved stays true.
+
+    Written field by field because CEL cannot iterate a structured object's fields; generated from the
+    schema, so a field added later is frozen too. An optional field must stay absent or keep its value."""
+    same = []
+    for name in properties:
+        if name in (*MUTABLE_ONCE_APPROVED, "approved"):
+            continue
+        if name in required:
+            same.append(f"self.{name} == oldSelf.{name}")
+        else:
+            same.append(f"has(self.{name}) == has(oldSelf.{name}) && (!has(self.{name}) || self.{name} == oldSelf.{name})")
+    approved_before = "!has(oldSelf.approved) || !oldSelf.approved"
+    return [
+        {"rule": f"{approved_before} || ({' && '.join(same)})", "message": FROZEN_MESSAGE},
+        {
+            "rule": f"{approved_before} || (has(self.approved) && self.approved)",
+            "fieldPath": ".approved",
+            "message": "cannot be set back to false once true: delete the OffsetDeletion to cancel it",
+        },
+    ]
+
+
 def _deletion_spec() -> Schema:
+    required = ("group", "topics")
+    properties: Schema = {
+        "kafka": KAFKA_CONNECTION,
+        "policyRef": {
+            "type": "object",
+            "description": "Use the Kafka connection of this ConsumerGroupOffsetPolicy (same namespace).",
+            "required": ["name"],
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME, "description": "The policy's name."}
+            },
+        },
+        "group": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_GROUP_LENGTH,
+            "description": f"The consumer group id (at most {MAX_GROUP_LENGTH} characters, Kafka's own limit).",
+        },
+        "topics": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_TOPICS,
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+            "x-kubernetes-validations": [{
+                "rule": f"self.map(t, has(t.partitions) ? size(t.partitions) : 0).sum() <= {MAX_PARTITIONS}",
+                "message": f"lists more than {MAX_PARTITIONS} partitions in all: split the deletion into several "
+                           "OffsetDeletions",
+            }],
+            "description": (
+                f"Topics whose committed offsets to delete, each listed once: at most {MAX_TOPICS} topics and "
+                f"{MAX_PARTITIONS} listed partitions in all, so the object and its per-partition results fit the "
+                "API server's size limit."
+            ),
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {
+                    "name": _topic_name(),
+                    "partitions": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": MAX_PARTITIONS,
+                        "description": "Partitions to delete; every committed partition when omitted.",
+                        "items": _partition(),
+                    },
+                },
+            },
+        },
+        "expectedOffsets": {
+            "type": "array",
+            "maxItems": MAX_PARTITIONS,
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["topic", "partition"],
+            "description": (
+                "Committed offsets as a policy's scan saw them (set by the policy that created this deletion), "
+                f"one per partition, at most {MAX_PARTITIONS}. A partition whose committed offset differs when "
+                "the deletion runs was committed since the scan: it is Skipped, not deleted."
+            ),
+            "items": {
+                "type": "object",
+                "required": ["topic", "partition", "offset"],
+                "properties": {
+                    "topic": _topic_name(),
+                    "partition": {**_partition(), "description": "Partition."},
+                    "offset": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": INT64_MAX,
+                        "description": "The offset the scan saw.",
+                    },
+                },
+            },
+        },
+        "approved": {
+            "type": "boolean",
+            "default": False,
+            "description": (
+                "Nothing is deleted until this is true. Once true it stays true, and the rest of the spec but "
+                "restore is frozen: the API server refuses an edit (delete the OffsetDeletion to cancel it)."
+            ),
+        },
+        "restore": {
+            "type": "boolean",
+            "default": False,
+            "description": (
+                "Re-commit the backed-up offsets (OffsetCommit). Kafka accepts this only while the group has "
+                "no active members; until then the operator retries and says so in a condition."
+            ),
+        },
+    }
     return {
         "type": "object",
         "description": "Offsets of one consumer group to delete now, with a backup that restore can re-commit.",
-        "required": ["group", "topics"],
+        "required": list(required),
         "oneOf": [{"required": ["kafka"]}, {"required": ["policyRef"]}],
-        "properties": {
-            "kafka": KAFKA_CONNECTION,
-            "policyRef": {
-                "type": "object",
-                "description": "Use the Kafka connection of this ConsumerGroupOffsetPolicy (same namespace).",
-                "required": ["name"],
-                "properties": {
-                    "name": {"type": "string", "minLength": 1, "description": "The policy's name."}
-                },
-            },
-            "group": {"type": "string", "minLength": 1, "description": "The consumer group id."},
-            "topics": {
-                "type": "array",
-                "minItems": 1,
-                "x-kubernetes-list-type": "map",
-                "x-kubernetes-list-map-keys": ["name"],
-                "description": "Topics whose committed offsets to delete, each listed once.",
-                "items": {
-                    "type": "object",
-                    "required": ["name"],
-                    "properties": {
-                        "name": _topic_name(),
-                        "partitions": {
-                            "type": "array",
-                            "minItems": 1,
-                            "description": "Partitions to delete; every committed partition when omitted.",
-                            "items": _partition(),
-                        },
-                    },
-                },
-            },
-            "expectedOffsets": {
-                "type": "array",
-                "description": (
-                    "Committed offsets as a policy's scan saw them (set by the policy that created this deletion). "
-                    "A partition whose committed offset differs when the deletion runs was committed since the "
-                    "scan: it is Skipped, not deleted."
-                ),
-                "items": {
-                    "type": "object",
-                    "required": ["topic", "partition", "offset"],
-                    "properties": {
-                        "topic": _topic_name(),
-                        "partition": {**_partition(), "description": "Partition."},
-                        "offset": {
-                            "type": "integer",
-                            "minimum": 0,
-                            "maximum": INT64_MAX,
-                            "description": "The offset the scan saw.",
-                        },
-                    },
-                },
-            },
-            "approved": {
-                "type": "boolean",
-                "default": False,
-                "description": "Nothing is deleted until this is true.",
-            },
-            "restore": {
-                "type": "boolean",
-                "default": False,
-                "description": (
-                    "Re-commit the backed-up offsets (OffsetCommit). Kafka accepts this only while the group has "
-                    "no active members; until then the operator retries and says so in a condition."
-                ),
-            },
-        },
+        "x-kubernetes-validations": _frozen_once_approved(properties, required),
+        "properties": properties,
     }
 
 
@@ -640,11 +722,12 @@ def build_crds() -> dict[str, dict[str, Any]]:
 
 
 def spec_schema(kind: str) -> Schema:
-    """The openAPIV3Schema of `kind`'s spec, as its CRD carries it: what the spec parsers check against."""
+    """The openAPIV3Schema of `kind`'s spec, as its CRD carries it, without its CEL rules: what the spec
+    parsers check against. The rules are the API server's (an approved spec is frozen: a transition rule
+    that needs the old object; durations are capped in code too, by offset_expiry.durations)."""
     for crd in build_crds().values():
         if crd["spec"]["names"]["kind"] == kind:
-            schema: Schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-            return schema
+            return without_cel_rules(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"])
     raise KeyError(kind)
 
 

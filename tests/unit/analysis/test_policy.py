@@ -92,13 +92,14 @@ def test_include_given_as_empty_list_selects_nothing() -> None:
         ({"rule": {}}, "spec.rule", "unknown field"),
         ("rules: {}", "spec", "expected a mapping, got a string"),
         ({1: "x"}, "spec", "field names must be strings, got 1"),
-        # Longer than any retention Kafka accepts: refused here, not an overflow later on.
+        # Longer than 10 years (the CRDs' cap too): refused here, not an overflow later on.
         (
             {"rules": {"emptyGroupRetention": "99999999999999999999d"}},
             "spec.rules.emptyGroupRetention",
-            "is longer than 2147483647 minutes",
+            "is longer than 3650d (10 years)",
         ),
         ({"rules": {"standaloneRetention": "2147483648m"}}, "spec.rules.standaloneRetention", "longest retention"),
+        ({"rules": {"standaloneRetention": "3650d1ms"}}, "spec.rules.standaloneRetention", "longest retention"),
     ],
 )
 def test_bad_input_names_the_field(spec: object, field: str, fragment: str) -> None:

@@ -15,9 +15,9 @@ from kafka_offset_operator.decisions.connection_spec import connection_from_spec
 from kafka_offset_operator.decisions.deletion_spec import parse_spec
 from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
 from kafka_offset_operator.model.api import DELETION_KIND, POLICY_KIND
-from kafka_offset_operator.model.crds import spec_schema
+from kafka_offset_operator.model.crds import build_crds, spec_schema
 from offset_expiry.errors import SpecError
-from offset_expiry.openapi import SchemaCheck
+from offset_expiry.openapi import SchemaCheck, without_cel_rules
 from offset_expiry.policy import parse_policy
 from offset_expiry.policy_schema import analysis_properties
 
@@ -79,8 +79,13 @@ def test_deletion_parser_defaults_are_the_crds() -> None:
 
 
 def test_the_crd_carries_the_analysis_schema_of_offset_expiry() -> None:
-    properties = spec_schema(POLICY_KIND)["properties"]
+    crd = next(c for c in build_crds().values() if c["spec"]["names"]["kind"] == POLICY_KIND)
+    properties = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
     assert {name: properties[name] for name in analysis_properties()} == analysis_properties()
+    # The parsers check the same, less the CEL rules (the API server's): spec_schema says so.
+    parsed = spec_schema(POLICY_KIND)["properties"]
+    assert {name: parsed[name] for name in analysis_properties()} == {
+        name: without_cel_rules(schema) for name, schema in analysis_properties().items()}
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
