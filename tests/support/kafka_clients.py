@@ -18,6 +18,7 @@ from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
+from kafka.errors import RebalanceInProgressError
 from kafka.structs import OffsetAndMetadata
 from waiting import wait_until
 
@@ -90,13 +91,20 @@ class GroupConsumer:
             raise result
         return result
 
-    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
-        """A member commit (with this member's id and generation), for any partitions."""
-        self.call(
-            lambda c: c.commit(
-                {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}
-            )
-        )
+    def commit(self, offsets: Mapping[tuple[str, int], int], timeout: float = 30.0) -> None:
+        """A member commit (with this member's id and generation), for any partitions. Kafka refuses a
+        commit while the group rebalances (a slow machine can miss a heartbeat); a real consumer polls and
+        commits again, and so does this one until `timeout`."""
+        request = {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}
+
+        def committed() -> bool | None:
+            try:
+                self.call(lambda c: c.commit(request))
+            except RebalanceInProgressError:
+                return None  # the polling thread rejoins meanwhile
+            return True
+
+        wait_until(committed, timeout, f"{self.group}'s commit")
 
     def close(self) -> None:
         """Stops polling and closes the consumer, which leaves the group (LeaveGroup)."""
