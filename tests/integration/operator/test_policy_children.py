@@ -125,15 +125,11 @@ def delete_policy(kube: Kube) -> None:
     wait_until(lambda: kube.find(GROUP_VERSION, PLURAL, POLICY) is None, TIMEOUT, "the policy to be gone")
 
 
-def hand_made(name: str, group: str, labels: dict[str, str], annotations: dict[str, str], spec: dict[str, Any],
-              status: dict[str, Any] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion",
-                            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels,
-                                         "annotations": annotations},
-                            "spec": {"group": group, "topics": [{"name": "orders"}], **spec}}
-    if status is not None:
-        body["status"] = status
-    return body
+def hand_made(name: str, group: str, labels: dict[str, str], annotations: dict[str, str],
+              spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels, "annotations": annotations},
+            "spec": {"group": group, "topics": [{"name": "orders"}], **spec}}
 
 
 def test_deleting_a_policy_deletes_its_unstarted_proposals_and_keeps_the_rest(
@@ -219,13 +215,17 @@ def test_the_history_limit_trims_the_oldest_finished_deletions(
     # Finished OffsetDeletions of earlier runs (made before the operator starts, so it finds them finished),
     # and an older one of another policy that the limit does not count.
     spec = {"policyRef": {"name": POLICY}, "approved": True}
+    # The API server takes a status only through /status, so each is created, then given its status.
     for day in range(1, 5):
-        status = {"phase": "Succeeded", "completionTime": f"2026-01-0{day}T00:00:00Z", "deleted": 1, "failed": 0}
-        kube.create(DELETIONS, hand_made(f"{POLICY}-day{day}", f"old-{day}", {POLICY_LABEL: POLICY},
-                                         {POLICY_UID: uid}, spec, status))
+        name = f"{POLICY}-day{day}"
+        kube.create(DELETIONS, hand_made(name, f"old-{day}", {POLICY_LABEL: POLICY}, {POLICY_UID: uid}, spec))
+        kube.patch(GROUP_VERSION, DELETIONS, name, {"status": {
+            "phase": "Succeeded", "completionTime": f"2026-01-0{day}T00:00:00Z", "deleted": 1, "failed": 0}},
+            subresource="status")
     kube.create(DELETIONS, hand_made("other-policy-old", "old-0", {POLICY_LABEL: "other"}, {POLICY_UID: "u-other"},
-                                     {"policyRef": {"name": "other"}, "approved": True},
-                                     {"phase": "Succeeded", "completionTime": "2025-01-01T00:00:00Z"}))
+                                     {"policyRef": {"name": "other"}, "approved": True}))
+    kube.patch(GROUP_VERSION, DELETIONS, "other-policy-old", {"status": {
+        "phase": "Succeeded", "completionTime": "2025-01-01T00:00:00Z"}}, subresource="status")
     start_operator()
     wait_run(kube)
     proposals_waiting(kube)
