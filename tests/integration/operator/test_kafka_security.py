@@ -36,6 +36,9 @@ from kafka_sandbox import SandboxBroker
 from kafka_sandbox.certificates import Certificates, make_certificates
 from kafka_sandbox.security import server_ssl_context
 
+pytestmark = pytest.mark.slow  # an operator under Kopf per test, with end-to-end waits: the full suite runs them
+
+
 Start = Callable[..., OperatorThread]
 FINAL = ("Succeeded", "PartiallyFailed", "Failed")
 USER = "svc-offsets"

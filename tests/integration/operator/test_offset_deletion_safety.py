@@ -8,6 +8,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from brokers import make_topics
 from kafka_clients import committed, empty_group, member
 from operator_harness import FINAL, GROUP_VERSION, NAMESPACE, EmulatedCluster, Kube, OperatorThread, condition
@@ -16,6 +17,9 @@ from waiting import wait_until
 
 from kafka_offset_operator.model.backups import Action, decode
 from kafka_sandbox import SandboxBroker
+
+pytestmark = pytest.mark.slow  # an operator under Kopf per test, with end-to-end waits: the full suite runs them
+
 
 Start = Callable[..., OperatorThread]
 

@@ -34,6 +34,9 @@ from offset_expiry.policy import parse_policy
 from offset_expiry.raw import RawRecord
 from offset_expiry.reference import analyze_records
 
+pytestmark = pytest.mark.slow  # see the module docstring: real processes or a Spark run
+
+
 RETENTION_MS = 7 * 86_400_000
 
 Start = Callable[..., OperatorThread]

@@ -23,6 +23,9 @@ from kafka_offset_demo.story import admin_commit, catch_up, commit_and_leave, ma
 from kafka_sandbox import SandboxBroker
 from offset_expiry.raw import OFFSETS_TOPIC
 
+pytestmark = pytest.mark.slow  # see the module docstring: real processes or a Spark run
+
+
 EXAMPLE = ROOT / "manifests" / "examples" / "policy-dryrun.yaml"
 PLURAL = "consumergroupoffsetpolicies"
 RUN_TIMEOUT = 240.0  # a cold Spark start on a busy 2-core machine

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from brokers import make_topics
 from kafka_clients import empty_group
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube
 from test_run_command import operator_process
 
 from kafka_sandbox import SandboxBroker
+
+pytestmark = pytest.mark.slow  # see the module docstring: real processes or a Spark run
 
 
 def test_json_log_has_one_audit_line_per_change_and_no_chatter(

@@ -178,6 +178,7 @@ def wire_client(broker: SandboxBroker, pki: Certificates) -> WireClient:
     return client
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("protocol", "mechanism"), [c for c in CASES if c[1]])
 def test_a_wrong_password_is_refused_with_sasl_authentication_failed(
         pki: Certificates, protocol: str, mechanism: str) -> None:
@@ -202,6 +203,7 @@ def test_a_wrong_password_is_refused_with_sasl_authentication_failed(
         assert broker.sessions() == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL"])
 def test_a_wrong_ca_fails_the_tls_handshake(pki: Certificates, other_pki: Certificates, protocol: str,
                                              caplog: pytest.LogCaptureFixture) -> None:
@@ -400,6 +402,7 @@ def test_the_command_serves_sasl_ssl(pki: Certificates, tmp_path: Path) -> None:
             proc.wait()
 
 
+@pytest.mark.slow
 def test_bad_security_flags_get_one_line(pki: Certificates, tmp_path: Path) -> None:
     for args, message in (
         (["--security-protocol", "SSL"], "needs --ssl-cert/--ssl-key"),
