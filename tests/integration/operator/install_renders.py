@@ -5,6 +5,7 @@ Kubernetes' own schemas and Pod Security "restricted". Shared by test_manifests.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -102,9 +103,19 @@ MONITORING_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
+_VALID: set[str] = set()  # objects already found valid (renders share most of theirs)
+
+
 def validate(obj: Mapping[str, Any]) -> None:
     """`obj` as the API server would take it: Kubernetes' own schema (strict: no unknown field) for every
     version in KUBERNETES_VERSIONS, or Prometheus Operator's fields for its two kinds."""
+    key = json.dumps(obj, sort_keys=True)
+    if key not in _VALID:
+        _validate(obj)
+        _VALID.add(key)
+
+
+def _validate(obj: Mapping[str, Any]) -> None:
     if obj["apiVersion"] == "monitoring.coreos.com/v1":
         jsonschema.validate(obj["metadata"]["name"], _NAME)
         jsonschema.validate(obj["spec"], MONITORING_SCHEMAS[obj["kind"]])
