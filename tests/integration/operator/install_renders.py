@@ -70,6 +70,15 @@ def container(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return dict(spec["containers"][0])
 
 
+def cluster_wide_rules() -> list[dict[str, Any]]:
+    """The rules of the default (cluster-wide) install's two ClusterRoles, read from their sources: the
+    operator's rules on namespaced resources, and the base's on cluster-scoped objects."""
+    rules: list[dict[str, Any]] = []
+    for path in (MANIFESTS / "components" / "cluster-wide" / "clusterrole.yaml", MANIFESTS / "base" / "clusterrole-cluster-scoped.yaml"):
+        rules += next(d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] == "ClusterRole")["rules"]
+    return rules
+
+
 def allowed(rules: Iterable[Mapping[str, Any]], group: str, resource: str, verb: str) -> bool:
     return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in rules)
 
