@@ -17,7 +17,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -40,7 +40,11 @@ from kafka_clients import empty_group
 from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, EmulatedCluster, Kube
 
 from kafka_offset_operator.adapters import metrics
+from kafka_offset_operator.adapters.backup_store import BackupStore
+from kafka_offset_operator.adapters.kube import Kube as Kube_
+from kafka_offset_operator.adapters.kube import KubeError
 from kafka_offset_operator.cli import build_parser
+from kafka_offset_operator.model.backups import Action, BackupRecord, Requester
 from kafka_sandbox import SandboxBroker
 
 CHART = ROOT / "charts" / "kafka-offset-operator"
@@ -166,6 +170,34 @@ def test_metrics_component_scrapes_the_service_and_alerts_on_exported_metrics(
             assert name in exported, f"{alert}: {name} is not exported by adapters/metrics.py"
             labels = set(re.findall(r"([a-z_]+)\s*=~?", matchers))
             assert labels <= exported[name], f"{alert}: {name} has no label {labels - exported[name]}"
+
+
+class _RefusingApi:
+    """The backup store's view of an API server that refuses every ConfigMap call (a quota, a lost RBAC rule)."""
+
+    def create_configmap(self, namespace: str, body: Any) -> bool:
+        raise KubeError("Kubernetes API error 403: Forbidden")
+
+    def list_configmaps(self, namespace: str | None, labels: Any) -> list[dict[str, Any]]:
+        raise KubeError("Kubernetes API error 403: Forbidden")
+
+
+def test_the_backup_store_counts_its_failures_for_the_alert() -> None:
+    """The BackupStore alerts read kafka_offset_operator_backup_store_errors_total{operation}: a refused write
+    and a refused sweep each count, and the error still reaches the caller (no change of offsets starts)."""
+    def count(operation: str) -> float:
+        return metrics.REGISTRY.get_sample_value("kafka_offset_operator_backup_store_errors_total", {"operation": operation}) or 0.0
+
+    store = BackupStore(cast(Kube_, _RefusingApi()))
+    record = BackupRecord(name="offset-backup-x", action=Action.DELETE, cluster_id="c", bootstrap_servers="k:9092",
+                          group="g", offsets={}, requested_by=Requester("OffsetDeletion", "kafka", "x", "uid", "test"),
+                          taken_at="2026-01-01T00:00:00Z", expires_at="2026-02-01T00:00:00Z")
+    before = count("write"), count("expire")
+    with pytest.raises(KubeError):
+        store.write(record)
+    with pytest.raises(KubeError):
+        store.expire(None, "2026-03-01T00:00:00Z")
+    assert (count("write"), count("expire")) == (before[0] + 1, before[1] + 1)
 
 
 @pytest.mark.skipif(KUBECTL is None, reason=NO_KUBECTL)
