@@ -5,7 +5,8 @@ object validates against Kubernetes' own schemas (kubernetes-validate, strict) o
 fields; Pod Security "restricted" holds; one replica, strategy Recreate, liveness on Kopf's /healthz; the
 Deployment's arguments parse with the real CLI and name exactly the namespaces that got a Role; in a
 namespaced install no ClusterRole grants anything on namespaced resources (Secrets least of all); the alerts
-use only metrics and labels the operator exports; kubectl applies the installs to the emulated API; the
+use only metrics and labels the operator exports, and the backup store counts its failures for them; kubectl
+applies the installs, and the install commands of README.md and docs/install.md as written, to the emulated API; the
 cluster-wide rules allow every API call the operator made while running deletions and restores. The Helm
 chart, rendered by Helm itself and compared with these renders, is in test_helm_chart.py.
 """
@@ -208,6 +209,18 @@ def test_kubectl_applies_each_install(kube: Kube, kubeconfig: Path) -> None:
         assert out.returncode == 0, out.stderr
     assert kube.get("apps/v1", "deployments", "kafka-offset-operator", OPERATOR_NAMESPACE)["spec"]["replicas"] == 1
     assert kube.get("rbac.authorization.k8s.io/v1", "roles", "kafka-offset-operator", "team-b")["rules"]
+
+
+@pytest.mark.skipif(KUBECTL is None, reason=NO_KUBECTL)
+def test_the_install_commands_of_the_docs_apply_as_written(kubeconfig: Path) -> None:
+    """Every `kubectl apply -k DIR` in README.md and docs/install.md, run from the repository's root."""
+    commands = {m for doc in (ROOT / "README.md", ROOT / "docs" / "install.md")
+                for m in re.findall(r"^kubectl apply -k (\S+)", doc.read_text(), re.MULTILINE)}
+    assert "manifests/operator" in commands and "manifests/namespaced" in commands
+    for target in sorted(commands):
+        out = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), "apply", "--validate=false", "-k", target],
+                             capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert out.returncode == 0, f"kubectl apply -k {target}: {out.stderr}"
 
 
 VERBS = {"fetch": "get", "list": "list", "watch": "watch", "create": "create", "delete": "delete"}
