@@ -6,6 +6,8 @@
 - charts/kafka-offset-operator/files/clusterrole.yaml: a copy of manifests/operator/20-clusterrole.yaml, the
   one place the operator's RBAC rules are written; the chart's templates/rbac.yaml reads its rules with
   .Files.Get.
+- integrations/argocd/argocd-cm-patch.yaml: the health checks of integrations/argocd/resource_customizations
+  (Argo CD's own layout, tested there) as the argocd-cm keys an Argo CD installation reads them from.
 
 Run it as `scripts/dev.sh generate` (or `python scripts/generate.py` wherever the project is installed).
 `--check` writes nothing and exits 1 naming every stale, missing or left-over file; the tests run it.
@@ -22,6 +24,7 @@ from kafka_offset_operator.model.crds import build_crds, render
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "kafka-offset-operator"
 CLUSTERROLE = ROOT / "manifests" / "operator" / "20-clusterrole.yaml"
+ARGOCD = ROOT / "integrations" / "argocd"
 COMMAND = "scripts/dev.sh generate"
 # Directories holding only generated CRDs: a file the generator no longer writes there is removed.
 CRD_DIRS = (ROOT / "crds", CHART / "crds")
@@ -34,7 +37,27 @@ def derived() -> dict[Path, str]:
         out[ROOT / "crds" / name] = out[CHART / "crds" / name] = render(crd)
     header = f"# Copied from {CLUSTERROLE.relative_to(ROOT)} by `{COMMAND}`: edit that file, then run it.\n"
     out[CHART / "files" / "clusterrole.yaml"] = header + CLUSTERROLE.read_text()
+    out[ARGOCD / "argocd-cm-patch.yaml"] = argocd_cm_patch()
     return out
+
+
+def argocd_cm_patch() -> str:
+    """A strategic-merge patch for argocd-cm with one `resource.customizations.health.<group>_<kind>` key per
+    health.lua (a literal block, so the Lua reads as written)."""
+    lines = [
+        f"# Generated from {ARGOCD.relative_to(ROOT)}/resource_customizations by `{COMMAND}`: edit the health.lua",
+        "# files, then run it. Apply with `kubectl -n argocd patch configmap argocd-cm --patch-file <this file>`.",
+        "apiVersion: v1",
+        "kind: ConfigMap",
+        "metadata:",
+        "  name: argocd-cm",
+        "data:",
+    ]
+    for script in sorted((ARGOCD / "resource_customizations").glob("*/*/health.lua")):
+        group, kind = script.parent.parent.name, script.parent.name
+        lines.append(f"  resource.customizations.health.{group}_{kind}: |")
+        lines.extend(f"    {line}" if line else "" for line in script.read_text().splitlines())
+    return "\n".join(lines) + "\n"
 
 
 def leftovers(files: dict[Path, str]) -> list[Path]:

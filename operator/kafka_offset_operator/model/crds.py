@@ -133,7 +133,9 @@ KAFKA_CONNECTION: Schema = {
 
 CONDITIONS: Schema = {
     "type": "array",
-    "description": "Standard Kubernetes conditions: Ready, and Degraded when something needs attention.",
+    "description": ("Standard Kubernetes conditions: Ready, and Degraded when something needs attention; "
+                    "Reconciling (still working) and Stalled (needs a person), present only while True, "
+                    "for kstatus, Flux and Argo CD."),
     "x-kubernetes-list-type": "map",
     "x-kubernetes-list-map-keys": ["type"],
     "items": {

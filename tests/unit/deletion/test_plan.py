@@ -173,7 +173,8 @@ def test_every_busy_group_answer_blocks_the_restore() -> None:
     todo = steps.RestorePlan({("orders", 0): Committed(3)}, ())
     for busy in ("UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"):
         blocked = steps.finish_restore({"phase": "Succeeded"}, todo, {("orders", 0): busy}, BUSY, 30, NOW, None)
-        assert [(c["type"], c["reason"]) for c in blocked.status["conditions"]] == [("Degraded", "RestoreBlocked")]
+        assert [(c["type"], c["reason"]) for c in blocked.status["conditions"]] == [
+                ("Degraded", "RestoreBlocked"), ("Reconciling", "RestoreBlocked")]
         assert "phase" not in blocked.status
 
 
