@@ -6,6 +6,7 @@
 - charts/kafka-offset-operator/files/clusterrole.yaml: a copy of manifests/operator/20-clusterrole.yaml, the
   one place the operator's RBAC rules are written; the chart's templates/rbac.yaml reads its rules with
   .Files.Get.
+- docs/crd-reference.md: every field of both CRDs, rendered from the same schemas (scripts/crd_reference.py).
 - integrations/argocd/argocd-cm-patch.yaml: the health checks of integrations/argocd/resource_customizations
   (Argo CD's own layout, tested there) as the argocd-cm keys an Argo CD installation reads them from.
 
@@ -19,6 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from crd_reference import render as render_reference
 from kafka_offset_operator.model.crds import build_crds, render
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +40,7 @@ def derived() -> dict[Path, str]:
     header = f"# Copied from {CLUSTERROLE.relative_to(ROOT)} by `{COMMAND}`: edit that file, then run it.\n"
     out[CHART / "files" / "clusterrole.yaml"] = header + CLUSTERROLE.read_text()
     out[ARGOCD / "argocd-cm-patch.yaml"] = argocd_cm_patch()
+    out[ROOT / "docs" / "crd-reference.md"] = render_reference(build_crds())
     return out
 
 
