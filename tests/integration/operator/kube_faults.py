@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import base64
 import collections
+import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import kmock
-from operator_harness import GROUP_VERSION, NAMESPACE, Kube
+from operator_harness import GROUP_VERSION, NAMESPACE, Kube, KubeApiError
 
 from kafka_offset_operator.adapters.offsets_topic import OffsetsTopicReader
 from kafka_offset_operator.model.backups import BACKUP_KEY, BackupRecord, decode
+from offset_expiry import results_sink
 from offset_expiry.codec import decode_record
 
 BACKUP_LABEL = "kafkaoffsets.dev/backup"
@@ -88,3 +91,98 @@ def assert_deleted_once_with_a_backup(bootstrap: str, kube: Kube, source: str, g
     stored = [b for b in backups(kube, source) if b.group == group]
     assert len(stored) == 1, stored  # one backup per change, however many visits and processes
     assert {tp: c.offset for tp, c in stored[0].offsets.items()} == before
+
+
+# -- a policy run without Spark: spark-operator's part played at once, with results the test chooses
+
+APPS = "sparkoperator.k8s.io/v1beta2"
+RESULTS = ("good", "missing", "garbage", "truncated", "wrong-schema")
+
+
+def candidate_rows(group: str, offsets: dict[tuple[str, int], int]) -> list[dict[str, Any]]:
+    """The analysis' rows for a simple group whose offsets are all candidates (Standalone)."""
+    return [{"group": group, "groupType": "classic", "groupState": "Empty", "protocolType": "", "topic": t,
+             "partition": p, "offset": o, "commitTimestamp": 1, "candidate": True, "reason": "Standalone"}
+            for (t, p), o in sorted(offsets.items())]
+
+
+class InstantSparkOperator:
+    """Completes every SparkApplication at once: writes its results ConfigMaps (as offset_expiry/results_sink.py
+    lays them out: parts, then the manifest) holding `rows`, or what `results` says goes wrong with them,
+    then status COMPLETED. The analysis itself is not what these tests are about, so nothing runs Spark."""
+
+    def __init__(self, kube: Kube, rows: list[dict[str, Any]], poll_s: float = 0.1) -> None:
+        self.kube = kube
+        self.rows = rows
+        self.results = "good"
+        self.poll_s = poll_s
+        self.seen: list[str] = []
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="instant-spark-operator", daemon=True)
+
+    def __enter__(self) -> InstantSparkOperator:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        assert not self.errors, self.errors
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            try:
+                for app in self.kube.list(APPS, "sparkapplications"):
+                    if app["metadata"]["uid"] not in self.seen:
+                        self.seen.append(app["metadata"]["uid"])
+                        threading.Thread(target=self._guarded, args=(app,), daemon=True).start()
+            except Exception as exc:  # reported at the end
+                self.errors.append(exc)
+                return
+
+    def _guarded(self, app: dict[str, Any]) -> None:
+        try:
+            self._complete(app)
+        except KubeApiError as exc:
+            if exc.status not in (404, 503):  # deleted meanwhile; or a write a test dropped
+                self.errors.append(exc)
+        except Exception as exc:
+            self.errors.append(exc)
+
+    def _complete(self, app: dict[str, Any]) -> None:
+        args = app["spec"]["arguments"]
+        target = results_sink.parse_target(args[args.index("--results") + 1])
+        summary = {"recordsScanned": len(self.rows), "groups": 1, "offsets": len(self.rows)}
+        doc: dict[str, Any] = {"summary": summary, "offsets": self.rows}
+        if self.results == "wrong-schema":
+            doc = {"offsets": "all of them"}
+        parts = results_sink.split(results_sink.encode(doc))
+        manifest = json.dumps(results_sink.manifest(target, parts)).encode()
+        if self.results == "truncated":
+            parts = [p[: len(p) // 2] for p in parts]
+        if self.results == "garbage":
+            manifest = b"\x00\x01 not a manifest {"
+        if self.results != "missing":
+            for i, part in enumerate(parts):
+                self._put(target, target.part_name(i), results_sink.PART_KEY, part)
+            self._put(target, target.name, results_sink.MANIFEST_KEY, manifest)
+        self.kube.patch(APPS, "sparkapplications", app["metadata"]["name"],
+                        {"status": {"applicationState": {"state": "COMPLETED"}}}, subresource="status")
+
+    def _put(self, target: results_sink.Target, name: str, key: str, value: bytes) -> None:
+        meta: dict[str, Any] = {"name": name, "namespace": target.namespace, "labels": dict(target.labels)}
+        if target.owner is not None:
+            meta["ownerReferences"] = [dict(target.owner)]
+        self.kube.create("configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+                                        "binaryData": {key: base64.b64encode(value).decode()}})
+
+
+def policy(name: str, bootstrap: str, group: str, mode: str = "Approve") -> dict[str, Any]:
+    """A policy on `group` with the SparkApplication engine, a long interval (one run unless it fails)."""
+    return {"apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"kafka": {"bootstrapServers": bootstrap}, "mode": mode, "groups": {"include": [group]},
+                     "schedule": {"interval": "1h"},
+                     "analysis": {"engine": "SparkApplication", "brokerRetention": "7d",
+                                  "sparkApplication": {"image": "example/koo:1"}}}}
