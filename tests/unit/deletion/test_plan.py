@@ -63,7 +63,7 @@ def test_backup_keeps_what_will_be_deleted_and_settles_the_rest() -> None:
     result = steps.plan_backup(s, {}, EMPTY, committed, NOW, 7)
     assert result.offsets == {("orders", 0): Committed(3, 0, "m"), ("pay", 0): Committed(5)}
     target = steps.target_of({"group": "g", "approved": True, "kafka": {"bootstrapServers": "k:9092"}},
-                             {"bootstrapServers": "k:9092"}, "cid")
+                             {"bootstrapServers": "k:9092"}, "cid", "k:9092")
     outcome = steps.backup_taken({}, record(result.offsets), result, target, NOW, 7)
     patch = outcome.status
     assert (patch["phase"], patch["startTime"], patch["observedGeneration"]) == ("Running", NOW, 7)
