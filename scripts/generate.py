@@ -10,6 +10,9 @@
 - charts/kafka-offset-operator/files/: copies of that ClusterRole, of manifests/base's cluster-scoped
   ClusterRole and of the metrics component's PrometheusRule; the chart's templates read them with .Files.Get,
   so the chart and the kustomize install share their rules and alerts.
+- docs/crd-reference.md: every field of both CRDs, rendered from the same schemas (scripts/crd_reference.py).
+- integrations/argocd/argocd-cm-patch.yaml: the health checks of integrations/argocd/resource_customizations
+  (Argo CD's own layout, tested there) as the argocd-cm keys an Argo CD installation reads them from.
 
 Run it as `scripts/dev.sh generate` (or `python scripts/generate.py` wherever the project is installed).
 `--check` writes nothing and exits 1 naming every stale, missing or left-over file; the tests run it.
@@ -21,6 +24,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from crd_reference import render as render_reference
 from kafka_offset_operator.model.crds import build_crds, render
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +39,7 @@ CHART_COPIES = {
     MANIFESTS / "base" / "clusterrole-cluster-scoped.yaml": "clusterrole-cluster-scoped.yaml",
     MANIFESTS / "components" / "metrics" / "prometheusrule.yaml": "prometheusrule.yaml",
 }
+ARGOCD = ROOT / "integrations" / "argocd"
 COMMAND = "scripts/dev.sh generate"
 # Directories holding only generated files: a file the generator no longer writes there is removed.
 CRD_DIRS = (ROOT / "crds", CHART / "crds", BASE_CRDS)
@@ -53,6 +58,8 @@ def derived() -> dict[Path, str]:
     out[ROLE] = role_from(CLUSTERROLE.read_text())
     for source, name in CHART_COPIES.items():
         out[CHART / "files" / name] = copied(source) + source.read_text()
+    out[ARGOCD / "argocd-cm-patch.yaml"] = argocd_cm_patch()
+    out[ROOT / "docs" / "crd-reference.md"] = render_reference(crds)
     return out
 
 
@@ -70,6 +77,25 @@ def role_from(clusterrole: str) -> str:
             "# The Role of one watched namespace (the kustomization using the component sets which); docs/operator.md\n"
             "# explains each rule.\n"
             + body)
+
+
+def argocd_cm_patch() -> str:
+    """A strategic-merge patch for argocd-cm with one `resource.customizations.health.<group>_<kind>` key per
+    health.lua (a literal block, so the Lua reads as written)."""
+    lines = [
+        f"# Generated from {ARGOCD.relative_to(ROOT)}/resource_customizations by `{COMMAND}`: edit the health.lua",
+        "# files, then run it. Apply with `kubectl -n argocd patch configmap argocd-cm --patch-file <this file>`.",
+        "apiVersion: v1",
+        "kind: ConfigMap",
+        "metadata:",
+        "  name: argocd-cm",
+        "data:",
+    ]
+    for script in sorted((ARGOCD / "resource_customizations").glob("*/*/health.lua")):
+        group, kind = script.parent.parent.name, script.parent.name
+        lines.append(f"  resource.customizations.health.{group}_{kind}: |")
+        lines.extend(f"    {line}" if line else "" for line in script.read_text().splitlines())
+    return "\n".join(lines) + "\n"
 
 
 def leftovers(files: dict[Path, str]) -> list[Path]:

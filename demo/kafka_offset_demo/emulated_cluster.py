@@ -6,6 +6,21 @@ kmock's emulator keeps objects as given and never bumps resourceVersion; our sub
 more like an API server there (see its docstring), and it validates every write of a custom resource
 against its CRD (schema, defaults, CEL rules: api_validation.py). Kopf may still see an object twice (its
 watch can replay): the handlers are idempotent anyway.
+
+Faults, for tests of what the operator does when the API server misbehaves (`Emulator.fail`, `hold`,
+`cut_watches`; thread-safe on `EmulatedCluster`). Requests are matched by kmock's own criteria (anything
+`kmock.Criteria.guess` accepts: "patch offsetdeletions", `kmock.subresource("status")`,
+`kmock.data({...})`, a predicate on the `kmock.Request`), all of which must hold:
+
+    cluster.fail("patch offsetdeletions", kmock.subresource("status"), status=409)   # next one: 409 Conflict
+    cluster.fail("create configmaps", status=500, times=3)                            # next three: 500
+    held = cluster.hold("create configmaps", kmock.data(BACKUP))                      # the next one waits
+    held.wait()          # it arrived (not applied; `after=True` holds its answer once applied instead)
+    held.release()       # it goes on (`apply=False`: refused with 503, never stored)
+    cluster.cut_watches("offsetdeletions")                                            # open streams end
+
+A failed request stores nothing and answers in the API server's Status shape (kind Status, code,
+reason Conflict | InternalError | ..., message), as a real API server refuses a write.
 """
 
 from __future__ import annotations
@@ -19,8 +34,9 @@ import json
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp.web
 import jsonpatch
@@ -33,6 +49,79 @@ from kafka_offset_operator.decisions.status_patch import merge_patch
 from .api_validation import BadRequest, Invalid, ResourceSchema
 
 NAMESPACE = "kafka"
+
+# The API server's reason for each status code a test may inject (k8s.io/apimachinery metav1.StatusReason).
+REASONS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 410: "Expired", 422: "Invalid",
+           429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
+
+
+@dataclass
+class Rule:
+    """Requests a fault applies to: all `criteria` hold (kmock criteria), at most `times` of them (None: every
+    one). The requests it took are kept, newest last."""
+
+    criteria: tuple[kmock.Criteria, ...]
+    times: int | None = 1
+    taken: list[kmock.Request] = field(default_factory=list)
+
+    def take(self, request: kmock.Request) -> bool:
+        if self.times is not None and len(self.taken) >= self.times:
+            return False
+        if not all(c(request) for c in self.criteria):
+            return False
+        self.taken.append(request)
+        return True
+
+    @property
+    def spent(self) -> bool:
+        return self.times is not None and len(self.taken) >= self.times
+
+
+@dataclass
+class Failure(Rule):
+    """Answer matching requests with an error Status instead of serving them (nothing is stored)."""
+
+    status: int = 500
+    message: str = "injected fault"
+
+    def error(self, request: kmock.Request) -> kmock.KubernetesError:
+        return kmock.KubernetesError(status=self.status, reason=REASONS.get(self.status, "Unknown"),
+                                     message=self.message, details=_details(request))
+
+
+_R = TypeVar("_R", bound=Rule)
+
+
+@dataclass
+class Hold(Rule):
+    """Hold matching requests until released: before they are applied, or (`after`) once applied, before
+    the answer goes out. `wait()` returns when one has arrived (from any thread)."""
+
+    after: bool = False
+    loop: asyncio.AbstractEventLoop | None = None
+    arrived: threading.Event = field(default_factory=threading.Event)
+    _released: asyncio.Event = field(default_factory=asyncio.Event)
+    _apply: bool = True
+
+    def wait(self, timeout: float = 30.0) -> kmock.Request:
+        """The first request held, once it has arrived."""
+        if not self.arrived.wait(timeout):
+            raise AssertionError(f"no request matching {self.criteria} arrived within {timeout:g}s")
+        return self.taken[0]
+
+    def release(self, apply: bool = True) -> None:
+        """Let the held requests (and any later match) go on; not `apply`: a write held before it was applied
+        is refused with 503 and never stored (its client is gone: a killed process)."""
+        self._apply = apply
+        self.times = len(self.taken)  # nothing more is held
+        assert self.loop is not None
+        self.loop.call_soon_threadsafe(self._released.set)
+
+    async def passage(self) -> bool:
+        """Wait (on the emulator's loop) until released; whether the request may go on."""
+        self.arrived.set()
+        await self._released.wait()
+        return self._apply
 
 
 class Emulator(kmock.KubernetesEmulator):
@@ -66,6 +155,46 @@ class Emulator(kmock.KubernetesEmulator):
         self._writes = asyncio.Lock()
         self.schemas: dict[tuple[str, str, str], ResourceSchema] = {}  # (group, version, plural) -> schema
         self.validate = True
+        self.rules: list[Rule] = []  # faults to inject, in the order they were added
+        self._rules_guard = threading.Lock()  # tests add rules from their own thread
+        self._watches: dict[int, tuple[kmock.Request, asyncio.Task[Any]]] = {}  # open watch streams
+
+    # -- faults (see the module's docstring)
+
+    def fail(self, *criteria: Any, status: int = 500, times: int | None = 1, message: str = "injected fault") -> Failure:
+        """Answer the next `times` requests matching all `criteria` with `status` (nothing is stored)."""
+        return self._add(Failure(_criteria(criteria), times, status=status, message=message))
+
+    def hold(self, *criteria: Any, times: int | None = 1, after: bool = False,
+             loop: asyncio.AbstractEventLoop | None = None) -> Hold:
+        """Hold the next `times` requests matching all `criteria` until `release()`: before they are applied,
+        or (`after`) once applied, before their answer. `loop`: the emulator's (when called from another
+        thread)."""
+        return self._add(Hold(_criteria(criteria), times, after=after, loop=loop or asyncio.get_running_loop()))
+
+    def _add(self, rule: _R) -> _R:
+        with self._rules_guard:
+            self.rules.append(rule)
+        return rule
+
+    def _rule_for(self, request: kmock.Request) -> Rule | None:
+        with self._rules_guard:
+            self.rules = [r for r in self.rules if not r.spent or (isinstance(r, Hold) and not r.arrived.is_set())]
+            return next((r for r in self.rules if r.take(request)), None)
+
+    def cut_watches(self, *criteria: Any) -> int:
+        """End the open watch streams matching all `criteria` abruptly (the connection drops mid-stream, as
+        when an API server restarts or a load balancer times out); returns how many."""
+        checks = _criteria(criteria)
+        cut = 0
+        for request, task in list(self._watches.values()):
+            if all(c(request) for c in checks):
+                raw = request._raw_request
+                if raw is not None and raw.transport is not None:
+                    raw.transport.close()
+                task.cancel()
+                cut += 1
+        return cut
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         if raw_request.path.rstrip("/") != "/api/v1/namespaces":
@@ -94,6 +223,29 @@ class Emulator(kmock.KubernetesEmulator):
         return doc
 
     async def _handle(self, request: kmock.Request) -> Any:
+        rule = self._rule_for(request)
+        if isinstance(rule, Failure):
+            raise rule.error(request)
+        if isinstance(rule, Hold) and not rule.after and not await rule.passage():
+            raise kmock.KubernetesError(status=503, reason=REASONS[503], message="the client went away",
+                                        details=_details(request))
+        if request.action == kmock.action.WATCH:
+            return await self._watch(request)
+        answer = await self._write_or_serve(request)
+        if isinstance(rule, Hold) and rule.after:
+            await rule.passage()
+        return answer
+
+    async def _watch(self, request: kmock.Request) -> Any:
+        task = asyncio.current_task()
+        assert task is not None
+        self._watches[id(request)] = (request, task)
+        try:
+            return await self._serve(request)
+        finally:
+            del self._watches[id(request)]
+
+    async def _write_or_serve(self, request: kmock.Request) -> Any:
         if request.resource is None or request.action not in (kmock.action.CREATE, kmock.action.UPDATE):
             return await self._serve(request)
         async with self._writes:
@@ -175,6 +327,22 @@ class Emulator(kmock.KubernetesEmulator):
             self.validate = True
 
 
+def _details(request: kmock.Request) -> dict[str, Any]:
+    """A Status' details as the API server gives them: the object's name and kind (its plural here)."""
+    resource = request.resource
+    return {"name": request.name or "", "kind": (resource.plural if resource is not None else None) or ""}
+
+
+def _criteria(items: Iterable[Any]) -> tuple[kmock.Criteria, ...]:
+    out = []
+    for item in items:
+        criteria = kmock.Criteria.guess(item)
+        if criteria is None:
+            raise ValueError(f"not a kmock criterion: {item!r}")
+        out.append(criteria)
+    return tuple(out)
+
+
 def _unprocessable(exc: Exception) -> kmock.KubernetesError:
     return kmock.KubernetesError(status=422, reason="Invalid", message=f"the patch cannot apply: {exc}")
 
@@ -238,6 +406,36 @@ class EmulatedCluster:
         assert self.emulator is not None
         with self.emulator.unvalidated():
             yield
+
+    # -- faults (the emulator's; see the module's docstring), from the test's thread
+
+    def fail(self, *criteria: Any, status: int = 500, times: int | None = 1, message: str = "injected fault") -> Failure:
+        assert self.emulator is not None
+        return self.emulator.fail(*criteria, status=status, times=times, message=message)
+
+    def hold(self, *criteria: Any, times: int | None = 1, after: bool = False) -> Hold:
+        assert self.emulator is not None
+        return self.emulator.hold(*criteria, times=times, after=after, loop=self._loop)
+
+    def cut_watches(self, *criteria: Any) -> int:
+        emulator = self.emulator
+        assert emulator is not None
+
+        async def cut() -> int:
+            return emulator.cut_watches(*criteria)
+
+        return asyncio.run_coroutine_threadsafe(cut(), self._loop).result(timeout=10)
+
+    def requests(self, *criteria: Any) -> list[kmock.Request]:
+        """The requests served so far that match all `criteria` (kmock records every one)."""
+        emulator = self.emulator
+        assert emulator is not None
+        checks = _criteria(criteria)
+
+        async def matching() -> list[kmock.Request]:
+            return [r for r in emulator if all(c(r) for c in checks)]
+
+        return asyncio.run_coroutine_threadsafe(matching(), self._loop).result(timeout=10)
 
     def server_errors(self) -> list[Exception]:
         """Requests the emulator failed to serve (HTTP 500s): a test should end with none."""

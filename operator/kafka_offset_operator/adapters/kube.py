@@ -9,7 +9,7 @@ service-account auth work the same way as for kubectl.
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -19,7 +19,7 @@ import kubernetes.client
 import kubernetes.config
 from kubernetes.client.exceptions import ApiException
 
-from ..model.api import GROUP, VERSION
+from ..model.api import GROUP, STRIMZI_GROUP, STRIMZI_VERSION, VERSION
 
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -76,6 +76,11 @@ class Kube:
         except ApiException as exc:
             raise _translate(exc) from None
         return cast(dict[str, Any], obj)
+
+    def strimzi_reader(self, namespace: str) -> Callable[[str, str], dict[str, Any]]:
+        """Reads Strimzi resources (kafka.strimzi.io, v1beta2: served by every Strimzi since 0.22) of one
+        namespace, for decisions.strimzi_connection."""
+        return lambda plural, name: self.get_object(STRIMZI_GROUP, STRIMZI_VERSION, plural, namespace, name)
 
     def get_configmap_binary(self, namespace: str, name: str, key: str) -> bytes:
         try:

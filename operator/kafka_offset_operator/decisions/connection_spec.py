@@ -12,26 +12,35 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from offset_expiry.errors import SpecError
-from offset_expiry.openapi import SchemaCheck
+from offset_expiry.openapi import SchemaCheck, without_cel_rules
 
 from ..model.connection import ConnectionSettings, Masked, SecretKey, SecretSources, TlsFiles
 from ..model.crds import KAFKA_CONNECTION
 from ..model.reasons import Reason
+from .strimzi_connection import ResourceReader, strimzi_connection
 
 SecretReader = Callable[[str], Mapping[str, bytes]]  # Secret name -> data; raises LookupError if missing
 
-_KAFKA = SchemaCheck(KAFKA_CONNECTION)
+_KAFKA = SchemaCheck(without_cel_rules(KAFKA_CONNECTION))  # its CEL rules' twins: _from_strimzi and below
 _SASL = ("SASL_PLAINTEXT", "SASL_SSL")
 _TLS = ("SSL", "SASL_SSL")
 
 
 def connection_from_spec(
-    kafka: Mapping[str, Any] | None, read_secret: SecretReader, where: str = "spec.kafka"
+    kafka: Mapping[str, Any] | None,
+    read_secret: SecretReader,
+    where: str = "spec.kafka",
+    read_resource: ResourceReader | None = None,
 ) -> ConnectionSettings:
-    """Resolve `spec.kafka` with its Secrets. Every problem names the field to fix (prefixed by `where`)."""
+    """Resolve `spec.kafka` with its Secrets (and, for `strimzi`, the Kafka and KafkaUser `read_resource`
+    reads). Every problem names the field to fix (prefixed by `where`)."""
     if kafka is None:
         raise SpecError(where, "is required (or spec.policyRef)")
     kafka = _KAFKA.check(kafka, where)
+    if "strimzi" in kafka:
+        return _from_strimzi(kafka, read_secret, read_resource, where)
+    if "bootstrapServers" not in kafka:
+        raise SpecError(f"{where}.bootstrapServers", "is required (or strimzi)")
     servers: str = kafka["bootstrapServers"]
     if not all(0 < int(server.rpartition(":")[2]) < 65536 for server in servers.split(",")):
         raise SpecError(f"{where}.bootstrapServers", f"{servers!r} has a port outside 1-65535")
@@ -47,7 +56,9 @@ def connection_from_spec(
         mechanism = sasl["mechanism"]
         ref = sasl["secretRef"]
         data = _secret(ref, read_secret, f"{where}.sasl.secretRef")
-        username = _key(data, ref.get("usernameKey", "username"), f"{where}.sasl.secretRef.usernameKey", ref).decode()
+        username_field, username_key = f"{where}.sasl.secretRef.usernameKey", ref.get("usernameKey", "username")
+        username = _key(data, username_key, username_field, ref).decode()
+        sources["username"] = SecretKey(username_field, ref["name"], username_key)
         password_field = f"{where}.sasl.secretRef.passwordKey"
         password_key = ref.get("passwordKey", "password")
         password = Masked(_key(data, password_key, password_field, ref).decode())
@@ -73,6 +84,20 @@ def connection_from_spec(
             sources["key"] = SecretKey(key_field, cert_ref["name"], key_key)
         tls = TlsFiles(ca, cert, key)
     return ConnectionSettings(servers, protocol, mechanism, username, password, tls, SecretSources(**sources))
+
+
+def _from_strimzi(
+    kafka: Mapping[str, Any], read_secret: SecretReader, read_resource: ResourceReader | None, where: str
+) -> ConnectionSettings:
+    """The API server refuses strimzi next to bootstrapServers, sasl or tls (CEL); an older CRD would not."""
+    for other in ("bootstrapServers", "sasl", "tls"):
+        if other in kafka:
+            raise SpecError(f"{where}.{other}", "cannot be set with strimzi: the Strimzi listener and KafkaUser give it")
+    if kafka.get("securityProtocol", "PLAINTEXT") != "PLAINTEXT":  # PLAINTEXT is the schema's default
+        raise SpecError(f"{where}.securityProtocol", "is derived from the Strimzi listener with strimzi: remove it")
+    if read_resource is None:
+        raise SpecError(f"{where}.strimzi", "is not supported here: name the brokers with bootstrapServers")
+    return strimzi_connection(kafka["strimzi"], read_resource, read_secret, f"{where}.strimzi")
 
 
 def _secret(ref: Mapping[str, Any], read_secret: SecretReader, where: str) -> Mapping[str, bytes]:

@@ -260,12 +260,14 @@ def plan_backup(
     return BackupPlan(offsets, tuple(results))
 
 
-def target_of(spec: Mapping[str, Any], kafka: Mapping[str, Any], cluster_id: str | None) -> dict[str, Any]:
-    """What is acted on, frozen at approval: the cluster (id and connection, Secrets by reference only), the
-    group, and the approved spec. Later steps and restore use this, never the current spec."""
+def target_of(spec: Mapping[str, Any], kafka: Mapping[str, Any], cluster_id: str | None,
+              bootstrap_servers: str) -> dict[str, Any]:
+    """What is acted on, frozen at approval: the cluster (id, the brokers reached, and the connection as
+    written, Secrets and a Strimzi cluster by reference only), the group, and the approved spec. Later steps
+    and restore use this, never the current spec."""
     return {
         "clusterId": cluster_id,
-        "bootstrapServers": kafka.get("bootstrapServers"),
+        "bootstrapServers": bootstrap_servers,
         "group": spec.get("group"),
         "kafka": dict(kafka),
         "spec": {k: v for k, v in spec.items() if k not in ("restore", "approved")},

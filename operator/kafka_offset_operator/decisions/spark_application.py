@@ -24,6 +24,7 @@ from urllib.parse import urlencode
 from offset_expiry.client_env import PREFIX
 
 from ..model.api import MANAGED_BY, POLICY_LABEL, RUN_LABEL
+from ..model.connection import ConnectionSettings, SecretKey
 from .policy_spec import PodResources, PolicySpec
 from .times import iso
 
@@ -88,36 +89,39 @@ def results_url(policy_body: Mapping[str, Any], owner: Mapping[str, Any], app: s
     return f"configmap://{meta['namespace']}/{results_configmap_name(app)}?{urlencode(query)}"
 
 
-def credential_env(kafka: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Environment variables for the job from spec.kafka: literal settings, and SASL credentials as
-    secretKeyRefs (the values never pass through the operator)."""
-    env: list[dict[str, Any]] = []
-    protocol = kafka.get("securityProtocol") or "PLAINTEXT"
-    env.append({"name": f"{PREFIX}SECURITY_PROTOCOL", "value": protocol})
-    sasl = kafka.get("sasl") or {}
-    if sasl:
-        ref = sasl.get("secretRef") or {}
-        env.append({"name": f"{PREFIX}SASL_MECHANISM", "value": sasl.get("mechanism", "")})
-        for var, key, default in (("SASL_USERNAME", "usernameKey", "username"), ("SASL_PASSWORD", "passwordKey", "password")):
-            env.append({"name": PREFIX + var,
-                        "valueFrom": {"secretKeyRef": {"name": ref.get("name", ""), "key": ref.get(key) or default}}})
-    tls = kafka.get("tls") or {}
-    if ca := tls.get("caSecretRef"):
-        env.append({"name": f"{PREFIX}SSL_CAFILE", "value": f"{TLS_MOUNT}/ca/{ca.get('key') or 'ca.crt'}"})
-    if cert := tls.get("certSecretRef"):
-        env.append({"name": f"{PREFIX}SSL_CERTFILE", "value": f"{TLS_MOUNT}/client/{cert.get('certKey') or 'tls.crt'}"})
-        env.append({"name": f"{PREFIX}SSL_KEYFILE", "value": f"{TLS_MOUNT}/client/{cert.get('keyKey') or 'tls.key'}"})
+def credential_env(settings: ConnectionSettings) -> list[dict[str, Any]]:
+    """Environment variables for the job: literal settings, and secret values as secretKeyRefs to the Secrets
+    they were read from (the values never pass through the operator into the SparkApplication)."""
+    env: list[dict[str, Any]] = [{"name": f"{PREFIX}SECURITY_PROTOCOL", "value": settings.security_protocol}]
+    sources = settings.sources
+    if settings.sasl_mechanism:
+        env.append({"name": f"{PREFIX}SASL_MECHANISM", "value": settings.sasl_mechanism})
+        if sources.username is not None:
+            env.append(_secret_env("SASL_USERNAME", sources.username))
+        else:  # not a secret: a Strimzi KafkaUser's name
+            env.append({"name": f"{PREFIX}SASL_USERNAME", "value": settings.username or ""})
+        if sources.password is not None:
+            env.append(_secret_env("SASL_PASSWORD", sources.password))
+    if sources.ca is not None:
+        env.append({"name": f"{PREFIX}SSL_CAFILE", "value": f"{TLS_MOUNT}/ca/{sources.ca.key}"})
+    if sources.cert is not None and sources.key is not None:
+        env.append({"name": f"{PREFIX}SSL_CERTFILE", "value": f"{TLS_MOUNT}/client/{sources.cert.key}"})
+        env.append({"name": f"{PREFIX}SSL_KEYFILE", "value": f"{TLS_MOUNT}/client/{sources.key.key}"})
     return env
 
 
-def tls_secrets(kafka: Mapping[str, Any]) -> list[dict[str, str]]:
-    """spark-operator's `secrets` (mounted Secret volumes) for the TLS files."""
-    tls = kafka.get("tls") or {}
+def _secret_env(var: str, source: SecretKey) -> dict[str, Any]:
+    return {"name": PREFIX + var, "valueFrom": {"secretKeyRef": {"name": source.secret, "key": source.key}}}
+
+
+def tls_secrets(settings: ConnectionSettings) -> list[dict[str, str]]:
+    """spark-operator's `secrets` (mounted Secret volumes) for the TLS files: the CA's Secret, and the one
+    holding the client certificate and its key."""
     out = []
-    if ca := tls.get("caSecretRef"):
-        out.append({"name": ca.get("name", ""), "path": f"{TLS_MOUNT}/ca", "secretType": "Generic"})
-    if cert := tls.get("certSecretRef"):
-        out.append({"name": cert.get("name", ""), "path": f"{TLS_MOUNT}/client", "secretType": "Generic"})
+    if settings.sources.ca is not None:
+        out.append({"name": settings.sources.ca.secret, "path": f"{TLS_MOUNT}/ca", "secretType": "Generic"})
+    if settings.sources.cert is not None:
+        out.append({"name": settings.sources.cert.secret, "path": f"{TLS_MOUNT}/client", "secretType": "Generic"})
     return out
 
 
@@ -129,14 +133,15 @@ def _pod(resources: PodResources, env: list[dict[str, Any]], secrets: list[dict[
     return pod
 
 
-def manifest(policy_body: Mapping[str, Any], owner: Mapping[str, Any], spec: PolicySpec, run_id: str, *, image: str,
-             main_file: str = DEFAULT_MAIN_FILE, retention_ms: int | None = None, now_ms: int | None = None) -> dict[str, Any]:
+def manifest(policy_body: Mapping[str, Any], owner: Mapping[str, Any], spec: PolicySpec, settings: ConnectionSettings,
+             run_id: str, *, image: str, main_file: str = DEFAULT_MAIN_FILE, retention_ms: int | None = None,
+             now_ms: int | None = None) -> dict[str, Any]:
     meta = policy_body["metadata"]
     app = application_name(meta["name"], run_id)
     labels = run_labels(meta["name"], run_id)
     namespace = meta["namespace"]
     arguments = [
-        "--bootstrap-server", str(spec.kafka["bootstrapServers"]),
+        "--bootstrap-server", settings.bootstrap_servers,
         "--policy", f"configmap://{namespace}/{policy_configmap_name(app)}",
         "--results", results_url(policy_body, owner, app, run_id),  # the driver log gets the table for people
     ]
@@ -144,8 +149,8 @@ def manifest(policy_body: Mapping[str, Any], owner: Mapping[str, Any], spec: Pol
         arguments += ["--broker-retention", f"{retention_ms // 60_000}m"]
     if now_ms is not None:
         arguments += ["--now", _iso_ms(now_ms)]
-    env = credential_env(spec.kafka)
-    secrets = tls_secrets(spec.kafka)
+    env = credential_env(settings)
+    secrets = tls_secrets(settings)
     driver = _pod(spec.spark.driver, env, secrets, labels)
     if spec.spark.service_account:
         driver["serviceAccount"] = spec.spark.service_account

@@ -77,7 +77,7 @@ class SparkApplicationEngine:
             raise AnalysisFailed(Reason.INVALID_SPEC, "spec.analysis.sparkApplication.image: is required (the operator has "
                                  f"no default image: set {DEFAULT_IMAGE_ENV})")
         run_id = new_run_id()
-        body = sparkapp.manifest(job.policy_body, owner_reference(job.policy_body), job.spec, run_id, image=image,
+        body = sparkapp.manifest(job.policy_body, owner_reference(job.policy_body), job.spec, job.settings, run_id, image=image,
                                  main_file=self.main_file, retention_ms=job.retention_ms)
         meta = body["metadata"]
         policy_text = yaml.safe_dump(dict(job.spec.analysis_spec), sort_keys=False).encode()

@@ -18,3 +18,7 @@ BACKUP_ACTION_LABEL = f"{GROUP}/backup-action"  # Delete | Restore | Rebase
 SOURCE_KIND_LABEL = f"{GROUP}/source-kind"  # the kind of the resource that asked for a change
 SOURCE_NAME_LABEL = f"{GROUP}/source-name"  # its name (cut to a label value; the backup has it whole)
 RUN_LABEL = f"{GROUP}/run"  # on a SparkApplication run and its ConfigMaps
+
+# Strimzi's API, read when spec.kafka.strimzi names a Kafka cluster (decisions/strimzi_connection.py).
+STRIMZI_GROUP = "kafka.strimzi.io"
+STRIMZI_VERSION = "v1beta2"

@@ -36,6 +36,7 @@ class SecretKey:
 class SecretSources:
     """The SecretKey of each secret-backed setting that is set."""
 
+    username: SecretKey | None = None  # None with a literal user name (a Strimzi KafkaUser's status.username)
     password: SecretKey | None = None
     ca: SecretKey | None = None
     cert: SecretKey | None = None

@@ -57,6 +57,10 @@ FROZEN_MESSAGE = ("spec is frozen once approved: only spec.restore may change; c
                   "to act on other offsets")
 
 
+def _name(description: str) -> Schema:
+    return {"type": "string", "minLength": 1, "maxLength": MAX_NAME, "description": description}
+
+
 def _secret_key_ref(description: str, keys: dict[str, tuple[str, str]]) -> Schema:
     props: Schema = {
         "name": {
@@ -77,8 +81,23 @@ KAFKA_CONNECTION: Schema = {
         "How to reach the Kafka cluster. Credentials are read from Secrets in the resource's own namespace and "
         "never copied into status, events or logs."
     ),
-    "required": ["bootstrapServers"],
     "properties": {
+        "strimzi": {
+            "type": "object",
+            "description": (
+                "A Strimzi Kafka cluster in the resource's namespace, instead of bootstrapServers, sasl and tls: "
+                "the listener's address from the Kafka's status, its CA from <kafka>-cluster-ca-cert, and the "
+                "KafkaUser's credentials (SCRAM-SHA-512 or mutual TLS, as the listener authenticates). "
+                "securityProtocol is derived from the listener."
+            ),
+            "required": ["kafka"],
+            "properties": {
+                "kafka": _name("Name of the kafka.strimzi.io Kafka resource."),
+                "listener": _name("Name of the listener (spec.kafka.listeners[].name); the first one the Kafka "
+                                  "reports when unset."),
+                "user": _name("Name of the KafkaUser to authenticate as; required when the listener authenticates."),
+            },
+        },
         "bootstrapServers": {
             "type": "string",
             "title": "comma-separated host:port list",
@@ -129,11 +148,19 @@ KAFKA_CONNECTION: Schema = {
             },
         },
     },
+    "x-kubernetes-validations": [
+        {"rule": "has(self.bootstrapServers) != has(self.strimzi)",
+         "message": "set either bootstrapServers or strimzi"},
+        {"rule": "!has(self.strimzi) || (!has(self.sasl) && !has(self.tls))",
+         "message": "with strimzi, the listener and the KafkaUser give the security settings: remove sasl and tls"},
+    ],
 }
 
 CONDITIONS: Schema = {
     "type": "array",
-    "description": "Standard Kubernetes conditions: Ready, and Degraded when something needs attention.",
+    "description": ("Standard Kubernetes conditions: Ready, and Degraded when something needs attention; "
+                    "Reconciling (still working) and Stalled (needs a person), present only while True, "
+                    "for kstatus, Flux and Argo CD."),
     "x-kubernetes-list-type": "map",
     "x-kubernetes-list-map-keys": ["type"],
     "items": {

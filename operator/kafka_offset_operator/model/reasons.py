@@ -15,6 +15,7 @@ class Reason(StrEnum):
     AS_EXPECTED = "AsExpected"  # Degraded=False: nothing needs attention
     INVALID_SPEC = "InvalidSpec"  # a field cannot work; the message starts with its path; waits for a new spec
     SECRET_NOT_FOUND = "SecretNotFound"  # a Secret or key named in spec.kafka is missing; retried
+    STRIMZI_NOT_READY = "StrimziNotReady"  # the Strimzi Kafka or KafkaUser is missing or not ready yet; retried
     KAFKA_UNAVAILABLE = "KafkaUnavailable"  # Kafka unreachable, or busy with the group (coordinator moving); retried
     KUBERNETES_API_ERROR = "KubernetesApiError"  # a Kubernetes API call failed; retried
 

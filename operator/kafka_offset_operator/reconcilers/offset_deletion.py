@@ -120,7 +120,8 @@ class DeletionReconciler:
             spec = parse_spec(raw_spec)
             kafka, protection = self._connection_spec(namespace, spec, status)
             settings = connection_from_spec(kafka, lambda secret: self.kube.secret_data(namespace, secret),
-                                            "status.target.kafka" if status.get("target") else _where(spec))
+                                            "status.target.kafka" if status.get("target") else _where(spec),
+                                            self.kube.strimzi_reader(namespace))
         except SpecError as exc:
             self._apply(body, steps.spec_problem(status, exc.field, exc.problem, Reason(exc.reason), _now(), generation))
             return
@@ -174,9 +175,9 @@ class DeletionReconciler:
             metrics.deletion_finished(steps.FAILED, 0, 0)
             return status
         cluster_id = admin.cluster_id()
-        stored = self.store.write(self._record(body, Action.DELETE, cluster_id, kafka, spec.group, plan.offsets,
+        stored = self.store.write(self._record(body, Action.DELETE, cluster_id, admin, spec.group, plan.offsets,
                                                "approved OffsetDeletion", now))
-        target = steps.target_of(body.get("spec") or {}, kafka, cluster_id)
+        target = steps.target_of(body.get("spec") or {}, kafka, cluster_id, admin.settings.bootstrap_servers)
         audit.log.info("BackedUp %s/%s group=%s cluster=%s partitions=%d backup=%s", body["metadata"]["namespace"],
                        body["metadata"]["name"], stored.group, cluster_id, stored.partitions, stored.name)
         return self._apply(body, steps.backup_taken(status, stored, plan, target, now, _generation(body),
@@ -231,8 +232,7 @@ class DeletionReconciler:
         todo = steps.plan_restore(backup, steps.deleted_partitions(status, backup), current)
         answers: dict[TP, str | None] = {}
         if todo.to_commit:
-            kafka = target.get("kafka") or {}
-            stored = self.store.write(self._record(body, Action.RESTORE, target.get("clusterId"), kafka, group_id,
+            stored = self.store.write(self._record(body, Action.RESTORE, target.get("clusterId"), admin, group_id,
                                                    {tp: c for tp, c in current.items() if tp in todo.to_commit},
                                                    "spec.restore of an OffsetDeletion", now,
                                                    extra={"restores": (status.get("backup") or {}).get("name"),
@@ -252,14 +252,14 @@ class DeletionReconciler:
 
     # -- helpers
 
-    def _record(self, body: Mapping[str, Any], action: Action, cluster_id: str | None, kafka: Mapping[str, Any],
+    def _record(self, body: Mapping[str, Any], action: Action, cluster_id: str | None, admin: KafkaAdmin,
                 group: str, offsets: Mapping[TP, Committed], reason: str, now: str,
                 extra: Mapping[str, Any] | None = None) -> BackupRecord:
         meta = body["metadata"]
         expires = iso((parse_iso(now) or 0) + int(self.options.backup_retention_s * 1000))
         return BackupRecord(
             name=backup_name("offsetdeletion", meta["name"], action, str(meta.get("uid") or meta["name"])),
-            action=action, cluster_id=cluster_id, bootstrap_servers=str(kafka.get("bootstrapServers", "")),
+            action=action, cluster_id=cluster_id, bootstrap_servers=admin.settings.bootstrap_servers,
             group=group, offsets=dict(offsets),
             requested_by=Requester(DELETION_KIND, meta["namespace"], meta["name"], str(meta.get("uid") or ""), reason),
             taken_at=now, expires_at=expires, extra=dict(extra or {}))

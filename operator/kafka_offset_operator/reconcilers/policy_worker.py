@@ -223,10 +223,11 @@ class PolicyRunner:
         started = self.now_ms()
         try:
             spec = parse_policy_spec(body.get("spec"))
-            settings = connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret))
+            settings = connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret),
+                                            read_resource=self.kube.strimzi_reader(namespace))
         except SpecError as exc:
-            if exc.reason == Reason.SECRET_NOT_FOUND:  # may appear later: retried with backoff
-                self._failed(body, Reason.SECRET_NOT_FOUND, str(exc))
+            if exc.reason in (Reason.SECRET_NOT_FOUND, Reason.STRIMZI_NOT_READY):  # may appear: retried with backoff
+                self._failed(body, Reason(exc.reason), str(exc))
             else:  # waits for a new spec
                 self._patch(body, policy_status.spec_invalid(_status(body), exc.field, exc.problem, Reason(exc.reason),
                                                     started, _generation(body)))

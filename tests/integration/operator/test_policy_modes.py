@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from argocd_health import health, health_script
 from brokers import sandbox_broker
+from flux_health import flux_status
 from kafka_clients import admin_commit, committed
 from operator_harness import (
     GROUP_VERSION,
@@ -176,6 +178,13 @@ def test_dry_run_reports_the_candidates_and_proposes_nothing(dry_run: DryRun) ->
     assert status["observedGeneration"] == 1 and status["nextRunTime"] > last["completionTime"]
     assert condition(status, "Degraded")["status"] == "False"
     assert dry_run.deletions == {}
+
+
+def test_a_policy_after_a_successful_run_is_healthy_for_argo_cd_and_current_for_flux(dry_run: DryRun) -> None:
+    obj = {"kind": "ConsumerGroupOffsetPolicy", "metadata": {"generation": 1}, "status": dry_run.status}
+    assert health(health_script("kafkaoffsets.dev", "ConsumerGroupOffsetPolicy"), obj)["status"] == "Healthy"
+    assert flux_status(obj) == "Current"
+    assert not {c["type"] for c in dry_run.status["conditions"]} & {"Reconciling", "Stalled"}
 
 
 def test_dry_run_says_what_keep_alive_would_do_and_writes_nothing(dry_run: DryRun) -> None:

@@ -63,7 +63,7 @@ def test_backup_keeps_what_will_be_deleted_and_settles_the_rest() -> None:
     result = steps.plan_backup(s, {}, EMPTY, committed, NOW, 7)
     assert result.offsets == {("orders", 0): Committed(3, 0, "m"), ("pay", 0): Committed(5)}
     target = steps.target_of({"group": "g", "approved": True, "kafka": {"bootstrapServers": "k:9092"}},
-                             {"bootstrapServers": "k:9092"}, "cid")
+                             {"bootstrapServers": "k:9092"}, "cid", "k:9092")
     outcome = steps.backup_taken({}, record(result.offsets), result, target, NOW, 7)
     patch = outcome.status
     assert (patch["phase"], patch["startTime"], patch["observedGeneration"]) == ("Running", NOW, 7)
@@ -173,7 +173,8 @@ def test_every_busy_group_answer_blocks_the_restore() -> None:
     todo = steps.RestorePlan({("orders", 0): Committed(3)}, ())
     for busy in ("UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"):
         blocked = steps.finish_restore({"phase": "Succeeded"}, todo, {("orders", 0): busy}, BUSY, 30, NOW, None)
-        assert [(c["type"], c["reason"]) for c in blocked.status["conditions"]] == [("Degraded", "RestoreBlocked")]
+        assert [(c["type"], c["reason"]) for c in blocked.status["conditions"]] == [
+                ("Degraded", "RestoreBlocked"), ("Reconciling", "RestoreBlocked")]
         assert "phase" not in blocked.status
 
 

@@ -264,3 +264,16 @@ def test_the_durations_rule_and_the_code_agree(parts: list[tuple[int, str]]) -> 
     except ValueError:
         within = False
     assert (DURATION_RULE.evaluate("spec.x", "string", text, None) is None) == within, text
+
+
+@pytest.mark.parametrize(("kafka", "message"), [
+    ({"securityProtocol": "PLAINTEXT"}, "set either bootstrapServers or strimzi"),
+    ({"bootstrapServers": "k:9092", "strimzi": {"kafka": "events"}}, "set either bootstrapServers or strimzi"),
+    ({"strimzi": {"kafka": "events"}, "sasl": {"mechanism": "PLAIN", "secretRef": {"name": "s"}}}, "remove sasl and tls"),
+])
+def test_the_connection_names_brokers_or_a_strimzi_cluster_not_both(kafka: dict[str, Any], message: str) -> None:
+    for schema, obj in ((DELETIONS, deletion(kafka=kafka)), (POLICIES, policy(kafka=kafka))):
+        with pytest.raises(Invalid) as caught:
+            schema.admit(obj, None)
+        assert message in str(caught.value)
+    assert DELETIONS.admit(deletion(kafka={"strimzi": {"kafka": "events", "user": "u"}}), None)

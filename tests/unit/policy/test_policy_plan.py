@@ -187,11 +187,13 @@ def test_a_run_writes_lastrun_top_candidates_and_ready() -> None:
 def test_failures_degrade_and_invalid_specs_wait_for_a_new_generation() -> None:
     failed = policy_status.run_failed({}, "KafkaUnavailable", "cannot reach Kafka", NOW, NOW + 30_000, 3)
     assert [(c["type"], c["status"], c["reason"]) for c in failed["conditions"]] == [
-        ("Ready", "False", "KafkaUnavailable"), ("Degraded", "True", "KafkaUnavailable")]
+        ("Ready", "False", "KafkaUnavailable"), ("Degraded", "True", "KafkaUnavailable"),
+        ("Reconciling", "True", "KafkaUnavailable")]  # retried: kstatus InProgress
     assert schedule.due(3, failed, NOW + 29_000) is False
     assert schedule.due(3, failed, NOW + 30_000) is True
     invalid = policy_status.spec_invalid({}, "spec.mode", "'x' is not one of DryRun, Approve, Auto", "InvalidSpec", NOW, 3)
     assert invalid["conditions"][0]["message"].startswith("spec.mode: ")
+    assert [(c["type"], c["status"]) for c in invalid["conditions"]][2:] == [("Stalled", "True")]  # waits for a person
     status = {**invalid, "nextRunTime": None}
     assert schedule.due(3, status, NOW + 10 * DAY) is False  # no crash loop
     assert schedule.due(4, status, NOW) is True  # the spec changed

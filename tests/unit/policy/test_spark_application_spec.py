@@ -9,6 +9,7 @@ import pytest
 
 from kafka_offset_operator.adapters.kube import owner_reference
 from kafka_offset_operator.decisions import spark_application as sparkapp
+from kafka_offset_operator.decisions.connection_spec import connection_from_spec
 from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
 from offset_expiry import results_sink
 from offset_expiry.client_env import env_from_settings, settings_from_env
@@ -24,7 +25,9 @@ SASL_TLS = {"bootstrapServers": "k:9093", "securityProtocol": "SASL_SSL",
 def test_the_application_runs_job_py_with_secrets_by_reference() -> None:
     spec = parse_policy_spec({"kafka": SASL_TLS, "analysis": {"engine": "SparkApplication",
                               "sparkApplication": {"serviceAccount": "spark", "executor": {"instances": 3}}}})
-    app = sparkapp.manifest(POLICY, owner_reference(POLICY), spec, "abcdef12", image="img:1", retention_ms=7 * 86_400_000)
+    settings = connection_from_spec(SASL_TLS, lambda name: {"username": b"u", "pw": b"p", "ca.crt": b"CA"})
+    app = sparkapp.manifest(POLICY, owner_reference(POLICY), spec, settings, "abcdef12", image="img:1",
+                            retention_ms=7 * 86_400_000)
     name = app["metadata"]["name"]
     assert name == "p-9-team-a-analysis-abcdef12"  # a DNS label starting with a letter
     assert app["metadata"]["labels"][sparkapp.RUN_LABEL] == "abcdef12"
@@ -34,6 +37,7 @@ def test_the_application_runs_job_py_with_secrets_by_reference() -> None:
     env = {e["name"]: e for e in driver["env"]}
     assert env["OFFSET_EXPIRY_KAFKA_SECURITY_PROTOCOL"]["value"] == "SASL_SSL"
     assert env["OFFSET_EXPIRY_KAFKA_SASL_PASSWORD"]["valueFrom"] == {"secretKeyRef": {"name": "user", "key": "pw"}}
+    assert env["OFFSET_EXPIRY_KAFKA_SASL_USERNAME"]["valueFrom"] == {"secretKeyRef": {"name": "user", "key": "username"}}
     assert env["OFFSET_EXPIRY_KAFKA_SSL_CAFILE"]["value"].endswith("/ca/ca.crt")
     assert driver["secrets"] == executor["secrets"] == [
         {"name": "ca", "path": f"{sparkapp.TLS_MOUNT}/ca", "secretType": "Generic"}]
@@ -80,3 +84,23 @@ def test_credentials_travel_as_environment_variables() -> None:
                 "sasl_plain_password": "p", "ssl_cafile": "/ca.pem"}
     assert settings_from_env(env_from_settings(settings)) == settings
     assert settings_from_env({"OFFSET_EXPIRY_KAFKA_SASL_PASSWORD": "", "HOME": "/"}) == {}
+
+
+def test_a_strimzi_users_name_is_a_value_and_its_password_a_secret_reference() -> None:
+    from kafka_offset_operator.model.connection import (
+        ConnectionSettings,
+        Masked,
+        SecretKey,
+        SecretSources,
+        TlsFiles,
+    )
+
+    settings = ConnectionSettings("events-kafka-bootstrap:9094", "SASL_SSL", "SCRAM-SHA-512", "offsets-admin", Masked("pw"),
+                                  TlsFiles(b"CA"), SecretSources(password=SecretKey("spec.kafka.strimzi.user", "offsets-admin", "password"),
+                                                                 ca=SecretKey("spec.kafka.strimzi.kafka", "events-cluster-ca-cert", "ca.crt")))
+    env = {e["name"]: e for e in sparkapp.credential_env(settings)}
+    assert env["OFFSET_EXPIRY_KAFKA_SASL_USERNAME"] == {"name": "OFFSET_EXPIRY_KAFKA_SASL_USERNAME", "value": "offsets-admin"}
+    assert env["OFFSET_EXPIRY_KAFKA_SASL_PASSWORD"]["valueFrom"] == {"secretKeyRef": {"name": "offsets-admin", "key": "password"}}
+    assert sparkapp.tls_secrets(settings) == [
+        {"name": "events-cluster-ca-cert", "path": f"{sparkapp.TLS_MOUNT}/ca", "secretType": "Generic"}]
+    assert "pw" not in str(sparkapp.credential_env(settings))

@@ -1,0 +1,80 @@
+"""`kafka-offset-operator run` as a real process against an emulated API: started with short intervals, ready
+once its liveness endpoint answers, and ended the way a node ends it (SIGKILL: no cleanup, no goodbye) or
+the way a rollout does (SIGTERM). Its output goes to a file the test can read."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+from operator_harness import NAMESPACE
+from waiting import wait_until
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as rsp:
+            return rsp.status, rsp.read().decode()
+    except OSError:
+        return 0, ""
+
+
+class OperatorProcess:
+    """One `run` process; a context manager that ends it (SIGTERM, then SIGKILL) if the test did not."""
+
+    def __init__(self, kubeconfig: Path, logs: Path, *extra: str, retry_interval: float = 0.3) -> None:
+        self.health, self.metrics = free_port(), free_port()
+        self.log_path = logs / f"operator-{self.health}.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kafka_offset_operator", "run", "--namespace", NAMESPACE, "--kubeconfig",
+             str(kubeconfig), "--health-port", str(self.health), "--metrics-port", str(self.metrics),
+             "--retry-interval", str(retry_interval), *extra],
+            stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": "/nonexistent"},
+        )
+
+    def ready(self, timeout: float = 30) -> OperatorProcess:
+        def up() -> bool:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the operator exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
+            return get(f"http://127.0.0.1:{self.health}/healthz")[0] == 200
+
+        wait_until(up, timeout, "the operator's liveness endpoint")
+        return self
+
+    def kill(self) -> int:
+        """SIGKILL; the return code (-SIGKILL unless it had exited already)."""
+        self.proc.kill()
+        return self.proc.wait(10)
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+    def __enter__(self) -> OperatorProcess:
+        return self.ready()
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.close()
