@@ -1,11 +1,15 @@
 """Writes every file of this repository that is derived from another one, so that no copy is kept by hand.
 
-- crds/*.yaml and charts/kafka-offset-operator/crds/*.yaml: both rendered from
-  kafka_offset_operator.model.crds. Helm installs a chart's crds/ as they are and a chart cannot read files
-  outside its own directory, so the chart needs copies of its own.
-- charts/kafka-offset-operator/files/clusterrole.yaml: a copy of manifests/operator/20-clusterrole.yaml, the
-  one place the operator's RBAC rules are written; the chart's templates/rbac.yaml reads its rules with
-  .Files.Get.
+- crds/*.yaml, charts/kafka-offset-operator/crds/*.yaml and manifests/base/crds/*.yaml (with the
+  kustomization.yaml listing them): all rendered from kafka_offset_operator.model.crds. Helm installs a
+  chart's crds/ as they are, and neither a chart nor a kustomization may read files outside its own
+  directory, so each needs copies of its own.
+- manifests/components/namespaced/role.yaml: the rules of manifests/components/cluster-wide/clusterrole.yaml
+  (the one place the operator's rules on namespaced resources are written) as the Role of each watched
+  namespace in a namespaced install.
+- charts/kafka-offset-operator/files/: copies of that ClusterRole, of manifests/base's cluster-scoped
+  ClusterRole and of the metrics component's PrometheusRule; the chart's templates read them with .Files.Get,
+  so the chart and the kustomize install share their rules and alerts.
 - docs/crd-reference.md: every field of both CRDs, rendered from the same schemas (scripts/crd_reference.py).
 - integrations/argocd/argocd-cm-patch.yaml: the health checks of integrations/argocd/resource_customizations
   (Argo CD's own layout, tested there) as the argocd-cm keys an Argo CD installation reads them from.
@@ -25,23 +29,54 @@ from kafka_offset_operator.model.crds import build_crds, render
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "kafka-offset-operator"
-CLUSTERROLE = ROOT / "manifests" / "operator" / "20-clusterrole.yaml"
+MANIFESTS = ROOT / "manifests"
+CLUSTERROLE = MANIFESTS / "components" / "cluster-wide" / "clusterrole.yaml"
+ROLE = MANIFESTS / "components" / "namespaced" / "role.yaml"
+BASE_CRDS = MANIFESTS / "base" / "crds"
+# Sources the chart reads a copy of (files/NAME): its templates cannot read files outside the chart.
+CHART_COPIES = {
+    CLUSTERROLE: "clusterrole.yaml",
+    MANIFESTS / "base" / "clusterrole-cluster-scoped.yaml": "clusterrole-cluster-scoped.yaml",
+    MANIFESTS / "components" / "metrics" / "prometheusrule.yaml": "prometheusrule.yaml",
+}
 ARGOCD = ROOT / "integrations" / "argocd"
 COMMAND = "scripts/dev.sh generate"
-# Directories holding only generated CRDs: a file the generator no longer writes there is removed.
-CRD_DIRS = (ROOT / "crds", CHART / "crds")
+# Directories holding only generated files: a file the generator no longer writes there is removed.
+CRD_DIRS = (ROOT / "crds", CHART / "crds", BASE_CRDS)
 
 
 def derived() -> dict[Path, str]:
     """Path -> the text the generator writes there."""
     out: dict[Path, str] = {}
-    for name, crd in build_crds().items():
-        out[ROOT / "crds" / name] = out[CHART / "crds" / name] = render(crd)
-    header = f"# Copied from {CLUSTERROLE.relative_to(ROOT)} by `{COMMAND}`: edit that file, then run it.\n"
-    out[CHART / "files" / "clusterrole.yaml"] = header + CLUSTERROLE.read_text()
+    crds = build_crds()
+    for name, crd in crds.items():
+        out[ROOT / "crds" / name] = out[CHART / "crds" / name] = out[BASE_CRDS / name] = render(crd)
+    out[BASE_CRDS / "kustomization.yaml"] = (
+        f"# Written by `{COMMAND}`: the CRDs of operator/kafka_offset_operator/model/crds.py.\n"
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
+        + "".join(f"  - {name}\n" for name in sorted(crds)))
+    out[ROLE] = role_from(CLUSTERROLE.read_text())
+    for source, name in CHART_COPIES.items():
+        out[CHART / "files" / name] = copied(source) + source.read_text()
     out[ARGOCD / "argocd-cm-patch.yaml"] = argocd_cm_patch()
-    out[ROOT / "docs" / "crd-reference.md"] = render_reference(build_crds())
+    out[ROOT / "docs" / "crd-reference.md"] = render_reference(crds)
     return out
+
+
+def copied(source: Path) -> str:
+    return f"# Copied from {source.relative_to(ROOT)} by `{COMMAND}`: edit that file, then run it.\n"
+
+
+def role_from(clusterrole: str) -> str:
+    """The ClusterRole's text as a Role (comments kept, so each rule still says why)."""
+    if clusterrole.count("\nkind: ClusterRole\n") != 1:
+        raise SystemExit(f"{CLUSTERROLE.relative_to(ROOT)}: expected one document of kind ClusterRole")
+    body = clusterrole.replace("\nkind: ClusterRole\n", "\nkind: Role\n")
+    body = body[body.index("apiVersion:"):]  # the source's header speaks of the ClusterRole
+    return (f"# Written by `{COMMAND}` from {CLUSTERROLE.relative_to(ROOT)}: edit that file, then run it.\n"
+            "# The Role of one watched namespace (the kustomization using the component sets which); docs/operator.md\n"
+            "# explains each rule.\n"
+            + body)
 
 
 def argocd_cm_patch() -> str:

