@@ -3,6 +3,8 @@
 - crds/*.yaml and charts/kafka-offset-operator/crds/*.yaml: both rendered from
   kafka_offset_operator.model.crds. Helm installs a chart's crds/ as they are and a chart cannot read files
   outside its own directory, so the chart needs copies of its own.
+- manifests/operator/05-kopf-peering-crd.yaml and the chart's crds/clusterkopfpeerings.kopf.dev.yaml: Kopf's
+  peering CRD (kafka_offset_operator.model.crds.kopf_peering_crd), which the operator's peering needs.
 - charts/kafka-offset-operator/files/clusterrole.yaml: a copy of manifests/operator/20-clusterrole.yaml, the
   one place the operator's RBAC rules are written; the chart's templates/rbac.yaml reads its rules with
   .Files.Get.
@@ -17,11 +19,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from kafka_offset_operator.model.crds import build_crds, render
+from kafka_offset_operator.model.crds import PEERING_CRD_FILE, build_crds, kopf_peering_crd, render
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "kafka-offset-operator"
 CLUSTERROLE = ROOT / "manifests" / "operator" / "20-clusterrole.yaml"
+PEERING_CRD = ROOT / "manifests" / "operator" / "05-kopf-peering-crd.yaml"
 COMMAND = "scripts/dev.sh generate"
 # Directories holding only generated CRDs: a file the generator no longer writes there is removed.
 CRD_DIRS = (ROOT / "crds", CHART / "crds")
@@ -32,6 +35,7 @@ def derived() -> dict[Path, str]:
     out: dict[Path, str] = {}
     for name, crd in build_crds().items():
         out[ROOT / "crds" / name] = out[CHART / "crds" / name] = render(crd)
+    out[PEERING_CRD] = out[CHART / "crds" / PEERING_CRD_FILE] = render(kopf_peering_crd())
     header = f"# Copied from {CLUSTERROLE.relative_to(ROOT)} by `{COMMAND}`: edit that file, then run it.\n"
     out[CHART / "files" / "clusterrole.yaml"] = header + CLUSTERROLE.read_text()
     return out

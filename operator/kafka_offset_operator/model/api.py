@@ -18,3 +18,12 @@ BACKUP_ACTION_LABEL = f"{GROUP}/backup-action"  # Delete | Restore | Rebase
 SOURCE_KIND_LABEL = f"{GROUP}/source-kind"  # the kind of the resource that asked for a change
 SOURCE_NAME_LABEL = f"{GROUP}/source-name"  # its name (cut to a label value; the backup has it whole)
 RUN_LABEL = f"{GROUP}/run"  # on a SparkApplication run and its ConfigMaps
+
+# Kopf's peering (docs/operator.md "One actor at a time"): one cluster-scoped object per installation, in
+# whose status every operator process keeps its priority and a keep-alive; only the highest-priority live
+# process acts. The CRD is Kopf's (manifests/operator/05-kopf-peering-crd.yaml).
+PEERING_GROUP = "kopf.dev"
+PEERING_VERSION = "v1"
+PEERING_KIND = "ClusterKopfPeering"
+CLUSTER_PEERINGS = "clusterkopfpeerings"
+DEFAULT_PEERING = "kafka-offset-operator"
