@@ -50,8 +50,9 @@ def test_helm_lint_finds_no_errors() -> None:
 def test_default_render_matches_the_plain_manifests() -> None:
     objects = render()
     plain = manifests()
-    # The chart installs into the release namespace instead of creating one.
-    assert sorted(o["kind"] for o in objects) == sorted(o["kind"] for o in plain if o["kind"] != "Namespace")
+    # The chart installs into the release namespace instead of creating one, and CRDs from its crds/.
+    assert sorted(o["kind"] for o in objects) == sorted(
+        o["kind"] for o in plain if o["kind"] not in ("Namespace", "CustomResourceDefinition"))
     rendered, expected = (one(x, "Deployment")["spec"]["template"]["spec"]["containers"][0] for x in (objects, plain))
     # Same operator settings (the chart spells out --retry-interval at the CLI's default).
     parse = build_parser().parse_args
@@ -59,6 +60,7 @@ def test_default_render_matches_the_plain_manifests() -> None:
     assert chart_args == vars(parse([str(a) for a in expected["args"]]))
     assert rendered["livenessProbe"]["httpGet"] == expected["livenessProbe"]["httpGet"]
     assert rendered["ports"] == expected["ports"]
+    assert rendered["env"] == expected["env"]  # POD_ID: Kopf's peering identity
     binding = one(objects, "ClusterRoleBinding")
     assert binding["subjects"][0]["namespace"] == RELEASE_NAMESPACE
     assert binding["subjects"][0]["name"] == one(objects, "ServiceAccount")["metadata"]["name"]
@@ -93,3 +95,12 @@ def test_kubectl_applies_the_rendered_chart(kube: Kube, kubeconfig: Path, tmp_pa
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
     assert kube.get("apps/v1", "deployments", "koo-kafka-offset-operator", RELEASE_NAMESPACE)["spec"]["replicas"] == 1
+
+
+def test_peering_values_reach_the_arguments() -> None:
+    parse = build_parser().parse_args
+    default = parse(container_args(render()))
+    assert (default.standalone, default.peering, default.peering_lifetime) == (False, "kafka-offset-operator", 60)
+    tuned = parse(container_args(render({"peering": {"name": "team-a", "lifetime": 20}})))
+    assert (tuned.standalone, tuned.peering, tuned.peering_lifetime) == (False, "team-a", 20)
+    assert parse(container_args(render({"peering": {"enabled": False}}))).standalone

@@ -41,7 +41,8 @@ def manifest(kind: str) -> dict[str, Any]:
 
 def test_manifests_parse_and_name_their_objects() -> None:
     kinds = sorted(d["kind"] for p in MANIFESTS.glob("*.yaml") for d in docs(p))
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Namespace", "Service", "ServiceAccount"]
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "Service",
+                     "ServiceAccount"]  # the CRD: Kopf's ClusterKopfPeering, which peering needs
     for path in MANIFESTS.glob("*.yaml"):
         for d in docs(path):
             assert d["apiVersion"] and d["metadata"]["name"], path
@@ -53,6 +54,9 @@ def test_deployment_runs_the_operator_with_probes_on_kopfs_health_endpoint() -> 
     args = build_parser().parse_args(container["args"])  # the real CLI accepts them
     assert (args.command, args.all_namespaces, args.health_port, args.metrics_port) == ("run", True, 8080, 9090)
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    # One actor at a time: peering on (the CLI's default), with the pod's name as Kopf's identity.
+    assert (args.standalone, args.peering) == (False, "kafka-offset-operator")
+    assert {"name": "POD_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in container["env"]
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"health": 8080, "metrics": 9090}
     assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"

@@ -31,7 +31,8 @@ from typing import Any
 import pytest
 from brokers import make_topics, sandbox_broker
 from kafka_clients import committed, empty_group
-from operator_harness import GROUP_VERSION, NAMESPACE, Kube, emulated_cluster
+from operator_harness import GROUP_VERSION, NAMESPACE, EmulatedCluster, Kube, emulated_cluster
+from test_manifests import VERBS, allowed, manifest
 from test_run_command import free_port, get
 from waiting import wait_until
 
@@ -75,6 +76,7 @@ class Process:
 @dataclass
 class World:
     broker: Any
+    cluster: EmulatedCluster
     kube: Kube
     kubeconfig: Path
     home: Path
@@ -145,7 +147,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         make_topics(broker, dict.fromkeys(TOPICS, 1))
         empty_group(broker.bootstrap_servers, GROUP, {(t, 0): 5 for t in TOPICS})
         home = tmp_path_factory.mktemp("peering")
-        w = World(broker, Kube(cluster.url), cluster.write_kubeconfig(home / "kubeconfig"), home)
+        w = World(broker, cluster, Kube(cluster.url), cluster.write_kubeconfig(home / "kubeconfig"), home)
         try:
             yield w
         finally:
@@ -259,3 +261,19 @@ def test_the_newcomer_finishes_new_work_alone(world: World, crash: Crash) -> Non
         assert {k: v for k, v in world.acted(name).items() if v} == {crash.newcomer.name: 2}, name
         assert (world.events(name, "BackedUp"), world.events(name, "Succeeded")) == (1, 1), name
     assert committed(world.broker.bootstrap_servers, GROUP) == {}
+
+
+def test_the_clusterrole_allows_what_peering_does(world: World, crash: Crash) -> None:
+    """Every call the processes made on Kopf's peering object (create at startup, watch, keep-alive patches)
+    is allowed by manifests/operator/20-clusterrole.yaml."""
+    assert world.cluster.emulator is not None
+    calls = set()
+    for request in world.cluster.emulator._requests:  # kmock keeps every request it served
+        if request.resource is None or request.resource.group != "kopf.dev" or request.action is None:
+            continue
+        if not request.resource.plural:  # API discovery, open to every authenticated client
+            continue
+        verb = "patch" if request.method.value == "PATCH" else VERBS[request.action.value.lower()]
+        calls.add((request.resource.group, request.resource.plural, verb))
+    assert {("kopf.dev", "clusterkopfpeerings", v) for v in ("create", "list", "watch", "patch")} <= calls
+    assert sorted(c for c in calls if not allowed(manifest("ClusterRole")["rules"], *c)) == []
