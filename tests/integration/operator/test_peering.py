@@ -208,6 +208,7 @@ def rollout(world: World, pair: Pair) -> Rollout:
 
 
 def test_a_leaving_process_hands_over_at_once(rollout: Rollout) -> None:
+    print(f"handover after SIGTERM: {rollout.handover_s:.2f} s")  # shown with -s: docs/operator.md quotes it
     assert rollout.exit_code == 0
     # Its keep-alive is removed as it exits: no wait for the peering lifetime.
     assert rollout.handover_s < LIFETIME
@@ -253,6 +254,7 @@ def test_a_newcomer_waits_while_the_active_process_lives(world: World, crash: Cr
 def test_a_crashed_process_is_replaced_within_the_peering_lifetime(crash: Crash) -> None:
     # Its last keep-alive was at most a second before the kill (they come every second at this lifetime);
     # the waiting process re-checks when that keep-alive expires. A second of slack for a loaded machine.
+    print(f"takeover after SIGKILL: {crash.takeover_s:.2f} s (lifetime {LIFETIME} s)")
     assert crash.takeover_s <= LIFETIME + 1
 
 
