@@ -4,6 +4,8 @@
   kustomization.yaml listing them): all rendered from kafka_offset_operator.model.crds. Helm installs a
   chart's crds/ as they are, and neither a chart nor a kustomization may read files outside its own
   directory, so each needs copies of its own.
+  Kopf's peering CRD (kafka_offset_operator.model.crds.kopf_peering_crd), which the operator's peering
+  needs, is written beside them.
 - manifests/components/namespaced/role.yaml: the rules of manifests/components/cluster-wide/clusterrole.yaml
   (the one place the operator's rules on namespaced resources are written) as the Role of each watched
   namespace in a namespaced install.
@@ -25,7 +27,7 @@ import sys
 from pathlib import Path
 
 from crd_reference import render as render_reference
-from kafka_offset_operator.model.crds import build_crds, render
+from kafka_offset_operator.model.crds import PEERING_CRD_FILE, build_crds, kopf_peering_crd, render
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "kafka-offset-operator"
@@ -51,10 +53,12 @@ def derived() -> dict[Path, str]:
     crds = build_crds()
     for name, crd in crds.items():
         out[ROOT / "crds" / name] = out[CHART / "crds" / name] = out[BASE_CRDS / name] = render(crd)
+    peering = render(kopf_peering_crd())
+    out[ROOT / "crds" / PEERING_CRD_FILE] = out[CHART / "crds" / PEERING_CRD_FILE] = out[BASE_CRDS / PEERING_CRD_FILE] = peering
     out[BASE_CRDS / "kustomization.yaml"] = (
-        f"# Written by `{COMMAND}`: the CRDs of operator/kafka_offset_operator/model/crds.py.\n"
+        f"# Written by `{COMMAND}`: the CRDs of operator/kafka_offset_operator/model/crds.py and Kopf's peering CRD.\n"
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
-        + "".join(f"  - {name}\n" for name in sorted(crds)))
+        + "".join(f"  - {name}\n" for name in sorted([*crds, PEERING_CRD_FILE])))
     out[ROLE] = role_from(CLUSTERROLE.read_text())
     for source, name in CHART_COPIES.items():
         out[CHART / "files" / name] = copied(source) + source.read_text()

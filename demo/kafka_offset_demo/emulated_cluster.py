@@ -355,12 +355,16 @@ class EmulatedCluster:
     """The emulator and its HTTP server on a private event loop in a daemon thread."""
 
     def __init__(self, crds: Iterable[Mapping[str, Any]] | None = None) -> None:
-        """`crds`: the CRDs to serve; ours (kafka_offset_operator.crds) by default."""
-        if crds is None:
-            from kafka_offset_operator.model.crds import build_crds
+        """`crds`: the CRDs to serve; ours (kafka_offset_operator.crds) by default. Kopf's peering CRD is
+        always served too, as the install manifests and the chart install it (`run` peers by default)."""
+        from kafka_offset_operator.model.crds import build_crds, kopf_peering_crd
 
+        if crds is None:
             crds = build_crds().values()
         self.crds = [dict(c) for c in crds]
+        peering = kopf_peering_crd()
+        if all(c["metadata"]["name"] != peering["metadata"]["name"] for c in self.crds):
+            self.crds.append(peering)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="kmock", daemon=True)
         self.emulator: Emulator | None = None

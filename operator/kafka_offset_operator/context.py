@@ -23,6 +23,11 @@ class OperatorOptions:
     backup_retention_s: float = 30 * 86_400.0  # how long the backup store keeps a backup
     backup_sweep_interval_s: float = 3600.0  # how often expired backups are looked for
     spark_image: str | None = None  # the SparkApplication engine's default image (else the environment's)
+    # One actor at a time (Kopf's peering, docs/operator.md): the ClusterKopfPeering object this process
+    # shares with every other process that must not act beside it; None runs standalone (no peering).
+    peering: str | None = None
+    peering_priority: int | None = None  # None: from the start time, the oldest live process acts
+    peering_lifetime_s: int = 60  # a silent peer counts as alive this long: the takeover time after a crash
 
 
 @dataclass

@@ -6,16 +6,21 @@ the same operator the Deployment runs (in a thread with its own event loop inste
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import kopf
 
-from .adapters.kube import Kube, load_config
+from .adapters.kube import Kube, KubeError, NotFound, load_config
 from .context import OperatorContext, OperatorOptions
+from .decisions.peering import priority_for_start
+from .errors import UserError
 from .handlers import backups, consumer_group_offset_policy, offset_deletion
+from .model.api import CLUSTER_PEERINGS, PEERING_GROUP, PEERING_KIND, PEERING_VERSION
 
 Registrar = Callable[[kopf.OperatorRegistry, OperatorContext], None]
 
@@ -33,13 +38,24 @@ CHATTY_LOGGERS = (*SECRET_LOGGERS, "kopf.objects")
 REGISTRARS: tuple[Registrar, ...] = (offset_deletion.register, consumer_group_offset_policy.register, backups.register)
 
 
-def build_settings(options: OperatorOptions) -> kopf.OperatorSettings:
+def build_settings(options: OperatorOptions, started_ms: int | None = None) -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
     # Only our own explicit events and warnings become Kubernetes Events, not Kopf's per-handler chatter.
     settings.posting.level = logging.WARNING
-    # A single active operator: the Deployment runs one replica (strategy Recreate); no peering objects.
-    settings.peering.standalone = True
-    settings.peering.clusterwide = options.clusterwide
+    if options.peering is None:
+        settings.peering.standalone = True  # one process by construction (a test, the demo, --standalone)
+    else:
+        # One actor at a time (docs/operator.md): mandatory, so a process starts paused and acts only once it
+        # has seen the peering object and no live peer above it; cluster-wide whatever namespaces it serves,
+        # so a namespaced process and a cluster-wide one of the same installation see each other.
+        settings.peering.standalone = False
+        settings.peering.mandatory = True
+        settings.peering.clusterwide = True
+        settings.peering.name = options.peering
+        settings.peering.lifetime = options.peering_lifetime_s
+        settings.peering.priority = (options.peering_priority if options.peering_priority is not None else
+                                     priority_for_start(started_ms if started_ms is not None else _now_ms()))
+        settings.peering.stealth = True  # keep-alives are not news
     # Kopf keeps its bookkeeping in annotations: a structural status schema would prune status.kopf.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage()
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage()
@@ -53,6 +69,13 @@ def build_registry(ctx: OperatorContext, registrars: list[Registrar] | None = No
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
         return connection_info(ctx.kube)
+
+    if ctx.options.peering is not None:
+        @kopf.on.startup(registry=registry)
+        def peer_cluster_wide(settings: kopf.OperatorSettings, **_: Any) -> None:
+            """kopf.operator() sets the peering's scope from the operator's (namespaced: a KopfPeering per
+            namespace); ours is one cluster-wide object whatever the namespaces (build_settings says why)."""
+            settings.peering.clusterwide = True
 
     for register in REGISTRARS if registrars is None else registrars:
         register(registry, ctx)
@@ -89,6 +112,27 @@ def quiet_loggers() -> None:
             logger.setLevel(floor)
 
 
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def ensure_peering(kube: Kube, name: str) -> bool:
+    """Create the ClusterKopfPeering object `name` unless it exists (True: created). Kopf expects it to be
+    there: with mandatory peering and no object, a process would wait, paused, for ever."""
+    body = {"apiVersion": f"{PEERING_GROUP}/{PEERING_VERSION}", "kind": PEERING_KIND, "metadata": {"name": name}}
+    try:
+        created = kube.create_cluster_object(PEERING_GROUP, PEERING_VERSION, CLUSTER_PEERINGS, body)
+    except NotFound:
+        raise UserError(f"peering: the API does not serve {PEERING_KIND} ({CLUSTER_PEERINGS}.{PEERING_GROUP}): install "
+                        "its CRD (crds/clusterkopfpeerings.kopf.dev.yaml, or the Helm chart), or pass "
+                        "--standalone if this is the only operator process") from None
+    except KubeError as exc:
+        raise UserError(f"peering: cannot create {PEERING_KIND} {name!r}: {exc}") from None
+    if created:
+        log.info("created %s %s for peering", PEERING_KIND, name)
+    return created
+
+
 async def run_operator(
     options: OperatorOptions,
     *,
@@ -103,6 +147,8 @@ async def run_operator(
     kube = Kube(load_config(options.kubeconfig))
     ctx = OperatorContext(options, kube)
     try:
+        if options.peering is not None:
+            await asyncio.to_thread(ensure_peering, kube, options.peering)
         await kopf.operator(
             registry=build_registry(ctx, registrars),
             settings=build_settings(options),

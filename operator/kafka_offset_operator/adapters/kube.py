@@ -181,6 +181,17 @@ class Kube:
         # The client maps only 201 to a body; a server answering 200 gives None: created all the same.
         return cast(dict[str, Any], obj) if obj is not None else dict(body)
 
+    def create_cluster_object(self, group: str, version: str, plural: str, body: Mapping[str, Any]) -> bool:
+        """Create a cluster-scoped object; False when one of that name exists already (HTTP 409). NotFound
+        when the API does not serve the kind (its CRD is not installed)."""
+        try:
+            self._custom.create_cluster_custom_object(group, version, plural, dict(body))
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise _translate(exc) from None
+        return True
+
     def get_object(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict[str, Any]:
         try:
             obj = self._custom.get_namespaced_custom_object(group, version, namespace, plural, name)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..model.api import DEFAULT_PEERING
 
 
 def add_parser(sub: Any) -> None:
@@ -35,6 +36,22 @@ def add_parser(sub: Any) -> None:
                    help="how long the backup store keeps the backup of each change of offsets (default 30d)")
     p.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="text lines, or one JSON object per line for log collectors (default text)")
+    peers = p.add_argument_group(
+        "one actor at a time",
+        "Processes sharing a peering object (Kopf's ClusterKopfPeering) never act together: the oldest live one "
+        "acts, the others wait (docs/operator.md).")
+    alone = peers.add_mutually_exclusive_group()
+    alone.add_argument("--peering", default=DEFAULT_PEERING, metavar="NAME",
+                       help=f"the ClusterKopfPeering object shared with the other processes of this installation "
+                            f"(created when missing; its CRD must be installed) (default {DEFAULT_PEERING})")
+    alone.add_argument("--standalone", action="store_true",
+                       help="no peering: only if nothing else can ever run a second operator process")
+    peers.add_argument("--peering-priority", type=int, metavar="N",
+                       help="the highest live priority acts; equal ones pause each other (default: from the start "
+                            "time, so the oldest process acts)")
+    peers.add_argument("--peering-lifetime", type=_lifetime, default=60, metavar="SECONDS",
+                       help="a process silent this long counts as gone: how long a crashed process's peers wait "
+                            "before one takes over (default 60)")
     p.add_argument("--verbose", "-v", action="store_true", help="debug logging (secrets stay masked)")
     p.set_defaults(run=run)
 
@@ -42,6 +59,12 @@ def add_parser(sub: Any) -> None:
 def _port(text: str) -> int:
     if not text.isdigit() or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)")
+    return int(text)
+
+
+def _lifetime(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of seconds from 1 to 3600")
     return int(text)
 
 
@@ -98,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
         liveness_endpoint=f"http://0.0.0.0:{args.health_port}/healthz" if args.health_port else None,
         retry_interval=args.retry_interval,
         backup_retention_s=args.backup_retention,
+        peering=None if args.standalone else args.peering,
+        peering_priority=args.peering_priority,
+        peering_lifetime_s=args.peering_lifetime,
     )
     if args.metrics_port:
         try:

@@ -23,9 +23,12 @@ def register(registry: kopf.OperatorRegistry, ctx: OperatorContext) -> None:
     @kopf.timer(GROUP, VERSION, DELETIONS, id="offsetdeletion", registry=registry,
                 interval=ctx.options.retry_interval, backoff=ctx.options.retry_interval,
                 when=lambda spec, status, **_: needs_work(spec, status))
-    def visit(namespace: str | None, name: str, **_: Any) -> None:
+    def visit(namespace: str | None, name: str, **kwargs: Any) -> None:
+        # Kopf gives timers the daemon's `stopped` flag (TimerFn does not declare it): set when the operator
+        # exits or pauses for a peer (docs/operator.md), after which no change of offsets starts here.
+        stopped: kopf.DaemonStopped | None = kwargs.get("stopped")
         if namespace is not None:  # the CRD is namespaced
-            reconciler.reconcile(namespace, name)
+            reconciler.reconcile(namespace, name, stopped)
 
     @kopf.on.delete(GROUP, VERSION, DELETIONS, id="cancel", registry=registry)
     def cancel(namespace: str | None, name: str, **_: Any) -> None:

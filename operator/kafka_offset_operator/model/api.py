@@ -22,3 +22,12 @@ RUN_LABEL = f"{GROUP}/run"  # on a SparkApplication run and its ConfigMaps
 # Strimzi's API, read when spec.kafka.strimzi names a Kafka cluster (decisions/strimzi_connection.py).
 STRIMZI_GROUP = "kafka.strimzi.io"
 STRIMZI_VERSION = "v1beta2"
+
+# Kopf's peering (docs/operator.md "One actor at a time"): one cluster-scoped object per installation, in
+# whose status every operator process keeps its priority and a keep-alive; only the highest-priority live
+# process acts. The CRD is Kopf's (crds/clusterkopfpeerings.kopf.dev.yaml, also in manifests/base and the chart).
+PEERING_GROUP = "kopf.dev"
+PEERING_VERSION = "v1"
+PEERING_KIND = "ClusterKopfPeering"
+CLUSTER_PEERINGS = "clusterkopfpeerings"
+DEFAULT_PEERING = "kafka-offset-operator"

@@ -30,7 +30,18 @@ import yaml
 from offset_expiry.openapi import Schema, without_cel_rules
 from offset_expiry.policy_schema import duration, spec_properties
 
-from .api import DELETION_KIND, DELETIONS, GROUP, POLICIES, POLICY_KIND, VERSION
+from .api import (
+    CLUSTER_PEERINGS,
+    DELETION_KIND,
+    DELETIONS,
+    GROUP,
+    PEERING_GROUP,
+    PEERING_KIND,
+    PEERING_VERSION,
+    POLICIES,
+    POLICY_KIND,
+    VERSION,
+)
 
 INT32_MAX = 2**31 - 1  # Kafka's partition numbers, Spark's cores and instances
 INT64_MAX = 2**63 - 1  # Kafka's offsets
@@ -745,6 +756,31 @@ def build_crds() -> dict[str, dict[str, Any]]:
                 {"name": "Failed", "type": "integer", "jsonPath": ".status.failed"},
             ],
         ),
+    }
+
+
+PEERING_CRD_FILE = f"{CLUSTER_PEERINGS}.{PEERING_GROUP}.yaml"
+
+
+def kopf_peering_crd() -> dict[str, Any]:
+    """Kopf's ClusterKopfPeering CRD (as nolar/kopf's peering.yaml defines it): the resource of the peering
+    that keeps two operator processes from acting together (docs/operator.md). Its status is free-form: one
+    entry per live process (priority, lifetime, last seen), written by Kopf. Not one of our APIs, so it is
+    not in `build_crds` (nor crds/): the install manifests and the chart carry it."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{CLUSTER_PEERINGS}.{PEERING_GROUP}"},
+        "spec": {
+            "scope": "Cluster",
+            "group": PEERING_GROUP,
+            "names": {"kind": PEERING_KIND, "plural": CLUSTER_PEERINGS, "singular": PEERING_KIND.lower()},
+            "versions": [{
+                "name": PEERING_VERSION, "served": True, "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}},
+            }],
+        },
     }
 
 

@@ -31,6 +31,7 @@ from ..decisions.deletion_spec import DeletionSpec, parse_spec
 from ..decisions.deletion_steps import Outcome, Step
 from ..decisions.status_patch import changes, merge_patch
 from ..decisions.times import iso, parse_iso
+from ..engines.job import CancelFlag
 from ..model.api import DELETION_KIND, DELETIONS, POLICIES
 from ..model.backups import Action, BackupError, BackupRecord, Requester, parse_backup
 from ..model.offsets import TP, Committed, KafkaFailure
@@ -45,6 +46,11 @@ def _now() -> str:
 
 class _Cancelled(Exception):
     """The resource was deleted before its change was sent: nothing more is started."""
+
+
+class _Stopping(Exception):
+    """This process stops, or pauses for another operator process (peering): it starts no change of offsets;
+    the process that acts next continues from the status."""
 
 
 class DeletionReconciler:
@@ -62,7 +68,9 @@ class DeletionReconciler:
 
     # -- one visit
 
-    def reconcile(self, namespace: str, name: str) -> None:
+    def reconcile(self, namespace: str, name: str, stop: CancelFlag | None = None) -> None:
+        """One visit. `stop` (Kopf's timer flag) is set when this process stops or pauses for a peer: checked
+        right before each call that changes offsets, so none starts after it."""
         with self._lock(namespace, name):
             try:
                 body = self.kube.get_custom(DELETIONS, namespace, name)
@@ -71,7 +79,11 @@ class DeletionReconciler:
             if body["metadata"].get("deletionTimestamp"):
                 return  # being deleted: cancel() says what happened; nothing more starts
             try:
-                self._reconcile(body)
+                self._reconcile(body, stop)
+            except _Stopping:
+                log.info("%s/%s: not continued here: this operator process is stopping or paused for another "
+                         "(the one that acts next continues)", namespace, name)
+                return
             except _Cancelled:
                 text = "cancelled: deleted before its change was sent to Kafka"
                 audit.log.info("Cancelled %s/%s group=%s: %s", namespace, name, (body.get("spec") or {}).get("group"), text)
@@ -101,8 +113,11 @@ class DeletionReconciler:
                            (body.get("spec") or {}).get("group"), text)
             kopf.event(cast(Any, body), type="Normal", reason=str(reason), message=text)
 
-    def _check_not_deleted(self, body: Mapping[str, Any]) -> None:
-        """Right before a call that changes offsets: a resource deleted meanwhile cancels it."""
+    def _check_not_deleted(self, body: Mapping[str, Any], stop: CancelFlag | None) -> None:
+        """Right before a call that changes offsets: a resource deleted meanwhile cancels it, and a process that
+        stops or pauses for a peer leaves it to the process that acts next."""
+        if stop is not None and stop.is_set():
+            raise _Stopping()
         meta = body["metadata"]
         try:
             current = self.kube.get_custom(DELETIONS, meta["namespace"], meta["name"])
@@ -111,7 +126,7 @@ class DeletionReconciler:
         if current["metadata"].get("deletionTimestamp"):
             raise _Cancelled()
 
-    def _reconcile(self, body: dict[str, Any]) -> None:
+    def _reconcile(self, body: dict[str, Any], stop: CancelFlag | None) -> None:
         namespace = body["metadata"]["namespace"]
         status: dict[str, Any] = dict(body.get("status") or {})
         generation = _generation(body)
@@ -149,10 +164,10 @@ class DeletionReconciler:
                     status = self._backup(body, spec, kafka, status, admin)
                     step = steps.next_step(spec, status)
                 if step is Step.DELETE:
-                    status = self._delete(body, spec, status, admin)
+                    status = self._delete(body, spec, status, admin, stop)
                     step = steps.next_step(spec, status)
                 if step is Step.RESTORE:
-                    self._restore(body, status, admin)
+                    self._restore(body, status, admin, stop)
         except KafkaFailure as failure:
             metrics.kafka_error(failure.code)
             current = self.kube.get_custom(DELETIONS, namespace, body["metadata"]["name"]).get("status") or {}
@@ -183,7 +198,8 @@ class DeletionReconciler:
         return self._apply(body, steps.backup_taken(status, stored, plan, target, now, _generation(body),
                                                     inline_limit=self.options.large_backup_partitions), status)
 
-    def _delete(self, body: dict[str, Any], spec: DeletionSpec, status: dict[str, Any], admin: KafkaAdmin) -> dict[str, Any]:
+    def _delete(self, body: dict[str, Any], spec: DeletionSpec, status: dict[str, Any], admin: KafkaAdmin,
+                stop: CancelFlag | None) -> dict[str, Any]:
         backup = self._load_backup(body, status)
         group_id = status["target"]["group"] if status.get("target") else spec.group
         admin.describe_group(group_id)  # the live re-check also proves the coordinator answers
@@ -192,7 +208,7 @@ class DeletionReconciler:
         answers: dict[TP, str | None] = {}
         top_error: str | None = None
         if todo.to_delete:
-            self._check_not_deleted(body)
+            self._check_not_deleted(body, stop)
             status = self._apply(body, steps.deletion_started(status, _now()), status)
             started = time.monotonic()
             try:
@@ -212,7 +228,8 @@ class DeletionReconciler:
         metrics.deletion_finished(status.get("phase", ""), int(status.get("deleted", 0)), int(status.get("failed", 0)))
         return status
 
-    def _restore(self, body: dict[str, Any], status: dict[str, Any], admin: KafkaAdmin) -> dict[str, Any]:
+    def _restore(self, body: dict[str, Any], status: dict[str, Any], admin: KafkaAdmin,
+                 stop: CancelFlag | None) -> dict[str, Any]:
         """Restore what this deletion deleted: from its stored backup, into the group and cluster recorded at
         approval (status.target), never into what the spec names now."""
         backup = self._load_backup(body, status)
@@ -237,7 +254,7 @@ class DeletionReconciler:
                                                    "spec.restore of an OffsetDeletion", now,
                                                    extra={"restores": (status.get("backup") or {}).get("name"),
                                                           "partitions": [list(tp) for tp in sorted(todo.to_commit)]}))
-            self._check_not_deleted(body)
+            self._check_not_deleted(body, stop)
             answers = admin.commit_offsets(group_id, todo.to_commit)
             audit.changed("OffsetCommit", body, group_id, None, todo.to_commit, answers, None, stored.name)
         for error in answers.values():

@@ -241,7 +241,8 @@ class PolicyRunner:
             with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
                 kept, skipped = self._recheck(admin, spec, report)
                 created, existing = self._propose(body, spec, kept, started, cancel)
-                kept_alive = self._keep_alive(admin, body, spec, report, retention_ms)
+                # A stopping (or, for a peer, pausing) operator starts no keep-alive pass: the next one does it.
+                kept_alive = [] if cancel.is_set() else self._keep_alive(admin, body, spec, report, retention_ms)
         except Cancelled:
             metrics.analysis_finished(spec.engine.value, "Cancelled", (self.now_ms() - started) / 1000)
             return

@@ -163,8 +163,9 @@ def test_switches_reach_the_objects() -> None:
     objects = render(OPTIONS["everything"])
     c = container(objects)
     assert c["image"] == "registry.example/koo:9.9.9" and c["imagePullPolicy"] == "Always"
-    env = {e["name"]: e["value"] for e in c["env"]}
-    assert env == {"KAFKA_OFFSET_OPERATOR_SPARK_IMAGE": "registry.example/koo-spark:9.9.9", "HTTPS_PROXY": "http://proxy:3128"}
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in c["env"]}
+    assert env == {"KAFKA_OFFSET_OPERATOR_SPARK_IMAGE": "registry.example/koo-spark:9.9.9", "HTTPS_PROXY": "http://proxy:3128",
+                   "POD_ID": {"fieldRef": {"fieldPath": "metadata.name"}}}
     assert c["resources"] == OPTIONS["everything"]["resources"]
     args = build_parser().parse_args(container_args(objects))
     assert (args.log_format, args.verbose, args.retry_interval, args.metrics_port) == ("json", True, 10.0, 9999)
@@ -264,3 +265,12 @@ def test_kubectl_applies_the_rendered_chart(kube: Kube, kubeconfig: Path, tmp_pa
     assert kube.get("apps/v1", "deployments", "koo-kafka-offset-operator", RELEASE_NAMESPACE)["spec"]["replicas"] == 1
     assert kube.get("rbac.authorization.k8s.io/v1", "roles", "koo-kafka-offset-operator", "team-a")["rules"]
     assert OPERATOR_NAMESPACE == RELEASE_NAMESPACE
+
+
+def test_peering_values_reach_the_arguments() -> None:
+    parse = build_parser().parse_args
+    default = parse(container_args(render()))
+    assert (default.standalone, default.peering, default.peering_lifetime) == (False, "kafka-offset-operator", 60)
+    tuned = parse(container_args(render({"peering": {"name": "team-a", "lifetime": 20}})))
+    assert (tuned.standalone, tuned.peering, tuned.peering_lifetime) == (False, "team-a", 20)
+    assert parse(container_args(render({"peering": {"enabled": False}}))).standalone

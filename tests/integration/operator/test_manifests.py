@@ -66,7 +66,7 @@ def docs(path: Path) -> list[dict[str, Any]]:
 
 
 def test_every_install_renders_the_objects_it_promises(renders: dict[str, list[dict[str, Any]]]) -> None:
-    base = ["CustomResourceDefinition", "CustomResourceDefinition", "Namespace", "ServiceAccount", "Deployment",
+    base = ["CustomResourceDefinition"] * 3 + ["Namespace", "ServiceAccount", "Deployment",
             "ClusterRole", "ClusterRoleBinding"]  # the cluster-scoped needs
     scope = {"cluster-wide": ["ClusterRole", "ClusterRoleBinding"],
              "namespaced": ["Role", "RoleBinding"] * len(WATCHED)}
@@ -120,8 +120,11 @@ def test_the_deployments_arguments_parse_and_name_the_namespaces_with_a_role(
     assert (narrow.all_namespaces, tuple(narrow.namespaces)) == (False, WATCHED)
     roles = {o["metadata"]["namespace"] for o in renders["namespaced"] if o["kind"] in ("Role", "RoleBinding")}
     assert roles == set(WATCHED)
-    env = {e["name"]: e["value"] for e in container(renders["cluster-wide"])["env"]}
-    assert env["KAFKA_OFFSET_OPERATOR_SPARK_IMAGE"].startswith("ghcr.io/")  # the SparkApplication engine's default
+    env = {e["name"]: e for e in container(renders["cluster-wide"])["env"]}
+    assert env["KAFKA_OFFSET_OPERATOR_SPARK_IMAGE"]["value"].startswith("ghcr.io/")  # the SparkApplication engine's default
+    # One actor at a time: peering on (the CLI's default), with the pod's name as Kopf's identity.
+    assert (wide.standalone, wide.peering, narrow.standalone) == (False, "kafka-offset-operator", False)
+    assert env["POD_ID"] == {"name": "POD_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
 
 
 def test_namespaced_install_grants_namespaced_resources_only_by_roles(renders: dict[str, list[dict[str, Any]]]) -> None:

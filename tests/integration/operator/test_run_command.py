@@ -46,7 +46,9 @@ def operator_process(kubeconfig: Path, tmp_path: Path, *extra: str
     log = open(path, "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [sys.executable, "-m", "kafka_offset_operator", "run", "--namespace", NAMESPACE, "--kubeconfig", str(kubeconfig),
-         "--health-port", str(health), "--metrics-port", str(metrics), "--retry-interval", "0.3", *extra],
+         "--health-port", str(health), "--metrics-port", str(metrics), "--retry-interval", "0.3",
+         # A SIGKILLed process's keep-alive holds its successor back this long (peering, docs/operator.md).
+         "--peering-lifetime", "5", *extra],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": "/nonexistent"},
     )
     try:
