@@ -15,6 +15,9 @@ Four kinds of fault, each what a real cluster does:
   what it wants meanwhile (kill the client), then `release()`s it (handled and answered) or `drop()`s it
   (connection closed; handled first with `applied=True`).
 
+Every fault may let the first `after` matching requests through (to strike a client's second OffsetFetch,
+say); `count` strikes nothing and only counts matching requests, as a witness of what a client sent.
+
 Error codes are Kafka's names or numbers from kafka-python's error table (kafka.errors), never re-typed here.
 
 The table lives on the broker's event loop (the server consults it for every request after decoding);
@@ -55,6 +58,7 @@ class Kind(enum.StrEnum):
     RESET = "reset"
     DELAY = "delay"
     HOLD = "hold"
+    COUNT = "count"  # not a fault: counts the matching requests, which pass untouched
 
 
 @dataclass
@@ -69,7 +73,9 @@ class Fault:
     error: type[Errors.BrokerResponseError] | None = None
     delay_s: float = 0.0
     applied: bool = False  # reset / delay: whether the request is carried out
+    after: int = 0  # let this many matching requests through first
     hits: int = 0
+    passed: int = 0
 
     @property
     def spent(self) -> bool:
@@ -79,7 +85,7 @@ class Fault:
         what = {Kind.ERROR: f"answers {self.error.message if self.error else '?'}",
                 Kind.RESET: "resets the connection" + (" after applying" if self.applied else ""),
                 Kind.DELAY: f"answers {self.delay_s:g}s late" + ("" if self.applied else ", applied late"),
-                Kind.HOLD: "holds the request"}[self.kind]
+                Kind.HOLD: "holds the request", Kind.COUNT: "is counted"}[self.kind]
         scope = f" of group {self.group}" if self.group else ""
         count = "every time" if self.times is None else f"{self.times} time(s)"
         return f"{self.api_name}{scope} {what}, {count} ({self.hits} so far)"
@@ -146,14 +152,20 @@ class FaultTable:
         self._holds.clear()
 
     def _strike(self, api_key: int, request: Any, api_version: int) -> Fault | None:
+        """The fault that strikes this request, if any (the first added); counts it for every counter."""
+        struck = None
         for fault in self.faults:
-            if fault.api_key != api_key or fault.spent:
+            if fault.api_key != api_key or fault.spent or (struck is not None and fault.kind is not Kind.COUNT):
                 continue
             if fault.group is not None and fault.group not in groups_of(api_key, request, api_version):
                 continue
+            if fault.passed < fault.after:
+                fault.passed += 1
+                continue
             fault.hits += 1
-            return fault
-        return None
+            if fault.kind is not Kind.COUNT:
+                struck = fault
+        return struck
 
     async def handle(self, api_key: int, request: Any, api_version: int, run: Callable[[], Awaitable[Any]]) -> Any:
         """The response to send: the handler's (via `run`), an error answer, or none (CloseConnection)."""
@@ -194,34 +206,36 @@ class Faults:
         self._call = call  # runs a function on the broker's loop
         self._table = table
 
-    def error(self, api: str | int, error: str | int, *, group: str | None = None, times: int | None = 1) -> Fault:
+    def error(self, api: str | int, error: str | int, *, group: str | None = None, times: int | None = 1,
+              after: int = 0) -> Fault:
         """Answer the next `times` requests with `error` (Kafka's name or code) instead of handling them."""
         key, name = api_key(api)
         if key not in _ERROR_ANSWERS:
             supported = ", ".join(sorted(n for k, n in (api_key(k) for k in _ERROR_ANSWERS)))
             raise ValueError(f"{name} has no error answer here; errors can be injected into {supported} "
                              "(reset, delay and hold work for every API)")
-        return self._add(Fault(key, name, Kind.ERROR, _group(key, name, group), times, error=kafka_error(error)))
+        return self._add(Fault(key, name, Kind.ERROR, _group(key, name, group), times, error=kafka_error(error),
+                               after=after))
 
-    def reset(self, api: str | int, *, group: str | None = None, times: int | None = 1,
-              applied: bool = False) -> Fault:
+    def reset(self, api: str | int, *, group: str | None = None, times: int | None = 1, applied: bool = False,
+              after: int = 0) -> Fault:
         """Close the connection instead of answering; `applied`: carry the request out first."""
         key, name = api_key(api)
-        return self._add(Fault(key, name, Kind.RESET, _group(key, name, group), times, applied=applied))
+        return self._add(Fault(key, name, Kind.RESET, _group(key, name, group), times, applied=applied, after=after))
 
     def delay(self, api: str | int, seconds: float, *, group: str | None = None, times: int | None = 1,
-              applied: bool = True) -> Fault:
+              applied: bool = True, after: int = 0) -> Fault:
         """Answer `seconds` late; `applied=False` handles the request only after the delay."""
         if seconds <= 0:
             raise ValueError(f"delay: seconds must be positive, got {seconds}")
         key, name = api_key(api)
         return self._add(Fault(key, name, Kind.DELAY, _group(key, name, group), times, delay_s=seconds,
-                               applied=applied))
+                               applied=applied, after=after))
 
-    def hold(self, api: str | int, *, group: str | None = None) -> Hold:
+    def hold(self, api: str | int, *, group: str | None = None, after: int = 0) -> Hold:
         """Hold the next such request until the returned Hold is released or dropped."""
         key, name = api_key(api)
-        fault = Fault(key, name, Kind.HOLD, _group(key, name, group), 1)
+        fault = Fault(key, name, Kind.HOLD, _group(key, name, group), 1, after=after)
 
         def add() -> Hold | None:
             return self._table().add(fault, asyncio.get_running_loop())
@@ -229,6 +243,12 @@ class Faults:
         hold = self._call(add)
         assert isinstance(hold, Hold)
         return hold
+
+    def count(self, api: str | int, *, group: str | None = None) -> Fault:
+        """Count the matching requests from now on (`hits`); they pass untouched. Not a fault: a witness, e.g.
+        of how many OffsetDelete requests a client sent."""
+        key, name = api_key(api)
+        return self._add(Fault(key, name, Kind.COUNT, _group(key, name, group), None))
 
     def clear(self) -> None:
         """Remove every fault; held requests are released."""

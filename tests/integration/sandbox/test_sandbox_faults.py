@@ -205,3 +205,15 @@ def test_bad_faults_are_refused_naming_the_problem(broker: SandboxBroker, call: 
                                                    message: str) -> None:
     with pytest.raises(ValueError, match=message):
         call(broker)
+
+
+def test_after_lets_the_first_requests_through_and_count_only_counts(
+        broker: SandboxBroker, admin: KafkaAdminClient) -> None:
+    sent = broker.faults.count("OffsetFetch", group="g")
+    fault = broker.faults.error("OffsetFetch", "NOT_COORDINATOR", group="g", after=1)
+    assert admin.list_group_offsets({"g": None})["g"][O0].offset == 3  # the first passes
+    with pytest.raises(kerrors.NotCoordinatorError):
+        admin.list_group_offsets({"g": None})
+    assert admin.list_group_offsets({"g": None})["g"][O0].offset == 3
+    assert (fault.hits, sent.hits) == (1, 3)
+    assert broker.faults.active() == [sent]  # a counter is never spent
