@@ -37,6 +37,7 @@ from .configs import OFFSETS_TOPIC_CONFIGS
 from .context import OFFSETS_TOPIC, BrokerConfig, BrokerContext
 from .coordinator import SandboxCoordinator, create_coordinator
 from .coordinator.messages import CleanupReport
+from .faults import Faults
 from .security import ListenerSecurity
 from .server import BrokerServer, Session
 from .topics import TopicStore
@@ -198,6 +199,8 @@ class SandboxBroker:
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        # Fault injection for tests (faults.py): errors, resets, late answers and held requests.
+        self.faults = Faults(self.call, lambda: self.runtime.server.faults)
 
     # -- lifecycle
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from . import api_versions
 from .context import BrokerContext
+from .faults import FaultTable
 from .registry import CloseConnection, RequestInfo, handler_for, set_current_request
 from .sasl import SASL_MAX_RECEIVE_SIZE, SaslAuthenticator
 from .wire import MalformedRequest, RequestHeader, frame_size, parse_request_header, peek_api, response_header
@@ -91,6 +92,7 @@ class BrokerServer:
         self._closing = False
         self.sessions: list[Session] = []
         self.failed_authentications: list[str] = []  # why each refused SASL exchange failed, in order
+        self.faults = FaultTable()  # injected by tests (faults.py): consulted for every decoded request
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(
@@ -226,7 +228,9 @@ class BrokerServer:
             RequestInfo(api_key, api_version, header.correlation_id, header.client_id, host, port, conn_id)
         )
         try:
-            response = await spec.handler(self.ctx, request, api_version)
+            response = await self.faults.handle(
+                api_key, request, api_version, lambda: spec.handler(self.ctx, request, api_version)
+            )
         except CloseConnection as exc:
             raise _Close(f"{spec.name}: {exc}") from None
         if response is None:

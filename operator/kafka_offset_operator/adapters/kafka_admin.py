@@ -293,7 +293,11 @@ class KafkaAdmin:
 
     def describe_group(self, group: str) -> GroupInfo:
         raw = self._call(self._client.describe_groups, [group])[group]
-        error = raw.get("error")
+        error_class = _error_from_text(raw["error"]) if raw.get("error") else None
+        error = error_name(error_class) if error_class is not None else None
+        if error_class is not None and retry_later(error_class):
+            # A coordinator moving or loading answers for no group: taking it for "Dead" would be a lie.
+            raise _failure(error_class())
         members = tuple(_member(m) for m in raw.get("members") or ())
         return GroupInfo(
             group_id=group,
@@ -301,7 +305,7 @@ class KafkaAdmin:
             protocol_type=raw.get("protocol_type") or "",
             protocol=raw.get("protocol_data") or "",
             members=members,
-            error=_name_from_text(error) if error else None,
+            error=error,
         )
 
     def committed_offsets(self, group: str) -> dict[TP, Committed]:
@@ -370,13 +374,14 @@ def _partition_error(err: type[BaseException]) -> str | None:
     return None if err is kerrors.NoError else error_name(err)
 
 
-def _name_from_text(text: str) -> str:
-    """DescribeGroups gives errors as text like '[Error 69] GroupIdNotFoundError: ...'; map back to the name."""
+def _error_from_text(text: str) -> type[BaseException]:
+    """DescribeGroups gives errors as text like '[Error 69] GroupIdNotFoundError: ...'; map back to the class."""
+    found: type[BaseException] = kerrors.KafkaError
     if text.startswith("[Error "):
         code = text[len("[Error "):].split("]", 1)[0]
         if code.lstrip("-").isdigit():
-            return error_name(kerrors.for_code(int(code)))
-    return CLIENT_ERROR
+            found = kerrors.for_code(int(code))
+    return found
 
 
 def _member(raw: Mapping[str, Any]) -> Member:

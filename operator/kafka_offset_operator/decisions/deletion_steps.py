@@ -327,7 +327,7 @@ def plan_deletion(backup: Mapping[TP, Committed], current: Mapping[TP, Committed
         now_committed = current.get(tp)
         if now_committed is None:
             if started:
-                results.append(_result(tp, DELETED, message="deleted (confirmed after a restart)"))
+                results.append(_result(tp, DELETED, message="deleted (gone when re-read after an earlier attempt sent the OffsetDelete)"))
             else:
                 results.append(_result(tp, NOT_COMMITTED, message="no longer committed when the deletion ran "
                                                                "(expired or deleted elsewhere)"))

@@ -14,3 +14,12 @@ EXPLAIN = {
     "UNKNOWN_MEMBER_ID": "the group has active members; Kafka accepts an admin OffsetCommit only when it has none",
     "INVALID_GROUP_ID": "Kafka does not accept this group id",
 }
+
+
+def answer_lost(call: str, partitions: int, why: str) -> str:
+    """What a condition says when a request that changes offsets was sent and its answer lost (model.offsets.
+    OUTCOME_UNKNOWN): neither success nor failure is claimed; the next attempt re-reads what Kafka has."""
+    then = {"OffsetDelete": "deletes only offsets still at their backed-up value",
+            "OffsetCommit": "commits only partitions that still have no offset"}[call]
+    return (f"the {call} of {partitions} offsets was sent but its answer was lost ({why}); Kafka may or may not "
+            f"have applied it: the next attempt re-reads the group's offsets and {then}")

@@ -66,6 +66,11 @@ SSL_HANDSHAKE_FAILED = "SSL_HANDSHAKE_FAILED"  # the TLS handshake failed (Java'
 # has), or it is rebalancing. kafka-python does not call them retriable (to a member they mean: rejoin); to
 # the operator they mean: wait until the group is empty, then try again. The adapter's `retry_later`, the one
 # classification of Kafka's answers, adds these to kafka-python's own; decisions ask `group_busy`.
+# Answers that do not tell whether a request that changes offsets was applied: the connection dropped or no
+# answer came in time (kafka-python raises RequestTimedOutError, Kafka's REQUEST_TIMED_OUT, for its own
+# timeout), or the coordinator's write to __consumer_offsets timed out. Only re-reading can tell.
+OUTCOME_UNKNOWN = frozenset({CONNECTION_FAILED, "REQUEST_TIMED_OUT"})
+
 BUSY_GROUP = frozenset({"UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION"})
 
 

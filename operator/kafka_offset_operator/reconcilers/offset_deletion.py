@@ -29,12 +29,13 @@ from ..decisions import deletion_steps as steps
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_spec import DeletionSpec, parse_spec
 from ..decisions.deletion_steps import Outcome, Step
+from ..decisions.kafka_answers import answer_lost
 from ..decisions.status_patch import changes, merge_patch
 from ..decisions.times import iso, parse_iso
 from ..engines.job import CancelFlag
 from ..model.api import DELETION_KIND, DELETIONS, POLICIES
 from ..model.backups import Action, BackupError, BackupRecord, Requester, parse_backup
-from ..model.offsets import TP, Committed, KafkaFailure
+from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
 from ..model.reasons import Reason
 
 log = logging.getLogger(__name__)
@@ -214,6 +215,9 @@ class DeletionReconciler:
             try:
                 answers = admin.delete_offsets(group_id, todo.to_delete)
             except KafkaFailure as failure:
+                if failure.code in OUTCOME_UNKNOWN:
+                    self._answer_lost("OffsetDelete", body, group_id, {tp: backup[tp] for tp in todo.to_delete},
+                                      None, failure, (status.get("backup") or {}).get("name"))
                 if failure.retriable:
                     raise
                 top_error = failure.code
@@ -255,7 +259,12 @@ class DeletionReconciler:
                                                    extra={"restores": (status.get("backup") or {}).get("name"),
                                                           "partitions": [list(tp) for tp in sorted(todo.to_commit)]}))
             self._check_not_deleted(body, stop)
-            answers = admin.commit_offsets(group_id, todo.to_commit)
+            try:
+                answers = admin.commit_offsets(group_id, todo.to_commit)
+            except KafkaFailure as failure:
+                if failure.code in OUTCOME_UNKNOWN:
+                    self._answer_lost("OffsetCommit", body, group_id, None, todo.to_commit, failure, stored.name)
+                raise
             audit.changed("OffsetCommit", body, group_id, None, todo.to_commit, answers, None, stored.name)
         for error in answers.values():
             if error is not None:
@@ -268,6 +277,14 @@ class DeletionReconciler:
         return status
 
     # -- helpers
+
+    @staticmethod
+    def _answer_lost(call: str, body: Mapping[str, Any], group: str, before: Mapping[TP, Committed] | None,
+                     after: Mapping[TP, Committed] | None, failure: KafkaFailure, backup: str | None) -> None:
+        """A request that changes offsets was sent and its answer lost: the audit line says it was sent (with
+        no outcome), and the failure raised says neither success nor failure; the next attempt re-reads."""
+        audit.changed(call, body, group, before, after, {}, failure.code, backup)
+        raise KafkaFailure(failure.code, answer_lost(call, len(before or after or {}), failure.message), True)
 
     def _record(self, body: Mapping[str, Any], action: Action, cluster_id: str | None, admin: KafkaAdmin,
                 group: str, offsets: Mapping[TP, Committed], reason: str, now: str,
