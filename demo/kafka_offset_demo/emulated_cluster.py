@@ -46,6 +46,7 @@ import yaml
 
 from kafka_offset_operator.decisions.status_patch import merge_patch
 
+from . import kubectl_views as views
 from .api_validation import BadRequest, Invalid, ResourceSchema
 
 NAMESPACE = "kafka"
@@ -154,6 +155,7 @@ class Emulator(kmock.KubernetesEmulator):
         self._namespaces: set[str] = set()
         self._writes = asyncio.Lock()
         self.schemas: dict[tuple[str, str, str], ResourceSchema] = {}  # (group, version, plural) -> schema
+        self.crds: dict[tuple[str, str, str], Mapping[str, Any]] = {}  # (group, version, plural) -> its CRD
         self.validate = True
         self.rules: list[Rule] = []  # faults to inject, in the order they were added
         self._rules_guard = threading.Lock()  # tests add rules from their own thread
@@ -197,6 +199,8 @@ class Emulator(kmock.KubernetesEmulator):
         return cut
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        if raw_request.path.startswith("/openapi/v3"):
+            return self._serve_openapi(raw_request.path)
         if raw_request.path.rstrip("/") != "/api/v1/namespaces":
             return await super().__call__(raw_request)
         if raw_request.method == "POST":  # kubectl apply of a Namespace
@@ -220,7 +224,50 @@ class Emulator(kmock.KubernetesEmulator):
         doc = await super()._serve_version(request)
         if isinstance(doc, dict) and str(doc.get("groupVersion", "")).startswith("/"):
             doc["groupVersion"] = doc["groupVersion"].lstrip("/")
-        return doc
+        return views.mend_discovery(doc) if isinstance(doc, dict) else doc
+
+    # -- kubectl as a user types it (kubectl_views.py)
+
+    def _kind_of(self, request: kmock.Request) -> tuple[str, str, list[Mapping[str, Any]] | None]:
+        """apiVersion, kind and printer columns of the requested resource."""
+        resource = request.resource
+        assert resource is not None
+        group, version, plural = resource.group or "", resource.version or "v1", resource.plural or ""
+        kind = next((self._resources[r].kind for r in self._get_resources() if r == resource), None) or plural.capitalize()
+        crd = self.crds.get((group, version, plural))
+        columns = None
+        if crd is not None:
+            served: Mapping[str, Any] = next((v for v in crd["spec"]["versions"] if v["name"] == version), {})
+            columns = served.get("additionalPrinterColumns")
+        return (f"{group}/{version}" if group else version), kind, columns
+
+    async def _serve_list(self, request: kmock.Request) -> Any:
+        doc: Any = await super()._serve_list(request)
+        api_version, kind, columns = self._kind_of(request)
+        version = str(next(self._versions))
+        if views.wants_table(request.headers.get("Accept")):
+            return views.table(doc["items"], columns, version, datetime.datetime.now(datetime.UTC))
+        return views.list_document(api_version, kind, doc["items"], version)
+
+    async def _serve_fetch(self, request: kmock.Request) -> Any:
+        obj: Any = await super()._serve_fetch(request)
+        if request.subresource or not views.wants_table(request.headers.get("Accept")):
+            return obj
+        _, _, columns = self._kind_of(request)
+        return views.table([obj], columns, str(next(self._versions)), datetime.datetime.now(datetime.UTC))
+
+    def _serve_openapi(self, path: str) -> aiohttp.web.Response:
+        builtins = {(r.group or "", r.version or "v1", r.plural or "", info.kind or "", bool(info.namespaced))
+                    for r in self._get_resources() for info in [self._resources[r]]
+                    if (r.group or "", r.version or "v1", r.plural or "") not in self.crds and "/" not in (r.plural or "")}
+        docs = views.openapi_documents(self.crds.values(), sorted(b for b in builtins if b[2] and b[3]))
+        wanted = path.removeprefix("/openapi/v3").strip("/")
+        if not wanted:
+            return aiohttp.web.json_response(views.openapi_index(docs))
+        if wanted not in docs:
+            return aiohttp.web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                              "reason": "NotFound", "code": 404}, status=404)
+        return aiohttp.web.json_response(docs[wanted])
 
     async def _handle(self, request: kmock.Request) -> Any:
         rule = self._rule_for(request)
@@ -469,6 +516,7 @@ def register_crd(emulator: kmock.KubernetesEmulator, crd: Mapping[str, Any]) -> 
     for version in spec["versions"]:
         if isinstance(emulator, Emulator) and "schema" in version:
             emulator.schemas[spec["group"], version["name"], names["plural"]] = ResourceSchema.from_crd(crd, version)
+            emulator.crds[spec["group"], version["name"], names["plural"]] = crd
         emulator.resources[f"{spec['group']}/{version['name']}/{names['plural']}"] = kmock.ResourceInfo(
             kind=names["kind"],
             singular=names.get("singular", names["kind"].lower()),

@@ -16,6 +16,7 @@ import contextlib
 import io
 import logging
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -62,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S, metavar="SECONDS",
                    help=f"give up when an analysis takes longer than this (default {RUN_TIMEOUT_S:.0f})")
+    p.add_argument("--stay-up", action="store_true",
+                   help="after the story, keep the broker, the emulated API and the operator running and print the "
+                        "KUBECONFIG to try kubectl with; Ctrl-C (or SIGTERM) stops them")
     return p
 
 
@@ -93,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     except JavaMissing as exc:
         raise UserError(str(exc)) from None
     _quiet_logs()
-    return Demo(sys.stdout, args.timeout).play()
+    return Demo(sys.stdout, args.timeout, args.stay_up).play()
 
 
 def _quiet_logs() -> None:
@@ -104,9 +108,10 @@ def _quiet_logs() -> None:
 
 
 class Demo:
-    def __init__(self, out: TextIO, timeout_s: float) -> None:
+    def __init__(self, out: TextIO, timeout_s: float, stay_up: bool = False) -> None:
         self.out = out
         self.timeout_s = timeout_s
+        self.stay_up = stay_up
         self.progress = Progress(out)
 
     def play(self) -> int:
@@ -144,24 +149,56 @@ class Demo:
                         children = self._wait_children(kube, created)
                         promise = self._approve_delete_restore(kube, broker.bootstrap_servers, children,
                                                                tmp / "kubeconfig")
+                        self._report(status, children, promise)
+                        if self.stay_up:
+                            self._wait_for_stop(broker.bootstrap_servers, cluster.url, tmp / "kubeconfig")
                     finally:
                         operator.stop()
                         kube.close()
-            self.out.write("\n")
-            self._policy_table(status)
-            self._deletions_table(children)
-            self.out.write("\nThe safety promise, played on one proposal (docs/safety.md)\n")
-            for line in promise:
-                self.out.write(f"  {line}\n")
-            self.out.write(
-                f"\nThe other proposals wait: approving one runs it (backup first, restore possible):\n"
-                f"  kubectl -n {NAMESPACE} patch offsetdeletion NAME --type merge -p '{{\"spec\":{{\"approved\":true}}}}'\n")
             return 0
         finally:
             if cluster.emulator is not None:
                 cluster.stop()
             shared_engine().close()
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def _report(self, status: Mapping[str, Any], children: Sequence[Mapping[str, Any]], promise: Sequence[str]) -> None:
+        self.out.write("\n")
+        self._policy_table(status)
+        self._deletions_table(children)
+        self.out.write("\nThe safety promise, played on one proposal (docs/safety.md)\n")
+        for line in promise:
+            self.out.write(f"  {line}\n")
+        approve = f"kubectl -n {NAMESPACE} patch offsetdeletion NAME --type merge -p '{{\"spec\":{{\"approved\":true}}}}'"
+        if self.stay_up:
+            self.out.write(f"\nThe other proposals wait: approving one runs it (backup first, restore possible):\n  {approve}\n")
+        else:
+            self.out.write("\nThe other proposals wait for approval. To approve one yourself, and try kubectl on all of "
+                           f"this, run the demo with --stay-up ({PROG} --stay-up).\n")
+        self.out.flush()
+
+    def _wait_for_stop(self, bootstrap: str, api: str, kubeconfig: Path) -> None:
+        """Everything stays up until Ctrl-C or SIGTERM; the temporary kubeconfig lives as long."""
+        stop = threading.Event()
+        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        self.out.write(
+            f"\nThe demo stays up: sandbox Kafka on {bootstrap}, emulated Kubernetes API on {api}, the operator "
+            f"running. In another terminal:\n"
+            f"  export KUBECONFIG={kubeconfig}\n"
+            f"  kubectl get kafka                      # policies and OffsetDeletions (category kafka)\n"
+            f"  kubectl get od -o wide\n"
+            f"  kubectl explain cgop.spec.rules\n"
+            f"  kubectl get configmaps -l kafkaoffsets.dev/backup=true\n"
+            f"Ctrl-C stops it.\n")
+        self.out.flush()
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        self.out.write("stopping: operator, emulated API, sandbox broker\n")
 
     def _say_keep_alive(self, status: Mapping[str, Any]) -> None:
         """What keep-alive did (Approve, Auto) or would do (DryRun), from the run's Ready condition."""

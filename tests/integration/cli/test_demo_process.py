@@ -5,6 +5,7 @@ network."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -45,3 +46,45 @@ def test_demo_exits_0_with_the_policy_and_its_deletions_as_tables() -> None:
     assert "committed 3 offsets of group reporting-old" in promise
     assert "group reporting-old has its 3 offsets back, exactly as before the deletion" in promise
     print(f"demo took {time.monotonic() - started:.1f}s")
+
+
+@pytest.mark.slow  # the whole demo again, kept up and driven with kubectl
+def test_the_demo_stays_up_for_kubectl_until_ctrl_c() -> None:
+    """`kafka-offset-demo --stay-up`: the story, then the KUBECONFIG to use; kubectl lists the proposals with
+    their columns and approves one, which the operator carries out; Ctrl-C ends it with exit 0."""
+    demo = subprocess.Popen([sys.executable, "-m", "kafka_offset_demo", "--stay-up"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    try:
+        assert demo.stdout is not None
+        deadline = time.monotonic() + DEMO_TIMEOUT_S
+        while not any(line.startswith("Ctrl-C stops it") for line in lines):
+            line = demo.stdout.readline()
+            assert line or demo.poll() is None, "".join(lines)[-3000:]
+            assert time.monotonic() < deadline, "the demo never said it stays up"
+            lines.append(line)
+        kubeconfig = next(line.split("=", 1)[1].strip() for line in lines if "export KUBECONFIG=" in line)
+
+        def kubectl(*args: str) -> str:
+            done = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, *args], capture_output=True, text=True,
+                                  timeout=60)
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+
+        table = kubectl("get", "od").splitlines()
+        assert table[0].split() == ["NAME", "GROUP", "PHASE", "DELETED", "FAILED", "AGE"]
+        name = kubectl("get", "od", "-o", "jsonpath={.items[?(@.spec.group==\"manual-replay\")].metadata.name}")
+        kubectl("patch", "od", name, "--type", "merge", "-p", '{"spec":{"approved":true}}')
+        deadline = time.monotonic() + 60
+        while kubectl("get", "od", name, "-o", "jsonpath={.status.phase}") != "Succeeded":
+            assert time.monotonic() < deadline, kubectl("get", "od", name, "-o", "yaml")
+            time.sleep(0.5)  # polling kubectl, as a user would
+        backups = kubectl("get", "configmaps", "-l", "kafkaoffsets.dev/backup=true", "-o", "name").split()
+        assert len(backups) == 3  # the demo's delete and restore of one proposal, and this deletion
+        demo.send_signal(signal.SIGINT)
+        out, err = demo.communicate(timeout=120)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    assert demo.returncode == 0, err[-3000:]
+    assert "stopping: operator, emulated API, sandbox broker" in out and "Traceback" not in out + err
