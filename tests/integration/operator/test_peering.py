@@ -30,9 +30,10 @@ from typing import Any
 
 import pytest
 from brokers import make_topics, sandbox_broker
+from install_renders import allowed, cluster_wide_rules
 from kafka_clients import committed, empty_group
 from operator_harness import GROUP_VERSION, NAMESPACE, EmulatedCluster, Kube, emulated_cluster
-from test_manifests import VERBS, allowed, manifest
+from test_manifests import VERBS
 from test_run_command import free_port, get
 from waiting import wait_until
 
@@ -267,7 +268,7 @@ def test_the_newcomer_finishes_new_work_alone(world: World, crash: Crash) -> Non
 
 def test_the_clusterrole_allows_what_peering_does(world: World, crash: Crash) -> None:
     """Every call the processes made on Kopf's peering object (create at startup, watch, keep-alive patches)
-    is allowed by manifests/operator/20-clusterrole.yaml."""
+    is allowed by the default install's ClusterRoles (manifests/base, components/cluster-wide)."""
     assert world.cluster.emulator is not None
     calls = set()
     for request in world.cluster.emulator._requests:  # kmock keeps every request it served
@@ -278,4 +279,4 @@ def test_the_clusterrole_allows_what_peering_does(world: World, crash: Crash) ->
         verb = "patch" if request.method.value == "PATCH" else VERBS[request.action.value.lower()]
         calls.add((request.resource.group, request.resource.plural, verb))
     assert {("kopf.dev", "clusterkopfpeerings", v) for v in ("create", "list", "watch", "patch")} <= calls
-    assert sorted(c for c in calls if not allowed(manifest("ClusterRole")["rules"], *c)) == []
+    assert sorted(c for c in calls if not allowed(cluster_wide_rules(), *c)) == []
