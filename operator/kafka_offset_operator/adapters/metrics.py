@@ -66,6 +66,25 @@ KEEPALIVE = Counter(
     ["outcome"],
 )
 
+POLICY_READY = Gauge(
+    f"{PREFIX}_policy_ready",
+    "1 while a policy's Ready condition is True (the last run of its current spec succeeded), else 0.",
+    ["namespace", "policy"],
+)
+POLICY_LAST_SUCCESS = Gauge(
+    f"{PREFIX}_policy_last_success_timestamp_seconds",
+    "When a policy's last successful analysis run completed (Unix time).",
+    ["namespace", "policy"],
+)
+EXPIRY_GROUPS = 10  # per policy and kind: the cardinality bound of OFFSETS_EXPIRE
+OFFSETS_EXPIRE = Gauge(
+    f"{PREFIX}_offsets_expire_timestamp_seconds",
+    f"When the broker expires a group's first offset (Unix time), by the policy's last analysis: the "
+    f"{EXPIRY_GROUPS} groups whose offsets expire first, of its candidates and of its protected groups apart (kind).",
+    ["namespace", "policy", "kind", "group"],
+)
+_expiry_series: dict[tuple[str, str], set[tuple[str, str]]] = {}
+
 BACKUP_STORE_ERRORS = Counter(
     f"{PREFIX}_backup_store_errors_total",
     "Failures of the backup store by operation: write (a backup not stored or not read back as written: the "
@@ -112,6 +131,31 @@ def forget_policy(namespace: str, policy: str, reasons: list[str]) -> None:
     for reason in reasons:
         with contextlib.suppress(KeyError):
             CANDIDATES.remove(namespace, policy, reason)
+    for gauge in (POLICY_READY, POLICY_LAST_SUCCESS):
+        with contextlib.suppress(KeyError):
+            gauge.remove(namespace, policy)
+    _set_expiries(namespace, policy, {})
+
+
+def policy_ready(namespace: str, policy: str, ready: bool) -> None:
+    POLICY_READY.labels(namespace=namespace, policy=policy).set(1 if ready else 0)
+
+
+def policy_succeeded(namespace: str, policy: str, completed_ms: int, expiries: dict[tuple[str, str], int]) -> None:
+    """A successful run: its time, and the earliest expiries ((kind, group) -> epoch ms), replacing the last
+    run's series so that groups no longer among the first do not linger."""
+    POLICY_LAST_SUCCESS.labels(namespace=namespace, policy=policy).set(completed_ms / 1000)
+    _set_expiries(namespace, policy, expiries)
+
+
+def _set_expiries(namespace: str, policy: str, expiries: dict[tuple[str, str], int]) -> None:
+    for kind, group in _expiry_series.pop((namespace, policy), set()) - set(expiries):
+        with contextlib.suppress(KeyError):
+            OFFSETS_EXPIRE.remove(namespace, policy, kind, group)
+    for (kind, group), at_ms in expiries.items():
+        OFFSETS_EXPIRE.labels(namespace=namespace, policy=policy, kind=kind, group=group).set(at_ms / 1000)
+    if expiries:
+        _expiry_series[(namespace, policy)] = set(expiries)
 
 
 def deletions_created(mode: str, count: int) -> None:

@@ -145,3 +145,18 @@ def settled(status: Mapping[str, Any], now_ms: int, generation: int | None) -> d
     return {"conditions": merge_conditions(status.get("conditions"), [
         Condition("Progressing", "False", Reason.IDLE, "no analysis running"),
     ], iso(now_ms), generation)}
+
+
+def earliest_expiries(report: Report, limit: int) -> dict[tuple[str, str], int]:
+    """(kind, group) -> when the broker expires the group's first offset (epoch ms), for the `limit` groups
+    that expire first among the candidates and among the protected groups (kind "candidate", "protected"):
+    what a dashboard and an alert on protected groups need, with a bounded number of series."""
+    out: dict[tuple[str, str], int] = {}
+    for kind, offsets in (("candidate", report.candidates), ("protected", report.protected)):
+        first: dict[str, int] = {}
+        for offset in offsets:
+            if offset.broker_expires_at is not None:
+                first[offset.group] = min(first.get(offset.group, offset.broker_expires_at), offset.broker_expires_at)
+        for group, at in sorted(first.items(), key=lambda item: (item[1], item[0]))[:limit]:
+            out[(kind, group)] = at
+    return out

@@ -345,6 +345,8 @@ class PolicyRunner:
         patch["conditions"] = policy_status.settled(patch, run.completion_ms, _generation(body))["conditions"]
         self._patch(body, patch)
         metrics.candidates(meta["namespace"], meta["name"], run.report.candidates_by_reason)
+        metrics.policy_succeeded(meta["namespace"], meta["name"], run.completion_ms,
+                                 policy_status.earliest_expiries(run.report, metrics.EXPIRY_GROUPS))
 
     def _failed(self, body: dict[str, Any], reason: Reason, message: str) -> None:
         meta = body["metadata"]
@@ -368,6 +370,9 @@ class PolicyRunner:
         meta = body["metadata"]
         current = self.kube.patch_status(POLICIES, meta["namespace"], meta["name"], patch)
         body["status"] = current.get("status") or {}
+        ready = next((c for c in body["status"].get("conditions") or () if c.get("type") == "Ready"), None)
+        if ready is not None:
+            metrics.policy_ready(meta["namespace"], meta["name"], ready.get("status") == "True")
 
     def _event(self, body: Mapping[str, Any], kind: str, reason: Reason, message: str) -> None:
         try:

@@ -274,3 +274,13 @@ def test_peering_values_reach_the_arguments() -> None:
     tuned = parse(container_args(render({"peering": {"name": "team-a", "lifetime": 20}})))
     assert (tuned.standalone, tuned.peering, tuned.peering_lifetime) == (False, "team-a", 20)
     assert parse(container_args(render({"peering": {"enabled": False}}))).standalone
+
+
+def test_the_grafana_dashboard_configmap_carries_the_dashboard() -> None:
+    assert not [o for o in render() if o["kind"] == "ConfigMap"]  # off by default
+    objects = render({"metrics": {**METRICS_ON, "grafanaDashboard": {"enabled": True, "labels": {"grafana_dashboard": "1"}}}})
+    configmap = one(objects, "ConfigMap")
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    dashboard = json.loads(configmap["data"]["kafka-offset-operator.json"])
+    assert dashboard == json.loads((ROOT / "integrations" / "grafana" / "kafka-offset-operator.json").read_text())
+    assert "{{namespace}}/{{policy}}" in configmap["data"]["kafka-offset-operator.json"]  # Grafana's, untouched

@@ -32,6 +32,7 @@ from waiting import wait_until
 
 from kafka_offset_demo.story import POLICY_SPEC, Story, story_clock
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
+from kafka_offset_operator.decisions.times import parse_iso
 from kafka_offset_operator.model.connection import ConnectionSettings
 from kafka_sandbox import SandboxBroker
 
@@ -185,6 +186,20 @@ def test_a_policy_after_a_successful_run_is_healthy_for_argo_cd_and_current_for_
     assert health(health_script("kafkaoffsets.dev", "ConsumerGroupOffsetPolicy"), obj)["status"] == "Healthy"
     assert flux_status(obj) == "Current"
     assert not {c["type"] for c in dry_run.status["conditions"]} & {"Reconciling", "Stalled"}
+
+
+def test_a_successful_run_exports_readiness_its_time_and_the_first_expiries(dry_run: DryRun) -> None:
+    from kafka_offset_operator.adapters.metrics import REGISTRY
+
+    labels = {"namespace": NAMESPACE, "policy": POLICY}
+    assert REGISTRY.get_sample_value("kafka_offset_operator_policy_ready", labels) == 1
+    completed = parse_iso(dry_run.status["lastRun"]["completionTime"])
+    assert completed is not None
+    assert REGISTRY.get_sample_value("kafka_offset_operator_policy_last_success_timestamp_seconds", labels) == pytest.approx(
+        completed / 1000, abs=1)
+    protected = REGISTRY.get_sample_value("kafka_offset_operator_offsets_expire_timestamp_seconds",
+                                          {**labels, "kind": "protected", "group": "billing-monthly"})
+    assert protected is not None and protected > completed / 1000  # not yet expired: keep-alive's business
 
 
 def test_dry_run_says_what_keep_alive_would_do_and_writes_nothing(dry_run: DryRun) -> None:

@@ -231,3 +231,16 @@ def test_keep_alive_picks_the_mechanism_that_works_for_the_group_kind() -> None:
     assert later == KeepAlivePlan("billing", None, due_at=NOW + 5 * DAY - lead)
     assert keepalive.plan_group(protected(expires=None), empty, NOW, lead) == KeepAlivePlan("billing", None)
     assert keepalive.lead_ms(7 * DAY, 5 * DAY) == 7 * DAY  # rare runs: act at every run
+
+
+def test_earliest_expiries_keep_the_first_groups_of_each_kind() -> None:
+    from kafka_offset_operator.model.report import Report, ScannedOffset
+
+    def offset(group: str, partition: int, expires: int | None) -> ScannedOffset:
+        return ScannedOffset(group, "classic", "Empty", "consumer", "t", partition, 1, 0, expires, True, "EmptyGroup")
+
+    report = Report({}, (offset("a", 0, 300), offset("a", 1, 100), offset("b", 0, 200), offset("c", 0, None)),
+                    (offset("keep", 0, 50),))
+    assert policy_status.earliest_expiries(report, 1) == {("candidate", "a"): 100, ("protected", "keep"): 50}
+    assert policy_status.earliest_expiries(report, 5) == {("candidate", "a"): 100, ("candidate", "b"): 200,
+                                                          ("protected", "keep"): 50}
