@@ -54,7 +54,10 @@ tool() {  # the builder with its global options
     if [ "$BUILDER" = buildah ]; then buildah "${BUILDAH_OPTS[@]}" "$@"; else "$BUILDER" "$@"; fi
 }
 
-have_image() { tool image inspect "$1" >/dev/null 2>&1; }
+have_image() {  # in the local store (buildah has no `image inspect`)
+    if [ "$BUILDER" = buildah ]; then tool inspect --type image "$1" >/dev/null 2>&1
+    else "$BUILDER" image inspect "$1" >/dev/null 2>&1; fi
+}
 
 registry_reachable() {  # any HTTP answer from the registry's API root counts (401 included)
     local host="${1%%/*}"
