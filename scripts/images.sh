@@ -108,9 +108,31 @@ pip_secrets() {
     if [ -n "$conf" ]; then [ -f "$conf" ] || die "KOO_PIP_CONF: no file $conf"; secrets+=(--secret "id=pip-conf,src=$conf"); fi
 }
 
+inputs_hash() {  # $1 Containerfile, then the build arguments: what the image is made of
+    { printf '%s\n' "$@"; cat "$1"
+      find pyproject.toml README.md operator spark -type f ! -path '*/__pycache__/*' ! -path '*.egg-info/*' \
+          -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-32
+}
+
+image_label() {  # $1 image, $2 label key
+    if [ "$BUILDER" = buildah ]; then
+        tool inspect --type image --format "{{index .OCIv1.Config.Labels \"$2\"}}" "$1" 2>/dev/null
+    else
+        "$BUILDER" image inspect --format "{{index .Config.Labels \"$2\"}}" "$1" 2>/dev/null
+    fi
+}
+
 build() {  # $1 Containerfile, $2 tag, then extra arguments
     local file="$1" tag="$2"; shift 2
-    local start=$SECONDS
+    local start=$SECONDS hash
+    # An image built from the same inputs (sources, Containerfile, arguments) is reused: with vfs storage even
+    # a fully cached rebuild costs minutes. KOO_REBUILD=1 builds anyway.
+    hash="$(inputs_hash "$file" "$tag" "$@")"
+    if [ -z "${KOO_REBUILD:-}" ] && have_image "$tag" && [ "$(image_label "$tag" dev.kafkaoffsets.inputs)" = "$hash" ]; then
+        say "$tag is up to date (same inputs)"
+        return
+    fi
+    set -- --label "dev.kafkaoffsets.inputs=$hash" "$@"
     case "$BUILDER" in
         buildah) tool bud --isolation chroot --network host --layers -f "$file" -t "$tag" "${secrets[@]}" "$@" . ;;
         *) "$BUILDER" build -f "$file" -t "$tag" "${secrets[@]}" "$@" . ;;
