@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for people and CI: `scripts/dev.sh demo` and `scripts/dev.sh test`; `scripts/dev.sh generate`
-# rewrites the files derived from others (CRDs, the chart's copies; see scripts/generate.py).
+# rewrites the files derived from others (CRDs, the chart's copies; see scripts/generate.py);
+# `scripts/dev.sh images [operator|spark]` builds the container images (scripts/images.sh, docs/images.md).
 # Each creates (or reuses) ./.venv and installs the project into it, so a fresh clone needs nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,16 +27,21 @@ ensure_venv() {
     fi
 }
 
+apt_install() {  # $1: what it is for; then Debian packages. Only as root on Debian; says what it could not do.
+    local why="$1"; shift
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        say "$why: install $* (Debian: apt-get install $*)"
+        return 0
+    fi
+    say "installing $* from Debian's packages ($why)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@") \
+        >/dev/null 2>&1 || say "could not install $*; tests that need it will be skipped and say so"
+}
+
 ensure_system_tools() {
-    # kcat is an independent Kafka client (librdkafka) the broker tests talk to; Java runs Spark.
-    if ! command -v kcat >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        say "installing kcat from Debian's packages"
-        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null 2>&1 \
-            || say "could not install kcat; tests that need it will be skipped and say so"
-    fi
-    if ! command -v java >/dev/null 2>&1; then
-        say "Java 17 is needed by Spark: install it with 'apt-get install openjdk-17-jre-headless'"
-    fi
+    # kcat is an independent Kafka client (librdkafka) the broker tests talk to; Java 17 runs Spark.
+    command -v kcat >/dev/null 2>&1 || apt_install "the broker tests' independent client" kcat
+    command -v java >/dev/null 2>&1 || apt_install "Spark needs Java 17" openjdk-17-jre-headless
 }
 
 cmd="${1:-}"
@@ -54,12 +60,15 @@ case "$cmd" in
         ensure_venv
         exec "$VENV/bin/python" scripts/generate.py "$@"
         ;;
+    images)
+        exec scripts/images.sh "$@"
+        ;;
     demo)
         ensure_venv
         exec "$VENV/bin/kafka-offset-demo" "$@"
         ;;
     *)
-        echo "usage: scripts/dev.sh demo | test [pytest args] | generate [--check]" >&2
+        echo "usage: scripts/dev.sh demo | test [pytest args] | generate [--check] | images [operator|spark|names]" >&2
         exit 2
         ;;
 esac

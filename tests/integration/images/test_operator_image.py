@@ -1,0 +1,200 @@
+"""The operator image, built here (scripts/images.sh, buildah) and run as a cluster would run it: against the
+sandbox broker and the emulated API on loopback it answers /healthz and reconciles an OffsetDeletion, once
+under `buildah run` and once with a read-only root file system and only /tmp writable; it runs as a numeric
+non-root user and holds the product alone (no test double, demo or tests)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from brokers import make_topics, sandbox_broker
+from image_harness import (
+    Built,
+    build,
+    container,
+    image_config,
+    image_size,
+    missing,
+    mounted,
+    read_only_root_argv,
+    run,
+    run_argv,
+)
+from kafka_clients import committed, empty_group
+from operator_harness import GROUP_VERSION, NAMESPACE, Kube, emulated_cluster
+from waiting import wait_until
+
+from kafka_sandbox import SandboxBroker
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
+
+TEST_DOUBLES = ("kafka_sandbox", "kafka_offset_demo", "kmock", "tests")
+
+
+@pytest.fixture(scope="module")
+def operator_image() -> Built:
+    return build("operator")
+
+
+@pytest.fixture(scope="module")
+def config(operator_image: Built) -> dict[str, Any]:
+    return image_config(operator_image.image)
+
+
+@pytest.fixture(scope="module")
+def ctr(operator_image: Built) -> Iterator[str]:
+    with container(operator_image.image) as name:
+        yield name
+
+
+@dataclass
+class World:
+    broker: SandboxBroker
+    kube: Kube
+    kubeconfig: Path
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with sandbox_broker() as broker, emulated_cluster() as cluster:
+        make_topics(broker, {"orders": 2})
+        home = tmp_path_factory.mktemp("image")
+        yield World(broker, Kube(cluster.url), cluster.write_kubeconfig(home / "kubeconfig"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def healthz(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as rsp:
+            return int(rsp.status)
+    except OSError:
+        return 0
+
+
+def reconciles_a_deletion(world: World, command: list[str], group: str, log: Path) -> dict[str, Any]:
+    """Start the operator with `command` + its arguments (health port last), see /healthz answer, create an
+    approved OffsetDeletion of `group`, and return its status once Succeeded; the operator is stopped with
+    SIGTERM (its process group: the runner and the operator)."""
+    empty_group(world.broker.bootstrap_servers, group, {("orders", 0): 3, ("orders", 1): 4})
+    port = free_port()
+    with log.open("wb") as out:
+        proc = subprocess.Popen([*command, "--health-port", str(port)], stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            def serving() -> bool:
+                assert proc.poll() is None, f"the operator exited: {log.read_text()[-3000:]}"
+                return healthz(port) == 200
+
+            wait_until(serving, 120, f"/healthz (log: {log})")
+            world.kube.create("offsetdeletions", {
+                "apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": group, "namespace": NAMESPACE},
+                "spec": {"kafka": {"bootstrapServers": world.broker.bootstrap_servers}, "group": group,
+                         "topics": [{"name": "orders"}], "approved": True}})
+            return world.kube.wait_for_status(group, lambda s: s.get("phase") == "Succeeded", 60,
+                                              f"Succeeded (log: {log})")["status"]
+        finally:
+            stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the process group (the runner and the operator), SIGKILL if it outlives a minute."""
+    for sig, wait in ((signal.SIGTERM, 60), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def operator_args(kubeconfig: str) -> list[str]:
+    return ["run", "--namespace", NAMESPACE, "--kubeconfig", kubeconfig, "--metrics-port", str(free_port()),
+            "--retry-interval", "0.3"]
+
+
+def test_the_image_runs_the_operator_as_a_numeric_non_root_user(config: dict[str, Any], ctr: str) -> None:
+    assert config["Entrypoint"] == ["kafka-offset-operator"]
+    assert config["Cmd"] == ["run", "--all-namespaces"]
+    assert config["User"] == "10001:10001"  # numeric: runAsNonRoot can verify it without a passwd lookup
+    assert run(ctr, ["id", "-u"]).stdout.strip() == "10001"
+
+
+def test_the_image_holds_the_product_and_no_test_double(ctr: str) -> None:
+    code = ("import importlib.metadata as m, importlib.util as u; "
+            "print(sorted(d.metadata['Name'].lower() for d in m.distributions())); "
+            f"print([n for n in {TEST_DOUBLES!r} if u.find_spec(n)])")
+    out = run(ctr, ["python", "-c", code])
+    assert out.returncode == 0, out.stderr
+    dists, found = out.stdout.splitlines()
+    assert "kafka-offset-operator" in dists and "pyspark" in dists
+    for name in ("kafka-sandbox", "kafka-offset-demo", "kmock", "pytest"):
+        assert f"'{name}'" not in dists
+    assert found == "[]"
+    ours = ["kafka_sandbox", "kafka_offset_demo", "kmock", "operator_harness.py", "kafka_clients.py", "brokers.py"]
+    names = [arg for name in ours for arg in ("-o", "-name", name)][1:]
+    listing = run(ctr, ["sh", "-c", 'find / -xdev \\( "$@" \\) -print; ls -d /opt/kafka-offset-operator/venv/lib/*/site-packages/tests 2>/dev/null; true',
+                        "sh", *names])
+    assert listing.stdout == ""
+
+
+def test_the_image_has_java_for_the_local_engine(ctr: str) -> None:
+    out = run(ctr, ["java", "-version"])
+    assert out.returncode == 0 and 'version "17' in out.stderr
+
+
+def test_the_image_holds_no_secret_or_machine_file(ctr: str) -> None:
+    out = run(ctr, ["sh", "-c", "ls /run/secrets 2>/dev/null; ls /etc/pip.conf /etc/xdg/pip 2>/dev/null; "
+                                "env | grep -i -E '^PIP_|CERT' || true"])
+    assert out.stdout.strip() == ""
+
+
+def test_buildah_run_serves_healthz_and_reconciles_a_deletion(world: World, ctr: str, config: dict[str, Any],
+                                                               tmp_path: Path) -> None:
+    os.chmod(world.kubeconfig, 0o644)
+    os.chmod(world.kubeconfig.parent, 0o755)  # the image's user reads it through the bind mount
+    command = run_argv(ctr, [*config["Entrypoint"], *operator_args("/config/kubeconfig")],
+                       volumes=[(world.kubeconfig.parent, "/config")])
+    status = reconciles_a_deletion(world, command, "by-image", tmp_path / "operator.log")
+    assert status["phase"] == "Succeeded"
+    assert committed(world.broker.bootstrap_servers, "by-image") == {}
+
+
+def test_a_read_only_root_with_tmp_writable_is_enough(world: World, ctr: str, config: dict[str, Any],
+                                                      tmp_path: Path) -> None:
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "kubeconfig").write_bytes(world.kubeconfig.read_bytes())
+    with mounted(ctr) as rootfs:
+        command = read_only_root_argv(rootfs, config, operator_args("/tmp/kubeconfig"))
+        os.environ["KOO_FILES"] = str(files)
+        try:
+            status = reconciles_a_deletion(world, command, "read-only", tmp_path / "operator.log")
+        finally:
+            del os.environ["KOO_FILES"]
+    assert status["phase"] == "Succeeded"
+    assert committed(world.broker.bootstrap_servers, "read-only") == {}
+
+
+def test_size_and_build_time_are_reported(operator_image: Built, capsys: pytest.CaptureFixture[str]) -> None:
+    size = image_size(operator_image.image)
+    with capsys.disabled():
+        print(f"\n{operator_image.image}: {size}, built (or reused) in {operator_image.seconds:.0f} s")
+    number, unit = size.split()
+    assert unit == "GB" and float(number) < 2  # docs/images.md: about 1.5 GB (pyspark's jars, pyarrow, the JRE)
