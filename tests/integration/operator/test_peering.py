@@ -33,8 +33,8 @@ from brokers import make_topics, sandbox_broker
 from install_renders import allowed, cluster_wide_rules
 from kafka_clients import committed, empty_group
 from operator_harness import GROUP_VERSION, NAMESPACE, EmulatedCluster, Kube, emulated_cluster
+from operator_process import free_port, get
 from test_manifests import VERBS
-from test_run_command import free_port, get
 from waiting import wait_until
 
 from kafka_offset_operator.model.api import DEFAULT_PEERING

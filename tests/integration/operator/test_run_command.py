@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,23 +17,10 @@ import pytest
 from brokers import make_topics, sandbox_broker
 from kafka_clients import committed, empty_group, member
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube, emulated_cluster
+from operator_process import free_port, get
 from waiting import wait_until
 
 from kafka_sandbox import SandboxBroker
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as rsp:
-            return rsp.status, rsp.read().decode()
-    except OSError:
-        return 0, ""
 
 
 @contextmanager
