@@ -187,7 +187,8 @@ def decide(
         joined = joined.join(F.broadcast(topics), "topic", "left").withColumn(
             "topic_exists", F.coalesce(F.col("topic_exists"), F.lit(False))
         )
-    shape = shape_column()
+    joined = joined.withColumn("shape", shape_column())  # a column once, not an expression inlined 8 times
+    shape = F.col("shape")
     candidate, reason = verdict_columns(policy, now_ms, shape)
     columns: dict[str, Column] = {
         "group": F.col("group"),
