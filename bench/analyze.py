@@ -1,18 +1,27 @@
-"""Benchmark of issue 4: `analyze` end to end against the plain-Python reference, on one synthetic
-`__consumer_offsets`.
+"""Benchmark of issues 4 and 13: `analyze` end to end on three shapes of `__consumer_offsets`, each against
+the plain single-process reader.
 
-    .venv/bin/python bench/analyze.py                      # 5 million records
-    .venv/bin/python bench/analyze.py --records 1000000 --records 5000000   # memory vs size
+    .venv/bin/python bench/analyze.py --records 1000000                    # every shape, local[2]
+    .venv/bin/python bench/analyze.py --records 5000000 --cores 1 --cores 2 --shape distinct
 
-For each size: a sandbox broker in its own process is seeded with about N records (offsetting
-synthetic.generate's mix of groups, states, value versions, tombstones and corrupt records with K
-commits per offset, in batches of 1-20 records as a coordinator writes them); then, in this process, a
-local Spark session starts (timed apart: JVM start-up is excluded from the figures) and the analysis runs
-as `kafka-offset-operator analyze` runs it (Kafka describe, snapshot, Spark), twice: the first run also
-pays for starting Spark's Python workers and compiling the plan, the second is a warm session as in the
-long-running operator. Then the reference reads the same snapshot in one process and analyses it. Both
-reports' summaries must agree. Printed: records/s of each, their ratio, and peak memory of the Spark
-driver (Python), its JVM, and the reference process.
+Shapes (50 partitions, Kafka's default; written in batches of 1-20 records as a coordinator writes them):
+
+- distinct: a big compacted cluster: simple groups x 5 topics x 10 partitions, one OffsetCommit (v3)
+  per key, so every record is live; commit times spread over 20 days;
+- history: synthetic.generate's mix (classic, simple, KIP-848, streams, deleted groups, values v0-v4,
+  key type 0, tombstones, corrupt records), each offset preceded by K older commits of its key: a few
+  survivors per 75 records;
+- mixed: half the records from each of the above (the history part with K = 3).
+
+Generated topics are cached under /tmp/offset-expiry-bench (as the batches the broker stores), so a
+second run seeds in seconds. For each shape: a sandbox broker in its own process is seeded; a local
+Spark session (started apart: JVM start-up is excluded) runs the analysis as `kafka-offset-operator
+analyze -o json --output FILE` runs it (Kafka describe, snapshot, Spark, every row of the report written
+to a file), twice: the first run also pays for starting Spark's Python workers, the second is a warm
+session as in the long-running operator. Then, in their own processes, the plain reader (kafka-python's
+KafkaConsumer, every record decoded in Python into a dict by logical key: what a hand-written tool
+does) and the reference (offset_expiry.reference; its summary must equal Spark's). Printed: seconds,
+records/s, ratios, and peak memory of the driver (Python), its JVM and the other processes.
 """
 
 from __future__ import annotations
@@ -20,10 +29,12 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
+import pickle
 import random
 import resource
 import struct
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
@@ -32,6 +43,8 @@ from typing import Any
 DAY_MS = 86_400_000
 NOW_MS = 1_700_000_000_000
 OFFSETS_PARTITIONS = 50
+SHAPES = ("distinct", "history", "mixed")
+CACHE = "/tmp/offset-expiry-bench"
 POLICY = {
     "groups": {"exclude": ["simple-1*"]},
     "rules": {
@@ -43,8 +56,10 @@ POLICY = {
     "protect": {"groups": ["billing-*"]},
 }
 
+Rows = dict[int, list[tuple[bytes, bytes | None, int]]]
 
-# ---- the synthetic topic (built in the broker's process) ----
+
+# ---- the synthetic topics (built in the broker's process) ----
 
 
 def _v3_value(offset: int, commit_ms: int) -> bytes:
@@ -52,18 +67,36 @@ def _v3_value(offset: int, commit_ms: int) -> bytes:
     return struct.pack(">hqih", 3, offset, -1, 0) + struct.pack(">q", commit_ms)
 
 
-def records_for(
-    target: int, seed: int
-) -> tuple[dict[int, list[tuple[bytes, bytes | None, int]]], frozenset[str]]:
-    """About `target` records per __consumer_offsets partition: synthetic.generate's groups with each
-    offset commit preceded by K-1 older commits of the same key."""
+def _key(group: bytes, topic: bytes, partition: int) -> bytes:
+    return struct.pack(">hh", 1, len(group)) + group + struct.pack(">h", len(topic)) + topic + struct.pack(">i", partition)
+
+
+def distinct_records(target: int, seed: int) -> tuple[Rows, frozenset[str]]:
+    """Simple groups x 5 topics x 10 partitions, one commit per key, commit times over 20 days."""
+    from offset_expiry.codec import partition_for
+
+    rng = random.Random(seed)
+    out: Rows = {p: [] for p in range(OFFSETS_PARTITIONS)}
+    topics = [f"orders-{t}".encode() for t in range(5)]
+    for g in range((target + 49) // 50):
+        name = f"app-{g:07d}"
+        rows = out[partition_for(name, OFFSETS_PARTITIONS)]
+        for topic in topics:
+            for p in range(10):
+                ts = NOW_MS - rng.randrange(20 * DAY_MS)
+                rows.append((_key(name.encode(), topic, p), _v3_value(rng.randrange(1 << 30), ts), ts))
+    return out, frozenset(t.decode() for t in topics[:4])  # the fifth topic was deleted
+
+
+def history_records(target: int, seed: int, k: int | None = None) -> tuple[Rows, frozenset[str]]:
+    """synthetic.generate's groups with each offset commit preceded by K-1 older commits of the same key."""
     from kafka_sandbox.synthetic import generate
     from offset_expiry.codec import encode_value
 
     assert _v3_value(42, 7) == encode_value(
         "OffsetCommit", {"offset": 42, "leaderEpoch": -1, "metadata": "", "commitTimestamp": 7}, 3
     )
-    groups = max(10, target // 1200)
+    groups = max(10, target // (1200 if k is None else 16 * k))
     topic = generate(
         seed,
         groups=groups,
@@ -74,8 +107,9 @@ def records_for(
         now_ms=NOW_MS,
     )
     commits = sum(1 for r in topic.records if r.key[:2] == b"\x00\x01" and r.value is not None)
-    k = max(1, round((target - len(topic.records)) / max(commits, 1)) + 1)
-    out: dict[int, list[tuple[bytes, bytes | None, int]]] = {p: [] for p in range(OFFSETS_PARTITIONS)}
+    if k is None:
+        k = max(1, round((target - len(topic.records)) / max(commits, 1)) + 1)
+    out: Rows = {p: [] for p in range(OFFSETS_PARTITIONS)}
     for r in topic.records:
         rows = out[r.partition]
         if r.key[:2] == b"\x00\x01" and r.value is not None:
@@ -89,37 +123,115 @@ def records_for(
     return out, topic.existing_topics
 
 
-def serve_broker(target: int, seed: int, conn: Connection) -> None:
+def shape_records(shape: str, target: int, seed: int) -> tuple[Rows, frozenset[str]]:
+    if shape == "distinct":
+        return distinct_records(target, seed)
+    if shape == "history":
+        return history_records(target, seed)
+    a, topics_a = distinct_records(target // 2, seed)
+    b, topics_b = history_records(target // 2, seed, k=3)
+    return {p: a[p] + b[p] for p in a}, topics_a | topics_b
+
+
+def cached_batches(shape: str, target: int, seed: int) -> tuple[dict[int, list[bytes]], frozenset[str]]:
+    """The topic as the v2 batches the broker stores (1-20 records each), cached under CACHE."""
+    from kafka_sandbox.topics import build_batch
+
+    path = os.path.join(CACHE, f"{shape}-{target}-{seed}.pickle")
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            cached: tuple[dict[int, list[bytes]], frozenset[str]] = pickle.load(f)
+            return cached
+    per_partition, topics = shape_records(shape, target, seed)
+    rng = random.Random(seed)
+    batches: dict[int, list[bytes]] = {}
+    for partition, rows in per_partition.items():
+        out = batches[partition] = []
+        at = 0
+        while at < len(rows):
+            n = rng.randint(1, 20)  # a coordinator writes a batch per request
+            out.append(bytes(build_batch(rows[at : at + n])))
+            at += n
+    os.makedirs(CACHE, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=CACHE)
+    with os.fdopen(fd, "wb") as f:
+        pickle.dump((batches, topics), f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)
+    return batches, topics
+
+
+def serve_broker(shape: str, target: int, seed: int, conn: Connection) -> None:
     """The sandbox broker's process: seed, report, serve until told to stop."""
     from kafka_sandbox import SandboxBroker
     from offset_expiry.raw import OFFSETS_TOPIC
 
     t0 = time.perf_counter()
-    per_partition, topics = records_for(target, seed)
-    rng = random.Random(seed)
+    batches, topics = cached_batches(shape, target, seed)
     with SandboxBroker(offsets_retention="7d", offsets_partitions=OFFSETS_PARTITIONS) as broker:
         for name in sorted(topics):
             broker.create_topic(name, 8)
 
-        def seed_partition(partition: int, rows: list[tuple[bytes, bytes | None, int]]) -> None:
-            at = 0
-            while at < len(rows):
-                n = rng.randint(1, 20)  # a coordinator writes a batch per request
-                broker.ctx.topics.append_records(OFFSETS_TOPIC, partition, rows[at : at + n])
-                at += n
+        def seed_partition(partition: int, batches: list[bytes]) -> None:
+            for batch in batches:
+                broker.ctx.topics.append_batch(OFFSETS_TOPIC, partition, bytearray(batch))
 
-        total = 0
-        for partition, rows in per_partition.items():
-            broker.call(lambda p=partition, r=rows: seed_partition(p, r))  # type: ignore[misc]
-            total += len(rows)
-        per_partition.clear()
-        conn.send(
-            {"bootstrap": broker.bootstrap_servers, "records": total, "seeded_s": time.perf_counter() - t0}
-        )
+        for partition, items in batches.items():
+            broker.call(lambda p=partition, b=items: seed_partition(p, b))  # type: ignore[misc]
+        batches.clear()
+        conn.send({"bootstrap": broker.bootstrap_servers, "seeded_s": time.perf_counter() - t0})
         conn.recv()  # stop
 
 
-# ---- the reference (its own process, so its memory is its own) ----
+# ---- the plain reader and the reference (their own processes, so their memory is their own) ----
+
+
+def plain_reader_run(bootstrap: str, conn: Connection) -> None:
+    """What a hand-written tool does: KafkaConsumer over every partition, each record decoded in Python
+    (the codec) into a dict by logical key. No verdicts: a lower bound of such a tool's cost."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    from offset_expiry.codec import CodecError
+    from offset_expiry.facts import fact_from_record
+    from offset_expiry.raw import OFFSETS_TOPIC
+
+    t0 = time.perf_counter()
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+        max_poll_records=100_000,
+        fetch_max_bytes=64 * 1024 * 1024,
+        max_partition_fetch_bytes=16 * 1024 * 1024,
+    )
+    tps = [TopicPartition(OFFSETS_TOPIC, p) for p in sorted(consumer.partitions_for_topic(OFFSETS_TOPIC) or ())]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    ends = consumer.end_offsets(tps)
+    state: dict[Any, Any] = {}
+    records = 0
+    remaining = {tp for tp in tps if ends[tp] > 0}
+    while remaining:
+        for tp, batch in consumer.poll(timeout_ms=1000).items():
+            for record in batch:
+                records += 1
+                try:
+                    fact = fact_from_record(record.key or b"", record.value)
+                except CodecError:
+                    continue
+                state[fact.logical_key()] = None if fact.tombstone else fact
+            if consumer.position(tp) >= ends[tp]:
+                remaining.discard(tp)
+    consumer.close()
+    live = sum(1 for v in state.values() if v is not None)
+    conn.send(
+        {
+            "seconds": time.perf_counter() - t0,
+            "records": records,
+            "live": live,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
+    )
 
 
 def reference_run(bootstrap: str, policy_spec: dict[str, Any], conn: Connection) -> None:
@@ -164,6 +276,16 @@ def reference_run(bootstrap: str, policy_spec: dict[str, Any], conn: Connection)
     )
 
 
+def _in_process(ctx: Any, target: Any, *args: Any) -> dict[str, Any]:
+    ours, theirs = ctx.Pipe()
+    proc = ctx.Process(target=target, args=(*args, theirs), daemon=True)
+    proc.start()
+    theirs.close()
+    result: dict[str, Any] = ours.recv()
+    proc.join()
+    return result
+
+
 # ---- measuring this process and its JVM ----
 
 
@@ -192,124 +314,153 @@ def _jvm_peak_mb() -> float | None:
     return None
 
 
-def run_size(target: int, seed: int, spark: Any, ctx: Any) -> dict[str, Any]:
+def _rss_mb() -> float:
+    for line in _read("/proc/self/status").splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _analyze(spark: Any, bootstrap: str) -> tuple[dict[str, Any], float, int]:
+    """One `analyze -o json --output FILE`: seconds, summary, the report's size."""
     from offset_expiry.analysis import AnalysisRequest, run_analysis
+    from offset_expiry.output import emit
     from offset_expiry.policy import parse_policy
 
+    request = AnalysisRequest(bootstrap, parse_policy(POLICY), now_ms=NOW_MS)
+    out = os.path.join(tempfile.gettempdir(), f"offset-expiry-bench-{os.getpid()}.json")
+    t0 = time.perf_counter()
+    analysis = run_analysis(spark, request)
+    emit(analysis, fmt="json", output=out)
+    seconds = time.perf_counter() - t0
+    size = os.path.getsize(out)
+    os.unlink(out)
+    return analysis.report["summary"], seconds, size
+
+
+def read_stage(bootstrap: str) -> dict[str, float]:
+    """The reader's work alone, in this process, one partition at a time as a Spark task does it
+    (read, compact, decode): per-task figures for the scaling argument."""
+    from offset_expiry.raw import OFFSETS_TOPIC
+    from offset_expiry.source import OffsetRange, ReadTask, read_task, take_snapshot
+
+    snapshot = take_snapshot(bootstrap)
+    t0 = time.perf_counter()
+    rows = 0
+    for partition, (start, end) in sorted(snapshot.ranges.items()):
+        task = ReadTask((OffsetRange(partition, start, end),))
+        for batch in read_task(bootstrap, OFFSETS_TOPIC, task, decode=True):
+            rows += batch.num_rows
+    seconds = time.perf_counter() - t0
+    records = sum(end - start for start, end in snapshot.ranges.values())
+    return {"read_s": seconds, "read_rps": records / seconds, "read_rows": rows}
+
+
+def run_shape(shape: str, target: int, seed: int, cores: list[int], ctx: Any, profile: bool) -> list[dict[str, Any]]:
+    from offset_expiry.session import local_session
+
     ours, theirs = ctx.Pipe()
-    broker = ctx.Process(target=serve_broker, args=(target, seed, theirs), daemon=True)
+    broker = ctx.Process(target=serve_broker, args=(shape, target, seed, theirs), daemon=True)
     broker.start()
     theirs.close()  # so a broker process that dies ends our recv() instead of hanging it
     info = ours.recv()
-    print(
-        f"  seeded {info['records']:,} records in {info['seeded_s']:.0f}s at {info['bootstrap']}",
-        file=sys.stderr,
-    )
+    bootstrap = info["bootstrap"]
+    print(f"  {shape}: seeded in {info['seeded_s']:.0f}s at {bootstrap}", file=sys.stderr)
+    out = []
     try:
-        request = AnalysisRequest(info["bootstrap"], parse_policy(POLICY), now_ms=NOW_MS)
-        t0 = time.perf_counter()
-        analysis = run_analysis(spark, request)
-        first_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        analysis = run_analysis(spark, request)  # the same run again: a warm session, as in the operator
-        spark_s = time.perf_counter() - t0
-        driver_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        jvm_mb = _jvm_peak_mb()
-
-        ref_ours, ref_theirs = ctx.Pipe()
-        ref = ctx.Process(target=reference_run, args=(info["bootstrap"], POLICY, ref_theirs), daemon=True)
-        ref.start()
-        ref_theirs.close()
-        reference = ref_ours.recv()
-        ref.join()
+        plain = _in_process(ctx, plain_reader_run, bootstrap)
+        print(f"  plain reader {plain['seconds']:.1f}s", file=sys.stderr)
+        reference = _in_process(ctx, reference_run, bootstrap, POLICY)
+        print(f"  reference {reference['seconds']:.1f}s", file=sys.stderr)
+        stage = read_stage(bootstrap) if profile else {}
+        for n in cores:
+            t0 = time.perf_counter()
+            spark = local_session("bench-analyze", cores=n)
+            spark.range(1).count()
+            startup_s = time.perf_counter() - t0
+            rss_before = _rss_mb()
+            summary, first_s, _ = _analyze(spark, bootstrap)
+            summary, warm_s, size = _analyze(spark, bootstrap)
+            driver_mb = _rss_mb()
+            jvm_mb = _jvm_peak_mb()
+            spark.stop()
+            if summary != reference["summary"]:
+                raise SystemExit(f"the reports disagree:\n  spark:     {summary}\n  reference: {reference['summary']}")
+            scanned = summary["recordsScanned"]
+            print(f"  local[{n}] start {startup_s:.1f}s first {first_s:.1f}s warm {warm_s:.1f}s", file=sys.stderr)
+            out.append(
+                {
+                    "shape": shape,
+                    "cores": n,
+                    "records": scanned,
+                    "offsets": summary["offsets"],
+                    "groups": summary["groups"],
+                    "report_mb": size / 1e6,
+                    "first_s": first_s,
+                    "warm_s": warm_s,
+                    "plain_s": plain["seconds"],
+                    "reference_s": reference["seconds"],
+                    "driver_mb": driver_mb,
+                    "driver_growth_mb": driver_mb - rss_before,
+                    "jvm_mb": jvm_mb,
+                    "plain_mb": plain["peak_rss_mb"],
+                    "load": os.getloadavg()[0],
+                    **stage,
+                }
+            )
     finally:
         ours.send("stop")
         broker.join(timeout=60)
-    summary = analysis.report["summary"]
-    if summary != reference["summary"]:
-        raise SystemExit(
-            f"the reports disagree:\n  spark:     {summary}\n  reference: {reference['summary']}"
-        )
-    scanned = summary["recordsScanned"]
-    return {
-        "records": scanned,
-        "groups": summary["groups"],
-        "offsets": summary["offsets"],
-        "candidates": summary["candidates"],
-        "first_s": first_s,
-        "first_rps": scanned / first_s,
-        "spark_s": spark_s,
-        "spark_rps": scanned / spark_s,
-        "reference_s": reference["seconds"],
-        "reference_rps": scanned / reference["seconds"],
-        "ratio": reference["seconds"] / spark_s,
-        "driver_mb": driver_mb,
-        "jvm_mb": jvm_mb,
-        "reference_mb": reference["peak_rss_mb"],
-    }
+    return out
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--records", type=int, action="append", help="approximate records (repeatable)")
+    parser.add_argument("--shape", action="append", choices=SHAPES, help="default: all three")
+    parser.add_argument("--cores", type=int, action="append", help="local[N] (repeatable); default 2")
     parser.add_argument("--seed", type=int, default=4)
-    parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--profile", action="store_true", help="also time the reader stage alone, in one process")
     args = parser.parse_args()
-    sizes = args.records or [5_000_000]
-
-    from offset_expiry.session import local_session
-
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     ctx = mp.get_context("spawn")
-    t0 = time.perf_counter()
-    spark = local_session("bench-analyze", cores=args.cores)
-    spark.range(1).count()
-    startup_s = time.perf_counter() - t0
-    print(f"Spark local[{args.cores}] session start-up (excluded below): {startup_s:.1f}s", file=sys.stderr)
     rows = []
-    for target in sizes:
-        print(f"size ~{target:,} records", file=sys.stderr)
-        rows.append(run_size(target, args.seed, spark, ctx))
-    header = (
-        "records",
-        "groups",
-        "offsets",
-        "candidates",
-        "first run s",
-        "first run rec/s",
-        "analyze s",
-        "analyze rec/s",
-        "reference s",
-        "reference rec/s",
-        "ratio",
-        "driver MB",
-        "JVM MB",
-        "reference MB",
-    )
+    for target in args.records or [5_000_000]:
+        for shape in args.shape or SHAPES:
+            print(f"{shape} ~{target:,} records (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
+            rows.extend(run_shape(shape, target, args.seed, args.cores or [2], ctx, args.profile))
     print(
-        "analyze s / rec/s: a second run on the same data (a warm session, as in the operator); ratio: reference s / analyze s"
+        "first/warm: end to end incl. the JSON report file, excl. JVM start; x plain = plain s / warm s; "
+        "driver: this process's RSS after the runs (growth during them)"
     )
+    header = ("shape", "cores", "records", "offsets", "report MB", "first s", "warm s", "warm rec/s",
+              "plain s", "plain rec/s", "x plain", "reference s", "driver MB", "JVM MB", "plain MB", "load")
     print(" | ".join(header))
     for r in rows:
         print(
             " | ".join(
                 [
+                    r["shape"],
+                    f"local[{r['cores']}]",
                     f"{r['records']:,}",
-                    f"{r['groups']:,}",
                     f"{r['offsets']:,}",
-                    f"{r['candidates']:,}",
+                    f"{r['report_mb']:.0f}",
                     f"{r['first_s']:.1f}",
-                    f"{r['first_rps']:,.0f}",
-                    f"{r['spark_s']:.1f}",
-                    f"{r['spark_rps']:,.0f}",
+                    f"{r['warm_s']:.1f}",
+                    f"{r['records'] / r['warm_s']:,.0f}",
+                    f"{r['plain_s']:.1f}",
+                    f"{r['records'] / r['plain_s']:,.0f}",
+                    f"{r['plain_s'] / r['warm_s']:.2f}x",
                     f"{r['reference_s']:.1f}",
-                    f"{r['reference_rps']:,.0f}",
-                    f"{r['ratio']:.2f}x",
-                    f"{r['driver_mb']:.0f}",
+                    f"{r['driver_mb']:.0f} (+{r['driver_growth_mb']:.0f})",
                     f"{r['jvm_mb'] or 0:.0f}",
-                    f"{r['reference_mb']:.0f}",
+                    f"{r['plain_mb']:.0f}",
+                    f"{r['load']:.1f}",
                 ]
             )
         )
+        if "read_s" in r:
+            print(f"    reader alone, one process: {r['read_s']:.1f}s ({r['read_rps']:,.0f} rec/s) for {r['read_rows']:,} rows")
 
 
 if __name__ == "__main__":

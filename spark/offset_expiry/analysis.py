@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from .cluster import describe_cluster
-from .pipeline import analyze_dataframe, results_as_dicts
+from .pipeline import analyze_facts
 from .policy import Policy
 from .progress import Progress
 from .raw import OFFSETS_TOPIC
@@ -55,8 +55,9 @@ class Analysis:
     retention_ms: int
 
     def as_json_report(self) -> dict[str, Any]:
-        """The report with offsets as a lazy stream of dicts (for report.write_json)."""
-        return {"summary": self.report["summary"], "offsets": results_as_dicts(self.report["offsets"])}
+        """The report with offsets as a lazy stream (pipeline.OffsetRows: dicts when iterated, JSON lines
+        for report.write_json)."""
+        return {"summary": self.report["summary"], "offsets": self.report["offsets"]}
 
 
 def prepare(request: AnalysisRequest, progress: Progress | None = None) -> Prepared:
@@ -83,7 +84,7 @@ def execute(spark: SparkSession, prepared: Prepared, progress: Progress | None =
         .option("topic", request.topic)
         .option("snapshot", snapshot.to_json())
         .option("split.records", str(request.split_records))
-        .option("compact", "true" if request.reader_compacts else "false")
+        .option("decode", "true")
         .option("tasks", str(2 * spark.sparkContext.defaultParallelism))
     )
     for name, value in request.client_settings.items():
@@ -91,7 +92,7 @@ def execute(spark: SparkSession, prepared: Prepared, progress: Progress | None =
     total = sum(end - start for start, end in snapshot.ranges.values())
     progress.phase(f"analysing {total} records of {request.topic} in {len(snapshot.ranges)} partitions")
     progress.watch(spark)
-    report = analyze_dataframe(
+    report = analyze_facts(
         reader.load(),
         request.policy,
         now_ms=prepared.now_ms,

@@ -1,62 +1,48 @@
 """The analysis as Spark DataFrame transforms: raw `__consumer_offsets` records in, one result per offset out.
 
-The same steps as the reference (reference.py), distributed:
+The same steps as the reference (reference.py), as columnar work:
 
-1. compact: group by (partition, raw key) and keep the record with the highest offset (log compaction);
-   the per-key record count is kept so the number of records scanned comes out of the same pass;
-2. decode the survivors with the codec in Arrow batches (`mapInArrow` over facts.fact_from_record);
-   records that do not decode become "skipped" rows;
-3. replay: per logical key the survivor with the highest (offset, partition) wins (a window), then
+1. compact: the newest record per (partition, raw key) (log compaction), with how many records it
+   stands for; 2. decode the survivors into facts (columnar.decode_records: numpy for the fixed-layout
+   offset commits, the Python row path for the rest; undecodable records become "skipped" rows).
+   The analysis' reader does both in its tasks (source.py, `decode=true`); `analyze_dataframe` does them
+   here for raw records from elsewhere (tests);
+3. one shuffle by group: every later step is per group (or finer), so it runs without another exchange;
+4. replay: per logical key the survivor with the highest (offset, partition) wins (a window), then
    tombstones drop out;
-4. rebuild groups: each group's live non-offset facts are collected (a handful per group) and turned
-   into a GroupView by groups.rebuild_group;
-5. join each offset with its group (simple group when none) and with the cluster's topics;
-6. decide each offset with rules.decide and shape it with report.offset_result.
+5. rebuild groups: one row per group with its live non-offset facts (a handful, for most groups none)
+   turned into a GroupView by groups.rebuild_group, with the policy's group patterns applied
+   (Python, once per group, in Arrow batches);
+6. join each offset with its group and with the cluster's topics, decide it with rules_columns (the
+   column form of rules.verdict) in the JVM;
+7. the results, sorted, are written as JSON lines by the executors (OffsetRows); the driver receives
+   only counts and streams the files when the report is written.
 
-Nothing but the final per-offset results and a few counts reaches the driver.
+Nothing but a few counts reaches the driver's memory.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import tempfile
+import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from .codec import CodecError
-from .facts import OFFSET_COMMIT, Fact, fact_from_record
+from .columnar import DECODED_ARROW, FACT_FIELDS, SKIPPED, decode_records
+from .facts import OFFSET_COMMIT, Fact
 from .groups import rebuild_group, simple_group
 from .policy import Policy
-from .report import RESULT_FIELDS, offset_result, summary
-from .rules import GroupType, GroupView, OffsetView, decide
+from .report import RESULT_FIELDS, summary
+from .rules_columns import broker_expires_column, shape_column, verdict_columns
 
-SKIPPED = -1  # fact type of a record that did not decode
-
-_FACT_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
-    ("type", pa.int32()),
-    ("group", pa.string()),
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("member", pa.string()),
-    ("tombstone", pa.bool_()),
-    ("committed_offset", pa.int64()),
-    ("commit_timestamp", pa.int64()),
-    ("expire_timestamp", pa.int64()),
-    ("protocol_type", pa.string()),
-    ("state_timestamp", pa.int64()),
-    ("member_count", pa.int32()),
-    ("topics", pa.list_(pa.string())),
-    ("regex", pa.string()),
-    ("epoch", pa.int32()),
-    ("member_state", pa.int32()),
-)
-assert tuple(name for name, _ in _FACT_FIELDS) == Fact._fields
-FACT_COLUMNS = [name for name, _ in _FACT_FIELDS]
-DECODED_ARROW = pa.schema(
-    [("record_partition", pa.int32()), ("record_offset", pa.int64()), ("records", pa.int64()), *_FACT_FIELDS]
-)
+FACT_COLUMNS = [name for name, _ in FACT_FIELDS]
 
 GROUP_ARROW = pa.schema(
     [
@@ -67,25 +53,10 @@ GROUP_ARROW = pa.schema(
         ("group_state_timestamp", pa.int64()),
         ("group_subscribed", pa.list_(pa.string())),
         ("group_unresolved_regex", pa.bool_()),
+        ("group_protected", pa.bool_()),
+        ("group_selected", pa.bool_()),
     ]
 )
-
-RESULT_ARROW = pa.schema(
-    [
-        ("group", pa.string()),
-        ("groupType", pa.string()),
-        ("groupState", pa.string()),
-        ("protocolType", pa.string()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("commitTimestamp", pa.int64()),
-        ("brokerExpiresAt", pa.int64()),
-        ("candidate", pa.bool_()),
-        ("reason", pa.string()),
-    ]
-)
-assert tuple(RESULT_ARROW.names) == RESULT_FIELDS
 
 
 def _ddl(schema: pa.Schema) -> str:
@@ -104,92 +75,50 @@ def _ddl(schema: pa.Schema) -> str:
 
 def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Compacted raw records -> one fact row each (type SKIPPED for records that do not decode)."""
-    empty_fact = Fact(SKIPPED, "")
     for batch in batches:
-        partitions = batch.column("partition")
-        offsets = batch.column("offset")
-        keys = batch.column("key").to_pylist()
-        values = batch.column("value").to_pylist()
-        rows = []
-        for key, value in zip(keys, values, strict=True):
-            try:
-                rows.append(fact_from_record(key, value))
-            except CodecError:
-                rows.append(empty_fact)
-        columns: list[pa.Array] = [partitions, offsets, batch.column("records")]
-        for i, (_, arrow_type) in enumerate(_FACT_FIELDS):
-            columns.append(pa.array([row[i] for row in rows], arrow_type))
-        yield pa.RecordBatch.from_arrays(columns, schema=DECODED_ARROW)
+        yield decode_records(
+            batch.column("partition"),
+            batch.column("offset"),
+            batch.column("records"),
+            batch.column("key"),
+            batch.column("value"),
+        )
 
 
-def rebuild_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """(group, [live non-offset facts]) -> the group's state."""
-    for batch in batches:
-        out: dict[str, list[Any]] = {name: [] for name in GROUP_ARROW.names}
-        for group_id, facts in zip(
-            batch.column("group").to_pylist(), batch.column("facts").to_pylist(), strict=True
-        ):
-            view = rebuild_group(group_id, [_fact(f) for f in facts])
-            out["group"].append(group_id)
-            out["group_type"].append(view.type.value)
-            out["group_state"].append(view.state)
-            out["group_protocol_type"].append(view.protocol_type)
-            out["group_state_timestamp"].append(view.current_state_timestamp)
-            out["group_subscribed"].append(
-                None if view.subscribed_topics is None else sorted(view.subscribed_topics)
-            )
-            out["group_unresolved_regex"].append(view.unresolved_regex)
-        yield pa.RecordBatch.from_pydict(out, schema=GROUP_ARROW)
+def rebuild_batches_for(policy: Policy) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """(group, [live non-offset facts]) -> the group's state and the policy's group patterns' answers."""
+    protects = policy.protect.protects
+    selects = policy.groups.selects
+
+    def rebuild_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            out: dict[str, list[Any]] = {name: [] for name in GROUP_ARROW.names}
+            facts_column = batch.column("facts")
+            has_facts = facts_column.value_lengths().to_pylist()
+            for i, group_id in enumerate(batch.column("group").to_pylist()):
+                if has_facts[i]:
+                    view = rebuild_group(group_id, [_fact(f) for f in facts_column[i].as_py()])
+                else:
+                    view = simple_group(group_id)
+                out["group"].append(group_id)
+                out["group_type"].append(view.type.value)
+                out["group_state"].append(view.state)
+                out["group_protocol_type"].append(view.protocol_type)
+                out["group_state_timestamp"].append(view.current_state_timestamp)
+                out["group_subscribed"].append(
+                    None if view.subscribed_topics is None else sorted(view.subscribed_topics)
+                )
+                out["group_unresolved_regex"].append(view.unresolved_regex)
+                out["group_protected"].append(protects(group_id))
+                out["group_selected"].append(selects(group_id))
+            yield pa.RecordBatch.from_pydict(out, schema=GROUP_ARROW)
+
+    return rebuild_batches
 
 
 def _fact(row: Mapping[str, Any]) -> Fact:
     topics = row["topics"]
     return Fact(**{**row, "topics": None if topics is None else tuple(topics)})
-
-
-def decide_batches_for(
-    policy: Policy, now_ms: int, retention_ms: int, has_topics: bool
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Offsets joined with their group and topic existence -> results. The closure ships the policy."""
-
-    def decide_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            rows = batch.to_pylist()
-            results = []
-            for row in rows:
-                group = _group_view(row)
-                offset = OffsetView(
-                    row["topic"],
-                    row["partition"],
-                    row["committed_offset"],
-                    row["commit_timestamp"],
-                    row["expire_timestamp"],
-                )
-                existing: Collection[str] | None = None
-                if has_topics:
-                    existing = (offset.topic,) if row["topic_exists"] else ()
-                decision = decide(
-                    group, offset, policy, now_ms=now_ms, retention_ms=retention_ms, existing_topics=existing
-                )
-                results.append(offset_result(group, offset, decision))
-            yield pa.RecordBatch.from_pylist(results, schema=RESULT_ARROW)
-
-    return decide_batches
-
-
-def _group_view(row: Mapping[str, Any]) -> GroupView:
-    if row["group_type"] is None:
-        return simple_group(row["group"])
-    subscribed = row["group_subscribed"]
-    return GroupView(
-        row["group"],
-        GroupType(row["group_type"]),
-        row["group_state"],
-        row["group_protocol_type"],
-        row["group_state_timestamp"],
-        None if subscribed is None else frozenset(subscribed),
-        bool(row["group_unresolved_regex"]),
-    )
 
 
 # ---- the plan ----
@@ -218,35 +147,64 @@ def decode(compacted: DataFrame) -> DataFrame:
     )
 
 
-def replay(decoded: DataFrame) -> DataFrame:
+def replay(facts: DataFrame) -> DataFrame:
     """Per logical key the newest survivor wins; tombstones then delete."""
-    logical_key = ["type", "group", "topic", "partition", "member"]
+    logical_key = ["group", "type", "topic", "partition", "member"]
     newest_first = Window.partitionBy(*logical_key).orderBy(
         F.desc("record_offset"), F.desc("record_partition")
     )
     return (
-        decoded.where(F.col("type") != SKIPPED)
+        facts.where(F.col("type") != SKIPPED)
         .withColumn("rank", F.row_number().over(newest_first))
         .where((F.col("rank") == 1) & ~F.col("tombstone"))
         .select(*FACT_COLUMNS)
     )
 
 
-def rebuild_groups(live: DataFrame) -> DataFrame:
-    group_facts = live.where(F.col("type") != OFFSET_COMMIT)
-    collected = group_facts.groupBy("group").agg(F.collect_list(F.struct(*FACT_COLUMNS)).alias("facts"))
-    return collected.mapInArrow(rebuild_batches, _ddl(GROUP_ARROW))
+def rebuild_groups(live: DataFrame, policy: Policy) -> DataFrame:
+    """Every group with a live record, offsets-only (simple) groups included."""
+    group_fact = F.when(F.col("type") != OFFSET_COMMIT, F.struct(*FACT_COLUMNS))
+    collected = live.groupBy("group").agg(F.collect_list(group_fact).alias("facts"))
+    return collected.mapInArrow(rebuild_batches_for(policy), _ddl(GROUP_ARROW))
 
 
-def join_offsets(live: DataFrame, groups: DataFrame, topics: DataFrame | None) -> DataFrame:
+def decide(
+    live: DataFrame,
+    groups: DataFrame,
+    topics: DataFrame | None,
+    policy: Policy,
+    now_ms: int,
+    retention_ms: int,
+) -> DataFrame:
+    """Offsets joined with their group and the topics' existence, decided by rules_columns."""
     offsets = live.where(F.col("type") == OFFSET_COMMIT).select(
         "group", "topic", "partition", "committed_offset", "commit_timestamp", "expire_timestamp"
     )
     joined = offsets.join(groups, "group", "left")
     if topics is None:
-        return joined.withColumn("topic_exists", F.lit(None).cast("boolean"))
-    exists = F.coalesce(F.col("topic_exists"), F.lit(False)).alias("topic_exists")
-    return joined.join(F.broadcast(topics), "topic", "left").select(*[c for c in joined.columns], exists)
+        joined = joined.withColumn("topic_exists", F.lit(None).cast("boolean"))
+    else:
+        joined = joined.join(F.broadcast(topics), "topic", "left").withColumn(
+            "topic_exists", F.coalesce(F.col("topic_exists"), F.lit(False))
+        )
+    joined = joined.withColumn("shape", shape_column())  # a column once, not an expression inlined 8 times
+    shape = F.col("shape")
+    candidate, reason = verdict_columns(policy, now_ms, shape)
+    columns: dict[str, Column] = {
+        "group": F.col("group"),
+        "groupType": F.coalesce(F.col("group_type"), F.lit("classic")),
+        "groupState": F.coalesce(F.col("group_state"), F.lit("Empty")),
+        "protocolType": F.coalesce(F.col("group_protocol_type"), F.lit("")),
+        "topic": F.col("topic"),
+        "partition": F.col("partition"),
+        "offset": F.col("committed_offset"),
+        "commitTimestamp": F.col("commit_timestamp"),
+        "brokerExpiresAt": broker_expires_column(shape, retention_ms),
+        "candidate": candidate,
+        "reason": reason,
+    }
+    assert tuple(columns) == RESULT_FIELDS
+    return joined.select(*[c.alias(name) for name, c in columns.items()])
 
 
 def topics_frame(spark: SparkSession, existing_topics: Collection[str] | None) -> DataFrame | None:
@@ -255,6 +213,108 @@ def topics_frame(spark: SparkSession, existing_topics: Collection[str] | None) -
     return spark.createDataFrame(
         [(t, True) for t in sorted(existing_topics)], "topic string, topic_exists boolean"
     )
+
+
+class OffsetRows:
+    """The result rows, sorted by group, topic and partition, as JSON lines in files the executors
+    wrote (one object per line, Spark's to_json): iterating yields dicts, `json_lines` the text as it is.
+    The files are deleted with this object (or by `close`)."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self._cleanup = weakref.finalize(self, shutil.rmtree, directory, True)
+
+    def files(self) -> list[str]:
+        names = sorted(n for n in os.listdir(self.directory) if n.startswith("part-"))
+        return [os.path.join(self.directory, n) for n in names]
+
+    def json_lines(self) -> Iterator[str]:
+        for path in self.files():
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    line = line.rstrip("\n")
+                    if line:
+                        yield line
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for line in self.json_lines():
+            yield json.loads(line)
+
+    def close(self) -> None:
+        self._cleanup()
+
+
+def write_rows(results: DataFrame) -> OffsetRows:
+    """Sorted result rows as JSON lines: written by the executors in local mode (the driver shares their
+    file system); elsewhere streamed to the driver a partition at a time into a local file."""
+    spark = results.sparkSession
+    ordered = results.orderBy("group", "topic", "partition")
+    lines = ordered.select(F.to_json(F.struct(*RESULT_FIELDS), {"ignoreNullFields": "false"}).alias("value"))
+    directory = tempfile.mkdtemp(prefix="offset-expiry-results-")
+    rows = OffsetRows(directory)
+    if (spark.sparkContext.master or "").startswith("local"):
+        lines.write.mode("overwrite").text(os.path.join(directory, "spark"))
+        out = os.path.join(directory, "spark")
+        for name in sorted(os.listdir(out)):
+            if name.startswith("part-"):
+                os.replace(os.path.join(out, name), os.path.join(directory, name))
+        shutil.rmtree(out, ignore_errors=True)
+    else:
+        with open(os.path.join(directory, "part-00000"), "w", encoding="utf-8") as f:
+            for row in lines.toLocalIterator(prefetchPartitions=True):
+                f.write(row["value"])
+                f.write("\n")
+    return rows
+
+
+def analyze_facts(
+    facts: DataFrame,
+    policy: Policy,
+    *,
+    now_ms: int,
+    retention_ms: int,
+    existing_topics: Collection[str] | None,
+    snapshot: Mapping[int, int] | None = None,
+    candidates_only: bool = False,
+) -> dict[str, Any]:
+    """Runs the plan from compacted, decoded facts (columnar.DECODED_ARROW's columns); returns the report
+    with "offsets" as OffsetRows."""
+    spark = facts.sparkSession
+    cached: list[DataFrame] = []
+
+    def keep(frame: DataFrame) -> DataFrame:
+        cached.append(frame.persist())
+        return frame
+
+    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
+    try:
+        by_group = keep(facts.repartition(partitions, "group"))
+        counts = by_group.agg(
+            F.sum("records").alias("scanned"), F.count(F.when(F.col("type") == SKIPPED, 1)).alias("skipped")
+        ).first()
+        records_scanned = (counts["scanned"] if counts is not None else 0) or 0
+        skipped = (counts["skipped"] if counts is not None else 0) or 0
+        live = keep(replay(by_group))
+        groups = keep(rebuild_groups(live, policy))
+        group_count = groups.count()
+        results = keep(
+            decide(live, groups, topics_frame(spark, existing_topics), policy, now_ms, retention_ms)
+        )
+        reasons = {row["reason"]: row["count"] for row in results.groupBy("reason").count().collect()}
+        rows = write_rows(results.where(F.col("candidate")) if candidates_only else results)
+    finally:
+        for frame in reversed(cached):
+            frame.unpersist()
+    return {
+        "summary": summary(
+            records_scanned=int(records_scanned),
+            groups=group_count,
+            reasons=reasons,
+            skipped_records=skipped,
+            snapshot=snapshot or {},
+        ),
+        "offsets": rows,
+    }
 
 
 def analyze_dataframe(
@@ -267,50 +327,21 @@ def analyze_dataframe(
     snapshot: Mapping[int, int] | None = None,
     candidates_only: bool = False,
 ) -> dict[str, Any]:
-    """Runs the plan; returns the report with "offsets" as a pyarrow Table (see results_as_dicts)."""
-    spark = raw.sparkSession
-    cached: list[DataFrame] = []
-
-    def keep(frame: DataFrame) -> DataFrame:
-        cached.append(frame.persist())
-        return frame
-
-    try:
-        decoded = keep(decode(compact(raw)))
-        live = keep(replay(decoded))
-        groups = rebuild_groups(live)
-        joined = join_offsets(live, groups, topics_frame(spark, existing_topics))
-        decide_batches = decide_batches_for(policy, now_ms, retention_ms, existing_topics is not None)
-        results = keep(joined.mapInArrow(decide_batches, _ddl(RESULT_ARROW)))
-
-        counts = decoded.agg(
-            F.sum("records").alias("scanned"), F.count(F.when(F.col("type") == SKIPPED, 1)).alias("skipped")
-        ).first()
-        records_scanned = (counts["scanned"] if counts is not None else 0) or 0
-        skipped = (counts["skipped"] if counts is not None else 0) or 0
-        group_count = live.select("group").distinct().count()
-        reasons = {row["reason"]: row["count"] for row in results.groupBy("reason").count().collect()}
-        selected = results.where(F.col("candidate")) if candidates_only else results
-        table = selected.orderBy("group", "topic", "partition").toArrow()
-    finally:
-        for frame in reversed(cached):
-            frame.unpersist()
-    return {
-        "summary": summary(
-            records_scanned=int(records_scanned),
-            groups=group_count,
-            reasons=reasons,
-            skipped_records=skipped,
-            snapshot=snapshot or {},
-        ),
-        "offsets": table.cast(RESULT_ARROW),
-    }
+    """The analysis of raw records (partition, offset, timestamp, key, value, records)."""
+    return analyze_facts(
+        decode(compact(raw)),
+        policy,
+        now_ms=now_ms,
+        retention_ms=retention_ms,
+        existing_topics=existing_topics,
+        snapshot=snapshot,
+        candidates_only=candidates_only,
+    )
 
 
-def results_as_dicts(table: pa.Table) -> Iterator[dict[str, Any]]:
-    """Streams the result rows as dicts, one Arrow batch at a time."""
-    for batch in table.to_batches(max_chunksize=10_000):
-        yield from batch.to_pylist()
+def results_as_dicts(rows: OffsetRows) -> Iterator[dict[str, Any]]:
+    """Streams the result rows as dicts."""
+    return iter(rows)
 
 
 def raw_frame(spark: SparkSession, records: Collection[Any]) -> DataFrame:

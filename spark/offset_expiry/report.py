@@ -112,8 +112,11 @@ def write_json(out: Any, report: Mapping[str, Any]) -> None:
     out.write(json.dumps(report["summary"], sort_keys=False))
     out.write(', "offsets": [')
     separator = "\n  "
-    for result in report["offsets"]:
+    offsets = report["offsets"]
+    json_lines = getattr(offsets, "json_lines", None)  # pipeline.OffsetRows: JSON the executors wrote
+    lines = json_lines() if json_lines is not None else (json.dumps(result) for result in offsets)
+    for line in lines:
         out.write(separator)
-        out.write(json.dumps(result))
+        out.write(line)
         separator = ",\n  "
     out.write("]}\n" if separator == "\n  " else "\n]}\n")

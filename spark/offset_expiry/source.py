@@ -22,6 +22,12 @@ Readers yield Arrow record batches (partition, offset, timestamp, key, value, re
 tuples are several times slower. `records` is how many records of the range a row stands for: 1,
 unless the option `compact=true` asks the reader to keep only the newest record per key of its range
 (a map-side combine of the pipeline's compaction: it ships one row per key instead of one per commit).
+
+With `decode=true` (what the analysis uses) the reader does the whole of log compaction and decoding:
+each partition is read by one task, unsplit, so the newest record per key of the partition is the
+newest record per key of the topic (keys never cross partitions); the survivors are decoded into facts
+(columnar.decode_records: numpy for the fixed-layout offset commits, the Python row path for the rest)
+and the rows are those of columnar.DECODED_ARROW, `records` counting the records each stands for.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from .columnar import DECODED_ARROW, decode_records, last_per_key
 from .errors import InputError
 from .fetcher import CLIENT_SETTINGS as CLIENT_SETTINGS  # the settings "kafka.<name>" options may set
 from .fetcher import PartitionFetcher, typed_settings
@@ -52,6 +59,13 @@ RAW_ARROW = pa.schema(
     ]
 )
 RAW_DDL = "partition int, offset long, timestamp long, key binary, value binary, records long"
+DECODED_DDL = (
+    "record_partition int, record_offset long, records long, type int, group string, topic string, "
+    "partition int, member string, tombstone boolean, committed_offset long, commit_timestamp long, "
+    "expire_timestamp long, protocol_type string, state_timestamp long, member_count int, "
+    "topics array<string>, regex string, epoch int, member_state int"
+)
+assert [f.split(" ")[0] for f in DECODED_DDL.split(", ")] == DECODED_ARROW.names
 DEFAULT_SPLIT_RECORDS = 2_000_000
 DEFAULT_TASKS = 4
 BATCH_ROWS = 20_000
@@ -187,6 +201,7 @@ def read_task(
     settings: Mapping[str, Any] | None = None,
     *,
     compact: bool = False,
+    decode: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """The records of every range of the task, over one connection."""
     if not task.ranges:
@@ -194,8 +209,12 @@ def read_task(
     fetcher = PartitionFetcher(bootstrap_servers, settings)
     try:
         for rng in task.ranges:
-            sink: _Sink | _CompactingSink = (
-                _CompactingSink(rng.partition) if compact else _Sink(rng.partition)
+            sink: _Sink | _CompactingSink | _DecodingSink = (
+                _DecodingSink(rng.partition)
+                if decode
+                else _CompactingSink(rng.partition)
+                if compact
+                else _Sink(rng.partition)
             )
             for parsed in fetcher.fetch(topic, rng.partition, rng.start, rng.end):
                 yield from sink.add(parsed)
@@ -260,6 +279,36 @@ class _CompactingSink:
             )
 
 
+class _DecodingSink:
+    """Compacts the range (the newest record per key, and how many it stands for) and decodes the
+    survivors into facts (columnar.decode_records), a batch of BATCH_ROWS at a time."""
+
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+        self.offsets: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+
+    def add(self, parsed: ParsedRecords) -> Iterator[pa.RecordBatch]:
+        self.offsets.extend(parsed.offsets)
+        self.keys.extend(parsed.keys)
+        self.values.extend(parsed.values)
+        return iter(())
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        keys = pa.array(self.keys, pa.binary()).fill_null(b"")
+        last, counts = last_per_key(keys)
+        offsets = pa.array(self.offsets, pa.int64()).take(last)
+        values = pa.array(self.values, pa.binary()).take(last)
+        keys = keys.take(last)
+        self.offsets, self.keys, self.values = [], [], []
+        partitions = pa.array([self.partition] * len(last), pa.int32())
+        records = pa.array(counts, pa.int64())
+        for i in range(0, len(last), BATCH_ROWS):
+            j = i + BATCH_ROWS
+            yield decode_records(partitions[i:j], offsets[i:j], records[i:j], keys[i:j], values[i:j])
+
+
 def _batch(
     partition: int,
     offsets: list[int],
@@ -293,6 +342,9 @@ class KafkaSnapshotReader(DataSourceReader):
         self.split_records = int(options.get("split.records", DEFAULT_SPLIT_RECORDS))
         self.compact = options.get("compact", "false").lower() == "true"
         self.tasks = int(options.get("tasks", DEFAULT_TASKS))
+        self.decode = options.get("decode", "false").lower() == "true"
+        if self.decode:  # a partition is compacted whole, in one task: no range splits
+            self.split_records = 2**62
         snapshot = options.get("snapshot")
         self.snapshot = (
             Snapshot.from_json(snapshot)
@@ -306,7 +358,12 @@ class KafkaSnapshotReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, ReadTask)
         yield from read_task(
-            self.bootstrap_servers, self.topic, partition, self.settings, compact=self.compact
+            self.bootstrap_servers,
+            self.topic,
+            partition,
+            self.settings,
+            compact=self.compact,
+            decode=self.decode,
         )
 
 
@@ -320,6 +377,8 @@ class KafkaSnapshotDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
+        if self.options.get("decode", "false").lower() == "true":
+            return DECODED_DDL
         return RAW_DDL
 
     def reader(self, schema: Any) -> KafkaSnapshotReader:

@@ -1,0 +1,127 @@
+"""rules.py's per-offset decision as Spark column expressions, so millions of offsets are decided in the
+JVM instead of one Python call each.
+
+This is the same logic as rules.shape_of, base_timestamp, broker_expires_at and verdict, written with
+`F.when` in the same order; rules.py stays the statement of the rules (and what the reference runs),
+and the record-for-record agreement tests (tests/integration/spark/test_pipeline_vs_reference.py) hold
+the two to each other. A change to a rule changes both.
+
+The group-level parts that need Python (the policy's glob patterns: protected, selected) are computed
+once per group (pipeline.rebuild_batches) and arrive as the boolean columns `group_protected` and
+`group_selected`.
+
+Input columns: topic, commit_timestamp, expire_timestamp, group_type (null: no group record, a simple
+group), group_state, group_protocol_type, group_state_timestamp, group_subscribed (null: unknown),
+group_unresolved_regex, group_protected, group_selected, topic_exists (null: topics unknown).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from .policy import DeletedTopics, Policy
+from .rules import CANDIDATE_REASONS, CONSUMER_PROTOCOL, GroupType, Reason, Shape
+
+
+def _lit(value: object) -> Column:
+    return F.lit(value)
+
+
+def shape_column() -> Column:
+    """rules.shape_of."""
+    gtype = F.col("group_type")
+    state = F.col("group_state")
+    protocol = F.col("group_protocol_type")
+    subscribed = F.col("group_subscribed")
+    topic_subscribed = subscribed.isNotNull() & F.array_contains(subscribed, F.col("topic"))
+    classic = (
+        F.when(protocol == "", _lit(Shape.STANDALONE.value))
+        .when(state == "Empty", _lit(Shape.EMPTY_GROUP.value))
+        .when(
+            (protocol == CONSUMER_PROTOCOL) & (state == "Stable") & subscribed.isNotNull(),
+            F.when(topic_subscribed, _lit(Shape.SUBSCRIBED.value)).otherwise(_lit(Shape.UNSUBSCRIBED.value)),
+        )
+        .otherwise(_lit(Shape.NO_CONDITION.value))
+    )
+    consumer = (
+        F.when(topic_subscribed, _lit(Shape.SUBSCRIBED.value))
+        .when(state == "Empty", _lit(Shape.EMPTY_GROUP.value))
+        .otherwise(_lit(Shape.UNSUBSCRIBED.value))
+    )
+    streams = F.when(state == "Empty", _lit(Shape.EMPTY_GROUP.value)).otherwise(_lit(Shape.NO_CONDITION.value))
+    return (
+        F.when(gtype.isNull(), _lit(Shape.STANDALONE.value))  # rules.simple_group
+        .when(gtype == GroupType.CLASSIC.value, classic)
+        .when(gtype == GroupType.CONSUMER.value, consumer)
+        .when(gtype == GroupType.STREAMS.value, streams)
+        .otherwise(_lit(Shape.NO_CONDITION.value))
+    )
+
+
+def base_column(shape: Column) -> Column:
+    """rules.base_timestamp."""
+    state_ts = F.col("group_state_timestamp")
+    use_state = (
+        (shape == Shape.EMPTY_GROUP.value) & (F.col("group_type") == GroupType.CLASSIC.value) & state_ts.isNotNull()
+    )
+    return F.when(use_state, state_ts).otherwise(F.col("commit_timestamp"))
+
+
+def broker_expires_column(shape: Column, retention_ms: int) -> Column:
+    """rules.broker_expires_at."""
+    expire = F.col("expire_timestamp")
+    return (
+        F.when(shape.isin(Shape.SUBSCRIBED.value, Shape.NO_CONDITION.value), F.lit(None).cast("long"))
+        .when(expire.isNotNull(), expire)
+        .otherwise(base_column(shape) + F.lit(retention_ms))
+    )
+
+
+def verdict_columns(policy: Policy, now_ms: int, shape: Column) -> tuple[Column, Column]:
+    """rules.verdict: (candidate, reason)."""
+    rules = policy.rules
+    retention = {
+        Shape.EMPTY_GROUP: rules.empty_group_retention_ms,
+        Shape.STANDALONE: rules.standalone_retention_ms,
+        Shape.UNSUBSCRIBED: rules.unsubscribed_topic_retention_ms,
+    }
+    rule_reason = {
+        Shape.EMPTY_GROUP: Reason.EMPTY_GROUP,
+        Shape.STANDALONE: Reason.STANDALONE,
+        Shape.UNSUBSCRIBED: Reason.UNSUBSCRIBED_TOPIC,
+    }
+    expire = F.col("expire_timestamp")
+    unresolved = F.coalesce(F.col("group_unresolved_regex"), F.lit(False))
+    deleted = (
+        (F.col("topic_exists") == F.lit(False))
+        if rules.deleted_topics is DeletedTopics.DELETE
+        else F.lit(False)
+    )
+    now = F.lit(now_ms)
+
+    def by_rule(s: Shape) -> Column:
+        ms = retention[s]
+        if ms is None:
+            return _lit(Reason.WITHIN_RETENTION.value)
+        return (
+            F.when(expire.isNotNull(), F.when(now >= expire, _lit(Reason.EXPIRE_TIMESTAMP.value)))
+            .when(now - base_column(shape) >= F.lit(ms), _lit(rule_reason[s].value))
+            .otherwise(_lit(Reason.WITHIN_RETENTION.value))
+        )
+
+    reason = (
+        F.when(F.col("group_protected"), _lit(Reason.PROTECTED.value))
+        .when(~F.col("group_selected"), _lit(Reason.EXCLUDED.value))
+        .when(shape == Shape.SUBSCRIBED.value, _lit(Reason.ACTIVE_SUBSCRIPTION.value))
+        .when(
+            (shape == Shape.NO_CONDITION.value) | ((shape == Shape.UNSUBSCRIBED.value) & unresolved),
+            _lit(Reason.UNKNOWN_SUBSCRIPTION.value),
+        )
+        .when(deleted, _lit(Reason.DELETED_TOPIC.value))
+        .when(shape == Shape.EMPTY_GROUP.value, by_rule(Shape.EMPTY_GROUP))
+        .when(shape == Shape.STANDALONE.value, by_rule(Shape.STANDALONE))
+        .otherwise(by_rule(Shape.UNSUBSCRIBED))
+    )
+    reason = F.coalesce(reason, _lit(Reason.WITHIN_RETENTION.value))
+    return reason.isin(*[r.value for r in CANDIDATE_REASONS]), reason
