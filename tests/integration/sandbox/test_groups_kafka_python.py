@@ -54,6 +54,7 @@ def two_members(broker: SandboxBroker) -> Iterator[TwoMembers]:
                 and len(second.assignment) == 2
                 and not first.assignment & second.assignment
             ),
+            timeout=90,  # two kafka-python clients rejoining on a loaded 2-core machine: seconds each
             what="the rebalance to split the partitions",
         )
         yield TwoMembers(first, second, tps)
