@@ -55,8 +55,11 @@ class Analysis:
     retention_ms: int
 
     def as_json_report(self) -> dict[str, Any]:
-        """The report with offsets as a lazy stream of dicts (for report.write_json)."""
-        return {"summary": self.report["summary"], "offsets": results_as_dicts(self.report["offsets"])}
+        """The report with offsets as a lazy stream of dicts (for report.write_json). The summary says
+        which `now` and broker retention the expiry times were computed with (given or read from Kafka):
+        without them a report cannot be checked or compared with another."""
+        summary = {**self.report["summary"], "now": self.now_ms, "brokerRetentionMs": self.retention_ms}
+        return {"summary": summary, "offsets": results_as_dicts(self.report["offsets"])}
 
 
 def prepare(request: AnalysisRequest, progress: Progress | None = None) -> Prepared:
