@@ -92,8 +92,8 @@ def execute(spark: SparkSession, prepared: Prepared, progress: Progress | None =
     for name, value in request.client_settings.items():
         reader = reader.option(f"kafka.{name}", value)
     total = sum(end - start for start, end in snapshot.ranges.values())
-    progress.phase(f"analysing {total} records of {request.topic} in {len(snapshot.ranges)} partitions")
-    progress.watch(spark)
+    progress.phase(f"analysing {request.topic} ({len(snapshot.ranges)} partitions)")
+    progress.watch(spark, total)
     report = analyze_dataframe(
         reader.load(),
         request.policy,

@@ -26,13 +26,14 @@ DEFAULTS = {
 # Spark's JVM logs task failures with full stack traces; the CLI reports failures itself, in one line.
 # OFFSET_EXPIRY_SPARK_LOG_LEVEL=WARN (or INFO), or `analyze --verbose`, brings the JVM's logs back.
 LOG_LEVEL_ENV = "OFFSET_EXPIRY_SPARK_LOG_LEVEL"
-# The repl logger's level is the one Spark's shell mode (pyspark-shell, the mode a Python driver runs in)
-# sets the root logger to; when it differs from the root's, Spark prints "Setting default log level to
-# WARN" and raises the level (Logging.initializeLogging). Giving it ours keeps both quiet.
+# In shell mode (pyspark-shell, the mode a Python driver's JVM runs in) Spark sets the root logger to the
+# level of the class that starts the shell, WARN unless configured, and prints "Setting default log level to
+# WARN" when that differs from the root's (Logging.initializeLogging). For a Python driver that class is
+# PythonGatewayServer: giving it our level keeps both quiet.
 _LOG4J2 = """\
 rootLogger.level = {level}
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = {level}
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = {level}
 rootLogger.appenderRef.stderr.ref = stderr
 appender.stderr.type = Console
 appender.stderr.name = stderr

@@ -109,7 +109,7 @@ class Interrupted:
 def interrupted(
     seeded: tuple[SandboxBroker, list[RawRecord]], tmp_path_factory: pytest.TempPathFactory
 ) -> Interrupted:
-    """`spark-submit job.py` killed while Spark works (its progress shows running tasks). Under spark-submit
+    """`spark-submit job.py` killed while Spark works (its progress shows records being read). Under spark-submit
     the Python driver's stderr reaches us through the JVM's stdout."""
     broker, _ = seeded
     workdir = tmp_path_factory.mktemp("job")
@@ -138,7 +138,7 @@ def interrupted(
     try:
         assert job.stdout is not None
         for line in job.stdout:
-            if line.startswith("[analyze") and " tasks)" in line:
+            if line.startswith("[analyze") and " records read" in line:
                 break
         assert job.poll() is None, "the job ended before it could be interrupted"
     finally:
