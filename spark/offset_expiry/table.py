@@ -7,9 +7,8 @@ types), `simple` (offsets committed without a group: standalone consumers, admin
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
-
 from datetime import UTC, datetime
+from typing import Any
 
 from .durations import UNITS_MS, format_duration_ms
 from .policy import plural

@@ -57,7 +57,7 @@ def seeded() -> Iterator[tuple[SandboxBroker, list[RawRecord]]]:
 def expected(broker: SandboxBroker, records: list[RawRecord]) -> dict[str, Any]:
     topics = set(broker.call(lambda: broker.ctx.topics.names()))
     snapshot = {p: max(r.offset for r in records if r.partition == p) + 1 for p in range(3)}
-    return analyze_records(
+    report = analyze_records(
         records,
         policy_from_yaml(POLICY),
         now_ms=NOW_MS,
@@ -65,6 +65,8 @@ def expected(broker: SandboxBroker, records: list[RawRecord]) -> dict[str, Any]:
         existing_topics=topics,
         snapshot=snapshot,
     )
+    # The report says which now and broker retention it used.
+    return {**report, "summary": {**report["summary"], "now": NOW_MS, "brokerRetentionMs": 5 * DAY_MS}}
 
 
 @pytest.mark.slow
