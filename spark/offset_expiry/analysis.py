@@ -56,8 +56,10 @@ class Analysis:
 
     def as_json_report(self) -> dict[str, Any]:
         """The report with offsets as a lazy stream (pipeline.OffsetRows: dicts when iterated, JSON lines
-        for report.write_json)."""
-        return {"summary": self.report["summary"], "offsets": self.report["offsets"]}
+        for report.write_json). The summary says which `now` and broker retention the expiry times were
+        computed with (given or read from Kafka): without them a report cannot be checked or compared."""
+        summary = {**self.report["summary"], "now": self.now_ms, "brokerRetentionMs": self.retention_ms}
+        return {"summary": summary, "offsets": self.report["offsets"]}
 
 
 def prepare(request: AnalysisRequest, progress: Progress | None = None) -> Prepared:
@@ -90,8 +92,8 @@ def execute(spark: SparkSession, prepared: Prepared, progress: Progress | None =
     for name, value in request.client_settings.items():
         reader = reader.option(f"kafka.{name}", value)
     total = sum(end - start for start, end in snapshot.ranges.values())
-    progress.phase(f"analysing {total} records of {request.topic} in {len(snapshot.ranges)} partitions")
-    progress.watch(spark)
+    progress.phase(f"analysing {request.topic} ({len(snapshot.ranges)} partitions)")
+    progress.watch(spark, total)
     report = analyze_facts(
         reader.load(),
         request.policy,

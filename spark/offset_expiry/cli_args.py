@@ -1,9 +1,13 @@
 """The analysis' command-line arguments, shared by `kafka-offset-operator analyze` and job.py so both
-accept exactly the same flags. Bad values raise InputError with a message fit for one line."""
+accept exactly the same flags. Bad values raise InputError with a message fit for one line.
+
+Every argument is checked here, before Kafka is contacted and long before Spark starts (10-20 s): a typo in
+--output must not cost a whole run and end in a traceback."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output", metavar="PATH", help="write the report here (atomically) instead of stdout"
     )
     parser.add_argument("--candidates-only", action="store_true", help="list only the deletion candidates")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the JVM's and Spark's own warnings and logs (quiet by default)",
+    )
 
 
 def parse_time_ms(text: str, flag: str = "--now") -> int:
@@ -57,6 +66,21 @@ def parse_time_ms(text: str, flag: str = "--now") -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
+
+
+def check_output_path(path: str, flag: str = "--output") -> None:
+    """The report is written atomically (a temporary file in the same directory, then a rename), so what
+    must hold is that the directory exists and takes new files, and that the path is not a directory."""
+    target = Path(path)
+    if not path.strip():
+        raise InputError(f"{flag}: empty path")
+    if target.is_dir():
+        raise InputError(f"{flag}: {path} is a directory; give the path of a file to write")
+    directory = target.absolute().parent
+    if not directory.is_dir():
+        raise InputError(f"{flag}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise InputError(f"{flag}: cannot create files in {directory} (permission denied)")
 
 
 def load_policy(path: str | None) -> Policy:
@@ -74,6 +98,15 @@ def load_policy(path: str | None) -> Policy:
         raise InputError(f"--policy {path}: {exc}") from None
 
 
+def check_bootstrap(servers: str, flag: str = "--bootstrap-server") -> None:
+    """HOST:PORT[,HOST:PORT...] with numeric ports: checked here so the connect check only meets
+    addresses that can be tried."""
+    for server in servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        if not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
+            raise InputError(f"{flag}: {server.strip()!r} is not HOST:PORT (e.g. kafka:9092)")
+
+
 def request_from_args(args: argparse.Namespace) -> AnalysisRequest:
     from .analysis import AnalysisRequest  # imports Spark: only when a run is really about to start
 
@@ -85,8 +118,9 @@ def request_from_args(args: argparse.Namespace) -> AnalysisRequest:
             raise InputError(f"--broker-retention: {exc}") from None
         if retention_ms <= 0:
             raise InputError("--broker-retention: must be longer than 0 (Kafka requires at least 1 minute)")
-    if not args.bootstrap_server.strip() or ":" not in args.bootstrap_server:
-        raise InputError(f"--bootstrap-server: {args.bootstrap_server!r} is not HOST:PORT")
+    check_bootstrap(args.bootstrap_server)
+    if args.output is not None:
+        check_output_path(args.output)
     return AnalysisRequest(
         bootstrap_servers=args.bootstrap_server.strip(),
         policy=load_policy(args.policy),

@@ -4,16 +4,15 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .reachability import check_reachable
 from .source import SourceError, client_config
 
 RETENTION_CONFIG = "offsets.retention.minutes"
 MINUTE_MS = 60_000
-CONNECT_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -26,24 +25,6 @@ def admin_config(bootstrap_servers: str, settings: Mapping[str, Any] | None) -> 
     consumer = client_config(bootstrap_servers, settings)
     keep = {"bootstrap_servers", "request_timeout_ms"} | {k for k in consumer if k in (settings or {})}
     return {k: v for k, v in consumer.items() if k in keep}
-
-
-def check_reachable(bootstrap_servers: str) -> None:
-    """A plain TCP connect first, so a wrong address fails in milliseconds with the OS's reason instead of
-    after the client's bootstrap timeout."""
-    problems = []
-    for server in bootstrap_servers.split(","):
-        host, _, port = server.strip().rpartition(":")
-        try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
-                return
-        except ValueError:
-            problems.append(f"{server!r} is not HOST:PORT")
-        except OSError as exc:
-            problems.append(f"{server.strip()}: {exc.strerror or exc}")
-    if len(problems) == 1:
-        problems = [problems[0].rpartition(": ")[2]]
-    raise SourceError(f"cannot connect to Kafka at {bootstrap_servers}: {'; '.join(problems)}")
 
 
 def describe_cluster(

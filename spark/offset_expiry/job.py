@@ -23,7 +23,7 @@ from typing import NoReturn
 
 from offset_expiry import results_sink
 from offset_expiry.analysis import AnalysisRequest, execute, prepare
-from offset_expiry.cli_args import add_arguments, request_from_args
+from offset_expiry.cli_args import add_arguments, check_output_path, request_from_args
 from offset_expiry.client_env import settings_from_env
 from offset_expiry.errors import InputError
 from offset_expiry.output import emit, spark_failure_message
@@ -81,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _cluster_request(args: argparse.Namespace) -> AnalysisRequest:
     """The request, with the policy read from a ConfigMap and Kafka credentials from the environment when
     the job runs in a cluster."""
+    if args.results is not None and not results_sink.is_configmap_url(args.results):
+        check_output_path(args.results, "--results")
     if results_sink.is_configmap_url(args.policy):
         text = results_sink.read_text(args.policy)
         fd, path = tempfile.mkstemp(prefix="policy-", suffix=".yaml")

@@ -15,6 +15,7 @@ import tempfile
 from typing import TextIO
 
 from .analysis import Analysis
+from .policy import Policy, unmatched_pattern_warnings
 from .report import write_json, write_json_atomically
 from .table import render
 
@@ -30,11 +31,21 @@ def emit(
         else:
             write_json(out or sys.stdout, analysis.as_json_report())
         return
-    text = render(analysis.report["summary"], analysis.as_json_report()["offsets"], analysis.now_ms)
+    report = analysis.as_json_report()
+    text = render(report["summary"], report["offsets"], analysis.now_ms)
     if output is not None:
         _write_text_atomically(output, text)
     else:
         (out or sys.stdout).write(text)
+
+
+def unmatched_patterns(analysis: Analysis, policy: Policy, candidates_only: bool) -> list[str]:
+    """Warnings for the policy's group patterns that matched no group of the report. A report of
+    candidates only does not list every group, so it says nothing."""
+    if candidates_only:
+        return []
+    groups = set(analysis.report["offsets"].column("group").unique().to_pylist())
+    return unmatched_pattern_warnings(policy, groups)
 
 
 def _write_text_atomically(path: str, text: str) -> None:

@@ -22,7 +22,7 @@ matches itself), so the schema's non-empty rule is all there is to check.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from fnmatch import fnmatchcase
@@ -122,8 +122,19 @@ def checked_policy(fields: Mapping[str, Any], path: str = SPEC) -> Policy:
     )
 
 
+POLICY_KIND = "ConsumerGroupOffsetPolicy"
+# Top-level keys of a Kubernetes manifest; a spec has none of them (its fields are groups, rules, ...).
+_MANIFEST_KEYS = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
+SHAPES = (
+    f"a policy file holds a {POLICY_KIND}'s spec (groups:, rules:, protect:), that spec under a top-level "
+    f"spec:, or a whole {POLICY_KIND} manifest (apiVersion:, kind:, spec:)"
+)
+
+
 def policy_from_yaml(text: str, source: str = "policy") -> Policy:
-    """A policy file holds either a whole ConsumerGroupOffsetPolicy resource or just its spec."""
+    """A policy file holds one of three shapes (SHAPES): the bare spec, `spec:` wrapping it (a manifest
+    without its header, as people cut it out of one), or the whole resource. Anything else is an error
+    that names the shapes."""
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -131,12 +142,88 @@ def policy_from_yaml(text: str, source: str = "policy") -> Policy:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "not valid YAML"
         raise SpecError(source, f"{problem}{where}") from None
-    if isinstance(doc, Mapping) and ("kind" in doc or "apiVersion" in doc):
+    if doc is None:
+        return Policy()
+    if not isinstance(doc, Mapping):
+        raise SpecError(source, f"got a {_yaml_kind(doc)}; {SHAPES}")
+    if "kind" in doc or "apiVersion" in doc:
         kind = doc.get("kind")
-        if kind != "ConsumerGroupOffsetPolicy":
-            raise SpecError("kind", f"expected ConsumerGroupOffsetPolicy, got {kind!r}")
+        if kind != POLICY_KIND:
+            raise SpecError("kind", f"expected {POLICY_KIND}, got {kind!r}")
         return parse_policy(doc.get("spec"), SPEC)
-    return parse_policy(doc, SPEC)
+    if SPEC in doc:
+        extra = sorted(str(k) for k in doc if k not in _MANIFEST_KEYS)
+        if extra:
+            raise SpecError(source, f"top-level spec: next to {', '.join(extra)}; {SHAPES}")
+        return parse_policy(doc[SPEC], SPEC)
+    try:
+        return parse_policy(doc, SPEC)
+    except SpecError as exc:
+        if exc.field.count(".") == 1 and exc.problem.startswith("unknown field"):
+            raise SpecError(exc.field, f"{exc.problem}; {SHAPES}", exc.reason) from None
+        raise
+
+
+def _yaml_kind(doc: Any) -> str:
+    if isinstance(doc, list):
+        return "list"
+    if isinstance(doc, str):
+        return "string"
+    return type(doc).__name__
+
+
+# What a regular expression has and a glob meant for a group id almost never does.
+_REGEX_SIGNS = (".*", ".+", "\\d", "\\w", "\\.", "(", "|", "{")
+
+
+def looks_like_regex(pattern: str) -> bool:
+    """`^live-.*$`, `team-a.*`, `(a|b)-.+`: regex syntax where a glob was surely meant (a glob's `.*`
+    matches a literal dot followed by anything, so `team-a.*` misses `team-a-orders`)."""
+    return pattern.startswith("^") or pattern.endswith("$") or any(sign in pattern for sign in _REGEX_SIGNS)
+
+
+def glob_for(pattern: str) -> str | None:
+    """The glob a regex-looking pattern most likely meant, or None when there is no simple one."""
+    glob = pattern.removeprefix("^").removesuffix("$").replace(".*", "*").replace(".+", "?*")
+    glob = glob.replace("\\.", ".")
+    return None if looks_like_regex(glob) or glob == pattern else glob
+
+
+def pattern_fields(policy: Policy, path: str = SPEC) -> list[tuple[str, str]]:
+    """(field, pattern) for every group pattern of the policy."""
+    return [
+        *((f"{path}.groups.include", p) for p in policy.groups.include),
+        *((f"{path}.groups.exclude", p) for p in policy.groups.exclude),
+        *((f"{path}.protect.groups", p) for p in policy.protect.groups),
+    ]
+
+
+def regex_pattern_warnings(policy: Policy, path: str = SPEC) -> list[str]:
+    """One line per group pattern that looks like a regular expression (patterns are globs)."""
+    lines = []
+    for field, pattern in pattern_fields(policy, path):
+        if looks_like_regex(pattern):
+            meant = glob_for(pattern)
+            hint = f"; did you mean {meant!r}?" if meant else ""
+            lines.append(
+                f"{field}: {pattern!r} looks like a regular expression, but group patterns are globs "
+                f"(*, ?, [abc]) matched against the whole group id{hint}"
+            )
+    return lines
+
+
+def unmatched_pattern_warnings(policy: Policy, groups: Collection[str], path: str = SPEC) -> list[str]:
+    """One line per group pattern (other than the default `*`) that matches none of `groups`."""
+    return [
+        f"{field}: {pattern!r} matches none of the {len(groups)} {plural(len(groups), 'group')} with committed "
+        "offsets"
+        for field, pattern in pattern_fields(policy, path)
+        if pattern != "*" and not any(fnmatchcase(g, pattern) for g in groups)
+    ]
+
+
+def plural(n: int, word: str) -> str:
+    return word if n == 1 else f"{word}s"
 
 
 def _duration(rules: Mapping[str, Any], name: str, path: str) -> int | None:

@@ -3,10 +3,13 @@ its session from spark-submit instead)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
@@ -21,10 +24,16 @@ DEFAULTS = {
 
 
 # Spark's JVM logs task failures with full stack traces; the CLI reports failures itself, in one line.
-# OFFSET_EXPIRY_SPARK_LOG_LEVEL=WARN (or INFO) brings the JVM's logs back for debugging.
+# OFFSET_EXPIRY_SPARK_LOG_LEVEL=WARN (or INFO), or `analyze --verbose`, brings the JVM's logs back.
 LOG_LEVEL_ENV = "OFFSET_EXPIRY_SPARK_LOG_LEVEL"
+# In shell mode (pyspark-shell, the mode a Python driver's JVM runs in) Spark sets the root logger to the
+# level of the class that starts the shell, WARN unless configured, and prints "Setting default log level to
+# WARN" when that differs from the root's (Logging.initializeLogging). For a Python driver that class is
+# PythonGatewayServer: giving it our level keeps both quiet.
 _LOG4J2 = """\
 rootLogger.level = {level}
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = {level}
 rootLogger.appenderRef.stderr.ref = stderr
 appender.stderr.type = Console
 appender.stderr.name = stderr
@@ -39,6 +48,39 @@ def _log4j2_file(level: str) -> str:
     with os.fdopen(fd, "w") as f:
         f.write(_LOG4J2.format(level=level))
     return path
+
+
+# What the JVM itself prints on stderr at every start, before any logging is set up, that no flag turns off:
+# Spark 4's launcher adds --add-modules=jdk.incubator.vector, and the JVM warns about incubator modules.
+JVM_NOISE = ("WARNING: Using incubator modules:",)
+
+
+@contextlib.contextmanager
+def _jvm_stderr_filtered() -> Iterator[None]:
+    """While the JVM starts, our stderr (fd 2, which the JVM and its Python workers inherit) is a pipe; a
+    thread copies every line to the real stderr except JVM_NOISE. Only the JVM keeps the pipe: ours is
+    restored as soon as the JVM is up, and the thread ends when the JVM and its workers have exited."""
+    sys.stderr.flush()
+    real = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    threading.Thread(target=_copy_lines, args=(read_end, real), name="jvm-stderr", daemon=True).start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(real, 2)
+
+
+def _copy_lines(read_end: int, real: int) -> None:
+    with os.fdopen(read_end, "rb") as lines, os.fdopen(real, "wb", buffering=0) as out:
+        for line in lines:
+            if not line.decode("utf-8", "replace").startswith(JVM_NOISE):
+                try:
+                    out.write(line)
+                except OSError:  # our stderr is gone (a closed pipe): nothing left to tell
+                    return
 
 
 class JavaMissing(RuntimeError):
@@ -59,8 +101,10 @@ def local_session(
     cores: int | None = None,
     shuffle_partitions: int | None = None,
     log_level: str | None = None,
+    verbose: bool = False,
 ) -> SparkSession:
-    """`log_level`: the JVM's log level (default OFF, or $OFFSET_EXPIRY_SPARK_LOG_LEVEL)."""
+    """`log_level`: the JVM's log level (default OFF, or $OFFSET_EXPIRY_SPARK_LOG_LEVEL; WARN when
+    `verbose`). Unless `verbose`, the JVM's own start-up warnings (JVM_NOISE) are dropped too."""
     check_java()
     # Python workers must run this interpreter (the one with offset_expiry installed), not PATH's python3;
     # SparkContext reads the variable when it starts.
@@ -70,11 +114,12 @@ def local_session(
     for key, value in DEFAULTS.items():
         builder = builder.config(key, value)
     builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions or max(2 * n, 4)))
-    level = (log_level or os.environ.get(LOG_LEVEL_ENV) or "OFF").upper()
+    level = (log_level or os.environ.get(LOG_LEVEL_ENV) or ("WARN" if verbose else "OFF")).upper()
     config_file = _log4j2_file(level)
     try:
         builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={config_file}")
-        spark = builder.getOrCreate()
+        with contextlib.nullcontext() if verbose else _jvm_stderr_filtered():
+            spark = builder.getOrCreate()
     finally:
         os.unlink(config_file)  # read once, when the JVM starts
     spark.sparkContext.setLogLevel(level)

@@ -1,14 +1,28 @@
 """The human-readable report: one line per (group, topic, reason), partitions folded into ranges,
-broker expiry as a time relative to the analysis' `now`."""
+broker expiry as a time relative to the analysis' `now`. KIND says what the group is, since the rules differ
+by kind: `classic` (a consumer group of the classic protocol; `classic/connect` etc. for other protocol
+types), `simple` (offsets committed without a group: standalone consumers, admin tools), `consumer`
+(KIP-848), `streams` (KIP-1071), `share` (KIP-932)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
-from .durations import UNITS_MS
+from .durations import UNITS_MS, format_duration_ms
+from .policy import plural
 
-HEADERS = ("GROUP", "TOPIC", "PARTITIONS", "STATE", "CANDIDATE", "REASON", "BROKER EXPIRY")
+HEADERS = ("GROUP", "KIND", "TOPIC", "PARTITIONS", "STATE", "CANDIDATE", "REASON", "BROKER EXPIRY")
+
+
+def kind(group_type: str, protocol_type: str) -> str:
+    """The KIND column: a group's type, with the protocol type where it tells more (module docstring)."""
+    if group_type != "classic":
+        return group_type
+    if not protocol_type:
+        return "simple"
+    return "classic" if protocol_type == "consumer" else f"classic/{protocol_type}"
 
 
 def relative(at_ms: int | None, now_ms: int) -> str:
@@ -49,15 +63,16 @@ def fold_partitions(partitions: Iterable[int]) -> str:
 
 
 def render(summary: Mapping[str, Any], offsets: Iterable[Mapping[str, Any]], now_ms: int) -> str:
-    rows: dict[tuple[str, str, str, bool, str], dict[str, Any]] = {}
+    rows: dict[tuple[str, str, str, bool, str, str], dict[str, Any]] = {}
     for r in offsets:
-        key = (r["group"], r["topic"], r["reason"], r["candidate"], r["groupState"])
+        group_kind = kind(r["groupType"], r["protocolType"])
+        key = (r["group"], r["topic"], r["reason"], r["candidate"], r["groupState"], group_kind)
         row = rows.setdefault(key, {"partitions": [], "expiry": []})
         row["partitions"].append(r["partition"])
         row["expiry"].append(r["brokerExpiresAt"])
     lines = [HEADERS]
     ordered = sorted(rows.items(), key=lambda kv: (not kv[0][3], kv[0][0], kv[0][1], kv[0][2]))
-    for (group, topic, reason, candidate, state), row in ordered:
+    for (group, topic, reason, candidate, state, group_kind), row in ordered:
         known = [e for e in row["expiry"] if e is not None]
         expiry = relative(min(known), now_ms) if known else "never"
         if known and len(known) < len(row["expiry"]):
@@ -65,6 +80,7 @@ def render(summary: Mapping[str, Any], offsets: Iterable[Mapping[str, Any]], now
         lines.append(
             (
                 group,
+                group_kind,
                 topic,
                 fold_partitions(row["partitions"]),
                 state,
@@ -84,9 +100,18 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
     by_reason = summary["byReason"]
     counted = ", ".join(f"{reason} {n}" for reason, n in by_reason.items() if n)
     partitions = len(summary["snapshot"])
-    return [
-        f"{summary['candidates']} deletion candidates among {summary['offsets']} committed offsets "
-        f"of {summary['groups']} groups" + (f" ({counted})" if counted else ""),
-        f"scanned {summary['recordsScanned']} records in {partitions} partitions of __consumer_offsets; "
-        f"{summary['skippedRecords']} undecodable records skipped",
+    candidates, offsets, groups = summary["candidates"], summary["offsets"], summary["groups"]
+    scanned, skipped = summary["recordsScanned"], summary["skippedRecords"]
+    lines = [
+        f"{candidates} deletion {plural(candidates, 'candidate')} among {offsets} committed "
+        f"{plural(offsets, 'offset')} of {groups} {plural(groups, 'group')}" + (f" ({counted})" if counted else ""),
+        f"scanned {scanned} {plural(scanned, 'record')} in {partitions} {plural(partitions, 'partition')} of "
+        f"__consumer_offsets; {skipped} undecodable {plural(skipped, 'record')} skipped",
     ]
+    if summary.get("now") is not None and summary.get("brokerRetentionMs") is not None:
+        now = datetime.fromtimestamp(summary["now"] / 1000, UTC).isoformat(timespec="seconds")
+        lines.append(
+            f"as of {now.replace('+00:00', 'Z')}, with a broker offset retention of "
+            f"{format_duration_ms(summary['brokerRetentionMs'])}"
+        )
+    return lines

@@ -15,7 +15,9 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
 from offset_expiry.codec import partition_for
+from offset_expiry.errors import InputError
 from offset_expiry.raw import OFFSETS_TOPIC
+from offset_expiry.reachability import check_reachable
 
 from ..errors import UserError
 
@@ -32,10 +34,15 @@ class RawRecord:
 
 
 class OffsetsTopicReader:
-    """A group-less consumer assigned to `__consumer_offsets` partitions."""
+    """A group-less consumer assigned to `__consumer_offsets` partitions. The connect check is analyze's
+    (offset_expiry.reachability): a wrong address fails the same way, in the same time, for both."""
 
     def __init__(self, bootstrap_server: str) -> None:
         self.bootstrap_server = bootstrap_server
+        try:
+            check_reachable(bootstrap_server)
+        except InputError as exc:
+            raise UserError(str(exc)) from None
         try:
             self._consumer = KafkaConsumer(
                 bootstrap_servers=bootstrap_server,

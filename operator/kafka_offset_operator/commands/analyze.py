@@ -8,10 +8,12 @@ a missing topic or a bad flag fails in seconds with one line.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from offset_expiry.cli_args import add_arguments, request_from_args
 from offset_expiry.errors import InputError
+from offset_expiry.policy import regex_pattern_warnings
 from offset_expiry.progress import Progress
 
 from ..errors import UserError
@@ -32,22 +34,30 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     # Spark and Arrow load only when an analysis really runs: the other commands stay quick to start.
     from offset_expiry.analysis import execute, prepare
-    from offset_expiry.output import emit, spark_failure_message
+    from offset_expiry.output import emit, spark_failure_message, unmatched_patterns
     from offset_expiry.session import JavaMissing, local_session
 
     try:
         request = request_from_args(args)
+        for line in regex_pattern_warnings(request.policy):
+            warn(line)
         with Progress() as progress:
             prepared = prepare(request, progress)
             progress.phase("starting Spark (local mode)")
-            spark = local_session("kafka-offset-operator-analyze")
+            spark = local_session("kafka-offset-operator-analyze", verbose=args.verbose)
             try:
                 analysis = execute(spark, prepared, progress)
             except InputError:
                 raise
             except Exception as exc:  # a Spark failure: JVM and worker tracebacks, reduced to one line
                 raise UserError(spark_failure_message(exc)) from None
+        for line in unmatched_patterns(analysis, request.policy, request.candidates_only):
+            warn(line)
         emit(analysis, fmt=args.format, output=args.output)
     except (InputError, JavaMissing) as exc:
         raise UserError(str(exc)) from None
     return 0
+
+
+def warn(line: str) -> None:
+    print(f"kafka-offset-operator: warning: {line}", file=sys.stderr)

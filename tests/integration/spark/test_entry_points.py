@@ -57,7 +57,7 @@ def seeded() -> Iterator[tuple[SandboxBroker, list[RawRecord]]]:
 def expected(broker: SandboxBroker, records: list[RawRecord]) -> dict[str, Any]:
     topics = set(broker.call(lambda: broker.ctx.topics.names()))
     snapshot = {p: max(r.offset for r in records if r.partition == p) + 1 for p in range(3)}
-    return analyze_records(
+    report = analyze_records(
         records,
         policy_from_yaml(POLICY),
         now_ms=NOW_MS,
@@ -65,6 +65,8 @@ def expected(broker: SandboxBroker, records: list[RawRecord]) -> dict[str, Any]:
         existing_topics=topics,
         snapshot=snapshot,
     )
+    # The report says which now and broker retention it used.
+    return {**report, "summary": {**report["summary"], "now": NOW_MS, "brokerRetentionMs": 5 * DAY_MS}}
 
 
 @pytest.mark.slow
@@ -109,7 +111,7 @@ class Interrupted:
 def interrupted(
     seeded: tuple[SandboxBroker, list[RawRecord]], tmp_path_factory: pytest.TempPathFactory
 ) -> Interrupted:
-    """`spark-submit job.py` killed while Spark works (its progress shows running tasks). Under spark-submit
+    """`spark-submit job.py` killed while Spark works (its progress shows records being read). Under spark-submit
     the Python driver's stderr reaches us through the JVM's stdout."""
     broker, _ = seeded
     workdir = tmp_path_factory.mktemp("job")
@@ -138,7 +140,7 @@ def interrupted(
     try:
         assert job.stdout is not None
         for line in job.stdout:
-            if line.startswith("[analyze") and " tasks)" in line:
+            if line.startswith("[analyze") and " records read" in line:
                 break
         assert job.poll() is None, "the job ended before it could be interrupted"
     finally:
