@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .reachability import check_reachable
+from .reachability import UnreachableError, check_reachable
 from .source import SourceError, client_config
 
 RETENTION_CONFIG = "offsets.retention.minutes"
@@ -34,7 +34,10 @@ def describe_cluster(
     from kafka.admin import ConfigResource, ConfigResourceType
     from kafka.errors import KafkaError
 
-    check_reachable(bootstrap_servers)
+    try:
+        check_reachable(bootstrap_servers)
+    except UnreachableError as exc:  # the source's error, as every other failure to reach the cluster here
+        raise SourceError(str(exc)) from None
     try:
         admin = KafkaAdminClient(**admin_config(bootstrap_servers, settings))
     except (KafkaError, ValueError, OSError) as exc:
