@@ -77,14 +77,18 @@ def next_step(spec: DeletionSpec, status: Mapping[str, Any]) -> Step:
     return Step.DONE
 
 
-def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None) -> bool:
-    """Whether the operator should keep visiting this object (its retry timer runs only while true)."""
-    spec = spec or {}
-    status = status or {}
+def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None, generation: int | None = None) -> bool:
+    """Whether the operator should keep visiting this object (its retry timer runs only while true). Kopf
+    asks this of every object it sees, before any check: a spec or status that is not a mapping (a CRD
+    installed without its schema lets one in) reads as empty, so the visit says what is wrong with it."""
+    spec = spec if isinstance(spec, Mapping) else {}
+    status = status if isinstance(status, Mapping) else {}
     phase = status.get("phase")
     degraded = find(status.get("conditions"), "Degraded")
     frozen = bool(frozen_fields(spec, status))
     if degraded is not None and degraded.get("status") == "True":
+        if _own_spec_invalid(degraded, status, generation):
+            return False  # only a new spec can fix it: Kopf calls this again when the object changes
         if degraded.get("reason") == Reason.SPEC_FROZEN:
             if not frozen:
                 return True  # the spec is back as approved: clear the condition
@@ -99,6 +103,14 @@ def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None)
     if phase in (SUCCEEDED, PARTIALLY_FAILED):
         return bool(spec.get("restore")) and not status.get("restoreTime")
     return False
+
+
+def _own_spec_invalid(degraded: Mapping[str, Any], status: Mapping[str, Any], generation: int | None) -> bool:
+    """InvalidSpec about this object's own spec (the message names a `spec.` field), for the generation
+    it describes. One about the referenced policy's connection is not: editing the policy fixes it."""
+    return (degraded.get("reason") == Reason.INVALID_SPEC and generation is not None
+            and status.get("observedGeneration") == generation
+            and str(degraded.get("message") or "").startswith("spec"))
 
 
 # -- outcomes that change no Kafka state

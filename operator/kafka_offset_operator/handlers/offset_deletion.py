@@ -22,7 +22,7 @@ def register(registry: kopf.OperatorRegistry, ctx: OperatorContext) -> None:
 
     @kopf.timer(GROUP, VERSION, DELETIONS, id="offsetdeletion", registry=registry,
                 interval=ctx.options.retry_interval, backoff=ctx.options.retry_interval,
-                when=lambda spec, status, **_: needs_work(spec, status))
+                when=lambda spec, status, meta, **_: needs_work(spec, status, meta.get("generation")))
     def visit(namespace: str | None, name: str, **_: Any) -> None:
         if namespace is not None:  # the CRD is namespaced
             reconciler.reconcile(namespace, name)
