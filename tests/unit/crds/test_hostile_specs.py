@@ -41,11 +41,10 @@ OWNER = {"apiVersion": "kafkaoffsets.dev/v1alpha1", "kind": "ConsumerGroupOffset
 
 def read_secret(name: str) -> Mapping[str, bytes]:
     """Some Secrets exist, some hold bytes that are not text, some are missing."""
-    if name[:1] in "abcdefgh":
-        return SECRET
-    if name[:1] in "ijklmn":
-        return BAD_BYTES
-    raise LookupError(name)
+    found = (SECRET, BAD_BYTES, None)[len(name) % 3]
+    if found is None:
+        raise LookupError(name)
+    return found
 
 
 def named(error: SpecError, prefix: str) -> None:
@@ -197,6 +196,14 @@ def test_an_invalid_spec_of_its_own_waits_for_a_new_generation() -> None:
     policy_side = {**own, "conditions": [{**own["conditions"][0],
                                          "message": "ConsumerGroupOffsetPolicy p spec.kafka.bootstrapServers: bad"}]}
     assert deletion_steps.needs_work({"group": "g"}, policy_side, 2)
+
+
+def test_a_secret_that_is_not_text_is_named_not_a_crash() -> None:
+    """Found by the properties: a SASL password that is not UTF-8 raised UnicodeDecodeError."""
+    kafka = {"bootstrapServers": "k:1", "securityProtocol": "SASL_PLAINTEXT",
+             "sasl": {"mechanism": "PLAIN", "secretRef": {"name": "s"}}}
+    with pytest.raises(SpecError, match=r"^spec\.kafka\.sasl\.secretRef\.usernameKey: .* is not UTF-8 text$"):
+        connection_from_spec(kafka, lambda name: BAD_BYTES)
 
 
 @pytest.mark.parametrize("text", ["orders\n", "orders\n\n", "\norders"])
