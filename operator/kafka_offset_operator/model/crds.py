@@ -557,12 +557,14 @@ def _deletion_status() -> Schema:
                         "error": _text("Kafka's error name, e.g. GROUP_SUBSCRIBED_TO_TOPIC."),
                         "message": _text("What the error means here."),
                         "count": _count(
-                            "For very large deletions, successful partitions of a topic are summed in one entry "
-                            "without a partition: how many."
+                            "For very large deletions (see resultsSummary), successful partitions of a topic are "
+                            "summed in one entry without a partition: how many."
                         ),
                     },
                 },
             },
+            "resultsSummary": _results_summary("results"),
+            "restoreResultsSummary": _results_summary("restoreResults"),
             "restoreResults": {
                 "type": "array",
                 "description": "One entry per deleted partition, once a restore ran.",
@@ -579,6 +581,8 @@ def _deletion_status() -> Schema:
                         },
                         "error": _text("Kafka's error name, e.g. UNKNOWN_TOPIC_OR_PARTITION."),
                         "message": _text("What happened here."),
+                        "count": _count("For very large restores (see restoreResultsSummary), restored "
+                                        "partitions of a topic are summed in one entry without a partition."),
                     },
                 },
             },
@@ -614,6 +618,26 @@ def _deletion_status() -> Schema:
                     "spec": _approved_spec(),
                 },
             },
+        },
+    }
+
+
+def _results_summary(field: str) -> Schema:
+    """Set when status.<field> is shortened to fit the object (decisions/deletion_steps.bounded_results)."""
+    counts = {"type": "object", "additionalProperties": {"type": "integer"}}
+    return {
+        "type": "object",
+        "description": (
+            f"Set when {field} has more entries than fit in one object (over 1000, or 256 KiB): counts of every "
+            f"partition by status and by Kafka error; {field} then sums the successful partitions per topic and "
+            "keeps a sample of the others (up to 20 of each status and error first)."
+        ),
+        "properties": {
+            "partitions": _count("Results in all."),
+            "byStatus": {**counts, "description": "Partitions per status (Deleted, Failed, ...)."},
+            "byError": {**counts, "description": "Partitions per Kafka error name."},
+            "shown": _count(f"Entries of {field} that are single partitions (the sample)."),
+            "message": _text("What was shortened, for people."),
         },
     }
 

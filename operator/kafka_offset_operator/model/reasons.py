@@ -17,6 +17,7 @@ class Reason(StrEnum):
     SECRET_NOT_FOUND = "SecretNotFound"  # a Secret or key named in spec.kafka is missing; retried
     KAFKA_UNAVAILABLE = "KafkaUnavailable"  # Kafka unreachable, or busy with the group (coordinator moving); retried
     KUBERNETES_API_ERROR = "KubernetesApiError"  # a Kubernetes API call failed; retried
+    WRITE_REFUSED = "WriteRefused"  # the API server refused a write for its size or content (413, 422): not retried
 
     # -- ConsumerGroupOffsetPolicy
     ANALYSIS_SUCCEEDED = "AnalysisSucceeded"  # Ready=True: the last run succeeded; the message sums it up
