@@ -68,6 +68,7 @@ class Emulator(kmock.KubernetesEmulator):
         self.validate = True
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        raw_request = raw_request.clone(client_max_size=MAX_REQUEST_BYTES)  # aiohttp's own default is 1 MiB
         too_large = await request_too_large(raw_request)
         if too_large is not None:
             return too_large
@@ -187,12 +188,17 @@ MAX_OBJECT_BYTES = 1536 * 1024
 
 
 async def request_too_large(raw: aiohttp.web.BaseRequest) -> aiohttp.web.Response | None:
-    """413 for a write whose body is over MAX_REQUEST_BYTES, with the API server's Status."""
+    """413 for a write whose body is over MAX_REQUEST_BYTES, with the API server's Status (`raw` reads at
+    most that much: aiohttp's client_max_size)."""
     if raw.method not in ("POST", "PUT", "PATCH"):
         return None
-    size = raw.content_length if raw.content_length is not None else len(await raw.read())
-    if size <= MAX_REQUEST_BYTES:
+    if raw.content_length is not None and raw.content_length <= MAX_REQUEST_BYTES:
         return None
+    try:
+        if raw.content_length is None and len(await raw.read()) <= MAX_REQUEST_BYTES:
+            return None
+    except aiohttp.web.HTTPRequestEntityTooLarge:
+        pass
     message = f"Request entity too large: limit is {MAX_REQUEST_BYTES}"
     return aiohttp.web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                                       "message": message, "reason": "RequestEntityTooLarge", "code": 413}, status=413)
