@@ -57,17 +57,23 @@ FROZEN_MESSAGE = ("spec is frozen once approved: only spec.restore may change; c
                   "to act on other offsets")
 
 
+# Kubernetes object names (a DNS subdomain) and the keys of a Secret's data, as the API server checks them
+# (IsDNS1123Subdomain, IsConfigMapKey): a name that cannot exist is refused here, naming the field, instead of
+# being looked up (".." in a URL path is not a Secret).
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
+
+
+def _object_name(description: str) -> Schema:
+    return {"type": "string", "title": "Kubernetes name (lower-case letters, digits, - and .)", "minLength": 1,
+            "maxLength": MAX_NAME, "pattern": DNS_SUBDOMAIN, "description": description}
+
+
 def _secret_key_ref(description: str, keys: dict[str, tuple[str, str]]) -> Schema:
-    props: Schema = {
-        "name": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_NAME,
-            "description": "Secret name, in the resource's own namespace.",
-        }
-    }
+    props: Schema = {"name": _object_name("Secret name, in the resource's own namespace.")}
     for key, (default, about) in keys.items():
-        props[key] = {"type": "string", "maxLength": MAX_NAME, "default": default, "description": about}
+        props[key] = {"type": "string", "title": "Secret key (letters, digits, -, _ and .)", "pattern": SECRET_KEY,
+                      "maxLength": MAX_NAME, "default": default, "description": about}
     return {"type": "object", "description": description, "required": ["name"], "properties": props}
 
 
@@ -405,7 +411,7 @@ def _deletion_spec() -> Schema:
             "description": "Use the Kafka connection of this ConsumerGroupOffsetPolicy (same namespace).",
             "required": ["name"],
             "properties": {
-                "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME, "description": "The policy's name."}
+                "name": _object_name("The policy's name.")
             },
         },
         "group": {

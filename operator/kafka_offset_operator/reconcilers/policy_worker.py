@@ -96,7 +96,10 @@ class PolicyRunner:
                     return
                 status = body.get("status") or {}
                 if schedule.due(_generation(body), status, self.now_ms()):
-                    async with self.slot:
+                    if await asyncio.to_thread(self._can_run, body):
+                        async with self.slot:
+                            await self._visit_marked(namespace, name, stopped)
+                    else:  # no analysis can start: say why at once, not behind other policies' runs
                         await self._visit_marked(namespace, name, stopped)
                     continue  # re-read: the status now says when the next run is due
                 wait = schedule.wait_ms(parse_iso(status.get("nextRunTime")), self.now_ms(), int(self.tick_s * 1000))
@@ -105,6 +108,18 @@ class PolicyRunner:
             self.failures.pop((namespace, name), None)
             if stopped:
                 metrics.forget_policy(namespace, name, list(CANDIDATE_REASONS))
+
+    def _can_run(self, body: Mapping[str, Any]) -> bool:
+        """Whether a visit may start an analysis: its spec and Secrets are usable. One that cannot (an invalid
+        spec, a missing Secret) needs no slot, so its condition is written at once even while other policies'
+        analyses (or their waits for an unreachable Kafka) hold it."""
+        namespace = body["metadata"]["namespace"]
+        try:
+            spec = parse_policy_spec(body.get("spec"))
+            connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret))
+        except (SpecError, KubeError):
+            return False
+        return True
 
     async def _visit_marked(self, namespace: str, name: str, stopped: kopf.DaemonStopped) -> None:
         """One visit, marked as under way so that the deletion handler can wait for it (`quiesce`). The mark
