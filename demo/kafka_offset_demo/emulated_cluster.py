@@ -199,6 +199,10 @@ class Emulator(kmock.KubernetesEmulator):
         return cut
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        raw_request = raw_request.clone(client_max_size=MAX_REQUEST_BYTES)  # aiohttp's own default is 1 MiB
+        too_large = await request_too_large(raw_request)
+        if too_large is not None:
+            return too_large
         if raw_request.path.startswith("/openapi/v3"):
             return self._serve_openapi(raw_request.path)
         if raw_request.path.rstrip("/") != "/api/v1/namespaces":
@@ -306,6 +310,7 @@ class Emulator(kmock.KubernetesEmulator):
                 raise _unprocessable(exc) from None
             if admitted is None:
                 return await self._serve(request)
+            object_too_large(admitted)
             if request.params.get("dryRun") == "All":  # validated, not stored
                 return aiohttp.web.json_response(admitted, status=201 if request.action == kmock.action.CREATE else 200)
             # kmock stores request.data (an object, or a patch of the stored one) and knows requests by identity:
@@ -388,6 +393,36 @@ def _criteria(items: Iterable[Any]) -> tuple[kmock.Criteria, ...]:
             raise ValueError(f"not a kmock criterion: {item!r}")
         out.append(criteria)
     return tuple(out)
+
+
+# The API server's size limits. A request body over 3 MiB is refused before anything is decoded (413, the
+# apiserver's MaxRequestBodyBytes); a stored object over etcd's 1.5 MiB (--max-request-bytes; custom
+# resources are stored as JSON) is refused by etcd, which the API server passes on as a 500 (kubernetes#112152).
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+MAX_OBJECT_BYTES = 1536 * 1024
+
+
+async def request_too_large(raw: aiohttp.web.BaseRequest) -> aiohttp.web.Response | None:
+    """413 for a write whose body is over MAX_REQUEST_BYTES, with the API server's Status (`raw` reads at
+    most that much: aiohttp's client_max_size)."""
+    if raw.method not in ("POST", "PUT", "PATCH"):
+        return None
+    if raw.content_length is not None and raw.content_length <= MAX_REQUEST_BYTES:
+        return None
+    try:
+        if raw.content_length is None and len(await raw.read()) <= MAX_REQUEST_BYTES:
+            return None
+    except aiohttp.web.HTTPRequestEntityTooLarge:
+        pass
+    message = f"Request entity too large: limit is {MAX_REQUEST_BYTES}"
+    return aiohttp.web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                      "message": message, "reason": "RequestEntityTooLarge", "code": 413}, status=413)
+
+
+def object_too_large(obj: Mapping[str, Any]) -> None:
+    """etcd's refusal of an object over MAX_OBJECT_BYTES, as the API server answers it."""
+    if len(json.dumps(obj, separators=(",", ":"))) > MAX_OBJECT_BYTES:
+        raise kmock.KubernetesError(status=500, reason="InternalError", message="etcdserver: request is too large")
 
 
 def _unprocessable(exc: Exception) -> kmock.KubernetesError:

@@ -20,6 +20,8 @@ Draft4Validator does the checking, and what is not JSON Schema is handled here o
 - `default`: an annotation for JSON Schema. The API server fills defaults in; the spec parsers apply the
   same defaults themselves, so a spec that skipped defaulting (a policy file) means the same.
 - `format`: an annotation here (the CRDs' spec schemas use none).
+- `pattern`: the API server matches with RE2, where `$` is the end of the text; Python's `$` also matches
+  before a final newline, so patterns are compiled with `\\Z` for `$` (`re2_anchors`).
 
 Messages are one line. `title`, where a schema gives one, names what a value is ("duration like 7d, ..."),
 so a wrong value reads `'7 days' is not a duration like 7d, ...` rather than showing a regular expression.
@@ -140,6 +142,8 @@ def _to_json_schema(node: Mapping[str, Any], where: str) -> Schema:
             out[key] = [_to_json_schema(sub, where) for sub in value]
         elif key == "not":
             out[key] = _to_json_schema(value, where)
+        elif key == "pattern" and isinstance(value, str):
+            out[key] = re2_anchors(value)
         elif key != "nullable":
             out[key] = value
     if node.get(_INT_OR_STRING):
@@ -154,6 +158,28 @@ def _to_json_schema(node: Mapping[str, Any], where: str) -> Schema:
     if out.get(_LIST_TYPE) == "map" and not out.get(_MAP_KEYS):
         raise ValueError(f"{where}: x-kubernetes-list-type map needs x-kubernetes-list-map-keys")
     return out
+
+
+def re2_anchors(pattern: str) -> str:
+    """`pattern` with the API server's meaning of `$` in Python's `re`: the end of the text (RE2, Go), not
+    also before a final newline (Python), so "orders\\n" is not a topic name here either. Every `$` that is
+    neither escaped nor in a character class becomes `\\Z`."""
+    out: list[str] = []
+    escaped = in_class = False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]" or out[-1] == "["
+        elif char == "[":
+            in_class = True
+        elif char == "$":
+            out.append("\\Z")
+            continue
+        out.append(char)
+    return "".join(out)
 
 
 def _find_lists(node: Mapping[str, Any], out: set[int]) -> bool:
@@ -263,7 +289,7 @@ def _max_length(value: Any, maximum: Any, schema: Mapping[str, Any]) -> Found:
 
 
 def _pattern(value: Any, pattern: Any, schema: Mapping[str, Any]) -> Found:
-    return _titled(value, pattern, schema) or ([], f"{value!r} does not match {pattern}")
+    return _titled(value, pattern, schema) or ([], f"{value!r} does not match {str(pattern).replace(chr(92) + 'Z', '$')}")
 
 
 def _enum(value: Any, options: Any, _: Mapping[str, Any]) -> Found:

@@ -9,6 +9,7 @@ service-account auth work the same way as for kubectl.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,12 +258,36 @@ class Conflict(KubeError):
     """HTTP 409: the object changed since it was read (a failed precondition), or exists already."""
 
 
+class Refused(KubeError):
+    """The API server refused what a write carries, for good: 413 (over its request limit, 3 MiB), 422
+    (invalid for the CRD: its bounds, its rules), or etcd's "request is too large" (the stored object over
+    1.5 MiB, which API servers answer with a 500). The same content gets the same answer: the caller records
+    it and does not retry it (see docs/safety.md)."""
+
+
+# etcd's refusal of an object over its request limit, as the API server passes it on (kubernetes#112152).
+_ETCD_TOO_LARGE = "request is too large"
+
+
 def _translate(exc: ApiException) -> Exception:
     if exc.status == 404:
         return NotFound(str(exc.reason))
     if exc.status == 409:
         return Conflict(f"Kubernetes API error {exc.status}: {exc.reason}")
+    message = _api_message(exc)
+    if exc.status in (413, 422) or (exc.status == 500 and _ETCD_TOO_LARGE in message):
+        return Refused(f"Kubernetes API refused the write ({exc.status} {exc.reason}): {message[:400]}")
     return KubeError(f"Kubernetes API error {exc.status}: {exc.reason}")
+
+
+def _api_message(exc: ApiException) -> str:
+    """The Status message of an API error (the API server's words: field paths and limits, never a body we
+    sent beyond what it quotes of an invalid value)."""
+    try:
+        body = json.loads(exc.body or "{}")
+    except (TypeError, ValueError):
+        return str(exc.body or "")[:400]
+    return str(body.get("message") or "") if isinstance(body, dict) else ""
 
 
 def owner_reference(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -57,11 +57,11 @@ def connection_from_spec(
         ref = sasl["secretRef"]
         data = _secret(ref, read_secret, f"{where}.sasl.secretRef")
         username_field, username_key = f"{where}.sasl.secretRef.usernameKey", ref.get("usernameKey", "username")
-        username = _key(data, username_key, username_field, ref).decode()
+        username = _text(_key(data, username_key, username_field, ref), username_field, ref)
         sources["username"] = SecretKey(username_field, ref["name"], username_key)
         password_field = f"{where}.sasl.secretRef.passwordKey"
         password_key = ref.get("passwordKey", "password")
-        password = Masked(_key(data, password_key, password_field, ref).decode())
+        password = Masked(_text(_key(data, password_key, password_field, ref), password_field, ref))
         sources["password"] = SecretKey(password_field, ref["name"], password_key)
     tls = None
     tls_spec = kafka.get("tls") or {}
@@ -112,3 +112,11 @@ def _key(data: Mapping[str, bytes], key: str, where: str, ref: Mapping[str, Any]
     if key not in data:
         raise SpecError(where, f"Secret {ref['name']!r} has no key {key!r}", Reason.SECRET_NOT_FOUND)
     return data[key]
+
+
+def _text(value: bytes, where: str, ref: Mapping[str, Any]) -> str:
+    """SASL user names and passwords are text (Kafka sends them as UTF-8); the bytes are never shown."""
+    try:
+        return value.decode()
+    except UnicodeDecodeError:
+        raise SpecError(where, f"the value in Secret {ref['name']!r} is not UTF-8 text") from None

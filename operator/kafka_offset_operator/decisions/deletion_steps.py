@@ -14,6 +14,7 @@ consumer committed after our delete (or after our restore) is never deleted (or 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -41,6 +42,13 @@ DELETED = "Deleted"
 FAILED_RESULT = "Failed"
 SKIPPED = "Skipped"
 NOT_COMMITTED = "NotCommitted"
+
+# Results that fit the object (bounded_results): one object, spec and status, must stay under etcd's 1.5 MiB
+# and a status write under the API server's 3 MiB request limit, and a deletion of every committed partition
+# of its topics may touch any number of partitions.
+RESULTS_LIMIT = 1000  # per-partition result entries kept as they are
+RESULTS_BUDGET = 256 * 1024  # bytes of JSON for status.results, and again for status.restoreResults
+SAMPLE_PER_KIND = 20  # past the limit: examples of each (status, Kafka error) kept before any others
 
 class Step(StrEnum):
     AWAIT = "await"  # not approved: nothing to do with Kafka
@@ -77,14 +85,18 @@ def next_step(spec: DeletionSpec, status: Mapping[str, Any]) -> Step:
     return Step.DONE
 
 
-def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None) -> bool:
-    """Whether the operator should keep visiting this object (its retry timer runs only while true)."""
-    spec = spec or {}
-    status = status or {}
+def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None, generation: int | None = None) -> bool:
+    """Whether the operator should keep visiting this object (its retry timer runs only while true). Kopf
+    asks this of every object it sees, before any check: a spec or status that is not a mapping (a CRD
+    installed without its schema lets one in) reads as empty, so the visit says what is wrong with it."""
+    spec = spec if isinstance(spec, Mapping) else {}
+    status = status if isinstance(status, Mapping) else {}
     phase = status.get("phase")
     degraded = find(status.get("conditions"), "Degraded")
     frozen = bool(frozen_fields(spec, status))
     if degraded is not None and degraded.get("status") == "True":
+        if _own_spec_invalid(degraded, status, generation):
+            return False  # only a new spec can fix it: Kopf calls this again when the object changes
         if degraded.get("reason") == Reason.SPEC_FROZEN:
             if not frozen:
                 return True  # the spec is back as approved: clear the condition
@@ -99,6 +111,14 @@ def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None)
     if phase in (SUCCEEDED, PARTIALLY_FAILED):
         return bool(spec.get("restore")) and not status.get("restoreTime")
     return False
+
+
+def _own_spec_invalid(degraded: Mapping[str, Any], status: Mapping[str, Any], generation: int | None) -> bool:
+    """InvalidSpec about this object's own spec (the message names a `spec.` field), for the generation
+    it describes. One about the referenced policy's connection is not: editing the policy fixes it."""
+    return (degraded.get("reason") == Reason.INVALID_SPEC and generation is not None
+            and status.get("observedGeneration") == generation
+            and str(degraded.get("message") or "").startswith("spec"))
 
 
 # -- outcomes that change no Kafka state
@@ -280,12 +300,16 @@ def backup_taken(status: Mapping[str, Any], record: BackupRecord, plan: BackupPl
     backup: dict[str, Any] = {"name": record.name, "takenAt": record.taken_at, "partitions": record.partitions,
                               "expiresAt": record.expires_at}
     if record.partitions <= inline_limit:  # for kubectl; the stored backup is the one restore reads
-        backup["offsets"] = backup_entries(record.offsets)
+        entries = backup_entries(record.offsets)
+        if _size(entries) <= RESULTS_BUDGET:  # long topic names: the ConfigMap alone
+            backup["offsets"] = entries
     message = (f"backed up {record.partitions} committed offsets of group {record.group} to ConfigMap "
                f"{record.name}; deleting")
     patch = _conds(status, now, generation, Condition("Ready", "False", Reason.RUNNING, message),
                    Condition("Degraded", "False", Reason.AS_EXPECTED, ""))
-    patch.update(phase=RUNNING, startTime=now, backup=backup, results=list(plan.results), target=dict(target))
+    results, summary = bounded_results((), None, plan.results, DELETED)
+    patch.update(phase=RUNNING, startTime=now, backup=backup, results=results, resultsSummary=summary,
+                 target=dict(target))
     return Outcome(patch, (Event("Normal", Reason.BACKED_UP, message),))
 
 
@@ -354,20 +378,23 @@ def finish_deletion(
     top_error: str | None,
     now: str,
     generation: int | None,
-    results_limit: int = 1000,
+    results_limit: int = RESULTS_LIMIT,
+    results_budget: int = RESULTS_BUDGET,
 ) -> Outcome:
     """Record Kafka's answer: per partition, or one top-level error that Kafka applies to all of them."""
-    results = [dict(r) for r in status.get("results") or ()] + [dict(r) for r in plan.results]
+    new: list[dict[str, Any]] = [dict(r) for r in plan.results]
     for tp in plan.to_delete:
         error = top_error if top_error is not None else answers.get(tp, "UNKNOWN_SERVER_ERROR")
         if error is None:
-            results.append(_result(tp, DELETED))
+            new.append(_result(tp, DELETED))
         else:
-            results.append(_result(tp, FAILED_RESULT, error, EXPLAIN.get(error, "")))
-    deleted = sum(1 for r in results if r["status"] == DELETED and "partition" in r) + _collapsed(results)
-    failed = sum(1 for r in results if r["status"] == FAILED_RESULT)
+            new.append(_result(tp, FAILED_RESULT, error, EXPLAIN.get(error, "")))
+    results, results_summary = bounded_results(status.get("results") or (), status.get("resultsSummary"), new, DELETED,
+                                       results_limit, results_budget)
+    tally = results_summary or _summary(results)
+    deleted, failed = tally["byStatus"].get(DELETED, 0), tally["byStatus"].get(FAILED_RESULT, 0)
     phase = FAILED if failed and not deleted else PARTIALLY_FAILED if failed else SUCCEEDED
-    errors = sorted({r["error"] for r in results if r.get("error")})
+    errors = sorted(tally["byError"])
     summary = f"deleted {deleted} committed offsets of group {spec.group}; {failed} failed"
     if errors:
         summary += f" ({', '.join(errors)})"
@@ -379,27 +406,100 @@ def finish_deletion(
         conds = (Condition("Ready", "False", reason, summary), Condition("Degraded", "True", reason, summary))
         event = Event("Warning", reason, summary)
     patch = _conds(status, now, generation, *conds)
-    patch.update(phase=phase, completionTime=now, deleted=deleted, failed=failed,
-                 results=compact_results(results, results_limit))
+    patch.update(phase=phase, completionTime=now, deleted=deleted, failed=failed, results=results,
+                 resultsSummary=results_summary)
     return Outcome(patch, (event,))
 
 
-def compact_results(results: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-    """Keep the status small for huge deletions: past `limit`, successful partitions are summed per topic."""
-    if len(results) <= limit:
-        return results
-    kept = [r for r in results if r["status"] != DELETED or "partition" not in r]
+# -- results that fit the object (the limits are at the top)
+
+
+
+def bounded_results(
+    previous: Sequence[Mapping[str, Any]], previous_summary: Mapping[str, Any] | None,
+    new: Sequence[Mapping[str, Any]], done: str, limit: int = RESULTS_LIMIT, budget: int = RESULTS_BUDGET,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Results as they go into the status, and their summary (None while every entry fits).
+
+    Past `limit` entries or `budget` bytes, the `done` ones (Deleted, Restored) are summed per topic
+    (`{topic, status, count}`: restore reads those topics' partitions from the stored backup), and of the
+    others a sample stays: up to SAMPLE_PER_KIND of each status and Kafka error first, then as many more as
+    fit. The summary counts every partition by status and by error. `previous` may itself be a sample
+    (`previous_summary` counts it all)."""
+    merged = [dict(r) for r in previous] + [dict(r) for r in new]
+    if previous_summary is None and len(merged) <= limit and _size(merged) <= budget:
+        return merged, None
+    tally = _summary(new, previous_summary if previous_summary is not None else _summary(previous))
     per_topic: dict[str, int] = {}
+    others = []
+    for r in merged:
+        if r["status"] == done:
+            per_topic[r["topic"]] = per_topic.get(r["topic"], 0) + int(r.get("count", 1))
+        else:
+            others.append(r)
+    verb = done.lower()
+    out = [{"topic": t, "status": done, "message": f"{n} partitions {verb}", "count": n}
+           for t, n in sorted(per_topic.items())]
+    seen: dict[tuple[str, str], int] = {}
+    first: list[dict[str, Any]] = []
+    rest: list[dict[str, Any]] = []
+    for r in others:
+        kind = (r["status"], str(r.get("error", "")))
+        seen[kind] = seen.get(kind, 0) + 1
+        (first if seen[kind] <= SAMPLE_PER_KIND else rest).append(r)
+    used = _size(out)
+    for r in first + rest:
+        size = _size(r) + 1
+        if len(out) >= limit + len(per_topic) or used + size > budget:
+            break
+        out.append(r)
+        used += size
+    tally["shown"] = len(out) - len(per_topic)
+    tally["message"] = (f"{tally['partitions']} results: {len(per_topic)} topics' {verb} partitions are summed; "
+                        f"{tally['shown']} other results shown, up to {SAMPLE_PER_KIND} of each status and error "
+                        "first; byStatus and byError count them all")
+    return out, tally
+
+
+def write_refused(status: Mapping[str, Any], patch: Mapping[str, Any], message: str, now: str,
+                  generation: int | None) -> dict[str, Any]:
+    """The API server refused a status write for its size or content (413, 422, etcd's limit): the same
+    patch without what can be large (per-partition results, the status' copy of the backup's offsets and of
+    the approved spec), with the results counted in their summary and a WriteRefused condition. The step's
+    facts (phase, backup name, target, counts, times) stay, so the state machine goes on from them."""
+    small = {k: v for k, v in patch.items() if k not in ("results", "restoreResults", "conditions")}
+    for name in ("results", "restoreResults"):
+        if patch.get(name) is not None:
+            summary = dict(patch.get(f"{name}Summary") or _summary(patch[name]))
+            summary["shown"] = 0
+            summary["message"] = f"{name} not stored: the API server refused the status write ({message[:200]})"
+            small[name] = None
+            small[f"{name}Summary"] = summary
+    if isinstance(small.get("backup"), Mapping):
+        small["backup"] = {**small["backup"], "offsets": None}
+    if isinstance(small.get("target"), Mapping):
+        small["target"] = {**small["target"], "spec": None}
+    text = f"the status could not be written in full, so per-partition details were left out: {message}"
+    small.update(_conds(status, now, generation, Condition("Degraded", "True", Reason.WRITE_REFUSED, text)))
+    return small
+
+
+def _summary(results: Sequence[Mapping[str, Any]], start: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Counts per status and per Kafka error (a summed entry counts its `count`)."""
+    by_status: dict[str, int] = dict((start or {}).get("byStatus") or {})
+    by_error: dict[str, int] = dict((start or {}).get("byError") or {})
+    total = int((start or {}).get("partitions") or 0)
     for r in results:
-        if r["status"] == DELETED and "partition" in r:
-            per_topic[r["topic"]] = per_topic.get(r["topic"], 0) + 1
-    summaries = [{"topic": t, "status": DELETED, "message": f"{n} partitions deleted", "count": n}
-                 for t, n in sorted(per_topic.items())]
-    return summaries + kept[:limit]
+        n = int(r.get("count", 1))
+        total += n
+        by_status[r["status"]] = by_status.get(r["status"], 0) + n
+        if r.get("error"):
+            by_error[r["error"]] = by_error.get(r["error"], 0) + n
+    return {"partitions": total, "byStatus": by_status, "byError": by_error}
 
 
-def _collapsed(results: Sequence[Mapping[str, Any]]) -> int:
-    return sum(int(r.get("count", 0)) for r in results if r["status"] == DELETED and "partition" not in r)
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":")))
 
 
 def _result(tp: TP, status: str, error: str | None = None, message: str = "") -> dict[str, Any]:
@@ -487,12 +587,13 @@ def finish_restore(
     other reason, a moving coordinator, come as a KafkaFailure from the adapter instead.)"""
     if any(group_busy(error) for error in answers.values()):
         return restore_blocked(status, group, retry_seconds, now, generation)
-    results = list(plan.results)
+    new = list(plan.results)
     for tp in sorted(plan.to_commit):
         error = answers.get(tp, "UNKNOWN_SERVER_ERROR")
-        results.append(_result(tp, RESTORED) if error is None else _result(tp, FAILED_RESULT, error, EXPLAIN.get(error, "")))
-    restored = sum(1 for r in results if r["status"] == RESTORED)
-    failed = sum(1 for r in results if r["status"] == FAILED_RESULT)
+        new.append(_result(tp, RESTORED) if error is None else _result(tp, FAILED_RESULT, error, EXPLAIN.get(error, "")))
+    results, summary = bounded_results((), None, new, RESTORED)
+    tally = summary or _summary(results)
+    restored, failed = tally["byStatus"].get(RESTORED, 0), tally["byStatus"].get(FAILED_RESULT, 0)
     message = f"restored {restored} offsets of group {group.group_id}" + (f"; {failed} failed" if failed else "")
     if failed:
         conds = (Condition("Ready", "False", Reason.RESTORE_INCOMPLETE, message),
@@ -502,5 +603,6 @@ def finish_restore(
         conds = (Condition("Ready", "True", Reason.RESTORED, message), Condition("Degraded", "False", Reason.AS_EXPECTED, ""))
         event = Event("Normal", Reason.RESTORED, message)
     patch = _conds(status, now, generation, *conds)
-    patch.update(phase=RESTORED, restoreTime=now, restored=restored, restoreResults=results)
+    patch.update(phase=RESTORED, restoreTime=now, restored=restored, restoreResults=results,
+                 restoreResultsSummary=summary)
     return Outcome(patch, (event,))

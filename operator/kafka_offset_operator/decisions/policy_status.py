@@ -31,6 +31,7 @@ class RunSummary:
     proposed_groups: int = 0
     skipped: tuple[Skip, ...] = ()
     keep_alive: Sequence[str] = field(default_factory=tuple)  # one line per keep-alive action or problem
+    refused: Sequence[str] = ()  # one line per OffsetDeletion the API server refused (413, 422)
 
 
 def top_candidates(candidates: Iterable[ScannedOffset], limit: int = TOP_CANDIDATES) -> list[dict[str, Any]]:
@@ -93,12 +94,19 @@ def run_succeeded(status: Mapping[str, Any], run: RunSummary, next_run_ms: int, 
         "topCandidates": top_candidates(run.report.candidates),
         "conditions": merge_conditions(status.get("conditions"), [
             Condition("Ready", "True", Reason.ANALYSIS_SUCCEEDED, _ready_message(run)),
-            Condition("Degraded", "False", Reason.AS_EXPECTED, "the last analysis run succeeded"),
+            Condition("Degraded", "True", Reason.WRITE_REFUSED, _refused_message(run.refused)) if run.refused
+            else Condition("Degraded", "False", Reason.AS_EXPECTED, "the last analysis run succeeded"),
         ], now, generation),
     }
     if generation is not None:
         patch["observedGeneration"] = generation
     return patch
+
+
+def _refused_message(refused: Sequence[str]) -> str:
+    """Not retried: the same proposal is made again at the next scheduled run only."""
+    return (f"the API server refused {len(refused)} OffsetDeletions (not retried before the next scheduled run): "
+            + "; ".join(refused[:3]))[:2000]
 
 
 def run_failed(status: Mapping[str, Any], reason: Reason, message: str, now_ms: int, retry_ms: int,

@@ -22,6 +22,7 @@ from offset_expiry.policy import Protection
 from offset_expiry.rules import Reason
 
 from ..model.api import API_VERSION, DELETION_KIND, GROUP, MANAGED_BY, POLICY_LABEL
+from ..model.crds import MAX_PARTITIONS, MAX_TOPICS
 from ..model.offsets import TP, Committed, GroupInfo
 from ..model.report import ScannedOffset
 from .deletion_steps import AWAITING, FAILED, PARTIALLY_FAILED, PENDING, RESTORED, SUCCEEDED
@@ -199,10 +200,46 @@ def child_manifest(policy_body: Mapping[str, Any], proposal: Proposal, mode: Mod
 
 
 def children(policy_body: Mapping[str, Any], kept: Sequence[Proposal], mode: Mode, scan_time_ms: int) -> list[dict[str, Any]]:
-    """DryRun proposes nothing; Approve and Auto one OffsetDeletion per group."""
+    """DryRun proposes nothing; Approve and Auto one OffsetDeletion per group, or several for a group whose
+    candidates do not fit one (`split`)."""
     if mode is Mode.DRY_RUN:
         return []
-    return [child_manifest(policy_body, p, mode, scan_time_ms) for p in kept]
+    return [child_manifest(policy_body, part, mode, scan_time_ms) for p in kept for part in split(p)]
+
+
+# One OffsetDeletion is one object: its spec, the status' copy of it (status.target.spec) and its bounded
+# results (deletion_steps.RESULTS_BUDGET, twice, and as much for the backup's copy) stay under etcd's 1.5 MiB.
+SPEC_BUDGET = 200 * 1024
+
+
+def split(proposal: Proposal, max_partitions: int = MAX_PARTITIONS, max_topics: int = MAX_TOPICS,
+          budget: int = SPEC_BUDGET) -> list[Proposal]:
+    """A group's candidates as OffsetDeletions the API server accepts: each within the CRD's bounds (at most
+    MAX_PARTITIONS partitions and MAX_TOPICS topics) and `budget` bytes of spec. Split in topic-partition
+    order, so a re-run with the same candidates makes the same parts (and the same names: child_name)."""
+    parts: list[dict[TP, int]] = []
+    current: dict[TP, int] = {}
+    topics: set[str] = set()
+    size = 0
+    for tp in sorted(proposal.offsets):
+        offset = proposal.offsets[tp]
+        cost = len(json.dumps({"topic": tp[0], "partition": tp[1], "offset": offset})) + len(str(tp[1])) + 2
+        new_topic = tp[0] not in topics
+        cost += len(json.dumps({"name": tp[0], "partitions": []})) if new_topic else 0
+        if current and (len(current) >= max_partitions or (new_topic and len(topics) >= max_topics)
+                        or size + cost > budget):
+            parts.append(current)
+            current, topics, size = {}, set(), 0
+            cost += 0 if new_topic else len(json.dumps({"name": tp[0], "partitions": []}))
+        current[tp] = offset
+        topics.add(tp[0])
+        size += cost
+    if current:
+        parts.append(current)
+    if len(parts) <= 1:
+        return [proposal]
+    return [Proposal(proposal.group, proposal.group_type, part, {tp: proposal.reasons[tp] for tp in part},
+                     proposal.broker_expires_at) for part in parts]
 
 
 def approve_existing(mode: Mode, child: Mapping[str, Any] | None, policy_body: Mapping[str, Any]) -> bool:

@@ -72,7 +72,10 @@ def strimzi_connection(
         data = _secret(read_secret, secret_name, user_field)
         if auth == "scram-sha-512":
             mechanism, username = "SCRAM-SHA-512", str(user_status.get("username") or ref["user"])
-            password = Masked(_key(data, secret_name, "password", user_field).decode())
+            try:
+                password = Masked(_key(data, secret_name, "password", user_field).decode())
+            except UnicodeDecodeError:
+                raise SpecError(user_field, f"Secret {secret_name!r} key 'password' is not UTF-8 text") from None
             sources["password"] = SecretKey(user_field, secret_name, "password")
         else:
             cert = _key(data, secret_name, "user.crt", user_field)

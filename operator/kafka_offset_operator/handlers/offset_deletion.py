@@ -22,7 +22,7 @@ def register(registry: kopf.OperatorRegistry, ctx: OperatorContext) -> None:
 
     @kopf.timer(GROUP, VERSION, DELETIONS, id="offsetdeletion", registry=registry,
                 interval=ctx.options.retry_interval, backoff=ctx.options.retry_interval,
-                when=lambda spec, status, **_: needs_work(spec, status))
+                when=lambda spec, status, meta, **_: needs_work(spec, status, meta.get("generation")))
     def visit(namespace: str | None, name: str, **kwargs: Any) -> None:
         # Kopf gives timers the daemon's `stopped` flag (TimerFn does not declare it): set when the operator
         # exits or pauses for a peer (docs/operator.md), after which no change of offsets starts here.

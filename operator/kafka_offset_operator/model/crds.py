@@ -68,21 +68,29 @@ FROZEN_MESSAGE = ("spec is frozen once approved: only spec.restore may change; c
                   "to act on other offsets")
 
 
-def _name(description: str) -> Schema:
-    return {"type": "string", "minLength": 1, "maxLength": MAX_NAME, "description": description}
+# Kubernetes object names (a DNS subdomain) and the keys of a Secret's data, as the API server checks them
+# (IsDNS1123Subdomain, IsConfigMapKey): a name that cannot exist is refused here, naming the field, instead of
+# being looked up (".." in a URL path is not a Secret).
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
+
+
+def _object_name(description: str) -> Schema:
+    return {"type": "string", "title": "Kubernetes name (lower-case letters, digits, - and .)", "minLength": 1,
+            "maxLength": MAX_NAME, "pattern": DNS_SUBDOMAIN, "description": description}
+
+
+def _listener_name(description: str) -> Schema:
+    """A Strimzi listener's name: Strimzi allows only lower-case letters and digits; the length is bounded
+    here as for any name."""
+    return {"type": "string", "minLength": 1, "maxLength": 63, "pattern": "^[a-z0-9]+$", "description": description}
 
 
 def _secret_key_ref(description: str, keys: dict[str, tuple[str, str]]) -> Schema:
-    props: Schema = {
-        "name": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_NAME,
-            "description": "Secret name, in the resource's own namespace.",
-        }
-    }
+    props: Schema = {"name": _object_name("Secret name, in the resource's own namespace.")}
     for key, (default, about) in keys.items():
-        props[key] = {"type": "string", "maxLength": MAX_NAME, "default": default, "description": about}
+        props[key] = {"type": "string", "title": "Secret key (letters, digits, -, _ and .)", "pattern": SECRET_KEY,
+                      "maxLength": MAX_NAME, "default": default, "description": about}
     return {"type": "object", "description": description, "required": ["name"], "properties": props}
 
 
@@ -103,10 +111,10 @@ KAFKA_CONNECTION: Schema = {
             ),
             "required": ["kafka"],
             "properties": {
-                "kafka": _name("Name of the kafka.strimzi.io Kafka resource."),
-                "listener": _name("Name of the listener (spec.kafka.listeners[].name); the first one the Kafka "
+                "kafka": _object_name("Name of the kafka.strimzi.io Kafka resource."),
+                "listener": _listener_name("Name of the listener (spec.kafka.listeners[].name); the first one the Kafka "
                                   "reports when unset."),
-                "user": _name("Name of the KafkaUser to authenticate as; required when the listener authenticates."),
+                "user": _object_name("Name of the KafkaUser to authenticate as; required when the listener authenticates."),
             },
         },
         "bootstrapServers": {
@@ -443,7 +451,7 @@ def _deletion_spec() -> Schema:
             "description": "Use the Kafka connection of this ConsumerGroupOffsetPolicy (same namespace).",
             "required": ["name"],
             "properties": {
-                "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME, "description": "The policy's name."}
+                "name": _object_name("The policy's name.")
             },
         },
         "group": {
@@ -595,12 +603,14 @@ def _deletion_status() -> Schema:
                         "error": _text("Kafka's error name, e.g. GROUP_SUBSCRIBED_TO_TOPIC."),
                         "message": _text("What the error means here."),
                         "count": _count(
-                            "For very large deletions, successful partitions of a topic are summed in one entry "
-                            "without a partition: how many."
+                            "For very large deletions (see resultsSummary), successful partitions of a topic are "
+                            "summed in one entry without a partition: how many."
                         ),
                     },
                 },
             },
+            "resultsSummary": _results_summary("results"),
+            "restoreResultsSummary": _results_summary("restoreResults"),
             "restoreResults": {
                 "type": "array",
                 "description": "One entry per deleted partition, once a restore ran.",
@@ -617,6 +627,8 @@ def _deletion_status() -> Schema:
                         },
                         "error": _text("Kafka's error name, e.g. UNKNOWN_TOPIC_OR_PARTITION."),
                         "message": _text("What happened here."),
+                        "count": _count("For very large restores (see restoreResultsSummary), restored "
+                                        "partitions of a topic are summed in one entry without a partition."),
                     },
                 },
             },
@@ -652,6 +664,26 @@ def _deletion_status() -> Schema:
                     "spec": _approved_spec(),
                 },
             },
+        },
+    }
+
+
+def _results_summary(field: str) -> Schema:
+    """Set when status.<field> is shortened to fit the object (decisions/deletion_steps.bounded_results)."""
+    counts = {"type": "object", "additionalProperties": {"type": "integer"}}
+    return {
+        "type": "object",
+        "description": (
+            f"Set when {field} has more entries than fit in one object (over 1000, or 256 KiB): counts of every "
+            f"partition by status and by Kafka error; {field} then sums the successful partitions per topic and "
+            "keeps a sample of the others (up to 20 of each status and error first)."
+        ),
+        "properties": {
+            "partitions": _count("Results in all."),
+            "byStatus": {**counts, "description": "Partitions per status (Deleted, Failed, ...)."},
+            "byError": {**counts, "description": "Partitions per Kafka error name."},
+            "shown": _count(f"Entries of {field} that are single partitions (the sample)."),
+            "message": _text("What was shortened, for people."),
         },
     }
 

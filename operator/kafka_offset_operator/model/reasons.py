@@ -18,6 +18,7 @@ class Reason(StrEnum):
     STRIMZI_NOT_READY = "StrimziNotReady"  # the Strimzi Kafka or KafkaUser is missing or not ready yet; retried
     KAFKA_UNAVAILABLE = "KafkaUnavailable"  # Kafka unreachable, or busy with the group (coordinator moving); retried
     KUBERNETES_API_ERROR = "KubernetesApiError"  # a Kubernetes API call failed; retried
+    WRITE_REFUSED = "WriteRefused"  # the API server refused a write for its size or content (413, 422): not retried
 
     # -- ConsumerGroupOffsetPolicy
     ANALYSIS_SUCCEEDED = "AnalysisSucceeded"  # Ready=True: the last run succeeded; the message sums it up

@@ -23,7 +23,7 @@ from offset_expiry.policy import Protection
 from ..adapters import audit, metrics
 from ..adapters.backup_store import BackupNotStored, BackupStore, backup_name
 from ..adapters.kafka_admin import KafkaAdmin
-from ..adapters.kube import KubeError, NotFound
+from ..adapters.kube import KubeError, NotFound, Refused
 from ..context import OperatorContext
 from ..decisions import deletion_steps as steps
 from ..decisions.connection_spec import connection_from_spec
@@ -62,6 +62,7 @@ class DeletionReconciler:
         self.store = BackupStore(ctx.kube)
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._refused: dict[tuple[str, str], str] = {}  # objects no status fits, by the version seen
 
     def _lock(self, namespace: str, name: str) -> threading.Lock:
         with self._locks_guard:
@@ -79,6 +80,9 @@ class DeletionReconciler:
                 return
             if body["metadata"].get("deletionTimestamp"):
                 return  # being deleted: cancel() says what happened; nothing more starts
+            version = str(body["metadata"].get("resourceVersion") or "")
+            if self._refused.get((namespace, name)) == version:
+                return  # no status could be written for this object as it is: wait until it changes
             try:
                 self._reconcile(body, stop)
             except _Stopping:
@@ -91,8 +95,15 @@ class DeletionReconciler:
                 kopf.event(cast(Any, body), type="Normal", reason=str(Reason.CANCELLED), message=text)
                 return
             except KubeError as exc:
-                self._apply(body, steps.spec_problem(body.get("status") or {}, "kubernetes", str(exc),
-                                                    Reason.KUBERNETES_API_ERROR, _now(), _generation(body)))
+                try:
+                    self._apply(body, steps.spec_problem(body.get("status") or {}, "kubernetes", str(exc),
+                                                        Reason.KUBERNETES_API_ERROR, _now(), _generation(body)))
+                except Refused as refused:  # not even a condition fits: say it once, visit again when it changes
+                    self._refused[(namespace, name)] = version
+                    log.error("%s/%s: the API server refuses every status write (%s); not visited again until "
+                              "the object changes", namespace, name, refused)
+                    kopf.event(cast(Any, body), type="Warning", reason=str(Reason.WRITE_REFUSED),
+                               message=str(refused)[:1000])
 
     def cancel(self, namespace: str, name: str) -> None:
         """The resource is being deleted (Kopf's finalizer holds it until this returns). Waits for a step in
@@ -335,8 +346,15 @@ class DeletionReconciler:
         meta = body["metadata"]
         current = dict(status if status is not None else body.get("status") or {})
         if changes(current, outcome.status):
-            self.kube.patch_status(DELETIONS, meta["namespace"], meta["name"], outcome.status)
-            current = merge_patch(current, outcome.status)
+            patch = outcome.status
+            try:
+                self.kube.patch_status(DELETIONS, meta["namespace"], meta["name"], patch)
+            except Refused as exc:  # too large or invalid: the same facts without the per-partition details
+                log.warning("%s/%s: status write refused, writing it without per-partition details: %s",
+                            meta["namespace"], meta["name"], exc)
+                patch = steps.write_refused(current, patch, str(exc), _now(), _generation(body))
+                self.kube.patch_status(DELETIONS, meta["namespace"], meta["name"], patch)
+            current = merge_patch(current, patch)
         for event in outcome.events:
             kopf.event(cast(Any, dict(body)), type=event.type, reason=str(event.reason), message=event.message)
         return current

@@ -38,7 +38,7 @@ from ..adapters import metrics
 from ..adapters.backup_store import BackupStore
 from ..adapters.kafka_admin import KafkaAdmin
 from ..adapters.keepalive_store import RebaseBackups
-from ..adapters.kube import Conflict, KubeError, NotFound
+from ..adapters.kube import Conflict, KubeError, NotFound, Refused
 from ..context import OperatorContext
 from ..decisions import keepalive, policy_status, proposals, schedule
 from ..decisions.connection_spec import connection_from_spec
@@ -96,7 +96,10 @@ class PolicyRunner:
                     return
                 status = body.get("status") or {}
                 if schedule.due(_generation(body), status, self.now_ms()):
-                    async with self.slot:
+                    if await asyncio.to_thread(self._can_run, body):
+                        async with self.slot:
+                            await self._visit_marked(namespace, name, stopped)
+                    else:  # no analysis can start: say why at once, not behind other policies' runs
                         await self._visit_marked(namespace, name, stopped)
                     continue  # re-read: the status now says when the next run is due
                 wait = schedule.wait_ms(parse_iso(status.get("nextRunTime")), self.now_ms(), int(self.tick_s * 1000))
@@ -105,6 +108,18 @@ class PolicyRunner:
             self.failures.pop((namespace, name), None)
             if stopped:
                 metrics.forget_policy(namespace, name, list(CANDIDATE_REASONS))
+
+    def _can_run(self, body: Mapping[str, Any]) -> bool:
+        """Whether a visit may start an analysis: its spec and Secrets are usable. One that cannot (an invalid
+        spec, a missing Secret) needs no slot, so its condition is written at once even while other policies'
+        analyses (or their waits for an unreachable Kafka) hold it."""
+        namespace = body["metadata"]["namespace"]
+        try:
+            spec = parse_policy_spec(body.get("spec"))
+            connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret))
+        except (SpecError, KubeError):
+            return False
+        return True
 
     async def _visit_marked(self, namespace: str, name: str, stopped: kopf.DaemonStopped) -> None:
         """One visit, marked as under way so that the deletion handler can wait for it (`quiesce`). The mark
@@ -221,6 +236,7 @@ class PolicyRunner:
     def _visit(self, body: dict[str, Any], cancel: CancelFlag) -> None:
         namespace = body["metadata"]["namespace"]
         started = self.now_ms()
+        refused: list[str] = []
         try:
             spec = parse_policy_spec(body.get("spec"))
             settings = connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret),
@@ -240,7 +256,7 @@ class PolicyRunner:
             metrics.analysis_finished(spec.engine.value, "Succeeded", (self.now_ms() - started) / 1000)
             with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
                 kept, skipped = self._recheck(admin, spec, report)
-                created, existing = self._propose(body, spec, kept, started, cancel)
+                created, existing = self._propose(body, spec, kept, started, cancel, refused)
                 # A stopping (or, for a peer, pausing) operator starts no keep-alive pass: the next one does it.
                 kept_alive = [] if cancel.is_set() else self._keep_alive(admin, body, spec, report, retention_ms)
         except Cancelled:
@@ -260,7 +276,10 @@ class PolicyRunner:
             self._failed(body, reason, f"Kafka at {settings.bootstrap_servers}: {exc.code}: {exc.message}")
             return
         run = policy_status.RunSummary(spec.engine.value, started, self.now_ms(), report, spec.mode, created, existing,
-                              len(kept), tuple(skipped), [r.line for r in kept_alive])
+                              len(kept), tuple(skipped), [r.line for r in kept_alive], tuple(refused))
+        if refused:
+            self._event(body, "Warning", Reason.WRITE_REFUSED, f"{len(refused)} OffsetDeletions refused by the "
+                        f"API server: {refused[0]}")
         self._succeeded(body, spec, run)
         self._trim_history(body, spec)
 
@@ -292,13 +311,21 @@ class PolicyRunner:
         return kept, skipped
 
     def _propose(self, body: dict[str, Any], spec: PolicySpec, kept: list[proposals.Proposal], scan_ms: int,
-                 cancel: CancelFlag) -> tuple[int, int]:
+                 cancel: CancelFlag, refused: list[str]) -> tuple[int, int]:
+        """Create the run's OffsetDeletions; `refused` gets one line per proposal the API server refused."""
         created = existing = 0
         for child in proposals.children(body, kept, spec.mode, scan_ms):
             if cancel.is_set():  # the policy is being deleted (or the operator stops): propose nothing more
                 raise Cancelled()
             meta = child["metadata"]
-            if self.kube.create_object(GROUP, VERSION, DELETIONS, meta["namespace"], child) is not None:
+            try:
+                made = self.kube.create_object(GROUP, VERSION, DELETIONS, meta["namespace"], child)
+            except Refused as exc:  # this content is refused for good: said, and not retried before the next run
+                refused.append(f"{meta['name']} (group {child['spec']['group']}): {exc}")
+                log.warning("policy %s/%s: OffsetDeletion %s refused by the API server: %s",
+                            body["metadata"]["namespace"], body["metadata"]["name"], meta["name"], exc)
+                continue
+            if made is not None:
                 created += 1
                 continue
             existing += 1  # the same proposal from an earlier run: Auto approves it if it still waits
