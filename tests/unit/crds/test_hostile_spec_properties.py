@@ -52,6 +52,11 @@ def named(error: SpecError, prefix: str) -> None:
     assert error.problem and "\n" not in str(error), str(error)
 
 
+def no_strimzi(plural: str, name: str) -> Mapping[str, Any]:
+    """No Strimzi resource exists: a spec naming one is answered StrimziNotReady, naming the field."""
+    raise LookupError(name)
+
+
 def deletion_decisions(spec: Any) -> None:
     # Kopf's `when` filter reads the raw spec of every OffsetDeletion it sees, before anything is checked.
     deletion_steps.needs_work(spec, None)
@@ -64,11 +69,11 @@ def deletion_decisions(spec: Any) -> None:
     assert parsed.group and parsed.topics
     if parsed.kafka is not None:
         try:
-            connection_from_spec(parsed.kafka, read_secret)
+            connection_from_spec(parsed.kafka, read_secret, read_resource=no_strimzi)
         except SpecError as exc:
             named(exc, "spec.kafka")
     assert isinstance(spec, Mapping)
-    target = deletion_steps.target_of(spec, parsed.kafka or {}, "cluster")
+    target = deletion_steps.target_of(spec, parsed.kafka or {}, "cluster", "kafka:9092")
     assert deletion_steps.frozen_fields(spec, {"target": target}) == []
 
 
@@ -79,13 +84,15 @@ def policy_decisions(spec: Any) -> None:
         named(exc, "spec")
         return
     try:
-        connection_from_spec(parsed.kafka, read_secret)
+        settings = connection_from_spec(parsed.kafka, read_secret, read_resource=no_strimzi)
     except SpecError as exc:
         named(exc, "spec.kafka")
+        settings = None
     # What the analysis runs with (a file or a ConfigMap the Spark job parses again) means the same.
     assert parse_policy(parsed.analysis_spec) == parsed.policy
-    spark_app.manifest(POLICY_BODY, OWNER, parsed, "r1", image="img", retention_ms=parsed.broker_retention_ms,
-                       now_ms=0)
+    if settings is not None:
+        spark_app.manifest(POLICY_BODY, OWNER, parsed, settings, "r1", image="img",
+                           retention_ms=parsed.broker_retention_ms, now_ms=0)
     for retention in (parsed.broker_retention_ms or 1, 1, 7 * 86_400_000):
         assert 0 <= keepalive.lead_ms(retention, parsed.interval_ms) <= retention
     assert schedule.retry_delay_ms(40, 300, parsed.interval_ms) <= max(300, schedule.MAX_BACKOFF_MS)
