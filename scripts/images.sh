@@ -48,7 +48,7 @@ builder() {
     die "no image builder: install docker, podman or buildah (Debian: apt-get install buildah debootstrap)"
 }
 
-BUILDER="$(builder 2>/dev/null || true)"  # checked again before a build: `names` needs none
+BUILDER="$( (builder) 2>/dev/null || true)"  # checked again before a build: `names` needs none
 
 tool() {  # the builder with its global options
     if [ "$BUILDER" = buildah ]; then buildah "${BUILDAH_OPTS[@]}" "$@"; else "$BUILDER" "$@"; fi
