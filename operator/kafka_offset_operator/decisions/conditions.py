@@ -63,6 +63,7 @@ NEEDS_A_PERSON = frozenset({
     Reason.CLUSTER_MISMATCH,
     Reason.RESTORE_INCOMPLETE,
     Reason.SPEC_FROZEN,
+    Reason.PLAN_REFUSED,
 })
 
 

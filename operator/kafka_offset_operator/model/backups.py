@@ -27,6 +27,7 @@ class Action(StrEnum):
     DELETE = "Delete"  # an OffsetDeletion's OffsetDelete
     RESTORE = "Restore"  # a restore's admin OffsetCommit (the backup holds what was committed before it)
     REBASE = "Rebase"  # keep-alive's DeleteGroups + admin OffsetCommit of a protected group
+    RESET = "Reset"  # an OffsetReset's admin OffsetCommit (extra.resetTo holds the offsets it commits)
 
 
 @dataclass(frozen=True)

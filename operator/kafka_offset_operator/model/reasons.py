@@ -54,3 +54,7 @@ class Reason(StrEnum):
     BACKUP_NOT_STORED = "BackupNotStored"  # the backup store could not write or read back the backup; retried
     CANCELLED = "Cancelled"  # Event: the resource was deleted before its change was sent to Kafka
     DELETED_AFTER_CHANGE = "DeletedAfterChange"  # Event: deleted after its change; the backup stays
+
+    # -- OffsetReset: its phases are OffsetDeletion's (AwaitingApproval ... Failed) and so are most reasons
+    GROUP_HAS_MEMBERS = "GroupHasMembers"  # approved, but the group has members (named in the message); retried
+    PLAN_REFUSED = "PlanRefused"  # the plan cannot be carried out (a partition that does not exist, ...)
