@@ -30,6 +30,7 @@ from offset_expiry.durations import parse_duration_ms
 from offset_expiry.errors import SpecError
 
 from ..model.offsets import TP, Committed
+from ..model.offsets import LogRange as LogRange  # re-exported: a plan's input
 
 # Kafka's offsets are int64; a target outside that would fail on the wire, not in Kafka's range check.
 _INT64_MAX = 2**63 - 1
@@ -117,15 +118,6 @@ class ResetScope:
 
     all_topics: bool
     topics: tuple[TopicScope, ...] = ()
-
-
-@dataclass(frozen=True)
-class LogRange:
-    """A partition's log as ListOffsets reports it: the log start offset (EARLIEST) and the log end offset
-    (LATEST, the high watermark). A committed offset is valid from start to end, both included."""
-
-    start: int
-    end: int
 
 
 @dataclass(frozen=True)
@@ -316,8 +308,26 @@ def _iso_ms(ms: int) -> str:
 # -- the plan
 
 
-class ScopeError(ValueError):
-    """The scope names something Kafka does not have (a topic that does not exist): nothing is reset."""
+class ResetRefused(ValueError):
+    """No plan can be made: the scope names a topic that does not exist, or the source is not one to copy
+    from (the group itself, a backup of another group or cluster). Nothing is reset; the message says why."""
+
+
+def check_source(group: str, target: ResetTarget, cluster_id: str | None,
+                 backup_group: str | None = None, backup_cluster_id: str | None = None) -> None:
+    """Refuse a source that cannot be meant: fromGroup naming the group itself; fromBackup of a backup of
+    another group (fromGroup copies another group's offsets) or taken on another Kafka cluster (its offsets
+    mean nothing here; a backup without a cluster id is taken as it is, as `restore` does)."""
+    if target.kind is TargetKind.FROM_GROUP and target.group == group:
+        raise ResetRefused(f"fromGroup names group {group} itself: nothing to copy")
+    if target.kind is not TargetKind.FROM_BACKUP:
+        return
+    if backup_group is not None and backup_group != group:
+        raise ResetRefused(f"backup {target.backup} holds offsets of group {backup_group}, not of {group}; "
+                           "to copy another group's offsets use fromGroup")
+    if backup_cluster_id and cluster_id and backup_cluster_id != cluster_id:
+        raise ResetRefused(f"backup {target.backup} was taken on Kafka cluster {backup_cluster_id}, "
+                           f"this is cluster {cluster_id}")
 
 
 def partitions_to_reset(
@@ -354,7 +364,7 @@ def partitions_to_reset(
         elif topic.name in topic_partitions:
             out.extend((topic.name, p) for p in topic_partitions[topic.name])
         else:
-            raise ScopeError(f"topic {topic.name} does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
+            raise ResetRefused(f"topic {topic.name} does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
     return sorted(set(out))
 
 

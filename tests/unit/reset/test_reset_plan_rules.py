@@ -10,8 +10,9 @@ import pytest
 
 from kafka_offset_operator.decisions.reset_plan import (
     LogRange,
+    ResetRefused,
     ResetRow,
-    ScopeError,
+    check_source,
     parse_scope,
     parse_target,
     partitions_to_reset,
@@ -129,7 +130,7 @@ def test_partitions_a_scope_covers() -> None:
     assert partitions_to_reset(parse_scope({"topics": [{"name": "a"}]}), earliest, COMMITTED, topics) == [A0, A1]
     listed = parse_scope({"topics": [{"name": "a", "partitions": [1, 7]}, {"name": "b"}]})
     assert partitions_to_reset(listed, earliest, COMMITTED, topics) == [A1, ("a", 7), B0]
-    with pytest.raises(ScopeError, match="topic c does not exist"):
+    with pytest.raises(ResetRefused, match="topic c does not exist"):
         partitions_to_reset(parse_scope({"topics": [{"name": "c"}]}), earliest, COMMITTED, topics)
 
 
@@ -156,3 +157,18 @@ def test_the_table_and_the_csv() -> None:
     assert plan_table(plain) == ["GROUP  TOPIC  PARTITION  CURRENT  NEW", "g      b      0          20       0"]
     refused = plan_reset("g", parse_target({"shiftBy": 1}), [A1], COMMITTED, LOGS)
     assert plan_table(refused)[1].endswith("-        -    error: no committed offset to shift by +1 (Kafka's tool refuses this too)")
+
+
+def test_sources_that_cannot_be_meant_are_refused() -> None:
+    copy = parse_target({"fromGroup": "g"})
+    with pytest.raises(ResetRefused, match="names group g itself"):
+        check_source("g", copy, "c1")
+    check_source("g", parse_target({"fromGroup": "other"}), "c1")
+    undo = parse_target({"fromBackup": "b"})
+    check_source("g", undo, "c1", "g", "c1")
+    check_source("g", undo, "c1", "g", None)  # a backup without a cluster id is taken as it is
+    with pytest.raises(ResetRefused, match="holds offsets of group h, not of g; to copy another group's"):
+        check_source("g", undo, "c1", "h", "c1")
+    with pytest.raises(ResetRefused, match="taken on Kafka cluster c2, this is cluster c1"):
+        check_source("g", undo, "c1", "g", "c2")
+    check_source("g", parse_target({"earliest": True}), "c1", "h", "c2")  # no source: nothing to check
