@@ -256,19 +256,6 @@ def spec_unfrozen(status: Mapping[str, Any], now: str, generation: int | None) -
     return Outcome(_conds(status, now, generation, Condition("Degraded", "False", Reason.AS_EXPECTED, "")))
 
 
-def source_cluster_mismatch(status: Mapping[str, Any], backup: str, expected: str | None, found: str | None,
-                            retry_seconds: float, now: str, generation: int | None) -> Outcome:
-    """fromBackup of another cluster than the one reached: its offsets mean nothing here."""
-    message = (f"spec.target.fromBackup: backup {backup} was taken on Kafka cluster {expected}, and the cluster "
-               f"reached is {found}; nothing changed; retrying every {retry_seconds:g}s")
-    degraded = Condition("Degraded", "True", Reason.CLUSTER_MISMATCH, message)
-    updates = [degraded, Condition("Ready", "False", Reason.CLUSTER_MISMATCH, message)]
-    patch = _conds(status, now, generation, *updates)
-    if not status.get("phase"):
-        patch["phase"] = PENDING
-    return Outcome(patch, _on_change(status, degraded, Event("Warning", Reason.CLUSTER_MISMATCH, message)))
-
-
 # -- backup
 
 

@@ -39,14 +39,13 @@ from ..decisions.deletion_steps import (
     write_refused,
 )
 from ..decisions.reset_plan import (
-    BY_TIME,
+    FROM_SOURCE,
     ResetPlan,
+    ResetRefused,
     ResetTarget,
-    ScopeError,
     TargetKind,
+    check_source,
     parse_target,
-    partitions_to_reset,
-    plan_reset,
 )
 from ..decisions.reset_spec import ResetSpec, parse_reset_spec
 from ..decisions.reset_steps import Step
@@ -57,6 +56,7 @@ from ..model.api import POLICIES, RESET_KIND, RESETS
 from ..model.backups import Action, BackupError, BackupRecord, Requester
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
 from ..model.reasons import Reason
+from .reset_reads import read_plan
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +71,6 @@ class _Cancelled(Exception):
 
 class _Stopping(Exception):
     """This process stops or pauses for another (peering): no commit starts here."""
-
-
-class _SourceCluster(Exception):
-    """fromBackup names a backup of another Kafka cluster than the one reached."""
-
-    def __init__(self, backup: str, expected: str | None, found: str | None) -> None:
-        super().__init__(backup)
-        self.backup, self.expected, self.found = backup, expected, found
 
 
 class ResetReconciler:
@@ -191,7 +183,7 @@ class ResetReconciler:
         try:
             with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
                 if step is Step.PLAN:
-                    plan, _ = self._plan(namespace, spec, admin)
+                    plan = self._plan(namespace, spec, admin)
                     self._apply(body, steps.plan_shown(status, plan, _now(), generation), status)
                     return
                 if step is Step.BACKUP:
@@ -210,51 +202,36 @@ class ResetReconciler:
         except SpecError as exc:  # found while planning: a backup or topic the spec names is not there
             self._apply(body, spec_problem(status, exc.field, exc.problem, Reason(exc.reason), _now(), generation),
                         status)
-        except _SourceCluster as exc:
-            self._apply(body, steps.source_cluster_mismatch(status, exc.backup, exc.expected, exc.found,
-                                                            self.options.retry_interval, _now(), generation), status)
 
     # -- the steps
 
-    def _plan(self, namespace: str, spec: ResetSpec, admin: KafkaAdmin) -> tuple[ResetPlan, dict[TP, Committed]]:
-        """The plan now, from what Kafka (and the backup store, for fromBackup) says; and the committed offsets
-        it was computed from."""
+    def _plan(self, namespace: str, spec: ResetSpec, admin: KafkaAdmin) -> ResetPlan:
+        """The plan now (reconcilers/reset_reads.py, the `reset` command's reads too); for fromBackup, from the
+        backup of this namespace the spec names, refused if it is of another group or cluster. A source or
+        scope that cannot be meant is a condition naming the field (`ResetRefused`)."""
         target = spec.target
-        committed = admin.committed_offsets(spec.group)
-        source: dict[TP, Committed] | None = None
-        if target.kind is TargetKind.FROM_BACKUP:
-            source = self._source_backup(namespace, spec, admin)
-        elif target.kind is TargetKind.FROM_GROUP:
-            source = admin.committed_offsets(str(target.group))
-        whole = [] if spec.scope.all_topics else [t.name for t in spec.scope.topics if t.partitions is None]
-        topic_partitions = admin.topic_partitions(whole) if whole and source is None else {}
+        backup: dict[TP, Committed] | None = None
         try:
-            partitions = partitions_to_reset(spec.scope, target, committed, topic_partitions, source)
-        except ScopeError as exc:
-            raise SpecError("spec.topics", str(exc), Reason.PLAN_REFUSED) from None
-        ranges = admin.log_ranges(partitions)
-        by_time: dict[TP, int | None] | None = None
-        if target.kind in BY_TIME:
-            at = target.timestamp_ms(int(time.time() * 1000))
-            by_time = dict(admin.list_offsets(list(ranges), at if at is not None else 0))
-        return plan_reset(spec.group, target, partitions, committed, ranges, by_time, source), committed
+            if target.kind is TargetKind.FROM_BACKUP:
+                record = self._source_backup(namespace, str(target.backup))
+                check_source(spec.group, target, admin.cluster_id(), record.group, record.cluster_id)
+                backup = dict(record.offsets)
+            else:
+                check_source(spec.group, target, None)
+            return read_plan(admin, spec.group, target, spec.scope, int(time.time() * 1000), backup)
+        except ResetRefused as exc:
+            if target.kind in FROM_SOURCE and "topic" not in str(exc):  # only a new spec can fix the source
+                raise SpecError(f"spec.target.{target.kind.value}", str(exc)) from None
+            raise SpecError("spec.topics", str(exc), Reason.PLAN_REFUSED) from None  # a topic may be created
 
-    def _source_backup(self, namespace: str, spec: ResetSpec, admin: KafkaAdmin) -> dict[TP, Committed]:
-        name = str(spec.target.backup)
+    def _source_backup(self, namespace: str, name: str) -> BackupRecord:
         try:
-            record = self.store.read(namespace, name)
+            return self.store.read(namespace, name)
         except NotFound:
             raise SpecError("spec.target.fromBackup", f"no backup {name!r} in namespace {namespace!r} (kubectl get "
                             "configmaps -l kafkaoffsets.dev/backup=true)") from None
         except BackupError as exc:
             raise SpecError("spec.target.fromBackup", f"ConfigMap {name!r} is not a readable backup: {exc}") from None
-        if record.group != spec.group:
-            raise SpecError("spec.target.fromBackup", f"backup {name} holds offsets of group {record.group}, not "
-                            f"{spec.group}: copy another group's offsets with fromGroup")
-        found = admin.cluster_id()
-        if record.cluster_id and found != record.cluster_id:
-            raise _SourceCluster(name, record.cluster_id, found)
-        return dict(record.offsets)
 
     def _backup(self, body: dict[str, Any], spec: ResetSpec, kafka: Mapping[str, Any], status: dict[str, Any],
                 admin: KafkaAdmin) -> dict[str, Any]:
@@ -265,11 +242,12 @@ class ResetReconciler:
         if group.active:
             return self._apply(body, steps.members_present(status, group, self.options.retry_interval, _now(),
                                                            generation), status)
-        plan, committed = self._plan(meta["namespace"], spec, admin)
+        plan = self._plan(meta["namespace"], spec, admin)
         now = _now()
         if plan.refusal is not None:
             return self._apply(body, steps.plan_refused(status, plan, now, generation), status)
         cluster_id = admin.cluster_id()
+        committed = admin.committed_offsets(spec.group)  # with leader epochs and metadata: an undo restores them
         before = {tp: committed[tp] for tp in plan.to_commit if tp in committed}
         expires = iso((parse_iso(now) or 0) + int(self.options.backup_retention_s * 1000))
         record = BackupRecord(
