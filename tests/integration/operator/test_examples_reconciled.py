@@ -18,7 +18,8 @@ from waiting import wait_until
 from kafka_sandbox import SandboxBroker
 
 EXAMPLES = sorted((ROOT / "manifests" / "examples").glob("*.yaml"))
-PLURALS = {"ConsumerGroupOffsetPolicy": "consumergroupoffsetpolicies", "OffsetDeletion": "offsetdeletions"}
+PLURALS = {"ConsumerGroupOffsetPolicy": "consumergroupoffsetpolicies", "OffsetDeletion": "offsetdeletions",
+           "OffsetReset": "offsetresets"}
 
 
 def localised(example: Path, bootstrap: str) -> dict[str, Any]:
@@ -57,3 +58,7 @@ def test_every_example_is_reconciled(
     # The deletion names a group the sandbox never saw: Kafka's answer is recorded, nothing else happens.
     deletion = done["orders-reporting-old-topics"]["status"]
     assert deletion["phase"] == "Failed" and "GROUP_ID_NOT_FOUND" in str(deletion), deletion
+    # The reset is a dry run of a topic the sandbox does not have: its plan is refused, naming the field.
+    reset = done["replay-orders"]["status"]
+    assert condition(reset, "Ready")["status"] == "False" and "backup" not in reset, reset
+    assert condition(reset, "Degraded")["message"].startswith("spec.topics: topic orders does not exist"), reset

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
+from pathlib import Path
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import yaml
+from argocd_health import health, health_script
 from brokers import make_topics, sandbox_broker
+from flux_health import flux_status
 from kafka_clients import GroupConsumer, admin_commit, committed
 from operator_harness import (
     GROUP_VERSION,
@@ -39,6 +43,20 @@ pytestmark = pytest.mark.slow  # an operator under Kopf with end-to-end waits
 
 RESETS = "offsetresets"
 FINAL = ("Succeeded", "PartiallyFailed", "Failed")
+ARGO_CD = health_script("kafkaoffsets.dev", "OffsetReset")
+CAPTURE = os.environ.get("CAPTURE_HEALTH_TESTDATA")  # a directory: write what the operator wrote, for testdata/
+
+
+def as_gitops_sees_it(kube: Kube, name: str, argo_cd: str, flux: str) -> None:
+    """What Argo CD (our health.lua in a real Lua interpreter) and Flux (our healthCheckExprs in CEL) make of
+    the object as the operator left it; with CAPTURE_HEALTH_TESTDATA, it is written out for Argo CD's
+    health_test.yaml."""
+    obj = kube.get(GROUP_VERSION, RESETS, name)
+    assert (health(ARGO_CD, obj)["status"], flux_status(obj)) == (argo_cd, flux), obj.get("status")
+    if CAPTURE:
+        kept = {k: obj[k] for k in ("apiVersion", "kind", "metadata", "spec", "status") if k in obj}
+        kept["metadata"] = {k: obj["metadata"][k] for k in ("name", "namespace", "generation") if k in obj["metadata"]}
+        Path(CAPTURE, f"{name}.yaml").write_text(yaml.safe_dump(kept, sort_keys=False))
 
 
 @dataclass
@@ -119,6 +137,7 @@ def test_a_dry_run_shows_the_plan_clamped_as_kafka_does_and_changes_nothing(worl
     assert world.offsets("dry-run") == {("dry", 0): 1, ("dry", 1): 4}
     assert not [b for b in world.backups().values() if b.requested_by.name == "dry"]
     assert "backup" not in status and "startTime" not in status
+    as_gitops_sees_it(world.kube, "dry", "Suspended", "Current")
 
 
 def test_a_plan_kafka_would_refuse_is_shown_and_not_carried_out(world: World) -> None:
@@ -187,6 +206,7 @@ def test_approved_backs_up_first_then_commits_and_the_results_are_what_offsetfet
     # The audit trail: the backup before the commit, which names it and says before and after.
     assert [line.split()[0] for line in done.audit] == ["BackedUp", "OffsetCommit"], done.audit
     assert f"backup={stored.name}" in done.audit[1] and "before=[orders:0=2,orders:1=3,payments:0=6]" in done.audit[1]
+    as_gitops_sees_it(world.kube, "to-latest", "Healthy", "Current")
     assert {"BackedUp", "Succeeded"} <= wait_until(lambda: world.events("to-latest") >= {"BackedUp", "Succeeded"}
                                                    and world.events("to-latest"), what="events")
 
@@ -224,6 +244,7 @@ def test_a_group_with_members_waits_with_a_condition_naming_them(world: World) -
         assert (status["phase"], condition(status, "Ready")["reason"]) == ("Pending", "GroupHasMembers")
         assert {c["type"] for c in status["conditions"]} >= {"Reconciling"}  # waiting, not failed
         assert world.offsets("busy-app") == {("busy", 0): 4}
+        as_gitops_sees_it(world.kube, "busy", "Progressing", "InProgress")
         assert not [b for b in world.backups().values() if b.requested_by.name == "busy"]
     status = world.phase("busy", *FINAL)  # the member left: the reset goes on by itself
     assert status["phase"] == "Succeeded" and world.offsets("busy-app") == {("busy", 0): 1}
@@ -256,3 +277,4 @@ def test_protect_of_the_referenced_policy_refuses_the_reset(world: World) -> Non
     assert (status["phase"], condition(status, "Ready")["reason"]) == ("Failed", "Protected")
     assert "'billing-*'" in condition(status, "Ready")["message"] and "backup" not in status
     assert world.offsets("billing-monthly") == {("invoices", 0): 4}
+    as_gitops_sees_it(world.kube, "guarded", "Degraded", "Failed")
