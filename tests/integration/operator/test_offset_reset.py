@@ -12,9 +12,9 @@ from __future__ import annotations
 import base64
 import logging
 import os
-from pathlib import Path
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest

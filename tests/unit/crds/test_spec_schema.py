@@ -14,8 +14,8 @@ import yaml
 from kafka_offset_operator.decisions.connection_spec import connection_from_spec
 from kafka_offset_operator.decisions.deletion_spec import parse_spec
 from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
-from kafka_offset_operator.model.api import DELETION_KIND, POLICY_KIND
 from kafka_offset_operator.decisions.reset_spec import parse_reset_spec
+from kafka_offset_operator.model.api import DELETION_KIND, POLICY_KIND
 from kafka_offset_operator.model.crds import build_crds, spec_schema
 from offset_expiry.errors import SpecError
 from offset_expiry.openapi import SchemaCheck, without_cel_rules
