@@ -272,10 +272,10 @@ def undo_of(namespace: str, name: str, approved_spec: Mapping[str, Any], backup:
     """How to undo this reset: a new OffsetReset (a dry run until approved) that resets the same group from
     the backup this one wrote; the CLI equivalent prints the plan and commits with --execute."""
     spec: dict[str, Any] = {}
-    if approved_spec.get("policyRef"):
-        spec["policyRef"] = dict(approved_spec["policyRef"])
-    elif approved_spec.get("kafka"):
-        spec["kafka"] = dict(approved_spec["kafka"])
+    if "policyRef" in approved_spec:  # the connection as the reset had it, whatever it holds
+        spec["policyRef"] = dict(approved_spec["policyRef"] or {})
+    else:
+        spec["kafka"] = dict(approved_spec.get("kafka") or {})
     spec.update(group=approved_spec.get("group"), allTopics=True, target={"fromBackup": backup}, approved=False)
     manifest = {"apiVersion": API_VERSION, "kind": RESET_KIND,
                 "metadata": {"name": f"undo-{name}"[:253].rstrip("-."), "namespace": namespace}, "spec": spec}
