@@ -149,6 +149,8 @@ class ResetPlan:
     group: str
     target: ResetTarget
     rows: tuple[ResetRow, ...] = field(default_factory=tuple)
+    # The group's committed offsets of the plan's partitions as read (with leader epoch and metadata).
+    committed: Mapping[TP, Committed] = field(default_factory=dict)
 
     @property
     def errors(self) -> tuple[ResetRow, ...]:
@@ -169,6 +171,12 @@ class ResetPlan:
         """What the admin OffsetCommit sends: every row with a new offset (an unchanged one too, as Kafka's
         tool does: the commit is the reset's record)."""
         return {r.tp: Committed(r.new, r.leader_epoch, r.metadata) for r in self.rows if r.new is not None}
+
+    @property
+    def before(self) -> dict[TP, Committed]:
+        """What a backup of this reset holds: the committed offset, as read, of each partition it commits
+        (a partition without one has nothing to keep)."""
+        return {r.tp: self.committed[r.tp] for r in self.rows if r.new is not None and r.tp in self.committed}
 
     @property
     def changes(self) -> int:
@@ -384,9 +392,10 @@ def plan_reset(
     the target's timestamp (datetime, duration); None or -1 where no record is at or after it. `source`:
     the backup's or the other group's offsets (fromBackup, fromGroup); a partition it does not hold keeps
     its offset, with a note."""
+    wanted = sorted(set(partitions))
     rows = [_row(tp, target, committed.get(tp), log_ranges.get(tp), by_timestamp or {}, source or {})
-            for tp in sorted(set(partitions))]
-    return ResetPlan(group, target, tuple(rows))
+            for tp in wanted]
+    return ResetPlan(group, target, tuple(rows), {tp: committed[tp] for tp in wanted if tp in committed})
 
 
 def _row(tp: TP, target: ResetTarget, current: Committed | None, log: LogRange | None,
