@@ -23,9 +23,15 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+
+if TYPE_CHECKING:  # imported where used: `--help` and bad arguments load no Kafka or Kubernetes client
+    from ..adapters.kube import Kube
+    from ..decisions.reset_plan import ResetPlan, ResetScope, ResetTarget
+    from ..model.backups import BackupRecord
+    from ..model.offsets import TP
 
 # The flags behind each field of a target and a scope, for one-line errors naming what the user typed.
 _TARGET_FLAGS = {"earliest": "--to-earliest", "latest": "--to-latest", "datetime": "--to-datetime",
@@ -96,7 +102,7 @@ def _scope_raw(args: argparse.Namespace) -> dict[str, Any]:
     return {"topics": topics}
 
 
-def parse_args(args: argparse.Namespace) -> tuple[Any, Any, int]:
+def parse_args(args: argparse.Namespace) -> tuple[ResetTarget, ResetScope, int]:
     """(target, scope, backup retention in ms), or UserError naming the flag."""
     from offset_expiry.durations import parse_duration_ms
     from offset_expiry.errors import SpecError
@@ -137,21 +143,28 @@ def parse_args(args: argparse.Namespace) -> tuple[Any, Any, int]:
 
 def run(args: argparse.Namespace) -> int:
     target, scope, retention_ms = parse_args(args)
+    from ..decisions.reset_plan import TargetKind
+
+    # The backup store is reached before Kafka: a kubeconfig that does not work is found before any Kafka call.
+    kube = _kube(args) if args.execute or target.kind is TargetKind.FROM_BACKUP else None
+    try:
+        backup = _read_backup(kube, args, target) if kube is not None and target.kind is TargetKind.FROM_BACKUP else None
+        return _reset(args, target, scope, retention_ms, kube, backup)
+    finally:
+        if kube is not None:
+            kube.close()
+
+
+def _reset(args: argparse.Namespace, target: ResetTarget, scope: ResetScope, retention_ms: int,
+           kube: Kube | None, backup: BackupRecord | None) -> int:
     from ..adapters.kafka_admin import KafkaAdmin
-    from ..decisions.reset_plan import (
-        FROM_SOURCE,
-        ResetRefused,
-        TargetKind,
-        check_source,
-        plan_csv,
-        plan_table,
-    )
+    from ..decisions.reset_plan import FROM_SOURCE, ResetRefused, check_source, plan_csv, plan_table
     from ..model.connection import ConnectionSettings
-    from ..model.offsets import KafkaFailure
+    from ..model.offsets import OUTCOME_UNKNOWN, KafkaFailure
     from ..reconcilers.reset_reads import read_plan
 
-    backup = _read_backup(args, target) if target.kind is TargetKind.FROM_BACKUP else None
     servers = args.bootstrap_server
+    stored: BackupRecord | None = None
     try:
         with KafkaAdmin(ConnectionSettings(servers), timeout_ms=10_000) as admin:
             cluster_id = admin.cluster_id()
@@ -172,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
                 _export(args.export, plan_csv(plan))
             if plan.refusal is not None:
                 raise UserError(f"nothing reset: {plan.refusal}")
-            if not plan.rows:
+            if not plan.to_commit:
                 where = "the source" if target.kind in FROM_SOURCE else f"group {args.group}"
                 print(f"nothing to reset: {where} has no offsets in the scope")
                 return 0
@@ -186,25 +199,36 @@ def run(args: argparse.Namespace) -> int:
             if group.active:
                 raise UserError(f"group {args.group} has members ({members}): Kafka accepts an admin OffsetCommit "
                                 "only while a group has none; stop its consumers first")
-            stored = _write_backup(args, admin, cluster_id, plan, retention_ms)
+            assert kube is not None
+            stored = _write_backup(kube, args, admin.settings.bootstrap_servers, cluster_id, plan, retention_ms)
             print(f"backup {stored.requested_by.namespace}/{stored.name} written ({stored.partitions} offsets as "
                   "they were)")
             answers = admin.commit_offsets(args.group, plan.to_commit)
     except KafkaFailure as exc:
+        if stored is not None and exc.code in OUTCOME_UNKNOWN:
+            raise UserError(f"the OffsetCommit was sent but its answer was lost ({exc.code}): Kafka may or may not "
+                            f"have applied it; backup {stored.requested_by.namespace}/{stored.name} holds the offsets "
+                            "before") from None
         raise UserError(f"Kafka at {servers}: {exc.code}: {exc.message}") from None
     return _results(args, plan, answers, f"{stored.requested_by.namespace}/{stored.name}")
 
 
-def _read_backup(args: argparse.Namespace, target: Any) -> Any:
+def _kube(args: argparse.Namespace) -> Kube:
+    from ..adapters.kube import Kube, load_config
+
+    try:
+        return Kube(load_config(args.kubeconfig))
+    except Exception as exc:  # the kubernetes client's configuration errors share no base class
+        raise UserError(f"--kubeconfig: no Kubernetes configuration for the backup store: {exc}") from None
+
+
+def _read_backup(kube: Kube, args: argparse.Namespace, target: ResetTarget) -> BackupRecord:
     from ..adapters.backup_store import BackupStore
-    from ..adapters.kube import Kube, KubeError, NotFound, current_namespace, load_config
+    from ..adapters.kube import KubeError, NotFound, current_namespace
     from ..model.backups import BackupError
 
+    assert target.backup is not None
     namespace = target.backup_namespace or current_namespace(args.kubeconfig)
-    try:
-        kube = Kube(load_config(args.kubeconfig))
-    except Exception as exc:  # the kubernetes client's config errors have no common base
-        raise UserError(f"--kubeconfig: cannot load a Kubernetes configuration: {exc}") from None
     try:
         return BackupStore(kube).read(namespace, target.backup)
     except NotFound:
@@ -215,16 +239,14 @@ def _read_backup(args: argparse.Namespace, target: Any) -> Any:
                         f"{exc}") from None
     except KubeError as exc:
         raise UserError(f"--from-backup: {exc}") from None
-    finally:
-        kube.close()
 
 
-def _write_backup(args: argparse.Namespace, admin: Any, cluster_id: str | None, plan: Any,
-                  retention_ms: int) -> Any:
+def _write_backup(kube: Kube, args: argparse.Namespace, servers: str, cluster_id: str | None, plan: ResetPlan,
+                  retention_ms: int) -> BackupRecord:
     """The group's offsets as they are, for every partition the reset commits (a partition without an offset
     has nothing to keep: the backup lists it under extra.uncommitted), stored and read back first."""
     from ..adapters.backup_store import BackupNotStored, BackupStore, backup_name
-    from ..adapters.kube import Kube, KubeError, current_namespace, load_config
+    from ..adapters.kube import KubeError, current_namespace
     from ..decisions.times import iso
     from ..model.backups import Action, BackupRecord, Requester
 
@@ -233,8 +255,8 @@ def _write_backup(args: argparse.Namespace, admin: Any, cluster_id: str | None, 
     now_ms = int(time.time() * 1000)
     record = BackupRecord(
         name=backup_name("reset", args.group, Action.RESET, uid),
-        action=Action.RESET, cluster_id=cluster_id, bootstrap_servers=admin.settings.bootstrap_servers,
-        group=args.group, offsets=plan.before,
+        action=Action.RESET, cluster_id=cluster_id, bootstrap_servers=servers, group=args.group,
+        offsets=plan.before,
         requested_by=Requester("ResetCommand", namespace, _who(), uid,
                                f"kafka-offset-operator reset --execute: {plan.target.describe()}"),
         taken_at=iso(now_ms), expires_at=iso(now_ms + retention_ms),
@@ -242,19 +264,12 @@ def _write_backup(args: argparse.Namespace, admin: Any, cluster_id: str | None, 
                "uncommitted": [{"topic": r.topic, "partition": r.partition} for r in plan.rows
                                if r.new is not None and r.current is None]})
     try:
-        kube = Kube(load_config(args.kubeconfig))
-    except Exception as exc:  # the kubernetes client's config errors have no common base
-        raise UserError(f"no backup could be written, nothing changed: cannot load a Kubernetes configuration: "
-                        f"{exc}") from None
-    try:
         return BackupStore(kube).write(record)
     except (KubeError, BackupNotStored) as exc:
         raise UserError(f"no backup could be written, nothing changed: {exc}") from None
-    finally:
-        kube.close()
 
 
-def _results(args: argparse.Namespace, plan: Any, answers: Mapping[Any, str | None], backup: str) -> int:
+def _results(args: argparse.Namespace, plan: ResetPlan, answers: Mapping[TP, str | None], backup: str) -> int:
     from ..decisions.reset_plan import format_table
 
     table = [["GROUP", "TOPIC", "PARTITION", "BEFORE", "AFTER", "RESULT"]]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from offset_expiry.durations import parse_duration_ms
+from offset_expiry.durations import format_duration_ms, parse_duration_ms
 from offset_expiry.errors import SpecError
 
 from ..model.offsets import TP, Committed
@@ -90,8 +90,6 @@ class ResetTarget:
             return f"the first offset at or after {_iso_ms(self.datetime_ms)}"
         if self.kind is TargetKind.DURATION:
             assert self.duration_ms is not None
-            from offset_expiry.durations import format_duration_ms
-
             return f"the first offset at or after {format_duration_ms(self.duration_ms)} ago"
         if self.kind is TargetKind.SHIFT_BY:
             return f"the committed offset shifted by {self.shift_by:+d}"
@@ -296,16 +294,21 @@ def _rfc3339_ms(value: Any, where: str) -> int:
     if not isinstance(value, str):
         raise SpecError(where, "must be an RFC 3339 time like 2026-01-31T12:00:00Z")
     text = value.strip()
+    if text.endswith(("z", "Z")):
+        text = text[:-1] + "+00:00"
     try:
-        moment = datetime.datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "zZ" and text else text)
+        moment = datetime.datetime.fromisoformat(text)
     except ValueError:
         raise SpecError(where, f"{value!r} is not an RFC 3339 time like 2026-01-31T12:00:00Z") from None
     if "T" not in text.upper() or moment.tzinfo is None:
         raise SpecError(where, f"{value!r} needs a date, a time and an offset (Z or +01:00), e.g. 2026-01-31T12:00:00Z")
-    ms = int(moment.timestamp() * 1000)
+    ms = (moment - _EPOCH) // datetime.timedelta(milliseconds=1)  # exact, where timestamp() is a float
     if ms < 0:
         raise SpecError(where, f"{value!r} is before 1970, where Kafka has no timestamps")
     return ms
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def _iso_ms(ms: int) -> str:

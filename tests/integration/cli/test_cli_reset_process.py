@@ -33,6 +33,7 @@ def cli(*argv: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60)
 
 
+@pytest.mark.slow  # three child processes, each loading kafka-python and the kubernetes client: 3-10 s
 def test_the_plan_then_execute_with_the_backup_first(broker: SandboxBroker, kubeconfig: Path) -> None:
     broker.create_topic("orders", 2)
     for p in (0, 1):

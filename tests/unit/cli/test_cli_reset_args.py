@@ -55,3 +55,14 @@ def test_a_bad_group_and_a_bad_address(capsys: pytest.CaptureFixture[str], tmp_p
     assert code == 2 and "--group: must not have leading/trailing spaces" in capsys.readouterr().err
     code = cli.main(["reset", "--bootstrap-server", "kafka", "--group", "g", "--all-topics", "--to-latest"])
     assert code == 2 and "--bootstrap-server: 'kafka' is not HOST:PORT" in capsys.readouterr().err
+
+
+def test_a_kubeconfig_that_does_not_work_is_found_before_kafka(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--execute and --from-backup need the backup store: its configuration is loaded before any Kafka call
+    (the address is a closed port, which would say CONNECTION_FAILED)."""
+    broken = tmp_path / "kubeconfig"
+    broken.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n")
+    for extra in (["--to-latest", "--execute"], ["--from-backup", "ns/b"]):
+        code, out, err = run(capsys, "--all-topics", *extra, "--kubeconfig", str(broken))
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+        assert "--kubeconfig: no Kubernetes configuration for the backup store" in err
