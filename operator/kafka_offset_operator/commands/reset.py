@@ -284,9 +284,15 @@ def _results(args: argparse.Namespace, plan: ResetPlan, answers: Mapping[TP, str
     for line in format_table(table):
         print(line)
     print(f"committed {len(plan.to_commit) - failed} offsets of group {args.group}"
-          + (f"; {failed} failed" if failed else "")
-          + f"; undo: kafka-offset-operator reset --bootstrap-server {args.bootstrap_server} --group {args.group} "
-          f"--all-topics --from-backup {backup} --execute")
+          + (f"; {failed} failed" if failed else ""))
+    fresh = [f"{r.topic}-{r.partition}" for r in plan.rows if r.new is not None and r.current is None]
+    if len(fresh) < len(plan.to_commit):
+        print(f"undo: kafka-offset-operator reset --bootstrap-server {args.bootstrap_server} --group {args.group} "
+              f"--all-topics --from-backup {backup} --execute")
+    if fresh:
+        shown = ", ".join(fresh[:5]) + (", ..." if len(fresh) > 5 else "")
+        print(f"the group had no offset before for {len(fresh)} of them ({shown}): an undo leaves those as they "
+              "are now")
     return 1 if failed else 0
 
 

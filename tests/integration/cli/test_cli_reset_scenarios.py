@@ -204,3 +204,57 @@ def test_no_backup_no_change(capsys: pytest.CaptureFixture[str], world: SandboxB
     assert "no backup could be written, nothing changed: Kubernetes API error 500" in err
     assert committed(world.bootstrap_servers, "billing") == {O0: 5, O1: 1}
     assert fault.taken and backups(kubeconfig) == []  # the create was tried, and refused
+
+
+def store(kubeconfig: Path, name: str, group: str, offsets: dict[tuple[str, int], Committed], cluster_id: str | None) -> None:
+    """A backup as an OffsetDeletion writes it before its OffsetDelete."""
+    from kafka_offset_operator.model.backups import Requester
+
+    record = BackupRecord(name, Action.DELETE, cluster_id, "kafka:9092", group, offsets,
+                          Requester("OffsetDeletion", NAMESPACE, "od", "uid-od", "approved OffsetDeletion"),
+                          "2026-01-01T00:00:00Z", "2999-01-01T00:00:00Z")
+    kube = Kube(load_config(kubeconfig))
+    try:
+        BackupStore(kube).write(record)
+    finally:
+        kube.close()
+
+
+def test_undo_of_a_deletion_into_a_group_without_offsets(capsys: pytest.CaptureFixture[str], world: SandboxBroker,
+                                                         kubeconfig: Path) -> None:
+    """The offsets an OffsetDeletion deleted come back from its backup, with their leader epoch and metadata;
+    an offset the log no longer has is clamped; a backup of another group or cluster is refused."""
+    admin = KafkaAdminClient(bootstrap_servers=world.bootstrap_servers)
+    try:
+        cluster_id = admin.describe_cluster()["cluster_id"]
+    finally:
+        admin.close()
+    store(kubeconfig, "offset-backup-od-delete", "gone", {O0: Committed(1, 0, "m"), O1: Committed(3, 0, "n")}, cluster_id)
+    store(kubeconfig, "offset-backup-elsewhere", "gone", {O0: Committed(4)}, "another-cluster")
+
+    def reset_gone(*argv: str) -> tuple[int, str, str]:
+        code = cli.main(["reset", "--bootstrap-server", world.bootstrap_servers, "--group", "gone",
+                         "--kubeconfig", str(kubeconfig), "--all-topics", *argv])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, err = reset_gone("--from-backup", "offset-backup-od-delete", "--execute")
+    assert (code, err) == (0, ""), err
+    assert "gone   orders  0          -        2    clamped to the log start offset 2 (asked 1)" in out
+    assert "the group had no offset before for 2 of them (orders-0, orders-1): an undo leaves those" in out
+    admin = KafkaAdminClient(bootstrap_servers=world.bootstrap_servers)
+    try:
+        raw = admin.list_group_offsets({"gone": None})["gone"]
+    finally:
+        admin.close()
+    got = {(tp.topic, tp.partition): (oam.offset, oam.metadata) for tp, oam in raw.items()}
+    assert got == {O0: (2, ""), O1: (3, "n")}  # clamped: a plain offset; kept: as the backup had it
+    reset_backup = [b for b in backups(kubeconfig) if b.action is Action.RESET]
+    assert len(reset_backup) == 1 and reset_backup[0].offsets == {}  # nothing was committed before
+    assert reset_backup[0].extra["uncommitted"] == [{"topic": "orders", "partition": 0}, {"topic": "orders", "partition": 1}]
+
+    code, _, err = reset_gone("--from-backup", f"{NAMESPACE}/offset-backup-elsewhere")
+    assert code == 2 and "was taken on Kafka cluster another-cluster, this is cluster" in err
+    code = cli.main(["reset", "--bootstrap-server", world.bootstrap_servers, "--group", "billing", "--kubeconfig",
+                     str(kubeconfig), "--all-topics", "--from-backup", "offset-backup-od-delete"])
+    assert code == 2 and "holds offsets of group gone, not of billing" in capsys.readouterr().err
