@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from offset_expiry.durations import parse_duration_ms
+from offset_expiry.durations import format_duration_ms, parse_duration_ms
 from offset_expiry.errors import SpecError
 
 from ..model.offsets import TP, Committed
@@ -90,8 +90,6 @@ class ResetTarget:
             return f"the first offset at or after {_iso_ms(self.datetime_ms)}"
         if self.kind is TargetKind.DURATION:
             assert self.duration_ms is not None
-            from offset_expiry.durations import format_duration_ms
-
             return f"the first offset at or after {format_duration_ms(self.duration_ms)} ago"
         if self.kind is TargetKind.SHIFT_BY:
             return f"the committed offset shifted by {self.shift_by:+d}"
@@ -149,6 +147,8 @@ class ResetPlan:
     group: str
     target: ResetTarget
     rows: tuple[ResetRow, ...] = field(default_factory=tuple)
+    # The group's committed offsets of the plan's partitions as read (with leader epoch and metadata).
+    committed: Mapping[TP, Committed] = field(default_factory=dict)
 
     @property
     def errors(self) -> tuple[ResetRow, ...]:
@@ -169,6 +169,12 @@ class ResetPlan:
         """What the admin OffsetCommit sends: every row with a new offset (an unchanged one too, as Kafka's
         tool does: the commit is the reset's record)."""
         return {r.tp: Committed(r.new, r.leader_epoch, r.metadata) for r in self.rows if r.new is not None}
+
+    @property
+    def before(self) -> dict[TP, Committed]:
+        """What a backup of this reset holds: the committed offset, as read, of each partition it commits
+        (a partition without one has nothing to keep)."""
+        return {r.tp: self.committed[r.tp] for r in self.rows if r.new is not None and r.tp in self.committed}
 
     @property
     def changes(self) -> int:
@@ -288,16 +294,21 @@ def _rfc3339_ms(value: Any, where: str) -> int:
     if not isinstance(value, str):
         raise SpecError(where, "must be an RFC 3339 time like 2026-01-31T12:00:00Z")
     text = value.strip()
+    if text.endswith(("z", "Z")):
+        text = text[:-1] + "+00:00"
     try:
-        moment = datetime.datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "zZ" and text else text)
+        moment = datetime.datetime.fromisoformat(text)
     except ValueError:
         raise SpecError(where, f"{value!r} is not an RFC 3339 time like 2026-01-31T12:00:00Z") from None
     if "T" not in text.upper() or moment.tzinfo is None:
         raise SpecError(where, f"{value!r} needs a date, a time and an offset (Z or +01:00), e.g. 2026-01-31T12:00:00Z")
-    ms = int(moment.timestamp() * 1000)
+    ms = (moment - _EPOCH) // datetime.timedelta(milliseconds=1)  # exact, where timestamp() is a float
     if ms < 0:
         raise SpecError(where, f"{value!r} is before 1970, where Kafka has no timestamps")
     return ms
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def _iso_ms(ms: int) -> str:
@@ -384,9 +395,10 @@ def plan_reset(
     the target's timestamp (datetime, duration); None or -1 where no record is at or after it. `source`:
     the backup's or the other group's offsets (fromBackup, fromGroup); a partition it does not hold keeps
     its offset, with a note."""
+    wanted = sorted(set(partitions))
     rows = [_row(tp, target, committed.get(tp), log_ranges.get(tp), by_timestamp or {}, source or {})
-            for tp in sorted(set(partitions))]
-    return ResetPlan(group, target, tuple(rows))
+            for tp in wanted]
+    return ResetPlan(group, target, tuple(rows), {tp: committed[tp] for tp in wanted if tp in committed})
 
 
 def _row(tp: TP, target: ResetTarget, current: Committed | None, log: LogRange | None,

@@ -121,6 +121,9 @@ def test_to_commit_and_changes() -> None:
     got = plan_reset("g", parse_target({"latest": True}), [A0, B0], COMMITTED, LOGS)
     assert got.to_commit == {A0: Committed(100), B0: Committed(20)}  # b-0 unchanged, committed all the same
     assert got.changes == 1
+    assert got.before == {A0: Committed(40, 3, "m"), B0: Committed(20)}  # as read: epoch and metadata kept
+    partial = plan_reset("g", parse_target({"fromGroup": "o"}), [A0, A1, B0], COMMITTED, LOGS, source={A1: Committed(50)})
+    assert partial.before == {}  # a-0 and b-0 stay as they are; a-1 had no offset to keep
 
 
 def test_partitions_a_scope_covers() -> None:

@@ -24,6 +24,7 @@ from offset_expiry.errors import SpecError
         ({"latest": True}, ResetTarget(TargetKind.LATEST)),
         ({"datetime": "2026-01-31T12:00:00Z"}, ResetTarget(TargetKind.DATETIME, datetime_ms=1769860800000)),
         ({"datetime": "2026-01-31T13:00:00.250+01:00"}, ResetTarget(TargetKind.DATETIME, datetime_ms=1769860800250)),
+        ({"datetime": "2026-01-31T12:00:00.123999z"}, ResetTarget(TargetKind.DATETIME, datetime_ms=1769860800123)),
         ({"duration": "1h30m"}, ResetTarget(TargetKind.DURATION, duration_ms=5_400_000)),
         ({"shiftBy": -10}, ResetTarget(TargetKind.SHIFT_BY, shift_by=-10)),
         ({"shiftBy": 0}, ResetTarget(TargetKind.SHIFT_BY, shift_by=0)),
