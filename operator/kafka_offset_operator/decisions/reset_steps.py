@@ -16,6 +16,7 @@ never over a newer commit: a resumed commit sends only partitions still at their
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -268,9 +269,17 @@ def parse_reset_to(entries: Sequence[Sequence[Any]]) -> dict[TP, Committed]:
     return {(str(e[0]), int(e[1])): Committed(int(e[2]), int(e[3]), str(e[4])) for e in entries}
 
 
-def undo_of(namespace: str, name: str, approved_spec: Mapping[str, Any], backup: str) -> dict[str, str]:
+def uncommitted(plan: ResetPlan) -> list[dict[str, Any]]:
+    """Partitions the reset commits that had no offset before (the backup's extra.uncommitted, as the reset
+    command writes it): an undo leaves them at the reset's offset (Kafka has no "uncommit")."""
+    return [{"topic": r.topic, "partition": r.partition} for r in plan.rows if r.new is not None and r.current is None]
+
+
+def undo_of(namespace: str, name: str, approved_spec: Mapping[str, Any], backup: str,
+            bootstrap_servers: str = "HOST:PORT") -> dict[str, str]:
     """How to undo this reset: a new OffsetReset (a dry run until approved) that resets the same group from
-    the backup this one wrote; the CLI equivalent prints the plan and commits with --execute."""
+    the backup this one wrote; the `reset` command that does the same (a dry run: it prints the plan; add
+    --execute to commit; it connects in PLAINTEXT only)."""
     spec: dict[str, Any] = {}
     if "policyRef" in approved_spec:  # the connection as the reset had it, whatever it holds
         spec["policyRef"] = dict(approved_spec["policyRef"] or {})
@@ -279,8 +288,8 @@ def undo_of(namespace: str, name: str, approved_spec: Mapping[str, Any], backup:
     spec.update(group=approved_spec.get("group"), allTopics=True, target={"fromBackup": backup}, approved=False)
     manifest = {"apiVersion": API_VERSION, "kind": RESET_KIND,
                 "metadata": {"name": f"undo-{name}"[:253].rstrip("-."), "namespace": namespace}, "spec": spec}
-    command = (f"kafka-offset-operator reset --group {approved_spec.get('group')} --all-topics "
-               f"--from-backup {namespace}/{backup}")
+    command = (f"kafka-offset-operator reset --bootstrap-server {bootstrap_servers} --group "
+               f"{shlex.quote(str(approved_spec.get('group')))} --all-topics --from-backup {namespace}/{backup}")
     return {"manifest": yaml.safe_dump(manifest, sort_keys=False), "command": command}
 
 

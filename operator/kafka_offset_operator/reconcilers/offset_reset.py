@@ -247,20 +247,20 @@ class ResetReconciler:
         if plan.refusal is not None:
             return self._apply(body, steps.plan_refused(status, plan, now, generation), status)
         cluster_id = admin.cluster_id()
-        committed = admin.committed_offsets(spec.group)  # with leader epochs and metadata: an undo restores them
-        before = {tp: committed[tp] for tp in plan.to_commit if tp in committed}
         expires = iso((parse_iso(now) or 0) + int(self.options.backup_retention_s * 1000))
         record = BackupRecord(
             name=backup_name("offsetreset", meta["name"], Action.RESET, str(meta.get("uid") or meta["name"])),
             action=Action.RESET, cluster_id=cluster_id, bootstrap_servers=admin.settings.bootstrap_servers,
-            group=spec.group, offsets=before,
+            group=spec.group, offsets=plan.before,  # with leader epochs and metadata: an undo restores them
             requested_by=Requester(RESET_KIND, meta["namespace"], meta["name"], str(meta.get("uid") or ""),
                                    "approved OffsetReset"),
             taken_at=now, expires_at=expires,
-            extra={steps.RESET_TO: steps.reset_to(plan), "target": plan.target.describe()})
+            extra={steps.RESET_TO: steps.reset_to(plan), "target": plan.target.describe(),
+                   "uncommitted": steps.uncommitted(plan)})
         stored = self.store.write(record)
         target = target_of(body.get("spec") or {}, kafka, cluster_id, admin.settings.bootstrap_servers)
-        undo = steps.undo_of(meta["namespace"], meta["name"], target["spec"], stored.name)
+        undo = steps.undo_of(meta["namespace"], meta["name"], target["spec"], stored.name,
+                             admin.settings.bootstrap_servers)
         audit.log.info("BackedUp %s/%s group=%s cluster=%s partitions=%d backup=%s", meta["namespace"], meta["name"],
                        stored.group, cluster_id, stored.partitions, stored.name)
         return self._apply(body, steps.backup_taken(status, stored, plan, target, undo, now, generation), status)
