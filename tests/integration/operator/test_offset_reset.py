@@ -237,10 +237,19 @@ def test_the_undo_manifest_resets_from_the_backup_to_the_offsets_before(world: W
     assert world.offsets("replay") == done.before
 
 
-def test_an_approved_spec_is_frozen_by_the_api_server(world: World, done: Done) -> None:
+def test_an_approved_spec_is_frozen_by_the_api_server_and_by_the_operator(world: World, done: Done) -> None:
+    edit = {"spec": {"target": {"earliest": True, "latest": None}}}
     with pytest.raises(KubeApiError) as refused:
-        world.kube.patch(GROUP_VERSION, RESETS, "to-latest", {"spec": {"target": {"earliest": True, "latest": None}}})
+        world.kube.patch(GROUP_VERSION, RESETS, "to-latest", edit)
     assert refused.value.status == 422 and "frozen" in str(refused.value)
+    # An older CRD would let the edit in: the operator says so and acts on nothing new.
+    offsets = world.offsets("replay")
+    with world.cluster.unvalidated():
+        world.kube.patch(GROUP_VERSION, RESETS, "to-latest", edit)
+    status = world.wait("to-latest", lambda s: condition(s, "Degraded").get("reason") == "SpecFrozen", "SpecFrozen")
+    assert "spec.target" in condition(status, "Degraded")["message"]
+    assert status["target"]["spec"]["target"] == {"latest": True} and status["phase"] == "Succeeded"
+    assert world.offsets("replay") == offsets
 
 
 def test_a_group_with_members_waits_with_a_condition_naming_them(world: World) -> None:
