@@ -10,6 +10,7 @@ before approval is cancelled; the approved spec is frozen; `protect` of a refere
 from __future__ import annotations
 
 import base64
+import datetime
 import logging
 import os
 import shlex
@@ -143,6 +144,25 @@ def test_a_dry_run_shows_the_plan_clamped_as_kafka_does_and_changes_nothing(worl
     assert not [b for b in world.backups().values() if b.requested_by.name == "dry"]
     assert "backup" not in status and "startTime" not in status
     as_gitops_sees_it(world.kube, "dry", "Suspended", "Current")
+
+
+def test_datetime_duration_and_from_group_plan_from_what_kafka_answers(world: World) -> None:
+    """The targets that read ListOffsets by timestamp, and another group's offsets, as dry runs: each plan is
+    what the sandbox's ListOffsets (or OffsetFetch of the other group) says."""
+    make_topics(world.broker, {"timed": 1}, records_per_partition=5)  # every record stamped with the broker's now
+    now_ms = world.broker.clock.now_ms()
+    admin_commit(world.broker.bootstrap_servers, "timed-app", {("timed", 0): 3})
+    admin_commit(world.broker.bootstrap_servers, "timed-twin", {("timed", 0): 1})
+    later = datetime.datetime.fromtimestamp(now_ms / 1000 + 3600, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for name, target in (("after", {"datetime": later}), ("a-day-back", {"duration": "1d"}),
+                         ("twin", {"fromGroup": "timed-twin"})):
+        world.kube.create(RESETS, reset(name, "timed-app", target, kafka=world.kafka, topics=[{"name": "timed"}]))
+    plans = {name: world.phase(name, "AwaitingApproval")["plan"]["entries"] for name in ("after", "a-day-back", "twin")}
+    assert [(e["current"], e["new"]) for e in plans["after"]] == [(3, 5)]  # no record that late: the log end
+    assert "no record at or after" in plans["after"][0]["message"]
+    assert [(e["current"], e["new"]) for e in plans["a-day-back"]] == [(3, 0)]
+    assert [(e["current"], e["new"]) for e in plans["twin"]] == [(3, 1)]
+    assert world.offsets("timed-app") == {("timed", 0): 3}
 
 
 def test_a_plan_kafka_would_refuse_is_shown_and_not_carried_out(world: World) -> None:
