@@ -40,7 +40,7 @@ from operator_harness import (
 )
 from waiting import wait_until
 
-from kafka_offset_operator.model.backups import Action, BackupRecord, decode
+from kafka_offset_operator.model.backups import Action, BackupRecord, Requester, decode
 from kafka_sandbox import SandboxBroker
 
 pytestmark = pytest.mark.slow  # an operator under Kopf with end-to-end waits
@@ -290,6 +290,43 @@ def test_a_group_with_members_waits_with_a_condition_naming_them(world: World) -
     status = world.phase("busy", *FINAL)  # the member left: the reset goes on by itself
     assert status["phase"] == "Succeeded" and world.offsets("busy-app") == {("busy", 0): 1}
     assert condition(status, "Degraded")["status"] == "False"
+
+
+def test_resumed_after_a_crash_between_the_commit_and_its_results(world: World) -> None:
+    """The state an operator leaves when it dies after sending the OffsetCommit and before writing the results:
+    the backup (with the plan) stored, Running and commitStartTime in the status; in Kafka, partition 2 was
+    reset by that request, and partition 0 committed by someone else since. The next visit commits only
+    partition 1, still as backed up: nothing is committed over a newer commit."""
+    from kafka_offset_operator.adapters.backup_store import BackupStore
+    from kafka_offset_operator.adapters.kube import Kube as ProductKube
+    from kafka_offset_operator.adapters.kube import load_config
+    from kafka_offset_operator.model.offsets import Committed
+
+    make_topics(world.broker, {"resumed": 3}, records_per_partition=10)
+    admin_commit(world.broker.bootstrap_servers, "resumed-app", {("resumed", 0): 9, ("resumed", 1): 2, ("resumed", 2): 5})
+    world.kube.create(RESETS, reset("resumed", "resumed-app", {"offset": 1}, kafka=world.kafka))
+    world.phase("resumed", "AwaitingApproval")
+    name = "offset-backup-offsetreset-resumed-reset-test"
+    product = ProductKube(load_config(world.kubeconfig))
+    try:
+        BackupStore(product).write(BackupRecord(
+            name, Action.RESET, None, world.broker.bootstrap_servers, "resumed-app",
+            {("resumed", 0): Committed(4), ("resumed", 1): Committed(2), ("resumed", 2): Committed(3)},
+            Requester("OffsetReset", NAMESPACE, "resumed", "uid", "approved OffsetReset"),
+            "2026-01-01T00:00:00Z", "2999-01-01T00:00:00Z",
+            extra={"resetTo": [["resumed", 0, 1, -1, ""], ["resumed", 1, 1, -1, ""], ["resumed", 2, 5, -1, ""]]}))
+    finally:
+        product.close()
+    world.kube.patch(GROUP_VERSION, RESETS, "resumed", {"status": {
+        "phase": "Running", "startTime": "2026-01-01T00:00:00Z", "commitStartTime": "2026-01-01T00:00:01Z",
+        "backup": {"name": name, "takenAt": "2026-01-01T00:00:00Z", "partitions": 3},
+        "target": {"group": "resumed-app", "kafka": world.kafka, "spec": {"group": "resumed-app", "target": {"offset": 1}}}}},
+        subresource="status")
+    status = world.phase("resumed", *FINAL)
+    assert world.offsets("resumed-app") == {("resumed", 0): 9, ("resumed", 1): 1, ("resumed", 2): 5}
+    by_partition = {r["partition"]: (r["status"], r.get("before"), r.get("after")) for r in status["results"]}
+    assert by_partition == {0: ("Skipped", 4, 9), 1: ("Reset", 2, 1), 2: ("Reset", 3, 5)}, status["results"]
+    assert status["phase"] == "Succeeded" and status["commitStartTime"] == "2026-01-01T00:00:01Z"
 
 
 def test_deleted_before_approval_it_is_cancelled_and_nothing_changes(world: World) -> None:
