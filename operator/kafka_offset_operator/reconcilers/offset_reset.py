@@ -245,6 +245,7 @@ class ResetReconciler:
         plan = self._plan(meta["namespace"], spec, admin)
         now = _now()
         if plan.refusal is not None:
+            metrics.reset_finished(steps.FAILED, 0)
             return self._apply(body, steps.plan_refused(status, plan, now, generation), status)
         cluster_id = admin.cluster_id()
         expires = iso((parse_iso(now) or 0) + int(self.options.backup_retention_s * 1000))
@@ -302,7 +303,10 @@ class ResetReconciler:
         after = admin.committed_offsets(group_id)
         outcome = steps.finish_reset(status, group, target, todo, record.offsets, answers, after, interval, _now(),
                                      generation)
-        return self._apply(body, outcome, status)
+        status = self._apply(body, outcome, status)
+        if status.get("phase") in steps.FINAL:
+            metrics.reset_finished(str(status["phase"]), int(status.get("reset", 0)))
+        return status
 
     # -- helpers
 

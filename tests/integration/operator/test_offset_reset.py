@@ -232,6 +232,9 @@ def test_approved_backs_up_first_then_commits_and_the_results_are_what_offsetfet
     assert [line.split()[0] for line in done.audit] == ["BackedUp", "OffsetCommit"], done.audit
     assert f"backup={stored.name}" in done.audit[1] and "before=[orders:0=2,orders:1=3,payments:0=6]" in done.audit[1]
     as_gitops_sees_it(world.kube, "to-latest", "Healthy", "Current")
+    from prometheus_client import REGISTRY
+
+    assert (REGISTRY.get_sample_value("kafka_offset_operator_offset_resets_total", {"phase": "Succeeded"}) or 0) >= 1
     assert {"BackedUp", "Succeeded"} <= wait_until(lambda: world.events("to-latest") >= {"BackedUp", "Succeeded"}
                                                    and world.events("to-latest"), what="events")
 
