@@ -3,7 +3,8 @@ front of the value, tombstones, and the consumer protocol inside classic group m
 
 A decoded record is a plain dict, the same shape the CLI prints:
 `{"type", "keyVersion", "key", "valueVersion", "value"}` (plus `"unsupported": true` for share and
-streams group records, whose values are kept as raw bytes under `value["_raw"]`). Bytes after the last
+streams group records other than the streams topology, whose values are kept as raw bytes under
+`value["_raw"]`). Bytes after the last
 field of a key or value are kept under `"_trailing"`: Kafka's reader ignores them
 (CoordinatorRecordSerde.readMessage never checks that the buffer is used up), so they do not make a
 record unreadable, and keeping them lets the record be re-encoded byte for byte.
@@ -93,7 +94,7 @@ RECORD_TYPES: dict[int, RecordType] = {
         _t(20, "StreamsGroupTargetAssignmentMetadata", s.GROUP_KEY),
         _t(21, "StreamsGroupTargetAssignmentMember", s.GROUP_MEMBER_KEY),
         _t(22, "StreamsGroupCurrentMemberAssignment", s.GROUP_MEMBER_KEY),
-        _t(23, "StreamsGroupTopology", s.GROUP_KEY),
+        _t(23, "StreamsGroupTopology", s.GROUP_KEY, s.STREAMS_GROUP_TOPOLOGY_VALUE),
         _t(24, "StreamsGroupTargetAssignmentResolvedTopicIds", s.GROUP_KEY),
     )
 }
@@ -211,19 +212,73 @@ def decode_consumer_protocol(schema: Message, raw: bytes, part: str) -> dict[str
 
 def subscription_topics(subscription: bytes | Mapping[str, Any]) -> list[str]:
     """The topics of one classic consumer member's subscription, read the way the group coordinator
-    reads them: the int16 version, then only the v0 fields (Topics, UserData), whatever the version
-    (ClassicGroup.computeSubscribedTopics). Bytes that fail a full decode may still have a valid v0
-    prefix, and the broker then knows the member's topics; this gives the same answer. A decoded
-    subscription (a dict from decode_record) gives its `topics`.
+    reads them (ClassicGroup.computeSubscribedTopics): ConsumerProtocol.deserializeVersion reads the int16
+    version and the value is ignored (a negative one too), then deserializeConsumerProtocolSubscription(
+    buffer, 0) reads only the v0 fields, whatever the version, with the leniency of Kafka's generated
+    reader: UserData with any negative length is null, topic names that are not UTF-8 decode with
+    replacement characters, bytes after UserData are ignored. A decoded subscription (a dict from
+    decode_record) gives its `topics`.
+
+    Raises SubscriptionError where Kafka's reader throws: `schema_error` True where it throws a
+    SchemaException (a buffer underflow: the version, a length or a count cut off), which
+    computeSubscribedTopics catches (the group's subscriptions become unknown); False where it throws
+    another RuntimeException (a negative topic count or name length, a count or length past the end),
+    which it does not catch: replaying such a GroupMetadata record fails the load of the partition.
     """
     if isinstance(subscription, Mapping):
         return list(subscription.get("topics") or [])
-    r = Reader(_input_bytes(subscription, "subscription"), "subscription")
-    version = r.int16("version")
-    if version < 0:
-        raise r.error(f"negative ConsumerProtocolSubscription version {version}", 0)
-    prefix = s.CONSUMER_PROTOCOL_SUBSCRIPTION.decode(r, 0)
-    return list(prefix["topics"])
+    raw = _input_bytes(subscription, "subscription")
+    r = Reader(raw, "subscription")
+    _fixed(r, 2, "version")
+    r.pos = 2  # the version is read and ignored
+    count = _fixed_int(r, 4, "topics count")
+    if count < 0:
+        raise SubscriptionError("topics count is negative (null)", r.pos - 4, schema_error=False)
+    if count > len(raw) - r.pos:
+        raise SubscriptionError(
+            f"topics count {count} is larger than the {len(raw) - r.pos} bytes left",
+            r.pos - 4,
+            schema_error=False,
+        )
+    topics = []
+    for _ in range(count):
+        n = _fixed_int(r, 2, "topic length")
+        if n < 0:
+            raise SubscriptionError("topic name is null", r.pos - 2, schema_error=False)
+        if n > len(raw) - r.pos:
+            raise SubscriptionError(
+                f"topic name of {n} bytes, only {len(raw) - r.pos} left", r.pos - 2, schema_error=False
+            )
+        topics.append(raw[r.pos : r.pos + n].decode("utf-8", "replace"))
+        r.pos += n
+    user_data = _fixed_int(r, 4, "user data length")
+    if user_data > len(raw) - r.pos:
+        raise SubscriptionError(
+            f"user data of {user_data} bytes, only {len(raw) - r.pos} left", r.pos - 4, schema_error=False
+        )
+    return topics
+
+
+class SubscriptionError(CodecError):
+    """A member subscription the group coordinator cannot read (see subscription_topics)."""
+
+    def __init__(self, message: str, offset: int, *, schema_error: bool) -> None:
+        super().__init__(message, part="subscription", offset=offset)
+        self.schema_error = schema_error
+
+
+def _fixed(r: Reader, size: int, what: str) -> None:
+    if r.pos + size > len(r.buf):
+        raise SubscriptionError(
+            f"truncated: {what} needs {size} bytes, only {len(r.buf) - r.pos} left", r.pos, schema_error=True
+        )
+
+
+def _fixed_int(r: Reader, size: int, what: str) -> int:
+    _fixed(r, size, what)
+    value = int.from_bytes(r.buf[r.pos : r.pos + size], "big", signed=True)
+    r.pos += size
+    return value
 
 
 def encode_consumer_protocol(schema: Message, value: Mapping[str, Any], part: str) -> bytes:
