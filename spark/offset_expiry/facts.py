@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from .codec import CodecError, decode_key, decode_record, subscription_topics
+from .codec import CodecError, decode_key, decode_record, streams_source_topics, subscription_topics
 
 OFFSET_COMMIT = 1
 GROUP_METADATA = 2
@@ -150,17 +150,6 @@ def _fact_from_decoded(record: dict[str, Any]) -> Fact:
     if type_id == STREAMS_GROUP_TOPOLOGY:
         return base._replace(topics=streams_source_topics(value), regex=_streams_regexes(value))
     return base
-
-
-def streams_source_topics(topology: dict[str, Any]) -> tuple[str, ...]:
-    """StreamsTopology.sourceTopicMap's keys (Kafka 4.2, KAFKA-19779): every subtopology's SourceTopics
-    and the names of its RepartitionSourceTopics. Kafka 4.1 asks the configured topology instead, which
-    holds the same topics once the topology is validated against the cluster's metadata."""
-    topics: set[str] = set()
-    for sub in topology.get("Subtopologies") or ():
-        topics.update(sub.get("SourceTopics") or ())
-        topics.update(info["Name"] for info in sub.get("RepartitionSourceTopics") or ())
-    return tuple(sorted(topics))
 
 
 def _streams_regexes(topology: dict[str, Any]) -> str | None:

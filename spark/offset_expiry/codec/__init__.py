@@ -35,6 +35,7 @@ from .records import (
     encode_record,
     encode_value,
     record_type_names,
+    streams_source_topics,
     subscription_topics,
 )
 from .schema import UNKNOWN_TAGS
@@ -74,6 +75,7 @@ __all__ = [
     "share_group",
     "streams_group",
     "streams_group_topology",
+    "streams_source_topics",
     "subscription_topics",
     "to_jsonable",
 ]

@@ -281,6 +281,17 @@ def _fixed_int(r: Reader, size: int, what: str) -> int:
     return value
 
 
+def streams_source_topics(topology: Mapping[str, Any]) -> tuple[str, ...]:
+    """StreamsTopology.sourceTopicMap's keys (Kafka 4.2, KAFKA-19779): every subtopology's SourceTopics
+    and the names of its RepartitionSourceTopics. Kafka 4.1 asks the configured topology instead, which
+    holds the same topics once the topology is validated against the cluster's metadata."""
+    topics: set[str] = set()
+    for sub in topology.get("Subtopologies") or ():
+        topics.update(sub.get("SourceTopics") or ())
+        topics.update(info["Name"] for info in sub.get("RepartitionSourceTopics") or ())
+    return tuple(sorted(topics))
+
+
 def encode_consumer_protocol(schema: Message, value: Mapping[str, Any], part: str) -> bytes:
     version = value.get("version", schema.max_version)
     if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version <= 0x7FFF:

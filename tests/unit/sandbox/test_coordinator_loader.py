@@ -93,7 +93,7 @@ def test_a_group_tombstone_removes_the_group() -> None:
 
 def test_records_that_do_not_decode_are_counted_and_skipped() -> None:
     h = Harness()
-    report = h.coord.load([(b"\x00\x63garbage", b"x", T0), (b"\x00\x09\x00\x01g", b"\x00\x00", T0)])
+    report = h.coord.load([(b"\x00\x63garbage", b"x", T0), (b"\x00\x02\x00\x01g", b"\x00\x03\x00", T0)])
     assert (report.applied, report.skipped) == (0, 2)
     assert h.coord.list_groups() == []
 
