@@ -183,8 +183,10 @@ def _keep_trailing(r: Reader, fields: dict[str, Any]) -> None:
 def _decode_member_protocols(group: dict[str, Any]) -> None:
     """Consumer groups carry a ConsumerProtocolSubscription/Assignment in each member's bytes.
 
-    Bytes that do not parse in full stay bytes, so they re-encode unchanged; subscription_topics()
-    still reads the v0 prefix the broker reads from them.
+    Bytes that do not parse in full stay bytes, so they re-encode unchanged, and the member gets
+    `_subscriptionError` / `_assignmentError` next to them: what is wrong and at which byte of the
+    embedded bytes, and for a subscription what Kafka's coordinator makes of it (it reads only the v0
+    prefix, so it may still know the member's topics: see subscription_topics). Encoding ignores these.
     """
     for member in group.get("members") or ():
         for field, schema in (
@@ -192,9 +194,31 @@ def _decode_member_protocols(group: dict[str, Any]) -> None:
             ("assignment", s.CONSUMER_PROTOCOL_ASSIGNMENT),
         ):
             raw = member.get(field)
-            if isinstance(raw, bytes):
-                with contextlib.suppress(CodecError):
-                    member[field] = decode_consumer_protocol(schema, raw, field)
+            if not isinstance(raw, bytes):
+                continue
+            try:
+                member[field] = decode_consumer_protocol(schema, raw, field)
+            except CodecError as exc:
+                member[f"_{field}Error"] = embedded_error(exc, raw if field == "subscription" else None)
+
+
+def embedded_error(exc: CodecError, subscription: bytes | None) -> dict[str, Any]:
+    """Why embedded consumer-protocol bytes stay raw: `error`, `byte` (offset in those bytes, or None),
+    and for a subscription `coordinator`: what ClassicGroup.computeSubscribedTopics gets from them."""
+    out: dict[str, Any] = {"error": exc.reason, "byte": exc.offset}
+    if subscription is not None:
+        try:
+            topics = subscription_topics(subscription)
+        except SubscriptionError as sub:
+            if sub.schema_error:
+                out["coordinator"] = (
+                    f"SchemaException at byte {sub.offset}: the group's subscriptions are unknown"
+                )
+            else:
+                out["coordinator"] = f"reader error at byte {sub.offset}: Kafka fails to load the partition"
+        else:
+            out["coordinator"] = {"topics": topics}
+    return out
 
 
 def decode_consumer_protocol(schema: Message, raw: bytes, part: str) -> dict[str, Any]:

@@ -231,3 +231,14 @@ def test_subscription_bytes_kafka_fails_on_expire_nothing(
     broker.clock.advance(days=8)
     broker.expire_offsets()
     assert committed(admin, "broken") == {"orders", "payments"}
+    # `dump` keeps the bytes raw and says why, next to them (item 9).
+    [group] = [
+        r for r in group_records(dump(broker.bootstrap_servers), "broken") if r["type"] == "GroupMetadata"
+    ]
+    [member] = group["value"]["members"]
+    assert member["subscription"] == "0000ffffffffffffffff"
+    assert member["_subscriptionError"] == {
+        "error": "ConsumerProtocolSubscription.topics is null or has negative length -1",
+        "byte": 2,
+        "coordinator": "reader error at byte 2: Kafka fails to load the partition",
+    }

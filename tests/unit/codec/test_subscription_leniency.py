@@ -4,9 +4,18 @@ ignores it, then the version-0 fields with the generated ConsumerProtocolSubscri
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from offset_expiry.codec import SubscriptionError, subscription_topics
+from offset_expiry.codec import (
+    SubscriptionError,
+    decode_record,
+    encode_record,
+    group_metadata,
+    subscription_topics,
+    to_jsonable,
+)
 from offset_expiry.facts import classic_subscribed_topics
 
 
@@ -71,3 +80,48 @@ def test_the_analysis_reads_a_group_as_kafka_does() -> None:
     assert classic_subscribed_topics("consumer", "range", [member]) == ("orders",)
     broken = {"memberId": "n", "subscription": h("0000", "ffffffff", "ffffffff")}
     assert classic_subscribed_topics("consumer", "range", [member, broken]) is None
+
+
+def test_embedded_bytes_that_stay_raw_say_why_and_what_kafka_reads() -> None:
+    """Issue 11 item 9: a member's subscription/assignment that does not decode in full is kept as bytes,
+    with the reason and the byte next to it (and re-encodes unchanged: encoding ignores the note)."""
+    member = {
+        "memberId": "m",
+        "groupInstanceId": None,
+        "clientId": "c",
+        "clientHost": "h",
+        "rebalanceTimeout": 1,
+        "sessionTimeout": 1,
+        "subscription": h("ffff") + ORDERS + h("fffffffe"),
+        "assignment": h("0000", "00000009"),
+    }
+    broken = {**member, "memberId": "n", "subscription": h("0000", "ffffffff", "ffffffff"), "assignment": b""}
+    cut = {**member, "memberId": "o", "subscription": h("0000", "0000"), "assignment": b""}
+    key, value = group_metadata(
+        "g",
+        protocol_type="consumer",
+        generation=1,
+        protocol="range",
+        leader="m",
+        current_state_timestamp=5,
+        members=[member, broken, cut],
+    )
+    rec = decode_record(key, value)
+    m, n, o = rec["value"]["members"]
+    assert m["subscription"] == member["subscription"]
+    assert m["_subscriptionError"] == {
+        "error": "negative ConsumerProtocolSubscription version -1",
+        "byte": 0,
+        "coordinator": {"topics": ["orders"]},
+    }
+    assert m["_assignmentError"] == {
+        "error": "truncated: ConsumerProtocolAssignment.partitions claims 9 elements, only 0 bytes left",
+        "byte": 2,
+    }
+    assert n["_subscriptionError"]["coordinator"] == (
+        "reader error at byte 2: Kafka fails to load the partition"
+    )
+    assert o["_subscriptionError"]["coordinator"] == (
+        "SchemaException at byte 2: the group's subscriptions are unknown"
+    )
+    assert encode_record(json.loads(json.dumps(to_jsonable(rec)))) == (key, value)
