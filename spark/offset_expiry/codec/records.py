@@ -12,7 +12,6 @@ record unreadable, and keeping them lets the record be re-encoded byte for byte.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
