@@ -21,19 +21,25 @@ coordinator/group/):
 - `modern/consumer/ConsumerGroup.offsetExpirationCondition`: always, base = commit timestamp;
   `modern/ModernGroup.isSubscribedToTopic`: members' SubscribedTopicNames and the topics of the group's
   resolved regular expressions (`ConsumerGroup.updateResolvedRegularExpression`).
-- `streams/StreamsGroup`: base = commit timestamp; subscribed to its topology's source topics unless
-  Empty. We cannot decode streams topologies, so a non-empty streams group is "unknown".
-- Share groups never expire offsets (`ShareGroup.shouldExpire` is false).
+- `streams/StreamsGroup.offsetExpirationCondition`: always, base = commit timestamp;
+  `StreamsGroup.isSubscribedToTopic`: false while Empty (or Dead), else the topology's source topics
+  (`StreamsTopology.sourceTopicMap`: SourceTopics and RepartitionSourceTopics; nothing without a topology
+  record). A topology that does not decode makes the group "unknown".
+- Share groups never expire offsets (`ShareGroup.shouldExpire` is false, so
+  `GroupCoordinatorShard.cleanupGroupMetadata` skips them; offsets.retention.minutes does not apply).
 
 Policy verdict, first match wins:
 
 1. Protected: the group matches `protect.groups`. Protected groups are never candidates.
 2. Excluded: the group is not selected by `groups.include` / `groups.exclude`.
+2a. ShareGroup: a share group (KIP-932); the broker never expires its offsets through
+   offsets.retention.minutes, and the policy proposes none.
 3. ActiveSubscription: a member subscribes to the topic (the broker would not expire it either).
 4. UnknownSubscription: the topic cannot tell whether a member depends on the offset (a classic group
    that is neither Empty, simple nor a Stable "consumer" group with parseable subscriptions; a KIP-848
-   group with a subscription regex that has no resolution record yet; a non-empty streams group; a share
-   group). Nothing is proposed where we cannot see the truth.
+   group with a subscription regex that has no resolution record yet; a non-empty streams group whose
+   topology does not decode, or whose topology has source topic regexes). Nothing is proposed where we
+   cannot see the truth.
 5. DeletedTopic (candidate): the topic no longer exists and `rules.deletedTopics` is Delete.
 6. The retention rule of the offset's shape, applied like the broker's rule with the policy's own
    retention: Empty groups -> `emptyGroupRetention` (reason EmptyGroup), simple groups ->
@@ -76,6 +82,7 @@ class Reason(StrEnum):
     ACTIVE_SUBSCRIPTION = "ActiveSubscription"
     WITHIN_RETENTION = "WithinRetention"
     UNKNOWN_SUBSCRIPTION = "UnknownSubscription"
+    SHARE_GROUP = "ShareGroup"
 
 
 CANDIDATE_REASONS = (
@@ -91,6 +98,7 @@ KEPT_REASONS = (
     Reason.ACTIVE_SUBSCRIPTION,
     Reason.WITHIN_RETENTION,
     Reason.UNKNOWN_SUBSCRIPTION,
+    Reason.SHARE_GROUP,
 )
 
 
@@ -166,7 +174,11 @@ def shape_of(group: GroupView, topic: str) -> Shape:
             return Shape.SUBSCRIBED
         return Shape.EMPTY_GROUP if group.is_empty else Shape.UNSUBSCRIBED
     if group.type is GroupType.STREAMS:
-        return Shape.EMPTY_GROUP if group.is_empty else Shape.NO_CONDITION
+        if group.is_empty:
+            return Shape.EMPTY_GROUP
+        if group.subscribed_topics is None:
+            return Shape.NO_CONDITION
+        return Shape.SUBSCRIBED if topic in group.subscribed_topics else Shape.UNSUBSCRIBED
     return Shape.NO_CONDITION
 
 
@@ -218,6 +230,8 @@ def verdict(
         return False, Reason.PROTECTED
     if not policy.groups.selects(group.group_id):
         return False, Reason.EXCLUDED
+    if group.type is GroupType.SHARE:
+        return False, Reason.SHARE_GROUP
     shape = shape_of(group, offset.topic)
     if shape is Shape.SUBSCRIBED:
         return False, Reason.ACTIVE_SUBSCRIPTION

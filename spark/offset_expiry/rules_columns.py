@@ -49,7 +49,12 @@ def shape_column() -> Column:
         .when(state == "Empty", _lit(Shape.EMPTY_GROUP.value))
         .otherwise(_lit(Shape.UNSUBSCRIBED.value))
     )
-    streams = F.when(state == "Empty", _lit(Shape.EMPTY_GROUP.value)).otherwise(_lit(Shape.NO_CONDITION.value))
+    streams = (
+        F.when(state == "Empty", _lit(Shape.EMPTY_GROUP.value))
+        .when(subscribed.isNull(), _lit(Shape.NO_CONDITION.value))
+        .when(topic_subscribed, _lit(Shape.SUBSCRIBED.value))
+        .otherwise(_lit(Shape.UNSUBSCRIBED.value))
+    )
     return (
         F.when(gtype.isNull(), _lit(Shape.STANDALONE.value))  # rules.simple_group
         .when(gtype == GroupType.CLASSIC.value, classic)
@@ -113,6 +118,7 @@ def verdict_columns(policy: Policy, now_ms: int, shape: Column) -> tuple[Column,
     reason = (
         F.when(F.col("group_protected"), _lit(Reason.PROTECTED.value))
         .when(~F.col("group_selected"), _lit(Reason.EXCLUDED.value))
+        .when(F.col("group_type") == GroupType.SHARE.value, _lit(Reason.SHARE_GROUP.value))
         .when(shape == Shape.SUBSCRIBED.value, _lit(Reason.ACTIVE_SUBSCRIPTION.value))
         .when(
             (shape == Shape.NO_CONDITION.value) | ((shape == Shape.UNSUBSCRIBED.value) & unresolved),

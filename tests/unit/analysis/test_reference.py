@@ -69,6 +69,7 @@ def test_output_shape_and_values() -> None:
             "ActiveSubscription": 0,
             "WithinRetention": 1,
             "UnknownSubscription": 0,
+            "ShareGroup": 0,
         },
         "skippedRecords": 0,
         "snapshot": {"0": 103},
