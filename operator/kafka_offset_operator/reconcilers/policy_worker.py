@@ -301,10 +301,13 @@ class PolicyRunner:
     def _recheck(self, admin: KafkaAdmin, spec: PolicySpec, report: Report) -> tuple[list[proposals.Proposal], list[proposals.Skip]]:
         kept: list[proposals.Proposal] = []
         skipped: list[proposals.Skip] = []
-        for proposal in proposals.proposals(report.candidates):
+        candidates = proposals.proposals(report.candidates)
+        # Which topics exist now: offsets of deleted topics can only go with their whole group.
+        topics = admin.topic_names() if any(p.reasons for p in candidates) else None
+        for proposal in candidates:
             live = admin.describe_group(proposal.group)
             committed: Mapping[TP, Committed] = admin.committed_offsets(proposal.group)
-            result = proposals.recheck(proposal, live, committed, spec.policy.protect)
+            result = proposals.recheck(proposal, live, committed, spec.policy.protect, topics)
             skipped.extend(result.skipped)
             if result.proposal is not None:
                 kept.append(result.proposal)
