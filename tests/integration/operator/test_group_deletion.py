@@ -10,9 +10,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from brokers import make_topics
 from kafka_clients import committed, empty_group, member
-from operator_harness import FINAL, GROUP_VERSION, NAMESPACE, Kube, OperatorThread, condition
+from operator_harness import FINAL, GROUP_VERSION, NAMESPACE, Kube, KubeApiError, OperatorThread, condition
 
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
 from kafka_offset_operator.model.connection import ConnectionSettings
@@ -125,3 +126,13 @@ def test_require_topics_deleted_keeps_a_group_whose_topic_exists(
     assert status["phase"] == "Failed" and condition(status, "Ready")["reason"] == "GroupChanged"
     assert "orders" in status["groupResult"]["message"]
     assert committed(broker.bootstrap_servers, "reader") == {("orders", 0): 2}
+
+
+def test_the_api_refuses_require_topics_deleted_without_delete_group(broker: SandboxBroker, kube: Kube) -> None:
+    """The CRD's CEL rule, evaluated by the emulated API as by a real one (the operator checks it too:
+    decisions/deletion_spec.py)."""
+    obj = group_deletion("confused", "g", ["orders"], broker, requireTopicsDeleted=True)
+    obj["spec"]["deleteGroup"] = False
+    with pytest.raises(KubeApiError) as refused:
+        kube.create("offsetdeletions", obj)
+    assert refused.value.status == 422 and "requireTopicsDeleted" in str(refused.value)
