@@ -136,3 +136,22 @@ def test_the_api_refuses_require_topics_deleted_without_delete_group(broker: San
     with pytest.raises(KubeApiError) as refused:
         kube.create("offsetdeletions", obj)
     assert refused.value.status == 422 and "requireTopicsDeleted" in str(refused.value)
+
+
+def test_a_delete_groups_whose_answer_is_lost_is_confirmed_not_sent_again(
+        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+    """Kafka deleted the group but the connection dropped before the answer: the Event says the request was
+    sent and its answer lost; the retry finds the group gone after deleteStartTime and counts it Deleted."""
+    make_topics(broker, {"orders": 1})
+    empty_group(broker.bootstrap_servers, "lost", {("orders", 0): 3})
+    sent = broker.faults.count("DeleteGroups")
+    held = broker.faults.hold("DeleteGroups")
+    start_operator()
+    kube.create("offsetdeletions", group_deletion("drop-lost", "lost", ["orders"], broker))
+    held.wait().drop(applied=True)
+    status = kube.wait_for_phase("drop-lost", *FINAL)
+    assert status["phase"] == "Succeeded" and status["groupResult"]["status"] == "Deleted", status
+    assert sent.hits == 1  # no second DeleteGroups
+    assert committed(broker.bootstrap_servers, "lost") == {}
+    messages = [e.get("message", "") for e in kube.events_for("drop-lost")]
+    assert any("DeleteGroups of 1 offsets was sent but its answer was lost" in m for m in messages), messages
