@@ -33,6 +33,7 @@ import kopf
 
 from offset_expiry.errors import SpecError
 from offset_expiry.rules import CANDIDATE_REASONS
+from offset_expiry.rules import Reason as Verdict
 
 from ..adapters import metrics
 from ..adapters.backup_store import BackupStore
@@ -302,8 +303,10 @@ class PolicyRunner:
         kept: list[proposals.Proposal] = []
         skipped: list[proposals.Skip] = []
         candidates = proposals.proposals(report.candidates)
-        # Which topics exist now: offsets of deleted topics can only go with their whole group.
-        topics = admin.topic_names() if any(p.reasons for p in candidates) else None
+        # Which topics exist now (one Metadata request, only when the report has offsets of deleted topics):
+        # those offsets can only go with their whole group (proposals.recheck).
+        deleted = any(Verdict.DELETED_TOPIC in p.reasons.values() for p in candidates)
+        topics = admin.topic_names() if deleted else None
         for proposal in candidates:
             live = admin.describe_group(proposal.group)
             committed: Mapping[TP, Committed] = admin.committed_offsets(proposal.group)
