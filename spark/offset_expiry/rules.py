@@ -40,13 +40,20 @@ Policy verdict, first match wins:
    group with a subscription regex that has no resolution record yet; a non-empty streams group whose
    topology does not decode, or whose topology has source topic regexes). Nothing is proposed where we
    cannot see the truth.
-5. DeletedTopic (candidate): the topic no longer exists and `rules.deletedTopics` is Delete.
-6. The retention rule of the offset's shape, applied like the broker's rule with the policy's own
+5. StaleGroup (candidate): `rules.staleGroups.emptyFor` is set, the group is Empty (a simple group
+   always is) and has been so for at least emptyFor (`stale_since`). A group-level verdict: every offset of
+   a stale group gets it, and the operator proposes deleting the whole group (DeleteGroups) only when
+   every offset the group has live is in the proposal (decisions/proposals.py).
+6. DeletedTopic (candidate): the topic no longer exists and `rules.deletedTopics` is Delete. OffsetDelete
+   cannot remove such an offset (KafkaApis.handleOffsetDeleteRequest answers UNKNOWN_TOPIC_OR_PARTITION
+   for a topic missing from the metadata cache before the coordinator sees it), so the operator proposes
+   DeleteGroups where these are all an Empty group has left, and only reports them otherwise.
+7. The retention rule of the offset's shape, applied like the broker's rule with the policy's own
    retention: Empty groups -> `emptyGroupRetention` (reason EmptyGroup), simple groups ->
    `standaloneRetention` (Standalone), unsubscribed topics of active groups ->
    `unsubscribedTopicRetention` (UnsubscribedTopic). As in the broker, an explicit expireTimestamp
    replaces the retention: the offset is a candidate once `now >= expireTimestamp` (ExpireTimestamp).
-7. WithinRetention: the rule has not fired yet, or the policy has no rule for that shape.
+8. WithinRetention: the rule has not fired yet, or the policy has no rule for that shape.
 """
 
 from __future__ import annotations
@@ -76,6 +83,7 @@ class Reason(StrEnum):
     STANDALONE = "Standalone"
     EXPIRE_TIMESTAMP = "ExpireTimestamp"
     DELETED_TOPIC = "DeletedTopic"
+    STALE_GROUP = "StaleGroup"
     # kept
     PROTECTED = "Protected"
     EXCLUDED = "Excluded"
@@ -91,6 +99,7 @@ CANDIDATE_REASONS = (
     Reason.STANDALONE,
     Reason.EXPIRE_TIMESTAMP,
     Reason.DELETED_TOPIC,
+    Reason.STALE_GROUP,
 )
 KEPT_REASONS = (
     Reason.PROTECTED,
@@ -109,6 +118,8 @@ class GroupView:
     `subscribed_topics` is None when the subscriptions are unknown (see ClassicGroup.isSubscribedToTopic).
     `unresolved_regex` marks a KIP-848 group whose member regex has no resolution record yet: the broker
     treats the regex as matching nothing, the policy treats the group's unsubscribed topics as unknown.
+    `newest_commit_timestamp` is the newest commit of any of the group's live offsets (None when the
+    analysis did not compute it): the start of a simple or KIP-848 group's "empty since" (`stale_since`).
     """
 
     group_id: str
@@ -118,6 +129,7 @@ class GroupView:
     current_state_timestamp: int | None = None
     subscribed_topics: frozenset[str] | None = frozenset()
     unresolved_regex: bool = False
+    newest_commit_timestamp: int | None = None
 
     @property
     def is_simple(self) -> bool:
@@ -207,6 +219,30 @@ def broker_expires_at(group: GroupView, offset: OffsetView, retention_ms: int) -
     return base_timestamp(group, shape, offset) + retention_ms
 
 
+def stale_since(group: GroupView) -> int | None:
+    """Since when an Empty group counts as Empty for `rules.staleGroups`: the start of the broker's own
+    retention for an Empty group (`base_timestamp`: a classic group's currentStateTimestamp), taken at the
+    group's newest commit where Kafka counts from the commit (KIP-848 and streams groups, a classic group
+    without the timestamp), and a simple group's newest commit (it is Empty all its life). So a group is
+    stale once every one of its offsets is at least emptyFor past the base its emptyGroupRetention uses.
+    None: nothing to count from."""
+    newest = group.newest_commit_timestamp
+    if newest is None:
+        return None
+    if group.is_simple:
+        return newest
+    return base_timestamp(group, Shape.EMPTY_GROUP, OffsetView("", 0, 0, newest))
+
+
+def is_stale(group: GroupView, policy: Policy, now_ms: int) -> bool:
+    """`rules.staleGroups`: the group is Empty and has been for at least emptyFor."""
+    empty_for = policy.rules.stale_group_ms
+    if empty_for is None or not group.is_empty:
+        return False
+    since = stale_since(group)
+    return since is not None and now_ms - since >= empty_for
+
+
 _RULE_REASON = {
     Shape.EMPTY_GROUP: Reason.EMPTY_GROUP,
     Shape.STANDALONE: Reason.STANDALONE,
@@ -237,6 +273,8 @@ def verdict(
         return False, Reason.ACTIVE_SUBSCRIPTION
     if shape is Shape.NO_CONDITION or (shape is Shape.UNSUBSCRIBED and group.unresolved_regex):
         return False, Reason.UNKNOWN_SUBSCRIPTION
+    if is_stale(group, policy, now_ms):
+        return True, Reason.STALE_GROUP
     if topic_exists is False and policy.rules.deleted_topics is DeletedTopics.DELETE:
         return True, Reason.DELETED_TOPIC
     retention = _rule_retention(policy, shape)

@@ -39,6 +39,7 @@ def test_random_topic_with_every_rule(spark: SparkSession) -> None:
                 "unsubscribedTopicRetention": "36h",
                 "standaloneRetention": "5d",
                 "deletedTopics": "Delete",
+                "staleGroups": {"emptyFor": "10d"},  # some groups stale, not all (every reason occurs)
             },
             "protect": {"groups": ["billing-*"], "keepAlive": True},
         }

@@ -64,6 +64,7 @@ def test_output_shape_and_values() -> None:
             "Standalone": 0,
             "ExpireTimestamp": 0,
             "DeletedTopic": 0,
+            "StaleGroup": 0,
             "Protected": 0,
             "Excluded": 0,
             "ActiveSubscription": 0,

@@ -193,6 +193,7 @@ def test_reason_sets_are_the_issues_closed_sets() -> None:
         "Standalone",
         "ExpireTimestamp",
         "DeletedTopic",
+        "StaleGroup",
     }
     assert {r.value for r in KEPT_REASONS} == {
         "Protected",
