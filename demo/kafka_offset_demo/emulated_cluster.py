@@ -33,7 +33,7 @@ import itertools
 import json
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -43,6 +43,7 @@ import jsonpatch
 import jsonpointer
 import kmock
 import yaml
+from kmock._internal.rendering import Response  # exported by kmock, though not in its __all__
 
 from kafka_offset_operator.decisions.status_patch import merge_patch
 
@@ -259,6 +260,24 @@ class Emulator(kmock.KubernetesEmulator):
             return obj
         _, _, columns = self._kind_of(request)
         return views.table([obj], columns, str(next(self._versions)), datetime.datetime.now(datetime.UTC))
+
+    # kmock's fallback renders whatever payload it is given: a Response carries the stream and its type.
+    async def _serve_watch(self, request: kmock.Request) -> Any:  # type: ignore[override]
+        """`kubectl get -w` watches asking for Tables: each event's object becomes a one-row Table, and after
+        the list kubectl already printed (its resourceVersion given) only later changes are sent, as the API
+        server does; the stream says it is one (kubectl decodes by content type). Other watches (Kopf's) are
+        kmock's, unchanged."""
+        if not views.wants_table(request.headers.get("Accept")):
+            return super()._serve_watch(request)
+        return Response(headers={"Content-Type": views.WATCH_MEDIA}, payload=self._table_watch(request))
+
+    async def _table_watch(self, request: kmock.Request) -> AsyncIterator[Any]:
+        _, _, columns = self._kind_of(request)
+        since = views.resource_version(request.params.get("resourceVersion"))
+        async for event in super()._serve_watch(request):
+            if isinstance(event, dict) and views.already_listed(event, since):
+                continue
+            yield views.table_event(event, columns, str(next(self._versions)), datetime.datetime.now(datetime.UTC))
 
     def _serve_openapi(self, path: str) -> aiohttp.web.Response:
         builtins = {(r.group or "", r.version or "v1", r.plural or "", info.kind or "", bool(info.namespaced))

@@ -7,6 +7,7 @@ and stored objects (the Emulator serves them):
   convertor does), or NAME and AGE for resources without columns;
 - discovery lists a subresource (`offsetdeletions/status`) without the short names and categories of its
   resource, so `kubectl get od` and `kubectl get kafka` resolve (kmock copies them onto subresources);
+- `kubectl get -w` watches as Tables: one row per event, changes only after the list;
 - OpenAPI v3 (`/openapi/v3` and one document per group version), from the CRDs' schemas with
   `x-kubernetes-group-version-kind`, so `kubectl explain` and kubectl's client-side validation work.
   Builtin kinds get permissive schemas: the emulator is no validator of Kubernetes' own kinds.
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 TABLE_MEDIA = re.compile(r"as=Table")
+WATCH_MEDIA = "application/json;stream=watch"
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
@@ -117,6 +119,33 @@ def table(objects: Iterable[Mapping[str, Any]], columns: list[Mapping[str, Any]]
                                                 "metadata": obj.get("metadata", {})}})
     return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": resource_version},
             "columnDefinitions": definitions, "rows": rows}
+
+
+def resource_version(raw: Any) -> int | None:
+    """A watch's resourceVersion as a number; None for "", "0" or none (send every object, as the API
+    server does for those)."""
+    try:
+        value = int(str(raw))
+    except ValueError:
+        return None
+    return value or None
+
+
+def already_listed(event: Mapping[str, Any], since: int | None) -> bool:
+    """An ADDED event for an object no newer than the list the watch continues: the client has it."""
+    if since is None or event.get("type") != "ADDED":
+        return False
+    found = resource_version(event.get("object", {}).get("metadata", {}).get("resourceVersion"))
+    return found is not None and found <= since
+
+
+def table_event(event: Any, columns: list[Mapping[str, Any]] | None, resource_version: str,
+                now: datetime.datetime) -> Any:
+    """A watch event whose object is a one-row Table, as the API server streams them to `kubectl get -w`;
+    anything that is no event (kmock's opening empty chunk) passes as it is."""
+    if not isinstance(event, Mapping) or not isinstance(event.get("object"), Mapping):
+        return event
+    return {"type": event.get("type"), "object": table([event["object"]], columns, resource_version, now)}
 
 
 # -- discovery

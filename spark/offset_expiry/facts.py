@@ -13,8 +13,7 @@ import struct
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from .codec import CodecError, decode_record
-from .codec.wire import Reader
+from .codec import CodecError, decode_key, decode_record, streams_source_topics, subscription_topics
 
 OFFSET_COMMIT = 1
 GROUP_METADATA = 2
@@ -23,6 +22,7 @@ CONSUMER_GROUP_MEMBER_METADATA = 5
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
 CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+STREAMS_GROUP_TOPOLOGY = 23
 KIP848_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
 SHARE_TYPES = frozenset(range(9, 16))
 SHARE_MEMBER_TYPES = frozenset({10, 14})
@@ -41,8 +41,11 @@ class Fact(NamedTuple):
     - committed_offset, commit_timestamp, expire_timestamp (None for Kafka's -1 sentinel): offset commits.
     - protocol_type, state_timestamp (None for -1), member_count: classic group metadata.
     - topics: classic group metadata: the union of the members' subscribed topics (None = unknown);
-      type 5: the member's SubscribedTopicNames; type 16: the regex's resolved Topics.
-    - regex: type 5's SubscribedTopicRegex. epoch: type 3 Epoch, type 6 AssignmentEpoch, type 8
+      type 5: the member's SubscribedTopicNames; type 16: the regex's resolved Topics; type 23 (streams
+      topology): its source topics, `StreamsTopology.sourceTopicMap` (SourceTopics and
+      RepartitionSourceTopics of every subtopology), None when the topology value does not decode.
+    - regex: type 5's SubscribedTopicRegex; type 23: the subtopologies' SourceTopicRegex, one per line
+      (None without any). epoch: type 3 Epoch, type 6 AssignmentEpoch, type 8
       MemberEpoch. member_state: type 8 State.
     """
 
@@ -68,11 +71,34 @@ class Fact(NamedTuple):
 
 
 def fact_from_record(key: bytes, value: bytes | None) -> Fact:
-    """Raises CodecError for bytes that are not a record Kafka could have written."""
+    """Raises CodecError for bytes that are not a record Kafka could have written.
+
+    One exception: a streams topology whose value does not decode (a newer schema than this code knows)
+    gives a topology fact with unknown topics, so its group's source topics are unknown rather than
+    absent: dropping the record would make every offset of a live streams group look unsubscribed.
+    """
     fast = _fast_offset_commit(key, value)
     if fast is not None:
         return fast
-    return _fact_from_decoded(decode_record(key, value))
+    try:
+        return _fact_from_decoded(decode_record(key, value))
+    except CodecError:
+        topology = _undecodable_topology(key, value)
+        if topology is None:
+            raise
+        return topology
+
+
+def _undecodable_topology(key: bytes, value: bytes | None) -> Fact | None:
+    if value is None:
+        return None
+    try:
+        _rtype, type_id, key_fields = decode_key(key)
+    except CodecError:
+        return None
+    if type_id != STREAMS_GROUP_TOPOLOGY:
+        return None
+    return Fact(STREAMS_GROUP_TOPOLOGY, key_fields["GroupId"])
 
 
 def _sentinel(value: Any) -> int | None:
@@ -120,7 +146,16 @@ def _fact_from_decoded(record: dict[str, Any]) -> Fact:
         return base._replace(epoch=value["MemberEpoch"], member_state=value["State"])
     if type_id == CONSUMER_GROUP_REGULAR_EXPRESSION:
         return base._replace(topics=tuple(value["Topics"]))
+    if type_id == STREAMS_GROUP_TOPOLOGY:
+        return base._replace(topics=streams_source_topics(value), regex=_streams_regexes(value))
     return base
+
+
+def _streams_regexes(topology: dict[str, Any]) -> str | None:
+    regexes = sorted(
+        {r for sub in topology.get("Subtopologies") or () for r in sub.get("SourceTopicRegex") or ()}
+    )
+    return "\n".join(regexes) if regexes else None
 
 
 def classic_subscribed_topics(
@@ -153,22 +188,13 @@ def classic_subscribed_topics(
 
 
 def subscription_topics_v0(raw: bytes) -> list[str] | None:
-    """ConsumerProtocol.deserializeVersion + deserializeConsumerProtocolSubscription(buffer, 0); None if bad."""
-    r = Reader(raw, "subscription")
+    """codec.subscription_topics; None where Kafka cannot read the bytes. A SchemaException makes Kafka's
+    subscriptions unknown; any other reader error fails Kafka's load of the partition, so nothing of the
+    group expires either: both are "unknown" here (and for the policy)."""
     try:
-        r.int16("version")
-        n = r.int32("topics length")
-        if n < 0:
-            return None
-        topics = []
-        for _ in range(n):
-            topic = r.string("topic", False, False)
-            assert topic is not None
-            topics.append(topic)
-        r.bytes_("user data", False, True)
+        return subscription_topics(raw)
     except CodecError:
         return None
-    return topics
 
 
 # ---- the fast path for the bulk of the topic: offset commits with a non-flexible value ----

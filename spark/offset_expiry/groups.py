@@ -9,8 +9,9 @@ Mirrors how Kafka's GroupMetadataManager replays the records on load:
   one): members are the member ids of live type-5 and type-8 records, subscriptions are their
   SubscribedTopicNames plus the resolved topics of type-16 records, and the state follows
   `ConsumerGroup.maybeUpdateGroupState` (Empty, Assigning, Reconciling, Stable);
-- streams and share groups are recognised by their record types; only whether they have members can be
-  read (their values are not decoded);
+- streams groups (types 17-24): members are the member ids of live type-19 and type-22 records, the
+  source topics those of the live topology record (type 23, `StreamsTopology.sourceTopicMap`);
+- share groups are recognised by their record types (9-15); only whether they have members can be read;
 - offsets without any group record belong to a simple group (`OffsetMetadataManager.replay` creates one).
 
 If KIP-848 records and a classic GroupMetadata record are both live (Kafka writes a group conversion as
@@ -31,6 +32,7 @@ from .facts import (
     KIP848_TYPES,
     SHARE_MEMBER_TYPES,
     SHARE_TYPES,
+    STREAMS_GROUP_TOPOLOGY,
     STREAMS_MEMBER_TYPES,
     STREAMS_TYPES,
     Fact,
@@ -54,15 +56,7 @@ def rebuild_group(group_id: str, facts: Iterable[Fact]) -> GroupView:
     if types & KIP848_TYPES:
         return _consumer_group(group_id, by_type)
     if types & STREAMS_TYPES:
-        has_members = bool(types & STREAMS_MEMBER_TYPES)
-        return GroupView(
-            group_id,
-            GroupType.STREAMS,
-            UNKNOWN_STATE if has_members else "Empty",
-            "streams",
-            None,
-            None if has_members else frozenset(),
-        )
+        return _streams_group(group_id, by_type)
     if types & SHARE_TYPES:
         has_members = bool(types & SHARE_MEMBER_TYPES)
         return GroupView(
@@ -115,6 +109,25 @@ def _consumer_group(group_id: str, by_type: dict[int, list[Fact]]) -> GroupView:
     else:
         state = "Reconciling"
     return GroupView(group_id, GroupType.CONSUMER, state, "consumer", None, frozenset(subscribed), unresolved)
+
+
+def _streams_group(group_id: str, by_type: dict[int, list[Fact]]) -> GroupView:
+    """StreamsGroup (Kafka 4.1+): members come from live member-metadata (19) and current-assignment (22)
+    records, as GroupMetadataManager's streams replay adds them; the group is Empty without members.
+    Non-empty, it is subscribed to its topology's source topics (`StreamsGroup.isSubscribedToTopic`), to
+    nothing without a topology record, and unknown when the topology does not decode. Source topic regexes
+    are not in `sourceTopicMap`, so the broker expires offsets of the topics they match; the policy treats
+    such a group's unsubscribed topics as unknown (`unresolved_regex`), as for a KIP-848 regex."""
+    if not by_type.keys() & STREAMS_MEMBER_TYPES:
+        return GroupView(group_id, GroupType.STREAMS, "Empty", "streams", None, frozenset())
+    topology = by_type.get(STREAMS_GROUP_TOPOLOGY)
+    if not topology:
+        return GroupView(group_id, GroupType.STREAMS, UNKNOWN_STATE, "streams", None, frozenset())
+    last = topology[-1]
+    subscribed = None if last.topics is None else frozenset(last.topics)
+    return GroupView(
+        group_id, GroupType.STREAMS, UNKNOWN_STATE, "streams", None, subscribed, last.regex is not None
+    )
 
 
 def _last_epoch(facts: list[Fact] | None, default: int) -> int:

@@ -53,6 +53,7 @@ GROUP_ARROW = pa.schema(
         ("group_state_timestamp", pa.int64()),
         ("group_subscribed", pa.list_(pa.string())),
         ("group_unresolved_regex", pa.bool_()),
+        ("group_newest_commit", pa.int64()),
         ("group_protected", pa.bool_()),
         ("group_selected", pa.bool_()),
     ]
@@ -86,7 +87,7 @@ def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
 
 
 def rebuild_batches_for(policy: Policy) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """(group, [live non-offset facts]) -> the group's state and the policy's group patterns' answers."""
+    """(group, [live non-offset facts], newest commit) -> the group's state and the policy's group patterns' answers."""
     protects = policy.protect.protects
     selects = policy.groups.selects
 
@@ -94,6 +95,7 @@ def rebuild_batches_for(policy: Policy) -> Callable[[Iterator[pa.RecordBatch]], 
         for batch in batches:
             out: dict[str, list[Any]] = {name: [] for name in GROUP_ARROW.names}
             facts_column = batch.column("facts")
+            newest = batch.column("newest_commit").to_pylist()
             has_facts = facts_column.value_lengths().to_pylist()
             for i, group_id in enumerate(batch.column("group").to_pylist()):
                 if has_facts[i]:
@@ -109,6 +111,7 @@ def rebuild_batches_for(policy: Policy) -> Callable[[Iterator[pa.RecordBatch]], 
                     None if view.subscribed_topics is None else sorted(view.subscribed_topics)
                 )
                 out["group_unresolved_regex"].append(view.unresolved_regex)
+                out["group_newest_commit"].append(newest[i])
                 out["group_protected"].append(protects(group_id))
                 out["group_selected"].append(selects(group_id))
             yield pa.RecordBatch.from_pydict(out, schema=GROUP_ARROW)
@@ -164,7 +167,10 @@ def replay(facts: DataFrame) -> DataFrame:
 def rebuild_groups(live: DataFrame, policy: Policy) -> DataFrame:
     """Every group with a live record, offsets-only (simple) groups included."""
     group_fact = F.when(F.col("type") != OFFSET_COMMIT, F.struct(*FACT_COLUMNS))
-    collected = live.groupBy("group").agg(F.collect_list(group_fact).alias("facts"))
+    newest_commit = F.max(F.when(F.col("type") == OFFSET_COMMIT, F.col("commit_timestamp")))
+    collected = live.groupBy("group").agg(
+        F.collect_list(group_fact).alias("facts"), newest_commit.alias("newest_commit")
+    )
     return collected.mapInArrow(rebuild_batches_for(policy), _ddl(GROUP_ARROW))
 
 

@@ -16,6 +16,7 @@ Steps, in the order Kafka itself would see the data:
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from .codec import CodecError
@@ -78,6 +79,8 @@ def analyze_records(
             if group_id in group_facts
             else simple_group(group_id)
         )
+        newest = max((f.commit_timestamp for f in offset_facts if f.commit_timestamp is not None), default=None)
+        group = replace(group, newest_commit_timestamp=newest)
         for fact in offset_facts:
             offset = offset_view(fact)
             decision = decide(

@@ -293,6 +293,10 @@ class KafkaAdmin:
         described = self._call(self._client.describe_cluster)
         return str(described.get("cluster_id") or "") or None
 
+    def topic_names(self) -> frozenset[str]:
+        """The topics the cluster has now (Metadata): what tells an offset of a deleted topic."""
+        return frozenset(self._call(self._client.list_topics))
+
     # -- groups
 
     def describe_group(self, group: str) -> GroupInfo:
@@ -340,14 +344,20 @@ class KafkaAdmin:
         raw = self._call(self._client.alter_group_offsets, group, request)
         return partition_answers(raw)
 
-    def delete_group(self, group: str) -> str | None:
+    def delete_group(self, group: str, *, raise_retriable: bool = False) -> str | None:
         """DeleteGroups for one group (its offsets and the group itself): None when deleted, else Kafka's
-        error name, e.g. NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND. Used by keep-alive."""
+        error name, e.g. NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND. Used by keep-alive and by
+        an OffsetDeletion with spec.deleteGroup."""
         raw = self._call(self._client.delete_groups, [group]).get(group, "KafkaError")
         if raw == "OK":
             return None
         cls = getattr(kerrors, str(raw), None)
-        return error_name(cls) if isinstance(cls, type) and issubclass(cls, BaseException) else CLIENT_ERROR
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            return CLIENT_ERROR
+        if raise_retriable and retry_later(cls) and not group_busy(error_name(cls)):
+            # A coordinator moving or loading: not an answer about the group. Tried again later.
+            raise _failure(cls())
+        return error_name(cls)
 
     # -- topics and their logs
 

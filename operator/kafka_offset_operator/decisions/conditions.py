@@ -59,6 +59,7 @@ NEEDS_A_PERSON = frozenset({
     Reason.FAILED,
     Reason.PARTIALLY_FAILED,
     Reason.GROUP_NOT_FOUND,
+    Reason.GROUP_CHANGED,
     Reason.PROTECTED,
     Reason.CLUSTER_MISMATCH,
     Reason.RESTORE_INCOMPLETE,

@@ -520,6 +520,7 @@ def _deletion_spec() -> Schema:
                 },
             },
         },
+        **_group_deletion_spec(),
         "approved": {
             "type": "boolean",
             "default": False,
@@ -542,9 +543,60 @@ def _deletion_spec() -> Schema:
         "description": "Offsets of one consumer group to delete now, with a backup that restore can re-commit.",
         "required": list(required),
         "oneOf": [{"required": ["kafka"]}, {"required": ["policyRef"]}],
-        "x-kubernetes-validations": _frozen_once_approved(properties, required),
+        "x-kubernetes-validations": [*_frozen_once_approved(properties, required), *GROUP_DELETION_RULES],
         "properties": properties,
     }
+
+
+# -- whole-group deletion (DeleteGroups): spec.deleteGroup, spec.requireTopicsDeleted, status.groupResult
+
+GROUP_DELETION_RULES: list[Schema] = [{
+    "rule": "!has(self.requireTopicsDeleted) || !self.requireTopicsDeleted || "
+            "(has(self.deleteGroup) && self.deleteGroup)",
+    "fieldPath": ".requireTopicsDeleted",
+    "message": "applies only with deleteGroup: true",
+}]
+
+
+def _group_deletion_spec() -> Schema:
+    return {
+        "deleteGroup": {
+            "type": "boolean",
+            "default": False,
+            "description": (
+                "Delete the whole group (DeleteGroups: its offsets and the group itself) instead of the listed "
+                "offsets, after a backup of every offset it has. Right before DeleteGroups the operator re-checks "
+                "that the group has no members and that its committed offsets are exactly the backed-up ones, "
+                "all of listed topics (and as in expectedOffsets, when given); otherwise nothing is deleted. "
+                "Restore re-commits the backup, which recreates the group as a simple group (no protocol type) "
+                "until its consumers join again."
+            ),
+        },
+        "requireTopicsDeleted": {
+            "type": "boolean",
+            "default": False,
+            "description": (
+                "With deleteGroup: delete the group only while every offset it has is of a topic that no longer "
+                "exists (how a policy's deletedTopics: Delete removes offsets Kafka refuses to OffsetDelete)."
+            ),
+        },
+    }
+
+
+GROUP_RESULT: Schema = {
+    "type": "object",
+    "description": "With spec.deleteGroup: what became of the group (DeleteGroups).",
+    "properties": {
+        "status": {
+            "type": "string",
+            "enum": ["Deleted", "Failed", "Skipped"],
+            "description": "Deleted; Failed (Kafka refused, see error); Skipped (the live re-check found the "
+                           "group changed since the backup, so DeleteGroups was not sent).",
+        },
+        "error": {"type": "string", "description": "Kafka's error name, e.g. NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND."},
+        "message": {"type": "string", "description": "What happened, for people."},
+    },
+}
 
 
 def _deletion_status() -> Schema:
@@ -614,6 +666,7 @@ def _deletion_status() -> Schema:
                 },
             },
             "resultsSummary": _results_summary("results"),
+            "groupResult": GROUP_RESULT,
             "restoreResultsSummary": _results_summary("restoreResults"),
             "restoreResults": {
                 "type": "array",

@@ -45,6 +45,7 @@ class Reason(StrEnum):
     RESTORED = "Restored"  # the deleted offsets were committed back
     POLICY_NOT_FOUND = "PolicyNotFound"  # spec.policyRef names no policy in the namespace; retried
     GROUP_NOT_FOUND = "GroupNotFound"  # the group has neither members nor committed offsets
+    GROUP_CHANGED = "GroupChanged"  # spec.deleteGroup: the live re-check found the group changed; not deleted
     RESTORE_BLOCKED = "RestoreBlocked"  # the group has members, so Kafka refuses the restore; retried
     RESTORE_INCOMPLETE = "RestoreIncomplete"  # some backed-up offsets could not be committed back
     BACKED_UP = "BackedUp"  # Event: the backup is written and the deletion starts

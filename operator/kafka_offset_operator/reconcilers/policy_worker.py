@@ -33,6 +33,7 @@ import kopf
 
 from offset_expiry.errors import SpecError
 from offset_expiry.rules import CANDIDATE_REASONS
+from offset_expiry.rules import Reason as Verdict
 
 from ..adapters import metrics
 from ..adapters.backup_store import BackupStore
@@ -301,10 +302,15 @@ class PolicyRunner:
     def _recheck(self, admin: KafkaAdmin, spec: PolicySpec, report: Report) -> tuple[list[proposals.Proposal], list[proposals.Skip]]:
         kept: list[proposals.Proposal] = []
         skipped: list[proposals.Skip] = []
-        for proposal in proposals.proposals(report.candidates):
+        candidates = proposals.proposals(report.candidates)
+        # Which topics exist now (one Metadata request, only when the report has offsets of deleted topics):
+        # those offsets can only go with their whole group (proposals.recheck).
+        deleted = any(Verdict.DELETED_TOPIC in p.reasons.values() for p in candidates)
+        topics = admin.topic_names() if deleted else None
+        for proposal in candidates:
             live = admin.describe_group(proposal.group)
             committed: Mapping[TP, Committed] = admin.committed_offsets(proposal.group)
-            result = proposals.recheck(proposal, live, committed, spec.policy.protect)
+            result = proposals.recheck(proposal, live, committed, spec.policy.protect, topics)
             skipped.extend(result.skipped)
             if result.proposal is not None:
                 kept.append(result.proposal)

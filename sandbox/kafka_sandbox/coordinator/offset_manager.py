@@ -4,7 +4,8 @@ After apache/kafka (4.x): KafkaApis.handleOffsetCommitRequest / handleOffsetDele
 unknown-topic checks in front of the coordinator and the response merge), GroupCoordinatorService
 (group id checks) and OffsetMetadataManager (validateOffsetCommit, commitOffset, fetchOffsets,
 fetchAllOffsets, deleteOffsets, deleteAllOffsets, cleanupExpiredOffsets, onPartitionsDeleted),
-plus GroupCoordinatorShard.cleanupGroupMetadata and GroupMetadataManager.maybeDeleteGroup.
+plus GroupCoordinatorShard.cleanupGroupMetadata (which skips groups whose Group.shouldExpire is false:
+share groups) and GroupMetadataManager.maybeDeleteGroup.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from .messages import (
     RequestContext,
     TopicResult,
 )
-from .modern import ConsumerGroup
+from .modern import ConsumerGroup, ShareGroup, StreamsGroup
 from .offsets import OffsetAndMetadata
 from .records import (
     Record,
@@ -38,6 +39,8 @@ from .records import (
     consumer_group_tombstones,
     offset_commit_record,
     offset_tombstone,
+    share_group_tombstones,
+    streams_group_tombstones,
 )
 from .state import CoordinatorState, Group
 
@@ -202,8 +205,7 @@ class OffsetManager:
         try:
             if group is None:
                 raise GroupError(Errors.GroupIdNotFoundError, f"Group {request.group_id} not found.")
-            if isinstance(group, ClassicGroup):
-                group.validate_offset_delete()
+            group.validate_offset_delete()
         except GroupError as exc:
             return OffsetDeleteResponse(exc.error)  # a top-level error replaces every partition result
         records: list[Record] = []
@@ -251,9 +253,11 @@ class OffsetManager:
         report = CleanupReport()
         with self.s.batch():
             for group_id in list(self.s.groups):
+                group = self.s.groups[group_id]
+                if isinstance(group, ConsumerGroup) and not group.should_expire():
+                    continue  # a share group (Group.shouldExpire)
                 expired, all_expired = self._expired_offsets(group_id)
                 records = [offset_tombstone(group_id, topic, partition) for topic, partition in expired]
-                group = self.s.groups[group_id]
                 delete_group = all_expired and group.is_empty
                 if delete_group:
                     records += group_tombstones(group)
@@ -306,6 +310,10 @@ class OffsetManager:
 
 
 def group_tombstones(group: Group) -> list[Record]:
+    if isinstance(group, StreamsGroup):
+        return streams_group_tombstones(group)
+    if isinstance(group, ShareGroup):
+        return share_group_tombstones(group)
     if isinstance(group, ConsumerGroup):
         return consumer_group_tombstones(group)
     return classic_group_tombstones(group.group_id)

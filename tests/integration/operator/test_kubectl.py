@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from operator_harness import ROOT, EmulatedCluster, emulated_cluster
+from waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +51,28 @@ def test_get_one_object_and_wide_columns(applied: Path) -> None:
         "NAME", "MODE", "LAST", "RUN", "CANDIDATES", "READY", "AGE"]
     jsonpath = kubectl(applied, "get", "od", "orders-reporting-old-topics", "-o", "jsonpath={.spec.group}").stdout
     assert jsonpath == "orders-reporting"
+
+
+def test_get_watch_prints_a_row_per_change_after_the_list(applied: Path, tmp_path: Path) -> None:
+    """`kubectl get -w` as a user watches a deletion: the list once, then one row per change (not the listed
+    objects again), with the printer columns."""
+    out = tmp_path / "watch.out"
+    with out.open("w") as sink:
+        watch = subprocess.Popen(["kubectl", "--kubeconfig", str(applied), "get", "od", "-n", "kafka", "-w"],
+                                 stdout=sink, stderr=subprocess.STDOUT, text=True)
+    try:
+        def rows() -> list[list[str]]:
+            return [line.split() for line in out.read_text().splitlines()]
+
+        listed = wait_until(lambda: len(rows()) >= 2 and rows(), timeout=30, what="the listed rows")
+        assert listed[0] == ["NAME", "GROUP", "PHASE", "DELETED", "FAILED", "AGE"]
+        kubectl(applied, "label", "od", "-n", "kafka", "orders-reporting-old-topics", "watched=yes")
+        changed = wait_until(lambda: len(rows()) >= 3 and rows(), timeout=30, what="a row for the change")
+        assert [row[:2] for row in changed[1:]] == [["orders-reporting-old-topics", "orders-reporting"]] * 2
+        assert watch.poll() is None, out.read_text()
+    finally:
+        watch.terminate()
+        watch.wait(timeout=10)
 
 
 def test_the_kafka_category_lists_every_kind(applied: Path) -> None:

@@ -39,6 +39,7 @@ def test_random_topic_with_every_rule(spark: SparkSession) -> None:
                 "unsubscribedTopicRetention": "36h",
                 "standaloneRetention": "5d",
                 "deletedTopics": "Delete",
+                "staleGroups": {"emptyFor": "10d"},  # some groups stale, not all (every reason occurs)
             },
             "protect": {"groups": ["billing-*"], "keepAlive": True},
         }
@@ -57,7 +58,7 @@ def test_random_topic_with_every_rule(spark: SparkSession) -> None:
     # The data really covers the ground: every reason occurs, and corrupt records were skipped.
     assert all(n > 0 for n in expected["summary"]["byReason"].values()), expected["summary"]["byReason"]
     assert expected["summary"]["skippedRecords"] > 0
-    assert {r["groupType"] for r in expected["offsets"]} == {"classic", "consumer", "streams"}
+    assert {r["groupType"] for r in expected["offsets"]} == {"classic", "consumer", "streams", "share"}
 
 
 SHORT_RULES = parse_policy(

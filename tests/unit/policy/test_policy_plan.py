@@ -78,7 +78,7 @@ def test_a_report_is_read_line_by_line_keeping_candidates_and_protected_offsets(
     report = read_report(io.StringIO(out.getvalue()))
     assert [o.group for o in report.candidates] == ["a"]
     assert [o.group for o in report.protected] == ["keep"]
-    assert report.candidates_by_reason == {"DeletedTopic": 0, "EmptyGroup": 2, "ExpireTimestamp": 0,
+    assert report.candidates_by_reason == {"DeletedTopic": 0, "EmptyGroup": 2, "ExpireTimestamp": 0, "StaleGroup": 0,
                                            "Standalone": 1, "UnsubscribedTopic": 0}
     empty = io.StringIO()
     write_json(empty, {"summary": SUMMARY, "offsets": []})
@@ -171,7 +171,7 @@ def test_a_run_writes_lastrun_top_candidates_and_ready() -> None:
     assert patch["lastRun"] == {
         "startTime": "2025-12-31T23:59:00Z", "completionTime": "2026-01-01T00:00:00Z", "engine": "Local",
         "recordsScanned": 120, "skippedRecords": 1, "groupsSeen": 4, "offsets": 9, "candidates": 3,
-        "candidatesByReason": {"DeletedTopic": 0, "EmptyGroup": 2, "ExpireTimestamp": 0, "Standalone": 1,
+        "candidatesByReason": {"DeletedTopic": 0, "EmptyGroup": 2, "ExpireTimestamp": 0, "StaleGroup": 0, "Standalone": 1,
                                "UnsubscribedTopic": 0},
         "deletionsCreated": 2}
     assert patch["nextRunTime"] == "2026-01-02T00:00:00Z"
