@@ -2,7 +2,8 @@
 
 Mirrors how Kafka's GroupMetadataManager replays the records on load:
 
-- classic (`replay(GroupMetadataKey, GroupMetadataValue)`): protocol type ("" means none: a simple group),
+- classic (`replay(GroupMetadataKey, GroupMetadataValue)`): protocol type ("" without members means none:
+  a simple group; "" with members is a present, empty protocol type, `ClassicGroup.add`),
   state Empty iff the record has no members, else Stable (rebalancing states are never persisted),
   currentStateTimestamp (-1 means unknown), subscriptions from the members' consumer protocol;
 - KIP-848 consumer groups (`getOrMaybeCreatePersistedConsumerGroup`: any of record types 3-8 or 16 makes
@@ -71,16 +72,14 @@ def rebuild_group(group_id: str, facts: Iterable[Fact]) -> GroupView:
     if GROUP_METADATA in by_type:
         meta = by_type[GROUP_METADATA][-1]
         protocol_type = meta.protocol_type or ""
+        if not protocol_type and not meta.member_count:
+            # ClassicGroup.fromRecord loads protocolType "" as absent: a simple group.
+            return GroupView(group_id, GroupType.CLASSIC, "Empty", "", meta.state_timestamp, frozenset())
         if not protocol_type:
-            # Kafka loads protocolType "" as absent: a simple group, whatever else the record says.
-            return GroupView(
-                group_id,
-                GroupType.CLASSIC,
-                "Empty" if not meta.member_count else "Stable",
-                "",
-                meta.state_timestamp,
-                frozenset(),
-            )
+            # With members, ClassicGroup.add sets the group's protocol type to the first member's, "":
+            # present, so not a simple group, and neither Empty nor "consumer": Kafka's
+            # offsetExpirationCondition is empty and computeSubscribedTopics unknown.
+            return GroupView(group_id, GroupType.CLASSIC, "Stable", "", meta.state_timestamp, None)
         return GroupView(
             group_id,
             GroupType.CLASSIC,

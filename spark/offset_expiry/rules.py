@@ -12,7 +12,8 @@ coordinator/group/):
 - `OffsetExpirationConditionImpl.isOffsetExpired`: an explicit expireTimestamp (OffsetCommitValue v1)
   wins: expired iff `now >= expireTimestamp`; otherwise expired iff `now - base >= offsets.retention.ms`.
   So the offset expires at `expireTimestamp`, or at `base + retention`.
-- `classic/ClassicGroup.offsetExpirationCondition`: with a protocol type and Empty, base =
+- `classic/ClassicGroup.offsetExpirationCondition`: with a protocol type (a record's protocolType "" counts
+  as one when the record has members: `ClassicGroup.add` copies the first member's) and Empty, base =
   currentStateTimestamp if known, else the commit timestamp; Stable, protocol type "consumer" and known
   subscriptions, base = commit timestamp; no protocol type (a simple group), base = commit timestamp;
   any other classic group (rebalancing, other protocol types, unparseable subscriptions): no condition.
@@ -113,7 +114,10 @@ class GroupView:
 
     @property
     def is_simple(self) -> bool:
-        return self.type is GroupType.CLASSIC and not self.protocol_type
+        """No protocol type (ClassicGroup.protocolType() empty): only a classic group without members.
+        A GroupMetadata record with protocolType "" and members is loaded with the members' "" as a
+        present protocol type (ClassicGroup.add), so that group is not simple; groups.py marks it Stable."""
+        return self.type is GroupType.CLASSIC and not self.protocol_type and self.is_empty
 
     @property
     def is_empty(self) -> bool:

@@ -36,7 +36,7 @@ def shape_column() -> Column:
     subscribed = F.col("group_subscribed")
     topic_subscribed = subscribed.isNotNull() & F.array_contains(subscribed, F.col("topic"))
     classic = (
-        F.when(protocol == "", _lit(Shape.STANDALONE.value))
+        F.when((protocol == "") & (state == "Empty"), _lit(Shape.STANDALONE.value))  # GroupView.is_simple
         .when(state == "Empty", _lit(Shape.EMPTY_GROUP.value))
         .when(
             (protocol == CONSUMER_PROTOCOL) & (state == "Stable") & subscribed.isNotNull(),

@@ -96,24 +96,13 @@ class GroupCoordinator:
         self.state.timers.schedule(CLEANUP_KEY, deadline_ms, self._periodic_cleanup)
 
     def _periodic_cleanup(self) -> None:
-        """The offsets.retention.check.interval.ms task. After a clock jump it does not replay every
-        missed interval: it runs again right after the next state change (another due timer), or at
-        the last interval boundary before now. Expiry only grows with time while a group's state
-        holds, so the outcome is Kafka's; only the tombstones' timestamps may be later."""
-        ran_at = self.state.now()
+        """The offsets.retention.check.interval.ms task (GroupCoordinatorShard.scheduleGroupMetadataExpiration:
+        a timer that runs cleanupGroupMetadata and schedules itself again one interval later). After a clock
+        jump it runs at every interval boundary that passed, each at its own time, interleaved with the
+        other due timers in deadline order: a group's state may change between two boundaries (a session
+        times out, a member leaves), and each run sees the group as it was then."""
         self._collect(self.offsets.cleanup())
-        interval = self.state.config.offsets_retention_check_interval_ms
-        now = self.state.clock_now()
-        following = ran_at + interval
-        if following <= now:
-            last_due = ran_at + (now - ran_at) // interval * interval
-            other = self.state.timers.next_deadline()
-            if other is None or other > now:
-                following = last_due
-            else:
-                after_other = ran_at + -(-(other - ran_at) // interval) * interval
-                following = min(max(after_other, following), last_due)
-        self._schedule_cleanup(following)
+        self._schedule_cleanup(self.state.now() + self.state.config.offsets_retention_check_interval_ms)
 
     # ---- membership ----
 

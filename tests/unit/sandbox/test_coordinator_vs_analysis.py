@@ -1,0 +1,134 @@
+"""Issue 11's rules, second pass: the analysis (reference path, no Spark) reads the sandbox coordinator's own
+`__consumer_offsets` log, then the clock advances and the coordinator does what Kafka 4.x does (expiry,
+OffsetDelete, DeleteGroups). Each test checks the prediction against what the broker then did.
+
+The coordinator here is the sandbox broker's state machine with an in-memory log (coordinator_harness):
+the records are the bytes the broker appends, with the broker clock's timestamps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import kafka.errors as Errors
+from coordinator_harness import DAY, RETENTION, T0, Harness, kip848_group_records, subscription
+
+from kafka_sandbox.coordinator.messages import OffsetDeleteRequest
+from offset_expiry.codec import group_metadata, offset_commit
+from offset_expiry.policy import parse_policy
+from offset_expiry.raw import RawRecord
+from offset_expiry.reference import analyze_records
+
+MINUTE = 60_000
+INTERVAL = 10 * MINUTE  # offsets.retention.check.interval.ms, Kafka's default and the harness's
+
+
+def seed(h: Harness, group: str, records: Sequence[tuple[bytes, bytes | None, int]]) -> None:
+    """Records already in the log (as a broker that wrote them earlier): appended and loaded."""
+    h.sink.append(h.coord.state.partition_for(group), records)
+    h.coord.load(records)
+
+
+def analyze(h: Harness, now_ms: int, policy: Mapping[str, Any] | None = None) -> dict[tuple[str, str, int], Any]:
+    """The reference analysis of the harness's log: results by (group, topic, partition)."""
+    records = [RawRecord(p, i, ts, k, v) for i, (p, k, v, ts) in enumerate(h.sink.records)]
+    report = analyze_records(
+        records,
+        parse_policy(policy or {}),
+        now_ms=now_ms,
+        retention_ms=RETENTION,
+        existing_topics=set(h.topics),
+    )
+    return {(r["group"], r["topic"], r["partition"]): r for r in report["offsets"]}
+
+
+def tombstone_times(h: Harness, since: int = 0) -> list[int]:
+    return [ts for _, _, v, ts in h.sink.records[since:] if v is None]
+
+
+def offsets_of(h: Harness, group: str) -> set[tuple[str, int]]:
+    return {(t, p) for t, p, _ in h.coord.state.offsets.entries(group)}
+
+
+def commits(group: str, topics: Iterable[str], at: int) -> list[tuple[bytes, bytes | None, int]]:
+    return [(*offset_commit(group, topic, 0, offset=1, commit_timestamp=at), at) for topic in topics]
+
+
+# ---- item 8: sandbox fidelity ----
+
+
+def test_after_a_clock_jump_the_cleanup_runs_at_the_first_boundary_after_the_offset_is_due() -> None:
+    h = Harness()
+    h.clock.advance(minutes=1)
+    h.commit("standalone", {("orders", 0): 1})  # due at T0 + 1 min + retention: between two boundaries
+    [result] = analyze(h, h.clock.now_ms()).values()
+    due = result["brokerExpiresAt"]
+    assert due == T0 + MINUTE + RETENTION
+    h.clock.advance(ms=RETENTION + 5 * INTERVAL)  # five boundaries past the due time at once
+    h.coord.tick()
+    assert offsets_of(h, "standalone") == set()
+    # GroupCoordinatorShard.scheduleGroupMetadataExpiration: every boundary runs, each at its own time,
+    # so the offset goes at the first one at or after its due time, within one interval of it.
+    assert tombstone_times(h) == [T0 + RETENTION + INTERVAL] * 2  # the offset, then the emptied group
+    assert due <= T0 + RETENTION + INTERVAL < due + INTERVAL
+
+
+def test_a_kip848_group_without_a_target_assignment_record_is_stable_at_epoch_zero() -> None:
+    h = Harness()
+    seed(h, "fresh", kip848_group_records("fresh", {"m1": (["orders"], None)}, epoch=0))
+    seed(h, "fresh", commits("fresh", ["orders"], T0))
+    # The builder writes a target-assignment epoch; drop it from both sides to get the 0 default.
+    h.sink.records = [r for r in h.sink.records if not r[1].startswith(b"\x00\x06")]
+    h.coord.state.groups.pop("fresh")
+    h.coord.load([(k, v, ts) for _, k, v, ts in h.sink.records])
+    [listed] = h.coord.list_groups()
+    [result] = analyze(h, T0).values()
+    # ModernGroup.targetAssignmentEpoch is a TimelineInteger (0 until a record sets it): members at epoch 0
+    # are reconciled, and the group is Stable, not Assigning.
+    assert listed.state == result["groupState"] == "Stable"
+
+
+def test_protocol_type_empty_with_members_is_a_stable_group_that_expires_nothing() -> None:
+    h = Harness()
+    member = {
+        "memberId": "m1",
+        "groupInstanceId": None,
+        "clientId": "c",
+        "clientHost": "/127.0.0.1",
+        "rebalanceTimeout": 30_000,
+        "sessionTimeout": 10_000,
+        "subscription": subscription("orders"),
+        "assignment": b"",
+    }
+    record = group_metadata(
+        "odd", protocol_type="", generation=1, protocol="range", leader="m1",
+        current_state_timestamp=T0, members=[member],
+    )
+    h.live.add(("odd", "m1"))  # the member keeps heartbeating
+    seed(h, "odd", [(*record, T0)])
+    seed(h, "odd", commits("odd", ["orders", "audit"], T0))
+    results = analyze(h, T0 + RETENTION, {"rules": {"standaloneRetention": "1d"}})
+    for topic in ("orders", "audit"):
+        r = results[("odd", topic, 0)]
+        assert (r["groupState"], r["brokerExpiresAt"], r["candidate"], r["reason"]) == (
+            "Stable", None, False, "UnknownSubscription",
+        )
+    h.clock.advance(ms=RETENTION + INTERVAL)
+    assert h.coord.expire_offsets().expired_offsets == []
+    assert offsets_of(h, "odd") == {("orders", 0), ("audit", 0)}
+    [deleted] = h.coord.delete_groups(["odd"])
+    assert deleted.error is Errors.NonEmptyGroupError
+
+
+def test_protocol_type_empty_without_members_is_a_simple_group() -> None:
+    h = Harness()
+    record = group_metadata(
+        "plain", protocol_type="", generation=0, protocol=None, leader=None, current_state_timestamp=T0
+    )
+    seed(h, "plain", [(*record, T0)])
+    seed(h, "plain", commits("plain", ["orders"], T0))
+    [r] = analyze(h, T0 + DAY, {"rules": {"standaloneRetention": "1d"}}).values()
+    assert (r["brokerExpiresAt"], r["candidate"], r["reason"]) == (T0 + RETENTION, True, "Standalone")
+    response = h.coord.delete_offsets(OffsetDeleteRequest("plain", (("orders", (0,)),)))
+    assert response.topics[0].partitions[0].error is Errors.NoError
