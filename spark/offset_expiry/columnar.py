@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from .codec import CodecError
 from .facts import OFFSET_COMMIT, Fact, fact_from_record
@@ -40,6 +41,7 @@ FACT_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("regex", pa.string()),
     ("epoch", pa.int32()),
     ("member_state", pa.int32()),
+    ("record_timestamp", pa.int64()),
 )
 assert tuple(name for name, _ in FACT_FIELDS) == Fact._fields
 DECODED_ARROW = pa.schema(
@@ -170,10 +172,20 @@ def offset_commit_mask(keys: _Bytes, values: _Bytes) -> dict[str, Any]:
 
 
 def decode_records(
-    record_partition: pa.Array, record_offset: pa.Array, records: pa.Array, key: pa.Array, value: pa.Array
+    record_partition: pa.Array,
+    record_offset: pa.Array,
+    records: pa.Array,
+    key: pa.Array,
+    value: pa.Array,
+    timestamp: pa.Array | None = None,
 ) -> pa.RecordBatch:
     """Compacted raw records -> one fact row each (DECODED_ARROW; type SKIPPED for records that do not
-    decode), the fixed-layout offset commits vectorised, the rest through facts.fact_from_record."""
+    decode), the fixed-layout offset commits vectorised, the rest through facts.fact_from_record.
+    `timestamp`: the records' timestamps (record_timestamp; negative ones, Kafka's "none", become null)."""
+    if timestamp is None:
+        timestamp = pa.nulls(len(key), pa.int64())
+    else:
+        timestamp = pc.if_else(pc.less(timestamp, 0), pa.scalar(None, pa.int64()), timestamp)
     keys, values = _Bytes(key), _Bytes(value)
     f = offset_commit_mask(keys, values)
     ok = f["ok"]
@@ -205,6 +217,7 @@ def decode_records(
             "committed_offset": pa.array(f["offset"][fast], mask=~live),
             "commit_timestamp": pa.array(f["commit"][fast], mask=~live),
             "expire_timestamp": pa.array(f["expire"][fast], mask=~expire_valid),
+            "record_timestamp": timestamp.take(fast),
         }
         parts.append(
             pa.RecordBatch.from_arrays(
@@ -220,6 +233,7 @@ def decode_records(
                 records.take(slow),
                 key.take(slow).to_pylist(),
                 value.take(slow).to_pylist(),
+                timestamp.take(slow),
             )
         )
     if not parts:
@@ -235,6 +249,7 @@ def _facts_batch(
     records: pa.Array,
     keys: Sequence[bytes | None],
     values: Sequence[bytes | None],
+    timestamp: pa.Array,
 ) -> pa.RecordBatch:
     """The Python row path."""
     empty_fact = Fact(SKIPPED, "")
@@ -245,6 +260,9 @@ def _facts_batch(
         except CodecError:
             rows.append(empty_fact)
     columns: list[pa.Array] = [record_partition, record_offset, records]
-    for i, (_, arrow_type) in enumerate(FACT_FIELDS):
-        columns.append(pa.array([row[i] for row in rows], arrow_type))
+    for i, (name, arrow_type) in enumerate(FACT_FIELDS):
+        if name == "record_timestamp":
+            columns.append(timestamp)
+        else:
+            columns.append(pa.array([row[i] for row in rows], arrow_type))
     return pa.RecordBatch.from_arrays(columns, schema=DECODED_ARROW)

@@ -44,6 +44,8 @@ class Fact(NamedTuple):
       type 5: the member's SubscribedTopicNames; type 16: the regex's resolved Topics.
     - regex: type 5's SubscribedTopicRegex. epoch: type 3 Epoch, type 6 AssignmentEpoch, type 8
       MemberEpoch. member_state: type 8 State.
+    - record_timestamp: the record's own timestamp (None when unknown or -1), set by the readers, not by
+      `fact_from_record`: when a KIP-848 group became Empty is only in the timestamps of its records.
     """
 
     type: int
@@ -62,6 +64,7 @@ class Fact(NamedTuple):
     regex: str | None = None
     epoch: int | None = None
     member_state: int | None = None
+    record_timestamp: int | None = None
 
     def logical_key(self) -> tuple[int, str, str | None, int | None, str | None]:
         return (self.type, self.group, self.topic, self.partition, self.member)

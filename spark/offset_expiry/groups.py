@@ -9,7 +9,8 @@ Mirrors how Kafka's GroupMetadataManager replays the records on load:
 - KIP-848 consumer groups (`getOrMaybeCreatePersistedConsumerGroup`: any of record types 3-8 or 16 makes
   one): members are the member ids of live type-5 and type-8 records, subscriptions are their
   SubscribedTopicNames plus the resolved topics of type-16 records, and the state follows
-  `ConsumerGroup.maybeUpdateGroupState` (Empty, Assigning, Reconciling, Stable);
+  `ConsumerGroup.maybeUpdateGroupState` (Empty, Assigning, Reconciling, Stable); an Empty one's
+  `current_state_timestamp` is when it became Empty, read from its records' timestamps (`emptied_at`);
 - streams and share groups are recognised by their record types; only whether they have members can be
   read (their values are not decoded);
 - offsets without any group record belong to a simple group (`OffsetMetadataManager.replay` creates one).
@@ -113,7 +114,23 @@ def _consumer_group(group_id: str, by_type: dict[int, list[Fact]]) -> GroupView:
         state = "Stable"
     else:
         state = "Reconciling"
-    return GroupView(group_id, GroupType.CONSUMER, state, "consumer", None, frozenset(subscribed), unresolved)
+    emptied = emptied_at(f for facts in by_type.values() for f in facts) if state == "Empty" else None
+    return GroupView(group_id, GroupType.CONSUMER, state, "consumer", emptied, frozenset(subscribed), unresolved)
+
+
+def emptied_at(facts: Iterable[Fact]) -> int | None:
+    """When an Empty KIP-848 group lost its last member: the newest timestamp of its live records.
+
+    Kafka keeps no "emptied at" for these groups, but removing a member
+    (`GroupMetadataManager.consumerGroupFenceMember` -> `removeMember`) writes the member's tombstones and
+    a ConsumerGroupMetadata record with the bumped group epoch in one batch, at one timestamp; the epoch
+    record stays live (it is the group's only copy of the epoch) until the group is deleted. So the newest
+    live record of the group is at least as new as the last member's removal; a later record (an epoch
+    bumped again while Empty) only makes the answer later, which delays a proposal, never hastens one.
+    None when no record has a timestamp: the policy then counts from the commit, as the broker does.
+    """
+    times = [f.record_timestamp for f in facts if f.record_timestamp is not None]
+    return max(times) if times else None
 
 
 def _last_epoch(facts: list[Fact] | None, default: int) -> int:

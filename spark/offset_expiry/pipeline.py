@@ -82,6 +82,7 @@ def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
             batch.column("records"),
             batch.column("key"),
             batch.column("value"),
+            batch.column("timestamp"),
         )
 
 
@@ -127,7 +128,7 @@ def _fact(row: Mapping[str, Any]) -> Fact:
 def compact(raw: DataFrame) -> DataFrame:
     """Log compaction by raw key: the newest record per (partition, key), and how many records it stands for
     (a reader that compacted its range already reports that in `records`)."""
-    latest = F.max_by(F.struct("offset", "value"), "offset")
+    latest = F.max_by(F.struct("offset", "timestamp", "value"), "offset")
     return (
         raw.groupBy("partition", "key")
         .agg(latest.alias("latest"), F.sum("records").alias("records"))
@@ -135,6 +136,7 @@ def compact(raw: DataFrame) -> DataFrame:
             "partition",
             "key",
             F.col("latest.offset").alias("offset"),
+            F.col("latest.timestamp").alias("timestamp"),
             F.col("latest.value").alias("value"),
             "records",
         )
@@ -142,7 +144,7 @@ def compact(raw: DataFrame) -> DataFrame:
 
 
 def decode(compacted: DataFrame) -> DataFrame:
-    return compacted.select("partition", "offset", "records", "key", "value").mapInArrow(
+    return compacted.select("partition", "offset", "records", "key", "value", "timestamp").mapInArrow(
         decode_batches, _ddl(DECODED_ARROW)
     )
 

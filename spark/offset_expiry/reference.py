@@ -51,6 +51,8 @@ def analyze_records(
     for record in latest.values():
         try:
             fact = fact_from_record(record.key, record.value)
+            if fact.type != OFFSET_COMMIT and record.timestamp >= 0:
+                fact = fact._replace(record_timestamp=record.timestamp)
         except CodecError:
             skipped += 1
             continue

@@ -37,7 +37,9 @@ Policy verdict, first match wins:
    group). Nothing is proposed where we cannot see the truth.
 5. DeletedTopic (candidate): the topic no longer exists and `rules.deletedTopics` is Delete.
 6. The retention rule of the offset's shape, applied like the broker's rule with the policy's own
-   retention: Empty groups -> `emptyGroupRetention` (reason EmptyGroup), simple groups ->
+   retention: Empty groups -> `emptyGroupRetention` (reason EmptyGroup), counted from when the group
+   became Empty for every kind of group (`policy_base_timestamp`; KIP-848 groups: groups.emptied_at,
+   although the broker counts theirs from the commit), simple groups ->
    `standaloneRetention` (Standalone), unsubscribed topics of active groups ->
    `unsubscribedTopicRetention` (UnsubscribedTopic). As in the broker, an explicit expireTimestamp
    replaces the retention: the offset is a candidate once `now >= expireTimestamp` (ExpireTimestamp).
@@ -100,6 +102,8 @@ class GroupView:
     """What the analysis knows of a group, rebuilt from `__consumer_offsets`.
 
     `subscribed_topics` is None when the subscriptions are unknown (see ClassicGroup.isSubscribedToTopic).
+    `current_state_timestamp`: a classic group's currentStateTimestamp; for an Empty KIP-848 group, when
+    it became Empty as read from its records' timestamps (groups.emptied_at); else None.
     `unresolved_regex` marks a KIP-848 group whose member regex has no resolution record yet: the broker
     treats the regex as matching nothing, the policy treats the group's unsubscribed topics as unknown.
     """
@@ -174,8 +178,19 @@ def shape_of(group: GroupView, topic: str) -> Shape:
     return Shape.NO_CONDITION
 
 
+def policy_base_timestamp(group: GroupView, shape: Shape, offset: OffsetView) -> int:
+    """Where the policy's retention starts. `emptyGroupRetention` promises "this long after the group became
+    Empty", for every kind of group: classic groups say when (currentStateTimestamp, as the broker uses it);
+    for KIP-848 groups it is read from the records' timestamps (groups.emptied_at), although the broker
+    itself counts their retention from the commit. Without a known time, the commit time. Every other rule
+    counts from the commit, as the broker does."""
+    if shape is Shape.EMPTY_GROUP and group.current_state_timestamp is not None:
+        return group.current_state_timestamp
+    return offset.commit_timestamp
+
+
 def base_timestamp(group: GroupView, shape: Shape, offset: OffsetView) -> int:
-    """Where the retention period starts (the baseTimestamp of OffsetExpirationConditionImpl)."""
+    """Where the broker's retention period starts (the baseTimestamp of OffsetExpirationConditionImpl)."""
     if (
         shape is Shape.EMPTY_GROUP
         and group.type is GroupType.CLASSIC
@@ -236,7 +251,7 @@ def verdict(
         if now_ms >= offset.expire_timestamp:
             return True, Reason.EXPIRE_TIMESTAMP
         return False, Reason.WITHIN_RETENTION
-    if now_ms - base_timestamp(group, shape, offset) >= retention:
+    if now_ms - policy_base_timestamp(group, shape, offset) >= retention:
         return True, _RULE_REASON[shape]
     return False, Reason.WITHIN_RETENTION
 

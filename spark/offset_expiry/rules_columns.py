@@ -59,6 +59,13 @@ def shape_column() -> Column:
     )
 
 
+def policy_base_column(shape: Column) -> Column:
+    """rules.policy_base_timestamp."""
+    state_ts = F.col("group_state_timestamp")
+    use_state = (shape == Shape.EMPTY_GROUP.value) & state_ts.isNotNull()
+    return F.when(use_state, state_ts).otherwise(F.col("commit_timestamp"))
+
+
 def base_column(shape: Column) -> Column:
     """rules.base_timestamp."""
     state_ts = F.col("group_state_timestamp")
@@ -106,7 +113,7 @@ def verdict_columns(policy: Policy, now_ms: int, shape: Column) -> tuple[Column,
             return _lit(Reason.WITHIN_RETENTION.value)
         return (
             F.when(expire.isNotNull(), F.when(now >= expire, _lit(Reason.EXPIRE_TIMESTAMP.value)))
-            .when(now - base_column(shape) >= F.lit(ms), _lit(rule_reason[s].value))
+            .when(now - policy_base_column(shape) >= F.lit(ms), _lit(rule_reason[s].value))
             .otherwise(_lit(Reason.WITHIN_RETENTION.value))
         )
 

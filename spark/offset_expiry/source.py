@@ -63,7 +63,7 @@ DECODED_DDL = (
     "record_partition int, record_offset long, records long, type int, group string, topic string, "
     "partition int, member string, tombstone boolean, committed_offset long, commit_timestamp long, "
     "expire_timestamp long, protocol_type string, state_timestamp long, member_count int, "
-    "topics array<string>, regex string, epoch int, member_state int"
+    "topics array<string>, regex string, epoch int, member_state int, record_timestamp long"
 )
 assert [f.split(" ")[0] for f in DECODED_DDL.split(", ")] == DECODED_ARROW.names
 DEFAULT_SPLIT_RECORDS = 2_000_000
@@ -286,11 +286,13 @@ class _DecodingSink:
     def __init__(self, partition: int) -> None:
         self.partition = partition
         self.offsets: list[int] = []
+        self.timestamps: list[int] = []
         self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
 
     def add(self, parsed: ParsedRecords) -> Iterator[pa.RecordBatch]:
         self.offsets.extend(parsed.offsets)
+        self.timestamps.extend(parsed.timestamps)
         self.keys.extend(parsed.keys)
         self.values.extend(parsed.values)
         return iter(())
@@ -300,13 +302,16 @@ class _DecodingSink:
         last, counts = last_per_key(keys)
         offsets = pa.array(self.offsets, pa.int64()).take(last)
         values = pa.array(self.values, pa.binary()).take(last)
+        timestamps = pa.array(self.timestamps, pa.int64()).take(last)
         keys = keys.take(last)
-        self.offsets, self.keys, self.values = [], [], []
+        self.offsets, self.timestamps, self.keys, self.values = [], [], [], []
         partitions = pa.array([self.partition] * len(last), pa.int32())
         records = pa.array(counts, pa.int64())
         for i in range(0, len(last), BATCH_ROWS):
             j = i + BATCH_ROWS
-            yield decode_records(partitions[i:j], offsets[i:j], records[i:j], keys[i:j], values[i:j])
+            yield decode_records(
+                partitions[i:j], offsets[i:j], records[i:j], keys[i:j], values[i:j], timestamps[i:j]
+            )
 
 
 def _batch(

@@ -15,7 +15,7 @@ import kafka.errors as Errors
 from coordinator_harness import DAY, RETENTION, T0, Harness, kip848_group_records, subscription
 
 from kafka_sandbox.coordinator.messages import OffsetDeleteRequest
-from offset_expiry.codec import group_metadata, offset_commit
+from offset_expiry.codec import consumer_group_epoch, encode_key, group_metadata, offset_commit
 from offset_expiry.policy import parse_policy
 from offset_expiry.raw import RawRecord
 from offset_expiry.reference import analyze_records
@@ -30,7 +30,9 @@ def seed(h: Harness, group: str, records: Sequence[tuple[bytes, bytes | None, in
     h.coord.load(records)
 
 
-def analyze(h: Harness, now_ms: int, policy: Mapping[str, Any] | None = None) -> dict[tuple[str, str, int], Any]:
+def analyze(
+    h: Harness, now_ms: int, policy: Mapping[str, Any] | None = None
+) -> dict[tuple[str, str, int], Any]:
     """The reference analysis of the harness's log: results by (group, topic, partition)."""
     records = [RawRecord(p, i, ts, k, v) for i, (p, k, v, ts) in enumerate(h.sink.records)]
     report = analyze_records(
@@ -102,8 +104,13 @@ def test_protocol_type_empty_with_members_is_a_stable_group_that_expires_nothing
         "assignment": b"",
     }
     record = group_metadata(
-        "odd", protocol_type="", generation=1, protocol="range", leader="m1",
-        current_state_timestamp=T0, members=[member],
+        "odd",
+        protocol_type="",
+        generation=1,
+        protocol="range",
+        leader="m1",
+        current_state_timestamp=T0,
+        members=[member],
     )
     h.live.add(("odd", "m1"))  # the member keeps heartbeating
     seed(h, "odd", [(*record, T0)])
@@ -112,7 +119,10 @@ def test_protocol_type_empty_with_members_is_a_stable_group_that_expires_nothing
     for topic in ("orders", "audit"):
         r = results[("odd", topic, 0)]
         assert (r["groupState"], r["brokerExpiresAt"], r["candidate"], r["reason"]) == (
-            "Stable", None, False, "UnknownSubscription",
+            "Stable",
+            None,
+            False,
+            "UnknownSubscription",
         )
     h.clock.advance(ms=RETENTION + INTERVAL)
     assert h.coord.expire_offsets().expired_offsets == []
@@ -132,3 +142,69 @@ def test_protocol_type_empty_without_members_is_a_simple_group() -> None:
     assert (r["brokerExpiresAt"], r["candidate"], r["reason"]) == (T0 + RETENTION, True, "Standalone")
     response = h.coord.delete_offsets(OffsetDeleteRequest("plain", (("orders", (0,)),)))
     assert response.topics[0].partitions[0].error is Errors.NoError
+
+
+# ---- item 4: when a group became Empty ----
+
+
+def last_member_leaves(group: str, member: str, epoch: int) -> list[tuple[bytes, bytes | None]]:
+    """What GroupMetadataManager.consumerGroupFenceMember writes for the last member (Kafka 4.x): the
+    member's tombstones (current assignment, target assignment, subscription), then the bumped epoch."""
+    member_key = {"GroupId": group, "MemberId": member}
+    return [
+        (encode_key("ConsumerGroupCurrentMemberAssignment", member_key), None),
+        (encode_key("ConsumerGroupTargetAssignmentMember", member_key), None),
+        (encode_key("ConsumerGroupMemberMetadata", member_key), None),
+        consumer_group_epoch(group, epoch + 1),
+    ]
+
+
+def test_a_kip848_group_counts_empty_group_retention_from_its_last_member_leaving() -> None:
+    h = Harness()
+    policy = {"rules": {"emptyGroupRetention": "1d"}}
+    seed(h, "modern", kip848_group_records("modern", {"m1": (["orders"], None)}, epoch=5))
+    seed(h, "modern", commits("modern", ["orders"], T0))
+    left = T0 + 5 * DAY
+    seed(h, "modern", [(k, v, left) for k, v in last_member_leaves("modern", "m1", 5)])
+    h.clock.advance(ms=5 * DAY + MINUTE)
+    [listed] = h.coord.list_groups()
+    assert listed.state == "Empty"
+
+    # A minute after it emptied, four days after the commit: not yet a candidate (the broker's own expiry
+    # still counts from the commit, ConsumerGroup.offsetExpirationCondition).
+    [r] = analyze(h, h.clock.now_ms(), policy).values()
+    assert (r["groupState"], r["candidate"], r["reason"]) == ("Empty", False, "WithinRetention")
+    assert r["brokerExpiresAt"] == T0 + RETENTION
+    [r] = analyze(h, left + DAY - 1, policy).values()
+    assert r["reason"] == "WithinRetention"
+    [r] = analyze(h, left + DAY, policy).values()
+    assert (r["candidate"], r["reason"]) == (True, "EmptyGroup")
+    # Proposed, it is accepted: an Empty KIP-848 group's offsets can be deleted.
+    response = h.coord.delete_offsets(OffsetDeleteRequest("modern", (("orders", (0,)),)))
+    assert response.topics[0].partitions[0].error is Errors.NoError
+
+
+def test_the_broker_expires_a_kip848_groups_offsets_from_the_commit_as_predicted() -> None:
+    h = Harness()
+    seed(h, "modern", kip848_group_records("modern", {"m1": (["orders"], None)}, epoch=5))
+    seed(h, "modern", commits("modern", ["orders"], T0))
+    seed(h, "modern", [(k, v, T0 + 5 * DAY) for k, v in last_member_leaves("modern", "m1", 5)])
+    [r] = analyze(h, T0 + 5 * DAY, {"rules": {"emptyGroupRetention": "1d"}}).values()
+    h.clock.advance(ms=r["brokerExpiresAt"] - T0 - 1)
+    assert h.coord.expire_offsets().expired_offsets == []
+    h.clock.advance(ms=1)
+    assert h.coord.expire_offsets().expired_offsets == [("modern", "orders", 0)]
+
+
+def test_a_classic_group_counts_empty_group_retention_from_its_state_timestamp_too() -> None:
+    h = Harness()
+    member_id, generation = h.stable_group("classic", "orders")
+    h.commit("classic", {("orders", 0): 1}, generation=generation, member_id=member_id)
+    h.live.add(("classic", member_id))  # it heartbeats until it leaves
+    h.clock.advance(days=5)
+    h.leave("classic", member_id)
+    left = h.clock.now_ms()
+    [r] = analyze(h, left + DAY - 1, {"rules": {"emptyGroupRetention": "1d"}}).values()
+    assert (r["groupState"], r["reason"], r["brokerExpiresAt"]) == ("Empty", "WithinRetention", left + RETENTION)
+    [r] = analyze(h, left + DAY, {"rules": {"emptyGroupRetention": "1d"}}).values()
+    assert r["reason"] == "EmptyGroup"
