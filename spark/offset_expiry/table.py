@@ -104,7 +104,8 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
     scanned, skipped = summary["recordsScanned"], summary["skippedRecords"]
     lines = [
         f"{candidates} deletion {plural(candidates, 'candidate')} among {offsets} committed "
-        f"{plural(offsets, 'offset')} of {groups} {plural(groups, 'group')}" + (f" ({counted})" if counted else ""),
+        f"{plural(offsets, 'offset')} of {groups} {plural(groups, 'group')}"
+        + (f" ({counted})" if counted else ""),
         f"scanned {scanned} {plural(scanned, 'record')} in {partitions} {plural(partitions, 'partition')} of "
         f"__consumer_offsets; {skipped} undecodable {plural(skipped, 'record')} skipped",
     ]
@@ -113,5 +114,16 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"as of {now.replace('+00:00', 'Z')}, with a broker offset retention of "
             f"{format_duration_ms(summary['brokerRetentionMs'])}"
+        )
+    if summary.get("brokerCheckIntervalMs") is not None:
+        assumed = (
+            " (Kafka's default; the broker did not say)"
+            if summary.get("brokerCheckIntervalSource") == "default"
+            else ""
+        )
+        lines.append(
+            "BROKER EXPIRY is when an offset becomes due; the broker deletes it at its next cleanup run, "
+            f"within {format_duration_ms(summary['brokerCheckIntervalMs'])} after that "
+            f"(offsets.retention.check.interval.ms{assumed})"
         )
     return lines

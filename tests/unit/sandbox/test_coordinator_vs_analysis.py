@@ -14,11 +14,15 @@ from typing import Any
 import kafka.errors as Errors
 from coordinator_harness import DAY, RETENTION, T0, Harness, kip848_group_records, subscription
 
+from kafka_sandbox.coordinator import CoordinatorConfig
 from kafka_sandbox.coordinator.messages import OffsetDeleteRequest
+from offset_expiry.analysis import Analysis
 from offset_expiry.codec import consumer_group_epoch, encode_key, group_metadata, offset_commit
 from offset_expiry.policy import parse_policy
 from offset_expiry.raw import RawRecord
 from offset_expiry.reference import analyze_records
+from offset_expiry.report import summary
+from offset_expiry.table import summary_lines
 
 MINUTE = 60_000
 INTERVAL = 10 * MINUTE  # offsets.retention.check.interval.ms, Kafka's default and the harness's
@@ -205,6 +209,46 @@ def test_a_classic_group_counts_empty_group_retention_from_its_state_timestamp_t
     h.leave("classic", member_id)
     left = h.clock.now_ms()
     [r] = analyze(h, left + DAY - 1, {"rules": {"emptyGroupRetention": "1d"}}).values()
-    assert (r["groupState"], r["reason"], r["brokerExpiresAt"]) == ("Empty", "WithinRetention", left + RETENTION)
+    assert (r["groupState"], r["reason"], r["brokerExpiresAt"]) == (
+        "Empty",
+        "WithinRetention",
+        left + RETENTION,
+    )
     [r] = analyze(h, left + DAY, {"rules": {"emptyGroupRetention": "1d"}}).values()
     assert r["reason"] == "EmptyGroup"
+
+
+# ---- item 5: the cleanup window ----
+
+
+def test_every_offset_goes_within_one_check_interval_of_its_predicted_expiry() -> None:
+    interval = 2 * MINUTE
+    h = Harness(config=CoordinatorConfig(offsets_partitions=4, offsets_retention_check_interval_ms=interval))
+    for i in range(5):  # commits 37 s apart: due times fall anywhere between two cleanup runs
+        h.clock.advance(seconds=37)
+        h.commit(f"standalone-{i}", {("orders", 0): 1})
+    predicted = {g: r["brokerExpiresAt"] for (g, _, _), r in analyze(h, h.clock.now_ms()).items()}
+    mark = h.mark()
+    h.clock.advance(ms=RETENTION + 3 * interval)
+    h.coord.tick()
+    gone = {
+        rec["key"]["group"]: ts
+        for rec, (_, _, v, ts) in zip(h.decoded(mark), h.sink.records[mark:], strict=True)
+        if v is None and rec["type"] == "OffsetCommit"
+    }
+    assert gone.keys() == predicted.keys()
+    for group, due in predicted.items():
+        assert due <= gone[group] < due + interval, (group, due, gone[group])
+
+
+def test_the_report_gives_the_cleanup_window() -> None:
+    report = {
+        "summary": summary(records_scanned=1, groups=1, reasons={}, skipped_records=0, snapshot={}),
+        "offsets": [],
+    }
+    read = Analysis(report, T0, RETENTION, 120_000, True).as_json_report()["summary"]
+    assert (read["brokerCheckIntervalMs"], read["brokerCheckIntervalSource"]) == (120_000, "broker")
+    assumed = Analysis(report, T0, RETENTION).as_json_report()["summary"]
+    assert (assumed["brokerCheckIntervalMs"], assumed["brokerCheckIntervalSource"]) == (600_000, "default")
+    assert "within 2m after that (offsets.retention.check.interval.ms)" in summary_lines(read)[-1]
+    assert "Kafka's default" in summary_lines(assumed)[-1]
