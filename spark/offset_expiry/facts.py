@@ -23,6 +23,9 @@ CONSUMER_GROUP_MEMBER_METADATA = 5
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
 CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+# Not a record type: every GroupMetadata record still in the log (the newest included), kept as history so a
+# static member that re-joined with another subscription in the same generation shows (groups.py).
+GROUP_METADATA_HISTORY = 102
 KIP848_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
 SHARE_TYPES = frozenset(range(9, 16))
 SHARE_MEMBER_TYPES = frozenset({10, 14})
@@ -46,6 +49,7 @@ class Fact(NamedTuple):
       MemberEpoch. member_state: type 8 State.
     - record_timestamp: the record's own timestamp (None when unknown or -1), set by the readers, not by
       `fact_from_record`: when a KIP-848 group became Empty is only in the timestamps of its records.
+    - generation: classic group metadata's generation.
     """
 
     type: int
@@ -65,6 +69,7 @@ class Fact(NamedTuple):
     epoch: int | None = None
     member_state: int | None = None
     record_timestamp: int | None = None
+    generation: int | None = None
 
     def logical_key(self) -> tuple[int, str, str | None, int | None, str | None]:
         return (self.type, self.group, self.topic, self.partition, self.member)
@@ -105,6 +110,7 @@ def _fact_from_decoded(record: dict[str, Any]) -> Fact:
             state_timestamp=_sentinel(value.get("currentStateTimestamp")),
             member_count=len(members),
             topics=classic_subscribed_topics(value["protocolType"], value.get("protocol"), members),
+            generation=value.get("generation"),
         )
     group = key["GroupId"]
     member = key.get("MemberId") if type_id in _MEMBER_KEY_TYPES else key.get("RegularExpression")
@@ -124,6 +130,19 @@ def _fact_from_decoded(record: dict[str, Any]) -> Fact:
     if type_id == CONSUMER_GROUP_REGULAR_EXPRESSION:
         return base._replace(topics=tuple(value["Topics"]))
     return base
+
+
+def history_fact(fact: Fact, partition: int, offset: int) -> Fact | None:
+    """A GroupMetadata record as history (GROUP_METADATA_HISTORY), keyed by its place in the log so that
+    replay keeps every one; None for anything else (tombstones, other types)."""
+    if fact.type != GROUP_METADATA or fact.tombstone:
+        return None
+    return fact._replace(type=GROUP_METADATA_HISTORY, member=f"{partition}:{offset}")
+
+
+def is_group_metadata_key(key: bytes | None) -> bool:
+    """Key type 2 (GroupMetadataKey), read from the key's first two bytes without decoding it."""
+    return key is not None and key[:2] == b"\x00\x02"
 
 
 def classic_subscribed_topics(

@@ -30,6 +30,7 @@ from .facts import (
     CONSUMER_GROUP_REGULAR_EXPRESSION,
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
     GROUP_METADATA,
+    GROUP_METADATA_HISTORY,
     KIP848_TYPES,
     SHARE_MEMBER_TYPES,
     SHARE_TYPES,
@@ -48,10 +49,17 @@ def simple_group(group_id: str) -> GroupView:
 
 
 def rebuild_group(group_id: str, facts: Iterable[Fact]) -> GroupView:
-    """`facts`: the group's live non-offset facts (no tombstones, no offset commits)."""
+    """`facts`: the group's live non-offset facts (no tombstones, no offset commits), with its
+    GroupMetadata history (GROUP_METADATA_HISTORY), which alone makes no group."""
     by_type: dict[int, list[Fact]] = {}
+    history: list[Fact] = []
     for fact in facts:
-        by_type.setdefault(fact.type, []).append(fact)
+        if fact.type == GROUP_METADATA_HISTORY:
+            history.append(fact)
+        else:
+            by_type.setdefault(fact.type, []).append(fact)
+    if not by_type:
+        return simple_group(group_id)
     types = by_type.keys()
     if types & KIP848_TYPES:
         return _consumer_group(group_id, by_type)
@@ -81,15 +89,43 @@ def rebuild_group(group_id: str, facts: Iterable[Fact]) -> GroupView:
             # present, so not a simple group, and neither Empty nor "consumer": Kafka's
             # offsetExpirationCondition is empty and computeSubscribedTopics unknown.
             return GroupView(group_id, GroupType.CLASSIC, "Stable", "", meta.state_timestamp, None)
+        subscribed = None if meta.topics is None else frozenset(meta.topics)
         return GroupView(
             group_id,
             GroupType.CLASSIC,
             "Empty" if not meta.member_count else "Stable",
             protocol_type,
             meta.state_timestamp,
-            None if meta.topics is None else frozenset(meta.topics),
+            subscribed,
+            uncertain_topics=_same_generation_doubt(meta, subscribed, history),
         )
     return simple_group(group_id)
+
+
+def _same_generation_doubt(
+    meta: Fact, subscribed: frozenset[str] | None, history: Iterable[Fact]
+) -> frozenset[str] | None:
+    """Topics whose subscription the broker may see otherwise than the newest GroupMetadata record says.
+
+    Kafka computes a classic group's subscribed topics when a generation starts
+    (`ClassicGroup.initNextGeneration` -> `computeSubscribedTopics`). A static member that re-joins with
+    another subscription but the same protocol (`GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin`,
+    Stable group) is stored in a new GroupMetadata record of the same generation, and the broker keeps the
+    old subscriptions until the next generation, or until a coordinator reloads the group (`fromRecord`
+    recomputes them from the newest record). So when the log still holds several records of the newest
+    generation with different subscriptions, any of them may be the broker's: the topics on which they
+    disagree are doubtful (returned), and None when one of them has unknown subscriptions (then every
+    topic outside the newest subscriptions is). Empty set: no doubt (the usual case).
+    """
+    if subscribed is None or meta.generation is None:
+        return frozenset()
+    same = [h for h in history if h.generation == meta.generation and (h.protocol_type or "") == meta.protocol_type]
+    doubtful: set[str] = set()
+    for record in same:
+        if record.topics is None:
+            return None
+        doubtful.update(subscribed.symmetric_difference(record.topics))
+    return frozenset(doubtful)
 
 
 def _consumer_group(group_id: str, by_type: dict[int, list[Fact]]) -> GroupView:
@@ -114,7 +150,9 @@ def _consumer_group(group_id: str, by_type: dict[int, list[Fact]]) -> GroupView:
         state = "Stable"
     else:
         state = "Reconciling"
-    emptied = emptied_at(f for facts in by_type.values() for f in facts) if state == "Empty" else None
+    emptied = (
+        emptied_at(f for t, facts in by_type.items() if t in KIP848_TYPES for f in facts) if state == "Empty" else None
+    )
     return GroupView(group_id, GroupType.CONSUMER, state, "consumer", emptied, frozenset(subscribed), unresolved)
 
 

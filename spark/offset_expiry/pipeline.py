@@ -36,7 +36,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from .columnar import DECODED_ARROW, FACT_FIELDS, SKIPPED, decode_records
-from .facts import OFFSET_COMMIT, Fact
+from .facts import GROUP_METADATA_HISTORY, OFFSET_COMMIT, Fact
 from .groups import rebuild_group, simple_group
 from .policy import Policy
 from .report import RESULT_FIELDS, summary
@@ -53,6 +53,7 @@ GROUP_ARROW = pa.schema(
         ("group_state_timestamp", pa.int64()),
         ("group_subscribed", pa.list_(pa.string())),
         ("group_unresolved_regex", pa.bool_()),
+        ("group_uncertain", pa.list_(pa.string())),
         ("group_protected", pa.bool_()),
         ("group_selected", pa.bool_()),
     ]
@@ -74,7 +75,8 @@ def _ddl(schema: pa.Schema) -> str:
 
 
 def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Compacted raw records -> one fact row each (type SKIPPED for records that do not decode)."""
+    """Compacted raw records -> one fact row each (type SKIPPED for records that do not decode), and the
+    GroupMetadata history rows (`history`) -> GROUP_METADATA_HISTORY facts."""
     for batch in batches:
         yield decode_records(
             batch.column("partition"),
@@ -83,6 +85,7 @@ def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
             batch.column("key"),
             batch.column("value"),
             batch.column("timestamp"),
+            batch.column("history"),
         )
 
 
@@ -110,6 +113,9 @@ def rebuild_batches_for(policy: Policy) -> Callable[[Iterator[pa.RecordBatch]], 
                     None if view.subscribed_topics is None else sorted(view.subscribed_topics)
                 )
                 out["group_unresolved_regex"].append(view.unresolved_regex)
+                out["group_uncertain"].append(
+                    None if view.uncertain_topics is None else sorted(view.uncertain_topics)
+                )
                 out["group_protected"].append(protects(group_id))
                 out["group_selected"].append(selects(group_id))
             yield pa.RecordBatch.from_pydict(out, schema=GROUP_ARROW)
@@ -127,9 +133,10 @@ def _fact(row: Mapping[str, Any]) -> Fact:
 
 def compact(raw: DataFrame) -> DataFrame:
     """Log compaction by raw key: the newest record per (partition, key), and how many records it stands for
-    (a reader that compacted its range already reports that in `records`)."""
+    (a reader that compacted its range already reports that in `records`); plus every GroupMetadata record
+    as history (`history` true, counting no records; facts.GROUP_METADATA_HISTORY)."""
     latest = F.max_by(F.struct("offset", "timestamp", "value"), "offset")
-    return (
+    compacted = (
         raw.groupBy("partition", "key")
         .agg(latest.alias("latest"), F.sum("records").alias("records"))
         .select(
@@ -139,12 +146,18 @@ def compact(raw: DataFrame) -> DataFrame:
             F.col("latest.timestamp").alias("timestamp"),
             F.col("latest.value").alias("value"),
             "records",
+            F.lit(False).alias("history"),
         )
     )
+    history = raw.where(F.substring("key", 1, 2) == F.lit(b"\x00\x02")).select(
+        "partition", "key", "offset", "timestamp", "value", F.lit(0).cast("long").alias("records"),
+        F.lit(True).alias("history"),
+    )
+    return compacted.unionByName(history)
 
 
 def decode(compacted: DataFrame) -> DataFrame:
-    return compacted.select("partition", "offset", "records", "key", "value", "timestamp").mapInArrow(
+    return compacted.select("partition", "offset", "records", "key", "value", "timestamp", "history").mapInArrow(
         decode_batches, _ddl(DECODED_ARROW)
     )
 
@@ -166,7 +179,13 @@ def replay(facts: DataFrame) -> DataFrame:
 def rebuild_groups(live: DataFrame, policy: Policy) -> DataFrame:
     """Every group with a live record, offsets-only (simple) groups included."""
     group_fact = F.when(F.col("type") != OFFSET_COMMIT, F.struct(*FACT_COLUMNS))
-    collected = live.groupBy("group").agg(F.collect_list(group_fact).alias("facts"))
+    makes_group = F.col("type") != GROUP_METADATA_HISTORY  # history alone makes no group (reference.py)
+    collected = (
+        live.groupBy("group")
+        .agg(F.collect_list(group_fact).alias("facts"), F.max(makes_group).alias("makes_group"))
+        .where(F.col("makes_group"))
+        .select("group", "facts")
+    )
     return collected.mapInArrow(rebuild_batches_for(policy), _ddl(GROUP_ARROW))
 
 

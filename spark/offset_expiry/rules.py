@@ -32,7 +32,9 @@ Policy verdict, first match wins:
 2. Excluded: the group is not selected by `groups.include` / `groups.exclude`.
 3. ActiveSubscription: a member subscribes to the topic (the broker would not expire it either).
 4. UnknownSubscription: the topic cannot tell whether a member depends on the offset (a classic group
-   that is neither Empty, simple nor a Stable "consumer" group with parseable subscriptions; a KIP-848
+   that is neither Empty, simple nor a Stable "consumer" group with parseable subscriptions; a topic on
+   which records of the group's newest generation disagree (a static member re-joined with another
+   subscription: the broker may hold either, Shape.MAYBE_SUBSCRIBED, reported as expiring by commit time); a KIP-848
    group with a subscription regex that has no resolution record yet; a non-empty streams group; a share
    group). Nothing is proposed where we cannot see the truth.
 5. DeletedTopic (candidate): the topic no longer exists and `rules.deletedTopics` is Delete.
@@ -102,6 +104,9 @@ class GroupView:
     """What the analysis knows of a group, rebuilt from `__consumer_offsets`.
 
     `subscribed_topics` is None when the subscriptions are unknown (see ClassicGroup.isSubscribedToTopic).
+    `uncertain_topics`: of a Stable classic "consumer" group whose log holds records of one generation with
+    different subscriptions (a static member re-joined with another one, groups._same_generation_doubt):
+    the topics the broker may count as subscribed or not; None: every topic outside `subscribed_topics`.
     `current_state_timestamp`: a classic group's currentStateTimestamp; for an Empty KIP-848 group, when
     it became Empty as read from its records' timestamps (groups.emptied_at); else None.
     `unresolved_regex` marks a KIP-848 group whose member regex has no resolution record yet: the broker
@@ -115,6 +120,7 @@ class GroupView:
     current_state_timestamp: int | None = None
     subscribed_topics: frozenset[str] | None = frozenset()
     unresolved_regex: bool = False
+    uncertain_topics: frozenset[str] | None = frozenset()
 
     @property
     def is_simple(self) -> bool:
@@ -151,6 +157,7 @@ class Shape(Enum):
     STANDALONE = "Standalone"  # simple group; base: the commit
     UNSUBSCRIBED = "UnsubscribedTopic"  # active group, topic nobody subscribes to; base: the commit
     SUBSCRIBED = "Subscribed"  # never expires while subscribed
+    MAYBE_SUBSCRIBED = "MaybeSubscribed"  # the broker may or may not count it subscribed: may expire, by commit
     NO_CONDITION = "NoCondition"  # the group expires nothing in its state, or we cannot tell
 
 
@@ -167,6 +174,9 @@ def shape_of(group: GroupView, topic: str) -> Shape:
             and group.state == "Stable"
             and group.subscribed_topics is not None
         ):
+            uncertain = group.uncertain_topics
+            if topic in (uncertain or ()) or (uncertain is None and topic not in group.subscribed_topics):
+                return Shape.MAYBE_SUBSCRIBED
             return Shape.SUBSCRIBED if topic in group.subscribed_topics else Shape.UNSUBSCRIBED
         return Shape.NO_CONDITION
     if group.type is GroupType.CONSUMER:
@@ -240,7 +250,10 @@ def verdict(
     shape = shape_of(group, offset.topic)
     if shape is Shape.SUBSCRIBED:
         return False, Reason.ACTIVE_SUBSCRIPTION
-    if shape is Shape.NO_CONDITION or (shape is Shape.UNSUBSCRIBED and group.unresolved_regex):
+    if (
+        shape in (Shape.NO_CONDITION, Shape.MAYBE_SUBSCRIBED)
+        or (shape is Shape.UNSUBSCRIBED and group.unresolved_regex)
+    ):
         return False, Reason.UNKNOWN_SUBSCRIPTION
     if topic_exists is False and policy.rules.deleted_topics is DeletedTopics.DELETE:
         return True, Reason.DELETED_TOPIC

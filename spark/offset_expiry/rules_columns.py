@@ -12,7 +12,8 @@ once per group (pipeline.rebuild_batches) and arrive as the boolean columns `gro
 
 Input columns: topic, commit_timestamp, expire_timestamp, group_type (null: no group record, a simple
 group), group_state, group_protocol_type, group_state_timestamp, group_subscribed (null: unknown),
-group_unresolved_regex, group_protected, group_selected, topic_exists (null: topics unknown).
+group_unresolved_regex, group_uncertain (null: every unsubscribed topic), group_protected, group_selected,
+topic_exists (null: topics unknown).
 """
 
 from __future__ import annotations
@@ -35,12 +36,18 @@ def shape_column() -> Column:
     protocol = F.col("group_protocol_type")
     subscribed = F.col("group_subscribed")
     topic_subscribed = subscribed.isNotNull() & F.array_contains(subscribed, F.col("topic"))
+    uncertain = F.col("group_uncertain")  # rules.GroupView.uncertain_topics (null: every unsubscribed topic)
+    maybe = F.when(uncertain.isNull(), ~topic_subscribed).otherwise(
+        F.coalesce(F.array_contains(uncertain, F.col("topic")), F.lit(False))
+    )
     classic = (
         F.when((protocol == "") & (state == "Empty"), _lit(Shape.STANDALONE.value))  # GroupView.is_simple
         .when(state == "Empty", _lit(Shape.EMPTY_GROUP.value))
         .when(
             (protocol == CONSUMER_PROTOCOL) & (state == "Stable") & subscribed.isNotNull(),
-            F.when(topic_subscribed, _lit(Shape.SUBSCRIBED.value)).otherwise(_lit(Shape.UNSUBSCRIBED.value)),
+            F.when(maybe, _lit(Shape.MAYBE_SUBSCRIBED.value))
+            .when(topic_subscribed, _lit(Shape.SUBSCRIBED.value))
+            .otherwise(_lit(Shape.UNSUBSCRIBED.value)),
         )
         .otherwise(_lit(Shape.NO_CONDITION.value))
     )
@@ -122,7 +129,9 @@ def verdict_columns(policy: Policy, now_ms: int, shape: Column) -> tuple[Column,
         .when(~F.col("group_selected"), _lit(Reason.EXCLUDED.value))
         .when(shape == Shape.SUBSCRIBED.value, _lit(Reason.ACTIVE_SUBSCRIPTION.value))
         .when(
-            (shape == Shape.NO_CONDITION.value) | ((shape == Shape.UNSUBSCRIBED.value) & unresolved),
+            (shape == Shape.NO_CONDITION.value)
+            | (shape == Shape.MAYBE_SUBSCRIBED.value)
+            | ((shape == Shape.UNSUBSCRIBED.value) & unresolved),
             _lit(Reason.UNKNOWN_SUBSCRIPTION.value),
         )
         .when(deleted, _lit(Reason.DELETED_TOPIC.value))

@@ -42,6 +42,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .columnar import DECODED_ARROW, decode_records, last_per_key
 from .errors import InputError
+from .facts import is_group_metadata_key
 from .fetcher import CLIENT_SETTINGS as CLIENT_SETTINGS  # the settings "kafka.<name>" options may set
 from .fetcher import PartitionFetcher, typed_settings
 from .raw import OFFSETS_TOPIC
@@ -63,7 +64,7 @@ DECODED_DDL = (
     "record_partition int, record_offset long, records long, type int, group string, topic string, "
     "partition int, member string, tombstone boolean, committed_offset long, commit_timestamp long, "
     "expire_timestamp long, protocol_type string, state_timestamp long, member_count int, "
-    "topics array<string>, regex string, epoch int, member_state int, record_timestamp long"
+    "topics array<string>, regex string, epoch int, member_state int, record_timestamp long, generation int"
 )
 assert [f.split(" ")[0] for f in DECODED_DDL.split(", ")] == DECODED_ARROW.names
 DEFAULT_SPLIT_RECORDS = 2_000_000
@@ -298,13 +299,30 @@ class _DecodingSink:
         return iter(())
 
     def finish(self) -> Iterator[pa.RecordBatch]:
-        keys = pa.array(self.keys, pa.binary()).fill_null(b"")
-        last, counts = last_per_key(keys)
-        offsets = pa.array(self.offsets, pa.int64()).take(last)
-        values = pa.array(self.values, pa.binary()).take(last)
-        timestamps = pa.array(self.timestamps, pa.int64()).take(last)
-        keys = keys.take(last)
+        all_keys = pa.array(self.keys, pa.binary()).fill_null(b"")
+        all_offsets = pa.array(self.offsets, pa.int64())
+        all_values = pa.array(self.values, pa.binary())
+        all_timestamps = pa.array(self.timestamps, pa.int64())
+        # Every GroupMetadata record of the range, the newest included, also goes out as history
+        # (columnar.decode_records' `history`; facts.GROUP_METADATA_HISTORY), counting no records.
+        past = [i for i, k in enumerate(self.keys) if is_group_metadata_key(k)]
+        last, counts = last_per_key(all_keys)
+        offsets = all_offsets.take(last)
+        values = all_values.take(last)
+        timestamps = all_timestamps.take(last)
+        keys = all_keys.take(last)
         self.offsets, self.timestamps, self.keys, self.values = [], [], [], []
+        if past:
+            index = pa.array(past, pa.int64())
+            yield decode_records(
+                pa.array([self.partition] * len(past), pa.int32()),
+                all_offsets.take(index),
+                pa.array([0] * len(past), pa.int64()),
+                all_keys.take(index),
+                all_values.take(index),
+                all_timestamps.take(index),
+                pa.array([True] * len(past), pa.bool_()),
+            )
         partitions = pa.array([self.partition] * len(last), pa.int32())
         records = pa.array(counts, pa.int64())
         for i in range(0, len(last), BATCH_ROWS):

@@ -252,3 +252,60 @@ def test_the_report_gives_the_cleanup_window() -> None:
     assert (assumed["brokerCheckIntervalMs"], assumed["brokerCheckIntervalSource"]) == (600_000, "default")
     assert "within 2m after that (offsets.retention.check.interval.ms)" in summary_lines(read)[-1]
     assert "Kafka's default" in summary_lines(assumed)[-1]
+
+
+# ---- item 6: a static member re-joins with another subscription in the same generation ----
+
+
+def test_a_static_member_rejoining_with_another_subscription_is_treated_conservatively() -> None:
+    h = Harness()
+    policy = {"rules": {"unsubscribedTopicRetention": "1h"}}
+    joined = h.join("static", topics=("orders",), instance_id="i-1")  # static: no MEMBER_ID_REQUIRED
+    h.coord.tick()
+    first = joined.result()
+    assert first.error is Errors.NoError
+    h.sync("static", first.member_id, first.generation_id, {first.member_id: subscription()})
+    h.commit(
+        "static",
+        {("orders", 0): 1, ("payments", 0): 1},
+        generation=first.generation_id,
+        member_id=first.member_id,
+    )
+    # The same instance re-joins (new member id) subscribed to payments, with the same protocol: Kafka
+    # stores the new member in a record of the same generation and keeps expiring by the subscription
+    # computed when the generation started (orders).
+    rejoined = h.join("static", instance_id="i-1", topics=("payments",)).result()
+    assert (rejoined.error, rejoined.generation_id) == (Errors.NoError, first.generation_id)
+    h.live.add(("static", rejoined.member_id))
+    now = h.clock.now_ms()
+    results = analyze(h, now + DAY, policy)
+    for topic in ("orders", "payments"):
+        r = results[("static", topic, 0)]
+        # Either record may be what the broker holds: "may expire by commit time", never "never", and
+        # never proposed.
+        assert (r["groupState"], r["candidate"], r["reason"]) == ("Stable", False, "UnknownSubscription")
+        assert r["brokerExpiresAt"] == now + RETENTION
+    # What the broker then does: payments (unsubscribed for it) goes when predicted; orders stays.
+    h.clock.advance(ms=RETENTION - 1)
+    assert h.coord.expire_offsets().expired_offsets == []
+    h.clock.advance(ms=1)
+    assert h.coord.expire_offsets().expired_offsets == [("static", "payments", 0)]
+    assert offsets_of(h, "static") == {("orders", 0)}
+    # And OffsetDelete still refuses the topic the broker counts as subscribed.
+    response = h.coord.delete_offsets(OffsetDeleteRequest("static", (("orders", (0,)),)))
+    assert response.topics[0].partitions[0].error is Errors.GroupSubscribedToTopicError
+
+
+def test_one_subscription_per_generation_leaves_the_analysis_as_sure_as_before() -> None:
+    h = Harness()
+    member_id, generation = h.stable_group("plain", "orders")
+    h.commit("plain", {("orders", 0): 1, ("payments", 0): 1}, generation=generation, member_id=member_id)
+    results = analyze(h, h.clock.now_ms() + DAY, {"rules": {"unsubscribedTopicRetention": "1h"}})
+    assert (
+        results[("plain", "orders", 0)]["reason"],
+        results[("plain", "orders", 0)]["brokerExpiresAt"],
+    ) == (
+        "ActiveSubscription",
+        None,
+    )
+    assert results[("plain", "payments", 0)]["reason"] == "UnsubscribedTopic"
