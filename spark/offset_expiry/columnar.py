@@ -277,14 +277,29 @@ def _facts_batch(
     values: Sequence[bytes | None],
     timestamp: pa.Array,
 ) -> pa.RecordBatch:
-    """The Python row path."""
+    """The Python row path. A live GroupMetadata survivor also yields its history copy
+    (facts.history_fact, counting no records), so the newest record is not decoded twice."""
     empty_fact = Fact(SKIPPED, "")
     rows = []
-    for k, v in zip(keys, values, strict=True):
+    partitions = record_partition.to_pylist()
+    offsets = record_offset.to_pylist()
+    copies: list[tuple[int, Fact]] = []
+    for i, (k, v) in enumerate(zip(keys, values, strict=True)):
         try:
-            rows.append(fact_from_record(k or b"", v))
+            fact = fact_from_record(k or b"", v)
         except CodecError:
-            rows.append(empty_fact)
+            fact = empty_fact
+        rows.append(fact)
+        past = history_fact(fact, partitions[i], offsets[i])
+        if past is not None:
+            copies.append((i, past))
+    if copies:
+        index = pa.array([i for i, _ in copies], pa.int64())
+        record_partition = pa.concat_arrays([record_partition, record_partition.take(index)])
+        record_offset = pa.concat_arrays([record_offset, record_offset.take(index)])
+        records = pa.concat_arrays([records, pa.array([0] * len(copies), records.type)])
+        timestamp = pa.concat_arrays([timestamp, timestamp.take(index)])
+        rows += [past for _, past in copies]
     columns: list[pa.Array] = [record_partition, record_offset, records]
     for i, (name, arrow_type) in enumerate(FACT_FIELDS):
         if name == "record_timestamp":

@@ -140,6 +140,36 @@ def history_fact(fact: Fact, partition: int, offset: int) -> Fact | None:
     return fact._replace(type=GROUP_METADATA_HISTORY, member=f"{partition}:{offset}")
 
 
+def group_metadata_generation(value: bytes | None) -> int | None:
+    """A GroupMetadataValue's generation read from its first fields (version, protocolType, generation)
+    without decoding the members; None for a tombstone or bytes that do not get that far. Only records of
+    the newest record's generation can matter as history, so the others are never decoded in full."""
+    if value is None:
+        return None
+    r = Reader(value, "group metadata")
+    try:
+        version = r.int16("version")
+        r.string("protocolType", version >= 4, True)
+        return r.int32("generation")
+    except CodecError:
+        return None
+
+
+def same_generation_history(versions: list[tuple[int, bytes | None]]) -> list[int]:
+    """Of one GroupMetadata key's records (offset, value), the indexes of the older ones worth keeping as
+    history: those of the newest record's generation (the newest itself becomes history where it is decoded
+    as a survivor, so it is not listed); none when the newest is a tombstone."""
+    if len(versions) < 2:
+        return []
+    newest = max(range(len(versions)), key=lambda i: versions[i][0])
+    generation = group_metadata_generation(versions[newest][1])
+    if generation is None:
+        return []
+    return [
+        i for i, (_, value) in enumerate(versions) if i != newest and group_metadata_generation(value) == generation
+    ]
+
+
 def is_group_metadata_key(key: bytes | None) -> bool:
     """Key type 2 (GroupMetadataKey), read from the key's first two bytes without decoding it."""
     return key is not None and key[:2] == b"\x00\x02"

@@ -36,7 +36,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from .columnar import DECODED_ARROW, FACT_FIELDS, SKIPPED, decode_records
-from .facts import GROUP_METADATA_HISTORY, OFFSET_COMMIT, Fact
+from .facts import GROUP_METADATA_HISTORY, OFFSET_COMMIT, Fact, same_generation_history
 from .groups import rebuild_group, simple_group
 from .policy import Policy
 from .report import RESULT_FIELDS, summary
@@ -61,7 +61,7 @@ GROUP_ARROW = pa.schema(
 
 
 def _ddl(schema: pa.Schema) -> str:
-    names = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string", pa.bool_(): "boolean"}
+    names = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string", pa.bool_(): "boolean", pa.binary(): "binary"}
 
     def spark_type(t: pa.DataType) -> str:
         if pa.types.is_list(t):
@@ -149,11 +149,45 @@ def compact(raw: DataFrame) -> DataFrame:
             F.lit(False).alias("history"),
         )
     )
-    history = raw.where(F.substring("key", 1, 2) == F.lit(b"\x00\x02")).select(
-        "partition", "key", "offset", "timestamp", "value", F.lit(0).cast("long").alias("records"),
-        F.lit(True).alias("history"),
+    versions = (
+        raw.where(F.substring("key", 1, 2) == F.lit(b"\x00\x02"))
+        .groupBy("partition", "key")
+        .agg(F.collect_list(F.struct("offset", "timestamp", "value")).alias("versions"))
     )
+    history = versions.mapInArrow(_same_generation_batches, _ddl(_HISTORY_ARROW))
     return compacted.unionByName(history)
+
+
+_HISTORY_ARROW = pa.schema(
+    [
+        ("partition", pa.int32()),
+        ("key", pa.binary()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.int64()),
+        ("value", pa.binary()),
+        ("records", pa.int64()),
+        ("history", pa.bool_()),
+    ]
+)
+
+
+def _same_generation_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(partition, key, [GroupMetadata records]) -> the records of the newest one's generation, as history
+    rows (facts.same_generation_history)."""
+    for batch in batches:
+        out: dict[str, list[Any]] = {name: [] for name in _HISTORY_ARROW.names}
+        keys = batch.column("key").to_pylist()
+        for i, partition in enumerate(batch.column("partition").to_pylist()):
+            rows = batch.column("versions")[i].as_py()
+            for j in same_generation_history([(r["offset"], r["value"]) for r in rows]):
+                out["partition"].append(partition)
+                out["key"].append(keys[i])
+                out["offset"].append(rows[j]["offset"])
+                out["timestamp"].append(rows[j]["timestamp"])
+                out["value"].append(rows[j]["value"])
+                out["records"].append(0)
+                out["history"].append(True)
+        yield pa.RecordBatch.from_pydict(out, schema=_HISTORY_ARROW)
 
 
 def decode(compacted: DataFrame) -> DataFrame:

@@ -26,6 +26,7 @@ from .facts import (
     fact_from_record,
     history_fact,
     is_group_metadata_key,
+    same_generation_history,
 )
 from .groups import rebuild_group, simple_group
 from .policy import Policy
@@ -46,11 +47,11 @@ def analyze_records(
 ) -> dict[str, Any]:
     scanned = 0
     latest: dict[tuple[int, bytes], RawRecord] = {}
-    history: list[RawRecord] = []  # every GroupMetadata record, the newest included (facts.history_fact)
+    versions: dict[tuple[int, bytes], list[RawRecord]] = {}  # GroupMetadata records (facts.history_fact)
     for record in records:
         scanned += 1
         if is_group_metadata_key(record.key):
-            history.append(record)
+            versions.setdefault((record.partition, record.key), []).append(record)
         slot = (record.partition, record.key)
         current = latest.get(slot)
         if current is None or record.offset > current.offset:
@@ -71,6 +72,12 @@ def analyze_records(
         current_fact = replayed.get(key)
         if current_fact is None or rank > current_fact[:2]:
             replayed[key] = (*rank, fact)
+        past = history_fact(fact, record.partition, record.offset)  # the newest GroupMetadata record is history too
+        if past is not None:
+            replayed[past.logical_key()] = (*rank, past)
+    history = [
+        rs[i] for rs in versions.values() for i in same_generation_history([(r.offset, r.value) for r in rs])
+    ]
     for record in history:
         try:
             past = history_fact(fact_from_record(record.key, record.value), record.partition, record.offset)

@@ -42,7 +42,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .columnar import DECODED_ARROW, decode_records, last_per_key
 from .errors import InputError
-from .facts import is_group_metadata_key
+from .facts import is_group_metadata_key, same_generation_history
 from .fetcher import CLIENT_SETTINGS as CLIENT_SETTINGS  # the settings "kafka.<name>" options may set
 from .fetcher import PartitionFetcher, typed_settings
 from .raw import OFFSETS_TOPIC
@@ -244,7 +244,8 @@ class _Sink:
 
 
 class _CompactingSink:
-    """Keeps the newest record per key (records arrive in offset order) and how many it stands for."""
+    """Keeps the newest record per key (records arrive in offset order) and how many it stands for. It keeps
+    no GroupMetadata history (facts.GROUP_METADATA_HISTORY): the analysis reads with `decode` instead."""
 
     def __init__(self, partition: int) -> None:
         self.partition = partition
@@ -305,7 +306,15 @@ class _DecodingSink:
         all_timestamps = pa.array(self.timestamps, pa.int64())
         # Every GroupMetadata record of the range, the newest included, also goes out as history
         # (columnar.decode_records' `history`; facts.GROUP_METADATA_HISTORY), counting no records.
-        past = [i for i, k in enumerate(self.keys) if is_group_metadata_key(k)]
+        by_key: dict[bytes, list[int]] = {}
+        for i, k in enumerate(self.keys):
+            if is_group_metadata_key(k):
+                by_key.setdefault(k or b"", []).append(i)
+        past = [
+            rows[j]
+            for rows in by_key.values()
+            for j in same_generation_history([(self.offsets[i], self.values[i]) for i in rows])
+        ]
         last, counts = last_per_key(all_keys)
         offsets = all_offsets.take(last)
         values = all_values.take(last)
