@@ -16,12 +16,13 @@ from .policy import plural
 HEADERS = ("GROUP", "KIND", "TOPIC", "PARTITIONS", "STATE", "CANDIDATE", "REASON", "BROKER EXPIRY")
 
 
-def kind(group_type: str, protocol_type: str) -> str:
-    """The KIND column: a group's type, with the protocol type where it tells more (module docstring)."""
+def kind(group_type: str, protocol_type: str, state: str = "Empty") -> str:
+    """The KIND column: a group's type, with the protocol type where it tells more (module docstring). A
+    classic group with members and protocol type "" is not simple (rules.GroupView.is_simple): `classic/""`."""
     if group_type != "classic":
         return group_type
     if not protocol_type:
-        return "simple"
+        return "simple" if state == "Empty" else 'classic/""'
     return "classic" if protocol_type == "consumer" else f"classic/{protocol_type}"
 
 
@@ -65,7 +66,7 @@ def fold_partitions(partitions: Iterable[int]) -> str:
 def render(summary: Mapping[str, Any], offsets: Iterable[Mapping[str, Any]], now_ms: int) -> str:
     rows: dict[tuple[str, str, str, bool, str, str], dict[str, Any]] = {}
     for r in offsets:
-        group_kind = kind(r["groupType"], r["protocolType"])
+        group_kind = kind(r["groupType"], r["protocolType"], r["groupState"])
         key = (r["group"], r["topic"], r["reason"], r["candidate"], r["groupState"], group_kind)
         row = rows.setdefault(key, {"partitions": [], "expiry": []})
         row["partitions"].append(r["partition"])

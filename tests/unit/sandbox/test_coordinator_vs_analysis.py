@@ -22,7 +22,7 @@ from offset_expiry.policy import parse_policy
 from offset_expiry.raw import RawRecord
 from offset_expiry.reference import analyze_records
 from offset_expiry.report import summary
-from offset_expiry.table import summary_lines
+from offset_expiry.table import kind, summary_lines
 
 MINUTE = 60_000
 INTERVAL = 10 * MINUTE  # offsets.retention.check.interval.ms, Kafka's default and the harness's
@@ -128,6 +128,7 @@ def test_protocol_type_empty_with_members_is_a_stable_group_that_expires_nothing
             False,
             "UnknownSubscription",
         )
+    assert kind("classic", "", "Stable") == 'classic/""'  # the table does not call it simple either
     h.clock.advance(ms=RETENTION + INTERVAL)
     assert h.coord.expire_offsets().expired_offsets == []
     assert offsets_of(h, "odd") == {("orders", 0), ("audit", 0)}
