@@ -80,6 +80,22 @@ def test_after_a_clock_jump_the_cleanup_runs_at_the_first_boundary_after_the_off
     assert due <= T0 + RETENTION + INTERVAL < due + INTERVAL
 
 
+def test_a_state_change_between_two_boundaries_is_seen_by_the_runs_after_it() -> None:
+    h = Harness()
+    member_id, generation = h.stable_group("team", "orders")
+    h.commit("team", {("orders", 0): 1}, generation=generation, member_id=member_id)
+    h.clock.advance(minutes=1)  # the member stops heartbeating: its session ends 10 s after T0, between runs
+    h.coord.tick()
+    [r] = analyze(h, h.clock.now_ms()).values()
+    assert (r["groupState"], r["brokerExpiresAt"]) == ("Empty", T0 + 10_000 + RETENTION)
+    mark = h.mark()
+    h.clock.advance(ms=RETENTION + 6 * INTERVAL)
+    h.coord.tick()
+    # The first run at or after the due time, within one interval of the prediction.
+    assert tombstone_times(h, mark) == [T0 + RETENTION + INTERVAL] * 2  # the offset, then the group
+    assert r["brokerExpiresAt"] <= T0 + RETENTION + INTERVAL < r["brokerExpiresAt"] + INTERVAL
+
+
 def test_a_kip848_group_without_a_target_assignment_record_is_stable_at_epoch_zero() -> None:
     h = Harness()
     seed(h, "fresh", kip848_group_records("fresh", {"m1": (["orders"], None)}, epoch=0))
