@@ -82,7 +82,7 @@ def rebuild_group(group_id: str, facts: Iterable[Fact]) -> GroupView:
         meta = by_type[GROUP_METADATA][-1]
         protocol_type = meta.protocol_type or ""
         if not protocol_type and not meta.member_count:
-            # ClassicGroup.fromRecord loads protocolType "" as absent: a simple group.
+            # GroupMetadataManager.replay loads protocolType "" as absent: a simple group.
             return GroupView(group_id, GroupType.CLASSIC, "Empty", "", meta.state_timestamp, frozenset())
         if not protocol_type:
             # With members, ClassicGroup.add sets the group's protocol type to the first member's, "":
@@ -111,7 +111,7 @@ def _same_generation_doubt(
     (`ClassicGroup.initNextGeneration` -> `computeSubscribedTopics`). A static member that re-joins with
     another subscription but the same protocol (`GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin`,
     Stable group) is stored in a new GroupMetadata record of the same generation, and the broker keeps the
-    old subscriptions until the next generation, or until a coordinator reloads the group (`fromRecord`
+    old subscriptions until the next generation, or until a coordinator reloads the group (`GroupMetadataManager.replay`
     recomputes them from the newest record). So when the log still holds several records of the newest
     generation with different subscriptions, any of them may be the broker's: the topics on which they
     disagree are doubtful (returned), and None when one of them has unknown subscriptions (then every
