@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from .codec import CodecError, decode_key, decode_record, streams_source_topics, subscription_topics
+from .codec.wire import Reader
 
 OFFSET_COMMIT = 1
 GROUP_METADATA = 2
@@ -23,6 +24,9 @@ CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
 CONSUMER_GROUP_REGULAR_EXPRESSION = 16
 STREAMS_GROUP_TOPOLOGY = 23
+# Not a record type: every GroupMetadata record still in the log (the newest included), kept as history so a
+# static member that re-joined with another subscription in the same generation shows (groups.py).
+GROUP_METADATA_HISTORY = 102
 KIP848_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
 SHARE_TYPES = frozenset(range(9, 16))
 SHARE_MEMBER_TYPES = frozenset({10, 14})
@@ -47,6 +51,9 @@ class Fact(NamedTuple):
     - regex: type 5's SubscribedTopicRegex; type 23: the subtopologies' SourceTopicRegex, one per line
       (None without any). epoch: type 3 Epoch, type 6 AssignmentEpoch, type 8
       MemberEpoch. member_state: type 8 State.
+    - record_timestamp: the record's own timestamp (None when unknown or -1), set by the readers, not by
+      `fact_from_record`: when a KIP-848 group became Empty is only in the timestamps of its records.
+    - generation: classic group metadata's generation.
     """
 
     type: int
@@ -65,6 +72,8 @@ class Fact(NamedTuple):
     regex: str | None = None
     epoch: int | None = None
     member_state: int | None = None
+    record_timestamp: int | None = None
+    generation: int | None = None
 
     def logical_key(self) -> tuple[int, str, str | None, int | None, str | None]:
         return (self.type, self.group, self.topic, self.partition, self.member)
@@ -128,6 +137,7 @@ def _fact_from_decoded(record: dict[str, Any]) -> Fact:
             state_timestamp=_sentinel(value.get("currentStateTimestamp")),
             member_count=len(members),
             topics=classic_subscribed_topics(value["protocolType"], value.get("protocol"), members),
+            generation=value.get("generation"),
         )
     group = key["GroupId"]
     member = key.get("MemberId") if type_id in _MEMBER_KEY_TYPES else key.get("RegularExpression")
@@ -156,6 +166,47 @@ def _streams_regexes(topology: dict[str, Any]) -> str | None:
         {r for sub in topology.get("Subtopologies") or () for r in sub.get("SourceTopicRegex") or ()}
     )
     return "\n".join(regexes) if regexes else None
+def history_fact(fact: Fact, partition: int, offset: int) -> Fact | None:
+    """A GroupMetadata record as history (GROUP_METADATA_HISTORY), keyed by its place in the log so that
+    replay keeps every one; None for anything else (tombstones, other types)."""
+    if fact.type != GROUP_METADATA or fact.tombstone:
+        return None
+    return fact._replace(type=GROUP_METADATA_HISTORY, member=f"{partition}:{offset}")
+
+
+def group_metadata_generation(value: bytes | None) -> int | None:
+    """A GroupMetadataValue's generation read from its first fields (version, protocolType, generation)
+    without decoding the members; None for a tombstone or bytes that do not get that far. Only records of
+    the newest record's generation can matter as history, so the others are never decoded in full."""
+    if value is None:
+        return None
+    r = Reader(value, "group metadata")
+    try:
+        version = r.int16("version")
+        r.string("protocolType", version >= 4, True)
+        return r.int32("generation")
+    except CodecError:
+        return None
+
+
+def same_generation_history(versions: list[tuple[int, bytes | None]]) -> list[int]:
+    """Of one GroupMetadata key's records (offset, value), the indexes of the older ones worth keeping as
+    history: those of the newest record's generation (the newest itself becomes history where it is decoded
+    as a survivor, so it is not listed); none when the newest is a tombstone."""
+    if len(versions) < 2:
+        return []
+    newest = max(range(len(versions)), key=lambda i: versions[i][0])
+    generation = group_metadata_generation(versions[newest][1])
+    if generation is None:
+        return []
+    return [
+        i for i, (_, value) in enumerate(versions) if i != newest and group_metadata_generation(value) == generation
+    ]
+
+
+def is_group_metadata_key(key: bytes | None) -> bool:
+    """Key type 2 (GroupMetadataKey), read from the key's first two bytes without decoding it."""
+    return key is not None and key[:2] == b"\x00\x02"
 
 
 def classic_subscribed_topics(

@@ -97,7 +97,8 @@ def analysis_properties() -> Schema:
             "properties": {
                 "emptyGroupRetention": duration(
                     "Offsets of a group without members become candidates this long after the group became "
-                    "Empty (its currentStateTimestamp), the way the broker applies offsets.retention.minutes."
+                    "Empty: a classic group's currentStateTimestamp, a KIP-848 group's last member removal "
+                    "(the timestamp of its records); the commit time when neither is known."
                 ),
                 "unsubscribedTopicRetention": duration(
                     "Offsets of topics an active consumer group no longer subscribes to become candidates "

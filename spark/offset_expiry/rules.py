@@ -12,7 +12,8 @@ coordinator/group/):
 - `OffsetExpirationConditionImpl.isOffsetExpired`: an explicit expireTimestamp (OffsetCommitValue v1)
   wins: expired iff `now >= expireTimestamp`; otherwise expired iff `now - base >= offsets.retention.ms`.
   So the offset expires at `expireTimestamp`, or at `base + retention`.
-- `classic/ClassicGroup.offsetExpirationCondition`: with a protocol type and Empty, base =
+- `classic/ClassicGroup.offsetExpirationCondition`: with a protocol type (a record's protocolType "" counts
+  as one when the record has members: `ClassicGroup.add` copies the first member's) and Empty, base =
   currentStateTimestamp if known, else the commit timestamp; Stable, protocol type "consumer" and known
   subscriptions, base = commit timestamp; no protocol type (a simple group), base = commit timestamp;
   any other classic group (rebalancing, other protocol types, unparseable subscriptions): no condition.
@@ -36,10 +37,12 @@ Policy verdict, first match wins:
    offsets.retention.minutes, and the policy proposes none.
 3. ActiveSubscription: a member subscribes to the topic (the broker would not expire it either).
 4. UnknownSubscription: the topic cannot tell whether a member depends on the offset (a classic group
-   that is neither Empty, simple nor a Stable "consumer" group with parseable subscriptions; a KIP-848
-   group with a subscription regex that has no resolution record yet; a non-empty streams group whose
-   topology does not decode, or whose topology has source topic regexes). Nothing is proposed where we
-   cannot see the truth.
+   that is neither Empty, simple nor a Stable "consumer" group with parseable subscriptions; a topic on
+   which records of the group's newest generation disagree (a static member re-joined with another
+   subscription: the broker may hold either, Shape.MAYBE_SUBSCRIBED, reported as expiring by commit
+   time); a KIP-848 group with a subscription regex that has no resolution record yet; a non-empty
+   streams group whose topology does not decode, or whose topology has source topic regexes). Nothing is
+   proposed where we cannot see the truth.
 5. StaleGroup (candidate): `rules.staleGroups.emptyFor` is set, the group is Empty (a simple group
    always is) and has been so for at least emptyFor (`stale_since`). A group-level verdict: every offset of
    a stale group gets it, and the operator proposes deleting the whole group (DeleteGroups) only when
@@ -49,7 +52,9 @@ Policy verdict, first match wins:
    for a topic missing from the metadata cache before the coordinator sees it), so the operator proposes
    DeleteGroups where these are all an Empty group has left, and only reports them otherwise.
 7. The retention rule of the offset's shape, applied like the broker's rule with the policy's own
-   retention: Empty groups -> `emptyGroupRetention` (reason EmptyGroup), simple groups ->
+   retention: Empty groups -> `emptyGroupRetention` (reason EmptyGroup), counted from when the group
+   became Empty for every kind of group (`policy_base_timestamp`; KIP-848 and streams groups:
+   groups.emptied_at, although the broker counts theirs from the commit), simple groups ->
    `standaloneRetention` (Standalone), unsubscribed topics of active groups ->
    `unsubscribedTopicRetention` (UnsubscribedTopic). As in the broker, an explicit expireTimestamp
    replaces the retention: the offset is a candidate once `now >= expireTimestamp` (ExpireTimestamp).
@@ -116,6 +121,11 @@ class GroupView:
     """What the analysis knows of a group, rebuilt from `__consumer_offsets`.
 
     `subscribed_topics` is None when the subscriptions are unknown (see ClassicGroup.isSubscribedToTopic).
+    `uncertain_topics`: of a Stable classic "consumer" group whose log holds records of one generation with
+    different subscriptions (a static member re-joined with another one, groups._same_generation_doubt):
+    the topics the broker may count as subscribed or not; None: every topic outside `subscribed_topics`.
+    `current_state_timestamp`: a classic group's currentStateTimestamp; for an Empty KIP-848 group, when
+    it became Empty as read from its records' timestamps (groups.emptied_at); else None.
     `unresolved_regex` marks a KIP-848 group whose member regex has no resolution record yet: the broker
     treats the regex as matching nothing, the policy treats the group's unsubscribed topics as unknown.
     `newest_commit_timestamp` is the newest commit of any of the group's live offsets (None when the
@@ -130,10 +140,14 @@ class GroupView:
     subscribed_topics: frozenset[str] | None = frozenset()
     unresolved_regex: bool = False
     newest_commit_timestamp: int | None = None
+    uncertain_topics: frozenset[str] | None = frozenset()
 
     @property
     def is_simple(self) -> bool:
-        return self.type is GroupType.CLASSIC and not self.protocol_type
+        """No protocol type (ClassicGroup.protocolType() empty): only a classic group without members.
+        A GroupMetadata record with protocolType "" and members is loaded with the members' "" as a
+        present protocol type (ClassicGroup.add), so that group is not simple; groups.py marks it Stable."""
+        return self.type is GroupType.CLASSIC and not self.protocol_type and self.is_empty
 
     @property
     def is_empty(self) -> bool:
@@ -163,6 +177,7 @@ class Shape(Enum):
     STANDALONE = "Standalone"  # simple group; base: the commit
     UNSUBSCRIBED = "UnsubscribedTopic"  # active group, topic nobody subscribes to; base: the commit
     SUBSCRIBED = "Subscribed"  # never expires while subscribed
+    MAYBE_SUBSCRIBED = "MaybeSubscribed"  # the broker may or may not count it subscribed: may expire, by commit
     NO_CONDITION = "NoCondition"  # the group expires nothing in its state, or we cannot tell
 
 
@@ -179,6 +194,9 @@ def shape_of(group: GroupView, topic: str) -> Shape:
             and group.state == "Stable"
             and group.subscribed_topics is not None
         ):
+            uncertain = group.uncertain_topics
+            if topic in (uncertain or ()) or (uncertain is None and topic not in group.subscribed_topics):
+                return Shape.MAYBE_SUBSCRIBED
             return Shape.SUBSCRIBED if topic in group.subscribed_topics else Shape.UNSUBSCRIBED
         return Shape.NO_CONDITION
     if group.type is GroupType.CONSUMER:
@@ -194,8 +212,19 @@ def shape_of(group: GroupView, topic: str) -> Shape:
     return Shape.NO_CONDITION
 
 
+def policy_base_timestamp(group: GroupView, shape: Shape, offset: OffsetView) -> int:
+    """Where the policy's retention starts. `emptyGroupRetention` promises "this long after the group became
+    Empty", for every kind of group: classic groups say when (currentStateTimestamp, as the broker uses it);
+    for KIP-848 groups it is read from the records' timestamps (groups.emptied_at), although the broker
+    itself counts their retention from the commit. Without a known time, the commit time. Every other rule
+    counts from the commit, as the broker does."""
+    if shape is Shape.EMPTY_GROUP and group.current_state_timestamp is not None:
+        return group.current_state_timestamp
+    return offset.commit_timestamp
+
+
 def base_timestamp(group: GroupView, shape: Shape, offset: OffsetView) -> int:
-    """Where the retention period starts (the baseTimestamp of OffsetExpirationConditionImpl)."""
+    """Where the broker's retention period starts (the baseTimestamp of OffsetExpirationConditionImpl)."""
     if (
         shape is Shape.EMPTY_GROUP
         and group.type is GroupType.CLASSIC
@@ -220,18 +249,17 @@ def broker_expires_at(group: GroupView, offset: OffsetView, retention_ms: int) -
 
 
 def stale_since(group: GroupView) -> int | None:
-    """Since when an Empty group counts as Empty for `rules.staleGroups`: the start of the broker's own
-    retention for an Empty group (`base_timestamp`: a classic group's currentStateTimestamp), taken at the
-    group's newest commit where Kafka counts from the commit (KIP-848 and streams groups, a classic group
-    without the timestamp), and a simple group's newest commit (it is Empty all its life). So a group is
-    stale once every one of its offsets is at least emptyFor past the base its emptyGroupRetention uses.
-    None: nothing to count from."""
+    """Since when an Empty group counts as Empty for `rules.staleGroups`: where its emptyGroupRetention
+    starts (`policy_base_timestamp`: when the group became Empty, for classic, KIP-848 and streams groups
+    alike), the group's newest commit where that time is unknown, and a simple group's newest commit (it
+    is Empty all its life). So a group is stale once every one of its offsets is at least emptyFor past the
+    base its emptyGroupRetention uses. None: nothing to count from."""
     newest = group.newest_commit_timestamp
     if newest is None:
         return None
     if group.is_simple:
         return newest
-    return base_timestamp(group, Shape.EMPTY_GROUP, OffsetView("", 0, 0, newest))
+    return policy_base_timestamp(group, Shape.EMPTY_GROUP, OffsetView("", 0, 0, newest))
 
 
 def is_stale(group: GroupView, policy: Policy, now_ms: int) -> bool:
@@ -271,7 +299,10 @@ def verdict(
     shape = shape_of(group, offset.topic)
     if shape is Shape.SUBSCRIBED:
         return False, Reason.ACTIVE_SUBSCRIPTION
-    if shape is Shape.NO_CONDITION or (shape is Shape.UNSUBSCRIBED and group.unresolved_regex):
+    if (
+        shape in (Shape.NO_CONDITION, Shape.MAYBE_SUBSCRIBED)
+        or (shape is Shape.UNSUBSCRIBED and group.unresolved_regex)
+    ):
         return False, Reason.UNKNOWN_SUBSCRIPTION
     if is_stale(group, policy, now_ms):
         return True, Reason.STALE_GROUP
@@ -284,7 +315,7 @@ def verdict(
         if now_ms >= offset.expire_timestamp:
             return True, Reason.EXPIRE_TIMESTAMP
         return False, Reason.WITHIN_RETENTION
-    if now_ms - base_timestamp(group, shape, offset) >= retention:
+    if now_ms - policy_base_timestamp(group, shape, offset) >= retention:
         return True, _RULE_REASON[shape]
     return False, Reason.WITHIN_RETENTION
 

@@ -400,6 +400,16 @@ def _policy_status() -> Schema:
                     },
                 },
             },
+            "warnings": {
+                "type": "array",
+                "description": (
+                    "Doubts about the spec found by the last run that do not stop it (at most 20): group "
+                    "patterns that look like regular expressions (patterns are globs: * ? [abc]) and patterns "
+                    "that matched none of the groups with committed offsets."
+                ),
+                "maxItems": 20,
+                "items": {"type": "string", "maxLength": 1000},
+            },
         },
     }
 

@@ -37,7 +37,7 @@ class ConsumerMember:
 class ConsumerGroup:
     group_id: str
     group_epoch: int = 0
-    assignment_epoch: int = -1
+    assignment_epoch: int = 0  # ModernGroup.targetAssignmentEpoch: a TimelineInteger, 0 until set
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target_assignment_members: set[str] = field(default_factory=set)
     resolved_regexes: dict[str, tuple[str, ...]] = field(default_factory=dict)

@@ -270,6 +270,29 @@ class OffsetManager:
                     report.deleted_groups.append(group_id)
         return report
 
+    def next_due(self) -> int | None:
+        """The earliest broker time at which `cleanup` would do anything while no group changes: an offset
+        due (its expireTimestamp, or base + retention), or now for an Empty group without offsets (deleted
+        at the next run). None when nothing can expire until something changes."""
+        retention = self.s.config.offsets_retention_ms
+        earliest: int | None = None
+        for group_id, group in self.s.groups.items():
+            offsets = self.s.offsets.group(group_id)
+            if not offsets:
+                if group.is_empty:
+                    return self.s.now()
+                continue
+            base = expiration_base(group)
+            if base is None:
+                continue
+            for topic, partitions in offsets.items():
+                if group.is_subscribed_to_topic(topic):
+                    continue
+                for value in partitions.values():
+                    due = value.expire_timestamp if value.expire_timestamp is not None else base(value) + retention
+                    earliest = due if earliest is None else min(earliest, due)
+        return earliest
+
     def _expired_offsets(self, group_id: str) -> tuple[list[tuple[str, int]], bool]:
         """OffsetMetadataManager.cleanupExpiredOffsets: (expired partitions, whether all expired)."""
         offsets = self.s.offsets.group(group_id)
