@@ -264,6 +264,10 @@ def test_rebuild_streams_and_share_groups() -> None:
     assert garbled == Fact(23, "g")
     assert rebuild_group("g", [streams, member, garbled]).subscribed_topics is None
     assert rebuild_group("g", [opaque("ShareGroupMetadata", {})]).type is GroupType.SHARE
+    # Empty, it became so when its newest live record was written (the epoch record that comes with the
+    # last member's tombstones), as for a KIP-848 group: emptyGroupRetention and staleGroups count from there.
+    emptied = rebuild_group("g", [streams._replace(record_timestamp=5_000), topology._replace(record_timestamp=3_000)])
+    assert (emptied.state, emptied.current_state_timestamp) == ("Empty", 5_000)
 
 
 TOPOLOGY = {
