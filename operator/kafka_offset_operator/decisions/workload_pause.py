@@ -1,8 +1,8 @@
 """spec.pauseWorkloads of an OffsetReset, as plain functions (docs/offset-reset.md, "Consumers stopped and
 restarted for you").
 
-Kafka accepts an admin OffsetCommit only while the group has no members (GroupCoordinator/GroupMetadataManager:
-an OffsetCommit without a member id is refused with UNKNOWN_MEMBER_ID while the group is not Empty), so the
+Kafka accepts an admin OffsetCommit only while the group has no members (`OffsetMetadataManager.validateOffsetCommit`,
+`ClassicGroup.validateOffsetCommit`: UNKNOWN_MEMBER_ID while it is not Empty; docs/kafka-semantics.md), so the
 usual runbook is: scale the consumers to zero, reset, scale them back. The operator does it, with the status
 as its memory:
 

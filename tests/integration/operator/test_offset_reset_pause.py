@@ -16,6 +16,7 @@ from typing import Any
 import kmock
 import pytest
 from brokers import make_topics, sandbox_broker
+from install_renders import KUBECTL, NO_KUBECTL, allowed, cluster_wide_rules, render_install
 from kafka_clients import GroupConsumer, admin_commit, committed
 from operator_harness import (
     GROUP_VERSION,
@@ -284,3 +285,28 @@ def test_without_the_rbac_opt_in_a_condition_names_the_permission_and_retries_qu
         wait_until(lambda: world.kube.find(GROUP_VERSION, RESETS, "locked") is None, what="the reset gone")
     except AssertionError:
         raise AssertionError(f"{world.kube.find(GROUP_VERSION, RESETS, 'locked')} {world.events('locked')}") from None
+
+
+def test_the_pause_install_allows_every_call_the_operator_made(world: World, tmp_path: Path) -> None:
+    """Every request the operator sent in this module (the emulated API's log) is allowed by the rules of the
+    cluster-wide install with components/pause-workloads; its calls on workloads are scale subresources only,
+    and the default install allows none of them."""
+    if KUBECTL is None:
+        pytest.skip(NO_KUBECTL)
+    verbs = {"fetch": "get", "list": "list", "watch": "watch", "create": "create", "delete": "delete"}
+    calls = set()
+    for request in world.cluster.requests(lambda r: r.headers.get("User-Agent", "").startswith(("kopf", "OpenAPI"))):
+        if request.resource is None or request.action is None or not request.resource.plural:
+            continue
+        method = request.method.value
+        verb = "patch" if method == "PATCH" else "update" if method == "PUT" else verbs[request.action.value.lower()]
+        calls.add((request.resource.group or "", request.resource.plural
+                   + (f"/{request.subresource}" if request.subresource else ""), verb))
+    workloads = {c for c in calls if c[0] == "apps"}
+    assert workloads == {("apps", "deployments/scale", "get"), ("apps", "deployments/scale", "patch"),
+                         ("apps", "statefulsets/scale", "get"), ("apps", "statefulsets/scale", "patch")}
+
+    pause_install = [r for o in render_install("cluster-wide+pause-workloads", tmp_path) if o["kind"] == "ClusterRole"
+                     for r in o["rules"]]
+    assert sorted(c for c in calls if not allowed(pause_install, *c)) == []
+    assert not [c for c in workloads if allowed(cluster_wide_rules(), *c)]  # the default install's sources
