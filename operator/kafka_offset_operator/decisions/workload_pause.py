@@ -158,7 +158,7 @@ def timed_out(status: Mapping[str, Any], group: GroupInfo | None, problem: str |
     elif group is not None:
         left = f"group {group.group_id} is Empty but the reset did not start ({problem or 'retried in vain'})"
     else:
-        left = f"the group's state could not be read ({problem})"
+        left = f"the reset could not go on ({problem})"
     message = (f"pauseTimeout {timeout} passed: {left}; nothing reset; the paused workloads are scaled back to "
                "their recorded replicas (status.pausedWorkloads). Consumers outside spec.pauseWorkloads? Stop "
                "them too, or list their workloads, and create a new OffsetReset")

@@ -173,6 +173,8 @@ class ResetReconciler:
         generation = _generation(body)
         raw_spec: Mapping[str, Any] = body.get("spec") or {}
         now = _now()
+        if pause.recorded(status) and self._unpause_first(body, status):
+            return
         try:
             spec = parse_reset_spec(raw_spec)
             kafka, protection = self._connection_spec(namespace, spec, status)
@@ -390,6 +392,34 @@ class ResetReconciler:
         if not group.active:
             return status, True
         return self._apply(body, pause.waiting(status, group, deadline, _now(), generation), status), False
+
+    def _unpause_first(self, body: dict[str, Any], status: dict[str, Any]) -> bool:
+        """Paused workloads come back whatever else is wrong (a Secret or the spec no longer readable, Kafka
+        gone): a final reset scales them back here, and one still waiting past pauseTimeout (its spec read as
+        well as it can be) times out. True when the visit is over."""
+        namespace, generation = body["metadata"]["namespace"], _generation(body)
+        try:
+            if status.get("phase") in steps.FINAL:
+                if pause.pending(status):
+                    self._restore_workloads(body, status)
+                return False  # then settle conditions as usual
+            if status.get("phase") == steps.RUNNING:
+                return False
+            try:
+                spec = parse_reset_spec(body.get("spec") or {})
+                timeout_ms, timeout = spec.pause_timeout_ms, spec.pause_timeout
+            except SpecError:
+                timeout_ms, timeout = pause.DEFAULT_TIMEOUT_MS, "5m"
+            problem = pause.last_problem(status)  # none: waiting for members, which _pause names at its deadline
+            if problem is None or not pause.expired(status, timeout_ms, int(time.time() * 1000)):
+                return False
+            outcome = pause.timed_out(status, None, problem, timeout, _now(), generation)
+            self._restore_workloads(body, self._apply(body, outcome, status))
+            return True
+        except _WorkloadForbidden as exc:
+            self._apply(body, pause.access_denied(status, exc.workload, exc.verb, namespace, exc.answer, _now(),
+                                                  generation, self.options.retry_interval), status)
+            return True
 
     def _restore_workloads(self, body: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         """Scale each paused workload back to its recorded replicas, unless someone scaled it meanwhile; the

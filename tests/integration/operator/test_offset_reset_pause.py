@@ -310,3 +310,22 @@ def test_the_pause_install_allows_every_call_the_operator_made(world: World, tmp
                      for r in o["rules"]]
     assert sorted(c for c in calls if not allowed(pause_install, *c)) == []
     assert not [c for c in workloads if allowed(cluster_wide_rules(), *c)]  # the default install's sources
+
+
+def test_workloads_come_back_even_when_the_connection_can_no_longer_be_read(world: World) -> None:
+    """The state a reset leaves when it ended (Failed) with a workload still at zero, and its Secret was deleted
+    since: the scale back needs nothing from Kafka or the spec, so it happens all the same."""
+    world.workload("Deployment", "orphan-api", 0)
+    kafka = {"bootstrapServers": world.broker.bootstrap_servers, "securityProtocol": "SASL_PLAINTEXT",
+             "sasl": {"mechanism": "PLAIN", "secretRef": {"name": "deleted-since"}}}
+    body = reset("orphan", "orphan-app", {"latest": True}, kafka, [("Deployment", "orphan-api")])
+    body["spec"]["approved"] = False
+    world.kube.create(RESETS, body)
+    world.reason("orphan", "SecretNotFound")
+    world.kube.patch(GROUP_VERSION, RESETS, "orphan", {"status": {
+        "phase": "Failed", "completionTime": "2026-01-01T00:00:00Z", "pauseStartTime": "2026-01-01T00:00:00Z",
+        "pausedWorkloads": [{"kind": "Deployment", "name": "orphan-api", "replicas": 2, "state": "ScaledDown"}]}},
+        subresource="status")
+    world.wait("orphan", lambda s: s["pausedWorkloads"][0]["state"] == "Restored", "restored")
+    assert world.replicas("Deployment", "orphan-api") == 2
+    assert condition(world.status("orphan"), "Degraded")["reason"] == "SecretNotFound"  # still said
