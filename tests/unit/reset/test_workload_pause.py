@@ -113,3 +113,14 @@ def test_the_spec_reads_pause_workloads_and_its_timeout() -> None:
         parse_reset_spec({**base, "pauseWorkloads": [{"kind": "DaemonSet", "name": "api"}]})
     with pytest.raises(SpecError, match="twice"):
         parse_reset_spec({**base, "pauseWorkloads": [{"kind": "Deployment", "name": "api"}] * 2})
+
+
+def test_the_undo_stops_the_same_consumers() -> None:
+    from kafka_offset_operator.decisions.reset_steps import undo_of
+
+    approved = {"kafka": {"bootstrapServers": "k:9092"}, "group": "g", "target": {"latest": True},
+                "pauseWorkloads": [{"kind": "Deployment", "name": "api"}], "pauseTimeout": "2m"}
+    import yaml
+
+    spec = yaml.safe_load(undo_of("ns", "r", approved, "backup-1")["manifest"])["spec"]
+    assert (spec["pauseWorkloads"], spec["pauseTimeout"], spec["approved"]) == (approved["pauseWorkloads"], "2m", False)
