@@ -8,6 +8,7 @@ the operator mid-way (a new Kopf, a new reconciler: only the status carries over
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from operator_harness import (
     emulated_cluster,
     fast_options,
 )
+from operator_process import OperatorProcess
 from waiting import wait_until
 
 from kafka_sandbox import SandboxBroker
@@ -329,3 +331,40 @@ def test_workloads_come_back_even_when_the_connection_can_no_longer_be_read(worl
     world.wait("orphan", lambda s: s["pausedWorkloads"][0]["state"] == "Restored", "restored")
     assert world.replicas("Deployment", "orphan-api") == 2
     assert condition(world.status("orphan"), "Degraded")["reason"] == "SecretNotFound"  # still said
+
+
+@pytest.mark.parametrize("when", ["held", "applied"])
+def test_sigkill_between_the_scale_down_and_its_status_write(world: World, tmp_path: Path, when: str) -> None:
+    """A real `run` process SIGKILLed while its scale-to-zero patch is in flight (held before the API applied
+    it, or applied with the answer held): the status says Recorded, not ScaledDown. The next process scales
+    down (again), waits for Empty, resets and scales back to the replicas the first one recorded."""
+    group = f"killed-{when}"
+    make_topics(world.broker, {group: 1}, records_per_partition=4)
+    admin_commit(world.broker.bootstrap_servers, group, {(group, 0): 1})
+    member = world.consumer(group, group, f"{group}-0")
+    with emulated_cluster() as cluster:
+        kube = Kube(cluster.url)
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+        kube.create("deployments", {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "killed-api"},
+                                    "spec": {"replicas": 3}})
+        held = cluster.hold("patch deployments", kmock.subresource("scale"), after=when == "applied")
+        with OperatorProcess(kubeconfig, tmp_path) as first:
+            first.ready()
+            kube.create(RESETS, reset("killed", group, {"latest": True}, world.kafka, [("Deployment", "killed-api")]))
+            held.wait(30)
+            assert first.kill() == -signal.SIGKILL
+        held.release(apply=False)  # held before it applied: dropped with its client
+        status = kube.get(GROUP_VERSION, RESETS, "killed")["status"]
+        assert [(p["replicas"], p["state"]) for p in status["pausedWorkloads"]] == [(3, "Recorded")]
+        assert kube.get("apps/v1", "deployments", "killed-api")["spec"]["replicas"] == (0 if when == "applied" else 3)
+        with OperatorProcess(kubeconfig, tmp_path) as second:
+            second.ready()
+            wait_until(lambda: kube.get("apps/v1", "deployments", "killed-api")["spec"]["replicas"] == 0, 30, "zero")
+            world.stop(member)
+            wait_until(lambda: (kube.get(GROUP_VERSION, RESETS, "killed").get("status") or {}).get(
+                "pausedWorkloads", [{}])[0].get("state") == "Restored", 30, "restored")
+            assert "Traceback" not in second.log()
+            second.kill()
+        status = kube.get(GROUP_VERSION, RESETS, "killed")["status"]
+        assert status["phase"] == "Succeeded" and world.offsets(group) == {(group, 0): 4}
+        assert kube.get("apps/v1", "deployments", "killed-api")["spec"]["replicas"] == 3
