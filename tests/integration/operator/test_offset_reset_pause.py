@@ -24,6 +24,7 @@ from operator_harness import (
     NAMESPACE,
     EmulatedCluster,
     Kube,
+    KubeApiError,
     Operators,
     OperatorThread,
     condition,
@@ -368,3 +369,25 @@ def test_sigkill_between_the_scale_down_and_its_status_write(world: World, tmp_p
         status = kube.get(GROUP_VERSION, RESETS, "killed")["status"]
         assert status["phase"] == "Succeeded" and world.offsets(group) == {(group, 0): 4}
         assert kube.get("apps/v1", "deployments", "killed-api")["spec"]["replicas"] == 3
+
+
+def test_the_api_refuses_a_bad_or_changed_pause_list_naming_the_field(world: World) -> None:
+    def refused(body: dict[str, Any]) -> str:
+        with pytest.raises(KubeApiError) as error:
+            world.kube.create(RESETS, body)
+        assert error.value.status == 422
+        return str(error.value)
+
+    twice = reset("twice", "g", {"latest": True}, world.kafka, [("Deployment", "a"), ("Deployment", "a")])
+    assert "lists a workload twice" in refused(twice)
+    daemon = reset("daemon", "g", {"latest": True}, world.kafka, [("DaemonSet", "a")])
+    assert "spec.pauseWorkloads[0].kind" in refused(daemon)
+    many = reset("many", "g", {"latest": True}, world.kafka, [("Deployment", f"d{i}") for i in range(11)])
+    assert "spec.pauseWorkloads" in refused(many)
+    # Frozen with the rest of the spec once approved (no workload named here exists: it waits, WorkloadNotFound).
+    world.kube.create(RESETS, reset("frozen-pause", "g", {"latest": True}, world.kafka, [("Deployment", "nowhere")]))
+    with pytest.raises(KubeApiError) as error:
+        world.kube.patch(GROUP_VERSION, RESETS, "frozen-pause", {"spec": {"pauseWorkloads": []}})
+    assert error.value.status == 422 and "frozen" in str(error.value)
+    world.kube.delete(GROUP_VERSION, RESETS, "frozen-pause")
+    wait_until(lambda: world.kube.find(GROUP_VERSION, RESETS, "frozen-pause") is None, what="the reset gone")
