@@ -10,7 +10,7 @@
   (the one place the operator's rules on namespaced resources are written) as the Role of each watched
   namespace in a namespaced install.
 - charts/kafka-offset-operator/files/: copies of that ClusterRole, of manifests/base's cluster-scoped
-  ClusterRole and of the metrics component's PrometheusRule; the chart's templates read them with .Files.Get,
+  ClusterRole, of the pause-workloads component's rule and of the metrics component's PrometheusRule; the chart's templates read them with .Files.Get,
   so the chart and the kustomize install share their rules and alerts.
 - docs/crd-reference.md: every field of both CRDs, rendered from the same schemas (scripts/crd_reference.py).
 - integrations/argocd/argocd-cm-patch.yaml: the health checks of integrations/argocd/resource_customizations
@@ -40,6 +40,7 @@ CHART_COPIES = {
     CLUSTERROLE: "clusterrole.yaml",
     MANIFESTS / "base" / "clusterrole-cluster-scoped.yaml": "clusterrole-cluster-scoped.yaml",
     MANIFESTS / "components" / "metrics" / "prometheusrule.yaml": "prometheusrule.yaml",
+    MANIFESTS / "components" / "pause-workloads" / "rules.yaml": "pause-workloads-rules.yaml",
     ROOT / "integrations" / "grafana" / "kafka-offset-operator.json": "kafka-offset-operator.json",
 }
 ARGOCD = ROOT / "integrations" / "argocd"

@@ -256,6 +256,8 @@ class Emulator(kmock.KubernetesEmulator):
 
     async def _serve_fetch(self, request: kmock.Request) -> Any:
         obj: Any = await super()._serve_fetch(request)
+        if _is_scale(request) and isinstance(obj, dict):
+            return _scale_of(obj)
         if request.subresource or not views.wants_table(request.headers.get("Accept")):
             return obj
         _, _, columns = self._kind_of(request)
@@ -318,6 +320,9 @@ class Emulator(kmock.KubernetesEmulator):
     async def _write_or_serve(self, request: kmock.Request) -> Any:
         if request.resource is None or request.action not in (kmock.action.CREATE, kmock.action.UPDATE):
             return await self._serve(request)
+        if _is_scale(request) and request.action == kmock.action.CREATE:
+            raise kmock.KubernetesError(status=405, reason="MethodNotAllowed", message="the scale subresource is "
+                                        "read, patched or replaced", details=_details(request))
         async with self._writes:
             try:
                 admitted = self._admit(request)
@@ -336,7 +341,8 @@ class Emulator(kmock.KubernetesEmulator):
             # the admitted object goes in their place, into the (frozen) request itself.
             data: Any = admitted if request.action == kmock.action.CREATE else [{"op": "replace", "path": "", "value": admitted}]
             object.__setattr__(request, "data", data)
-            return await self._serve(request)
+            answer = await self._serve(request)
+            return aiohttp.web.json_response(_scale_of(admitted)) if _is_scale(request) else answer
 
     async def _serve(self, request: kmock.Request) -> Any:
         try:
@@ -372,8 +378,10 @@ class Emulator(kmock.KubernetesEmulator):
         if key not in self._objects or self._objects[key].deleted:
             return None
         current: dict[str, Any] = json.loads(json.dumps(self._objects[key].raw))
-        if isinstance(request.data, list):  # a JSON patch (Kopf's, with a test of resourceVersion)
-            patched: Any = jsonpatch.apply_patch(current, request.data)
+        if _is_scale(request):  # only spec.replicas of the workload changes, whatever else the Scale says
+            patched: Any = _scaled(current, request.data)
+        elif isinstance(request.data, list):  # a JSON patch (Kopf's, with a test of resourceVersion)
+            patched = jsonpatch.apply_patch(current, request.data)
         elif isinstance(request.data, dict):  # a merge patch, or a whole object (PUT)
             patched = merge_patch(current, request.data)
         else:
@@ -396,6 +404,47 @@ class Emulator(kmock.KubernetesEmulator):
             yield
         finally:
             self.validate = True
+
+
+# Workloads whose scale subresource (autoscaling/v1 Scale) is served as the API server serves it: a GET
+# answers a Scale; a patch or update of it changes the workload's spec.replicas and nothing else. Nothing runs
+# pods: status.replicas follows spec.replicas at once.
+SCALABLE = frozenset({("apps", "deployments"), ("apps", "statefulsets"), ("apps", "replicasets")})
+
+
+def _is_scale(request: kmock.Request) -> bool:
+    resource = request.resource
+    return (request.subresource == "scale" and resource is not None
+            and (resource.group or "", resource.plural or "") in SCALABLE)
+
+
+def _scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    replicas = int((obj.get("spec") or {}).get("replicas", 1))
+    labels = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    return {"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                         if k in meta},
+            "spec": {"replicas": replicas},
+            "status": {"replicas": replicas, "selector": ",".join(f"{k}={v}" for k, v in sorted(labels.items()))}}
+
+
+def _scaled(current: dict[str, Any], data: Any) -> dict[str, Any]:
+    """The workload after a patch (merge or JSON patch) or an update of its Scale."""
+    scale = _scale_of(current)
+    if isinstance(data, list):
+        scale = jsonpatch.apply_patch(scale, data)
+    elif isinstance(data, dict):
+        scale = merge_patch(scale, data)
+    replicas = (scale.get("spec") or {}).get("replicas")
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        name = (current.get("metadata") or {}).get("name", "")
+        raise kmock.KubernetesError(status=422, reason="Invalid", message=f'Scale.autoscaling "{name}" is invalid: '
+                                    "spec.replicas: Invalid value: must be greater than or equal to 0")
+    new: dict[str, Any] = json.loads(json.dumps(current))
+    new.setdefault("spec", {})["replicas"] = replicas
+    new.setdefault("status", {}).update(replicas=replicas, readyReplicas=replicas, availableReplicas=replicas)
+    return new
 
 
 def _details(request: kmock.Request) -> dict[str, Any]:

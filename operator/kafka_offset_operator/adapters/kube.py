@@ -73,6 +73,7 @@ class Kube:
         self._client = kubernetes.client.ApiClient(self.config)
         self._core = kubernetes.client.CoreV1Api(self._client)
         self._custom = kubernetes.client.CustomObjectsApi(self._client)
+        self._apps = kubernetes.client.AppsV1Api(self._client)
 
     def close(self) -> None:
         self._client.close()  # type: ignore[no-untyped-call]
@@ -189,6 +190,29 @@ class Kube:
         except ApiException as exc:
             raise _translate(exc) from None
 
+    # -- workloads an OffsetReset pauses (spec.pauseWorkloads): through their scale subresource only, so the
+    # install's opt-in RBAC grants get and patch of deployments/scale and statefulsets/scale, never the
+    # workloads themselves (their pod templates stay out of the operator's reach)
+
+    def get_replicas(self, kind: str, namespace: str, name: str) -> int:
+        """spec.replicas of a Deployment or StatefulSet, read from its Scale (GET .../scale)."""
+        read = {"Deployment": self._apps.read_namespaced_deployment_scale,
+                "StatefulSet": self._apps.read_namespaced_stateful_set_scale}[kind]
+        try:
+            scale = read(name, namespace)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return int(scale.spec.replicas or 0) if scale.spec is not None else 0
+
+    def scale(self, kind: str, namespace: str, name: str, replicas: int) -> None:
+        """Set spec.replicas of a Deployment or StatefulSet (a merge patch of its Scale)."""
+        patch = {"Deployment": self._apps.patch_namespaced_deployment_scale,
+                 "StatefulSet": self._apps.patch_namespaced_stateful_set_scale}[kind]
+        try:
+            patch(name, namespace, {"spec": {"replicas": replicas}}, _content_type=MERGE_PATCH)
+        except ApiException as exc:
+            raise _translate(exc) from None
+
     # -- any custom object (SparkApplications, OffsetDeletions a policy creates), and deleting ConfigMaps
 
     def create_object(self, group: str, version: str, plural: str, namespace: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -274,6 +298,11 @@ class KubeError(RuntimeError):
     """A Kubernetes API failure other than 404, with the API's reason (never the request body)."""
 
 
+class Forbidden(KubeError):
+    """HTTP 403: the operator's ServiceAccount may not do this (its RBAC); retrying does not help until an
+    administrator grants it."""
+
+
 class Conflict(KubeError):
     """HTTP 409: the object changed since it was read (a failed precondition), or exists already."""
 
@@ -294,6 +323,8 @@ def _translate(exc: ApiException) -> Exception:
         return NotFound(str(exc.reason))
     if exc.status == 409:
         return Conflict(f"Kubernetes API error {exc.status}: {exc.reason}")
+    if exc.status == 403:
+        return Forbidden(f"Kubernetes API error {exc.status}: {exc.reason}: {_api_message(exc)[:400]}")
     message = _api_message(exc)
     if exc.status in (413, 422) or (exc.status == 500 and _ETCD_TOO_LARGE in message):
         return Refused(f"Kubernetes API refused the write ({exc.status} {exc.reason}): {message[:400]}")

@@ -65,6 +65,7 @@ NEEDS_A_PERSON = frozenset({
     Reason.RESTORE_INCOMPLETE,
     Reason.SPEC_FROZEN,
     Reason.PLAN_REFUSED,
+    Reason.PAUSE_TIMED_OUT,
 })
 
 

@@ -48,6 +48,7 @@ FAILED_RESULT = "Failed"
 
 PLAN_LIMIT = 1000  # plan entries shown in the status (the counts cover all; the backup holds the whole plan)
 MEMBERS_SHOWN = 10  # members named in a GroupHasMembers condition
+PAUSE_PENDING = ("Recorded", "ScaledDown")  # status.pausedWorkloads states still to be scaled back (workload_pause)
 RESET_TO = "resetTo"  # the backup's extra key holding the approved plan: [[topic, partition, offset, epoch, metadata]]
 
 
@@ -82,6 +83,9 @@ def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None,
     phase = status.get("phase")
     degraded = find(status.get("conditions"), "Degraded")
     frozen = bool(frozen_fields(spec, status))
+    if phase in FINAL and any(isinstance(w, Mapping) and w.get("state") in PAUSE_PENDING
+                              for w in status.get("pausedWorkloads") or ()):
+        return True  # paused workloads to scale back
     if degraded is not None and degraded.get("status") == "True":
         reason = degraded.get("reason")
         if (reason == Reason.INVALID_SPEC and generation is not None and status.get("observedGeneration") == generation
@@ -105,7 +109,8 @@ def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None,
 
 _CLEARS_WHEN_SETTLED = frozenset({Reason.INVALID_SPEC, Reason.SECRET_NOT_FOUND, Reason.POLICY_NOT_FOUND,
                                   Reason.KAFKA_UNAVAILABLE, Reason.KUBERNETES_API_ERROR, Reason.GROUP_HAS_MEMBERS,
-                                  Reason.CLUSTER_MISMATCH, Reason.BACKUP_NOT_STORED})
+                                  Reason.CLUSTER_MISMATCH, Reason.BACKUP_NOT_STORED, Reason.WORKLOAD_NOT_FOUND,
+                                  Reason.WORKLOAD_ACCESS_DENIED})
 
 
 # -- outcomes that change nothing in Kafka
@@ -285,7 +290,11 @@ def undo_of(namespace: str, name: str, approved_spec: Mapping[str, Any], backup:
         spec["policyRef"] = dict(approved_spec["policyRef"] or {})
     else:
         spec["kafka"] = dict(approved_spec.get("kafka") or {})
-    spec.update(group=approved_spec.get("group"), allTopics=True, target={"fromBackup": backup}, approved=False)
+    spec.update(group=approved_spec.get("group"), allTopics=True, target={"fromBackup": backup})
+    for key in ("pauseWorkloads", "pauseTimeout"):  # the undo stops the same consumers
+        if key in approved_spec:
+            spec[key] = approved_spec[key]
+    spec["approved"] = False
     manifest = {"apiVersion": API_VERSION, "kind": RESET_KIND,
                 "metadata": {"name": f"undo-{name}"[:253].rstrip("-."), "namespace": namespace}, "spec": spec}
     command = (f"kafka-offset-operator reset --bootstrap-server {bootstrap_servers} --group "

@@ -810,6 +810,39 @@ def _reset_target() -> Schema:
     }
 
 
+# spec.pauseWorkloads (docs/offset-reset.md "Consumers stopped and restarted for you"): the workloads an
+# approved reset scales to zero, and back, through their scale subresource (an opt-in of the install's RBAC).
+PAUSE_KINDS = ("Deployment", "StatefulSet")
+MAX_PAUSE_WORKLOADS = 10
+PAUSE_TIMEOUT = "5m"
+
+
+def _pause_workloads() -> Schema:
+    return {
+        "type": "array",
+        "maxItems": MAX_PAUSE_WORKLOADS,
+        "description": (
+            f"Deployments or StatefulSets of this namespace running the group's consumers (at most "
+            f"{MAX_PAUSE_WORKLOADS}, each listed once). Once approved, the operator records each one's "
+            "spec.replicas in status.pausedWorkloads, scales it to zero, waits for the group to become Empty "
+            "(pauseTimeout), resets, and scales each back to the replicas it recorded, also when the reset fails "
+            "or the OffsetReset is deleted. One someone scaled meanwhile is left as found. Needs the install's "
+            "pause-workloads RBAC (get and patch of deployments/scale and statefulsets/scale)."),
+        "x-kubernetes-validations": [{
+            "rule": "self.all(w, self.exists_one(v, v.kind == w.kind && v.name == w.name))",
+            "message": "lists a workload twice",
+        }],
+        "items": {
+            "type": "object",
+            "required": ["kind", "name"],
+            "properties": {
+                "kind": {"type": "string", "enum": list(PAUSE_KINDS), "description": "Deployment or StatefulSet."},
+                "name": _object_name("The workload's name, in this namespace."),
+            },
+        },
+    }
+
+
 def _reset_spec() -> Schema:
     deletion = _deletion_spec()["properties"]
     required = ("group", "target")
@@ -833,6 +866,11 @@ def _reset_spec() -> Schema:
                                "description": "Partitions to reset; every partition of the topic when omitted."},
             }}},
         "target": _reset_target(),
+        "pauseWorkloads": _pause_workloads(),
+        "pauseTimeout": duration(
+            "With pauseWorkloads: how long to wait, once they are scaled to zero, for the group to become Empty; "
+            f"past it the reset ends Failed (PauseTimedOut) and the workloads are scaled back. {PAUSE_TIMEOUT} when "
+            "omitted."),
         "approved": {
             "type": "boolean",
             "default": False,
@@ -940,6 +978,30 @@ def _reset_status() -> Schema:
                     "partitions": _count("How many partitions the backup holds."),
                 },
             },
+            "pausedWorkloads": {
+                "type": "array",
+                "description": (
+                    "spec.pauseWorkloads as the operator handles them: each one's replicas, recorded before it "
+                    "was scaled to zero (the record every scale back uses, also after an operator restart)."),
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "kind": _text("Deployment or StatefulSet."),
+                        "name": _text("The workload's name."),
+                        "replicas": {"type": "integer", "description": "Its spec.replicas before the reset."},
+                        "state": {
+                            "type": "string",
+                            "enum": ["Recorded", "ScaledDown", "Restored", "LeftAsFound", "Gone"],
+                            "description": (
+                                "Recorded (replicas recorded, being scaled to zero); ScaledDown; Restored (back "
+                                "at its recorded replicas); LeftAsFound (someone scaled it meanwhile: left as "
+                                "it was); Gone (deleted meanwhile)."),
+                        },
+                        "message": _text("What was done, for people."),
+                    },
+                },
+            },
+            "pauseStartTime": _time("When the workloads' replicas were recorded; pauseTimeout counts from it."),
             "undo": {
                 "type": "object",
                 "description": "How to undo this reset: a new OffsetReset with target fromBackup of its backup.",

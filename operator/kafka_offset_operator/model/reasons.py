@@ -59,3 +59,12 @@ class Reason(StrEnum):
     # -- OffsetReset: its phases are OffsetDeletion's (AwaitingApproval ... Failed) and so are most reasons
     GROUP_HAS_MEMBERS = "GroupHasMembers"  # approved, but the group has members (named in the message); retried
     PLAN_REFUSED = "PlanRefused"  # the plan cannot be carried out (a partition that does not exist, ...)
+
+    # -- OffsetReset with spec.pauseWorkloads (docs/offset-reset.md)
+    PAUSING_WORKLOADS = "PausingWorkloads"  # workloads scaled to zero; waiting for the group to become Empty
+    PAUSE_TIMED_OUT = "PauseTimedOut"  # the group kept members past pauseTimeout: Failed, workloads scaled back
+    WORKLOAD_NOT_FOUND = "WorkloadNotFound"  # spec.pauseWorkloads names no such workload: nothing scaled; retried
+    WORKLOAD_ACCESS_DENIED = "WorkloadAccessDenied"  # 403 on a workload's scale: the install's RBAC opt-in; retried
+    WORKLOADS_PAUSED = "WorkloadsPaused"  # Event: replicas recorded, workloads scaled to zero
+    WORKLOADS_RESTORED = "WorkloadsRestored"  # Event: workloads scaled back to their recorded replicas
+    WORKLOAD_LEFT_AS_FOUND = "WorkloadLeftAsFound"  # Event: scaled by someone meanwhile (or gone): not touched

@@ -25,9 +25,10 @@ from offset_expiry.policy import Protection
 from ..adapters import audit, metrics
 from ..adapters.backup_store import BackupNotStored, BackupStore, backup_name
 from ..adapters.kafka_admin import KafkaAdmin
-from ..adapters.kube import KubeError, NotFound, Refused
+from ..adapters.kube import Forbidden, KubeError, NotFound, Refused
 from ..context import OperatorContext
 from ..decisions import reset_steps as steps
+from ..decisions import workload_pause as pause
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_steps import (
     Outcome,
@@ -71,6 +72,14 @@ class _Cancelled(Exception):
 
 class _Stopping(Exception):
     """This process stops or pauses for another (peering): no commit starts here."""
+
+
+class _WorkloadForbidden(Exception):
+    """HTTP 403 on a paused workload's scale: the install did not opt in to the pause RBAC."""
+
+    def __init__(self, workload: pause.Workload, verb: str, answer: str) -> None:
+        super().__init__(f"{verb} {workload.describe()}: {answer}")
+        self.workload, self.verb, self.answer = workload, verb, answer
 
 
 class ResetReconciler:
@@ -137,6 +146,14 @@ class ResetReconciler:
                 reason, text = Reason.CANCELLED, f"cancelled: deleted before any change was sent to Kafka{kept}"
             audit.log.info("%s %s/%s group=%s: %s", reason.value, namespace, name, _group_of(body), text)
             kopf.event(cast(Any, body), type="Normal", reason=str(reason), message=text)
+            if pause.pending(status):  # the finalizer holds the object until its workloads are scaled back
+                try:
+                    status = self._restore_workloads(body, status)
+                except (KubeError, _WorkloadForbidden) as exc:
+                    raise kopf.TemporaryError(f"scaling the paused workloads back: {exc}",
+                                              delay=self.options.retry_interval) from None
+                if pause.pending(status):
+                    raise kopf.TemporaryError("paused workloads still to scale back", delay=self.options.retry_interval)
 
     def _check_not_deleted(self, body: Mapping[str, Any], stop: CancelFlag | None) -> None:
         """Right before the commit: a resource deleted meanwhile cancels it; a stopping process leaves it."""
@@ -156,6 +173,8 @@ class ResetReconciler:
         generation = _generation(body)
         raw_spec: Mapping[str, Any] = body.get("spec") or {}
         now = _now()
+        if pause.recorded(status) and self._unpause_first(body, status):
+            return
         try:
             spec = parse_reset_spec(raw_spec)
             kafka, protection = self._connection_spec(namespace, spec, status)
@@ -177,20 +196,34 @@ class ResetReconciler:
         changed = frozen_fields(raw_spec, status)
         status = self._apply(body, steps.spec_frozen(status, changed, now, generation) if changed
                              else steps.spec_unfrozen(status, now, generation), status)
-        if step in (Step.AWAIT, Step.DONE):
-            self._apply(body, steps.settled(status, now, generation), status)
-            return
         try:
+            if step in (Step.AWAIT, Step.DONE):
+                if step is Step.DONE and pause.pending(status):
+                    status = self._restore_workloads(body, status)
+                self._apply(body, steps.settled(status, now, generation), status)
+                return
             with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
                 if step is Step.PLAN:
                     plan = self._plan(namespace, spec, admin)
                     self._apply(body, steps.plan_shown(status, plan, _now(), generation), status)
                     return
                 if step is Step.BACKUP:
+                    if spec.pause_workloads or pause.recorded(status):
+                        status, empty = self._pause(body, spec, status, admin)
+                        if not empty:
+                            if status.get("phase") in steps.FINAL:
+                                self._restore_workloads(body, status)
+                            return
                     status = self._backup(body, spec, kafka, status, admin)
                     step = steps.next_step(spec.approved, status, generation)
                 if step is Step.COMMIT:
-                    self._commit(body, spec, status, admin, stop)
+                    status = self._commit(body, spec, status, admin, stop)
+            if status.get("phase") in steps.FINAL and pause.pending(status):
+                self._restore_workloads(body, status)
+        except _WorkloadForbidden as exc:
+            current = self.kube.get_custom(RESETS, namespace, name).get("status") or {}
+            self._apply(body, pause.access_denied(current, exc.workload, exc.verb, namespace, exc.answer, _now(),
+                                                  generation, self.options.retry_interval), current)
         except KafkaFailure as failure:
             metrics.kafka_error(failure.code)
             current = self.kube.get_custom(RESETS, namespace, name).get("status") or {}
@@ -306,6 +339,116 @@ class ResetReconciler:
         status = self._apply(body, outcome, status)
         if status.get("phase") in steps.FINAL:
             metrics.reset_finished(str(status["phase"]), int(status.get("reset", 0)))
+        return status
+
+    # -- spec.pauseWorkloads (decisions/workload_pause.py)
+
+    def _pause(self, body: dict[str, Any], spec: ResetSpec, status: dict[str, Any], admin: KafkaAdmin
+               ) -> tuple[dict[str, Any], bool]:
+        """Approved, not yet backed up: record the workloads' replicas (once: the status is the safe point),
+        scale them to zero, and say whether the group is Empty. Past pauseTimeout: Failed (the caller then
+        scales them back)."""
+        namespace, generation = body["metadata"]["namespace"], _generation(body)
+        if not pause.recorded(status):
+            replicas: dict[pause.Workload, int] = {}
+            for index, workload in enumerate(spec.pause_workloads):
+                try:
+                    replicas[workload] = self.kube.get_replicas(workload.kind, namespace, workload.name)
+                except NotFound:
+                    outcome = pause.missing(status, index, workload, namespace, _now(), generation)
+                    return self._apply(body, outcome, status), False
+                except Forbidden as exc:
+                    raise _WorkloadForbidden(workload, "get", str(exc)) from None
+            status = self._apply(body, pause.record(status, spec.pause_workloads, replicas, spec.group, _now(),
+                                                    generation), status)
+            audit.log.info("Paused %s/%s group=%s workloads=%s", namespace, body["metadata"]["name"], spec.group,
+                           ",".join(f"{w.kind}/{w.name}={n}" for w, n in replicas.items()))
+        to_scale = [p for p in pause.recorded(status) if p.state == pause.RECORDED]
+        for paused in to_scale:
+            if paused.replicas == 0:
+                continue
+            try:
+                self.kube.scale(paused.kind, namespace, paused.name, 0)
+            except NotFound:
+                pass  # deleted since it was recorded: its scale back says so
+            except Forbidden as exc:
+                raise _WorkloadForbidden(paused.workload, "patch", str(exc)) from None
+        if to_scale:
+            status = self._apply(body, pause.scaled_down(status), status)
+        now_ms = int(time.time() * 1000)
+        deadline = iso(pause.deadline_ms(status, spec.pause_timeout_ms) or now_ms)
+        expired = pause.expired(status, spec.pause_timeout_ms, now_ms)
+        try:
+            group = admin.describe_group(spec.group)
+        except KafkaFailure as failure:
+            if not expired:
+                raise
+            outcome = pause.timed_out(status, None, f"{failure.code}: {failure.message}", spec.pause_timeout, _now(),
+                                      generation)
+            return self._apply(body, outcome, status), False
+        if expired:  # members still there, or the reset kept failing to start (Kafka, a topic gone)
+            outcome = pause.timed_out(status, group, pause.last_problem(status), spec.pause_timeout, _now(), generation)
+            return self._apply(body, outcome, status), False
+        if not group.active:
+            return status, True
+        return self._apply(body, pause.waiting(status, group, deadline, _now(), generation), status), False
+
+    def _unpause_first(self, body: dict[str, Any], status: dict[str, Any]) -> bool:
+        """Paused workloads come back whatever else is wrong (a Secret or the spec no longer readable, Kafka
+        gone): a final reset scales them back here, and one still waiting past pauseTimeout (its spec read as
+        well as it can be) times out. True when the visit is over."""
+        namespace, generation = body["metadata"]["namespace"], _generation(body)
+        try:
+            if status.get("phase") in steps.FINAL:
+                if pause.pending(status):
+                    self._restore_workloads(body, status)
+                return False  # then settle conditions as usual
+            if status.get("phase") == steps.RUNNING:
+                return False
+            try:
+                spec = parse_reset_spec(body.get("spec") or {})
+                timeout_ms, timeout = spec.pause_timeout_ms, spec.pause_timeout
+            except SpecError:
+                timeout_ms, timeout = pause.DEFAULT_TIMEOUT_MS, "5m"
+            problem = pause.last_problem(status)  # none: waiting for members, which _pause names at its deadline
+            if problem is None or not pause.expired(status, timeout_ms, int(time.time() * 1000)):
+                return False
+            outcome = pause.timed_out(status, None, problem, timeout, _now(), generation)
+            self._restore_workloads(body, self._apply(body, outcome, status))
+            return True
+        except _WorkloadForbidden as exc:
+            self._apply(body, pause.access_denied(status, exc.workload, exc.verb, namespace, exc.answer, _now(),
+                                                  generation, self.options.retry_interval), status)
+            return True
+
+    def _restore_workloads(self, body: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+        """Scale each paused workload back to its recorded replicas, unless someone scaled it meanwhile; the
+        status says what was done with each."""
+        namespace = body["metadata"]["namespace"]
+        entries: list[pause.Paused] = []
+        for paused in pause.recorded(status):
+            if not paused.pending:
+                entries.append(paused)
+                continue
+            current: int | None = None
+            try:
+                current = self.kube.get_replicas(paused.kind, namespace, paused.name)
+            except NotFound:
+                pass
+            except Forbidden as exc:
+                raise _WorkloadForbidden(paused.workload, "get", str(exc)) from None
+            replicas, after = pause.restore_action(paused, current)
+            if replicas is not None:
+                try:
+                    self.kube.scale(paused.kind, namespace, paused.name, replicas)
+                except NotFound:
+                    _, after = pause.restore_action(paused, None)
+                except Forbidden as exc:
+                    raise _WorkloadForbidden(paused.workload, "patch", str(exc)) from None
+            entries.append(after)
+        status = self._apply(body, pause.restored(status, entries), status)
+        audit.log.info("Unpaused %s/%s workloads=%s", namespace, body["metadata"]["name"],
+                       ",".join(f"{p.kind}/{p.name}:{p.state}" for p in entries))
         return status
 
     # -- helpers

@@ -32,6 +32,8 @@ INSTALLS: dict[str, dict[str, list[str]]] = {
     "namespaced": {"resources": ["namespaced"]},
     "cluster-wide+metrics": {"resources": ["operator"], "components": ["components/metrics"]},
     "namespaced+metrics": {"resources": ["namespaced"], "components": ["components/metrics"]},
+    "cluster-wide+pause-workloads": {"resources": ["operator"], "components": ["components/pause-workloads"]},
+    "namespaced+pause-workloads": {"resources": ["namespaced"], "components": ["components/pause-workloads"]},
 }
 WATCHED = ("team-a", "team-b")  # the namespaces of manifests/namespaced
 

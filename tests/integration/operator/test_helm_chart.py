@@ -117,6 +117,8 @@ def normalised(objects: list[dict[str, Any]]) -> dict[tuple[str, str | None, str
     ("namespaced", {"watchNamespaces": list(WATCHED)}),
     ("cluster-wide+metrics", {"metrics": METRICS_ON}),
     ("namespaced+metrics", {"watchNamespaces": list(WATCHED), "metrics": METRICS_ON}),
+    ("cluster-wide+pause-workloads", {"pauseWorkloads": {"enabled": True}}),
+    ("namespaced+pause-workloads", {"watchNamespaces": list(WATCHED), "pauseWorkloads": {"enabled": True}}),
 ])
 def test_chart_renders_what_kustomize_renders(install: str, values: dict[str, Any], tmp_path: Path) -> None:
     """Released as `kafka-offset-operator` (so the chart's names are the manifests'), the chart's objects are
@@ -141,6 +143,16 @@ def test_chart_rules_are_the_manifests_rules() -> None:
     for binding in (o for o in objects if o["kind"] == "ClusterRoleBinding"):
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": one(objects, "ServiceAccount")["metadata"]["name"],
                                         "namespace": RELEASE_NAMESPACE}]
+
+
+def test_pause_workloads_is_off_by_default_and_adds_the_scale_rule_when_enabled() -> None:
+    scale = ("apps", "deployments/scale", "patch")
+    assert not [o for o in render() if o["kind"] in ("ClusterRole", "Role") and allowed(o["rules"], *scale)]
+    granted = [o for o in render({"pauseWorkloads": {"enabled": True}}) if o["kind"] == "ClusterRole"
+               and allowed(o["rules"], *scale) and allowed(o["rules"], "apps", "statefulsets/scale", "get")]
+    assert [o["metadata"]["name"] for o in granted] == ["koo-kafka-offset-operator"]
+    assert one(render({"pauseWorkloads": {"enabled": True}, "rbac": {"create": False},
+                       "serviceAccount": {"create": False, "name": "mine"}}), "Deployment")
 
 
 def test_watch_namespaces_get_roles_and_no_cluster_wide_secret_read() -> None:
@@ -202,6 +214,7 @@ def test_prometheus_rule_keeps_prometheus_templates_untouched() -> None:
     ({"securityContext": {"allowPrivilegeEscalation": True}}, "at '/securityContext/allowPrivilegeEscalation'"),
     ({"podSecurityContext": {"runAsNonRoot": False}}, "at '/podSecurityContext/runAsNonRoot'"),
     ({"watchNamepsaces": ["team-a"]}, "additional properties 'watchNamepsaces' not allowed"),
+    ({"pauseWorkloads": {"enabled": "yes"}}, "at '/pauseWorkloads/enabled': got string, want boolean"),
 ])
 def test_values_schema_refuses_bad_values_naming_them(values: dict[str, Any], message: str) -> None:
     with pytest.raises(helm.HelmValuesError) as refused:

@@ -84,6 +84,7 @@ def test_every_kustomization_lists_every_file_beside_it() -> None:
     for kustomization in MANIFESTS.rglob("kustomization.yaml"):
         listed = yaml.safe_load(kustomization.read_text())
         names = {Path(p).parts[0] for key in ("resources", "components") for p in listed.get(key) or []}
+        names |= {Path(p["path"]).parts[0] for p in listed.get("patches") or [] if "path" in p}
         here = {p.name for p in kustomization.parent.iterdir() if p.name != "kustomization.yaml"}
         assert here <= names, f"{kustomization.relative_to(ROOT)} does not list {sorted(here - names)}"
 
@@ -130,7 +131,7 @@ def test_the_deployments_arguments_parse_and_name_the_namespaces_with_a_role(
 def test_namespaced_install_grants_namespaced_resources_only_by_roles(renders: dict[str, list[dict[str, Any]]]) -> None:
     """Least privilege: with watch namespaces, Secrets (and every other namespaced resource) are granted by a
     Role in each watched namespace and by no ClusterRole."""
-    for install in ("namespaced", "namespaced+metrics"):
+    for install in ("namespaced", "namespaced+metrics", "namespaced+pause-workloads"):
         objects = renders[install]
         for role in (o for o in objects if o["kind"] == "ClusterRole"):
             for rule in role["rules"]:
@@ -147,6 +148,28 @@ def test_namespaced_install_grants_namespaced_resources_only_by_roles(renders: d
     wide = one(renders["cluster-wide"], "ClusterRole", "kafka-offset-operator")["rules"]
     assert all(r["rules"] == wide for r in renders["namespaced"] if r["kind"] == "Role")
     assert not [r for r in wide if set(r["resources"]) & CLUSTER_SCOPED], "cluster-scoped rules go to manifests/base"
+
+
+SCALES = [("apps", f"{plural}/scale", verb) for plural in ("deployments", "statefulsets") for verb in ("get", "patch")]
+
+
+def test_pausing_workloads_is_an_opt_in_of_scale_subresources_only(renders: dict[str, list[dict[str, Any]]]) -> None:
+    """OffsetReset's spec.pauseWorkloads: no install grants anything on workloads by default; the component
+    adds get and patch of the scale subresources (to the ClusterRole, or to each watched namespace's Role),
+    and never the workloads themselves (their pod templates)."""
+    def roles(install: str) -> list[dict[str, Any]]:
+        return [o for o in renders[install] if o["kind"] in ("ClusterRole", "Role")]
+
+    for install in ("cluster-wide", "namespaced", "cluster-wide+metrics", "namespaced+metrics"):
+        assert not [r for o in roles(install) for r in o["rules"] if "apps" in r["apiGroups"]], install
+    for install in ("cluster-wide+pause-workloads", "namespaced+pause-workloads"):
+        granting = [o for o in roles(install) if all(allowed(o["rules"], *call) for call in SCALES)]
+        assert [(o["kind"], o["metadata"].get("namespace")) for o in granting] == (
+            [("ClusterRole", None)] if install.startswith("cluster") else [("Role", ns) for ns in WATCHED]), install
+        for o in roles(install):
+            for plural in ("deployments", "statefulsets"):
+                assert not [v for v in ("get", "patch", "update") if allowed(o["rules"], "apps", plural, v)], install
+            assert not allowed(o["rules"], "apps", "deployments/scale", "update")
 
 
 def test_metrics_component_scrapes_the_service_and_alerts_on_exported_metrics(
