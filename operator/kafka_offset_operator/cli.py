@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from . import __version__
-from .commands import analyze, decode, dump, restore, run
+from .commands import analyze, decode, dump, reset, restore, run
 from .errors import UserError
 
 PROG = "kafka-offset-operator"
-COMMANDS = (decode, dump, analyze, run, restore)
+COMMANDS = (decode, dump, analyze, run, restore, reset)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -19,7 +19,7 @@ from .adapters.kube import Kube, KubeError, NotFound, load_config
 from .context import OperatorContext, OperatorOptions
 from .decisions.peering import priority_for_start
 from .errors import UserError
-from .handlers import backups, consumer_group_offset_policy, offset_deletion
+from .handlers import backups, consumer_group_offset_policy, offset_deletion, offset_reset
 from .model.api import CLUSTER_PEERINGS, PEERING_GROUP, PEERING_KIND, PEERING_VERSION
 
 Registrar = Callable[[kopf.OperatorRegistry, OperatorContext], None]
@@ -35,7 +35,8 @@ CHATTY_LOGGERS = (*SECRET_LOGGERS, "kopf.objects")
 
 
 # The handlers of a production operator: each module's `register` adds its handlers to a registry.
-REGISTRARS: tuple[Registrar, ...] = (offset_deletion.register, consumer_group_offset_policy.register, backups.register)
+REGISTRARS: tuple[Registrar, ...] = (offset_deletion.register, offset_reset.register, consumer_group_offset_policy.register,
+                                     backups.register)
 
 
 def build_settings(options: OperatorOptions, started_ms: int | None = None) -> kopf.OperatorSettings:

@@ -100,15 +100,15 @@ def _join_response(response: m.JoinGroupResponse, api_version: int) -> Any:
     )
 
 
-@api_handler(JoinGroupRequest, 0, 9)
+# Kafka 4.x removed JoinGroup v0-v1 (KIP-896; JoinGroupRequest.json "validVersions": "2-9").
+@api_handler(JoinGroupRequest, 2, 9)
 async def handle_join_group(ctx: BrokerContext, request: Any, api_version: int) -> Any:
     coordinator = ctx.coordinator
     rctx = _context(api_version)
     join = m.JoinGroupRequest(
         group_id=request.group_id,
         session_timeout_ms=request.session_timeout_ms,
-        # JoinGroupRequest.maybeOverrideRebalanceTimeout: v0 has none, the session timeout is used.
-        rebalance_timeout_ms=request.session_timeout_ms if api_version == 0 else request.rebalance_timeout_ms,
+        rebalance_timeout_ms=request.rebalance_timeout_ms,
         member_id=request.member_id,
         protocol_type=request.protocol_type,
         protocols=tuple(m.Protocol(p.name, _bytes(p.metadata)) for p in request.protocols),

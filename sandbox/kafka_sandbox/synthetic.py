@@ -3,7 +3,7 @@
 Every kind of record the analysis must handle, in realistic proportions: classic groups (Stable with
 consumer-protocol subscriptions, Empty with and without a state timestamp, other protocol types),
 simple groups, KIP-848 groups (members, literal and regex subscriptions, resolved and unresolved
-regexes), streams groups (their values are opaque to us), offset values v0..v4 (v1 with an
+regexes), streams groups (topologies, some undecodable; other values opaque), share groups, offset values v0..v4 (v1 with an
 expireTimestamp), legacy key type 0, tombstones for offsets and groups, and corrupt records. Records are
 built with the codec; each group's records are in its partition in the order its coordinator would
 write them, interleaved with other groups' records.
@@ -26,6 +26,9 @@ from offset_expiry.codec import (
     encode_value,
     group_metadata,
     partition_for,
+    share_group,
+    streams_group,
+    streams_group_topology,
 )
 from offset_expiry.raw import RawRecord
 
@@ -57,6 +60,7 @@ _KINDS = (
     ("simple", 18),
     ("kip848", 16),
     ("streams", 3),
+    ("share", 1),
     ("deleted", 7),
     ("protected-like", 5),
 )
@@ -129,7 +133,10 @@ def _group_events(
     elif kind == "kip848":
         yield from _kip848(rng, group, members, subscribed, t)
     elif kind == "streams":
-        yield from _streams(rng, group, members, t)
+        yield from _streams(rng, group, members, subscribed, t)
+    elif kind == "share":
+        for key, value in share_group(group, members):
+            yield key, value, t
 
     end = now - rng.randrange(0, 3 * DAY_MS) if rng.random() < 0.3 else now - rng.randrange(1, 12) * DAY_MS
     span = max(end - t, 1)
@@ -278,21 +285,24 @@ def _kip848(
 
 
 def _streams(
-    rng: random.Random, group: str, members: list[str], t: int
+    rng: random.Random, group: str, members: list[str], topics: list[str], t: int
 ) -> Iterator[tuple[bytes, bytes | None, int]]:
-    yield (
-        encode_key("StreamsGroupMetadata", {"GroupId": group}),
-        encode_value("StreamsGroupMetadata", {"_raw": b"\x00" * 8}, 0),
-        t,
-    )
-    if rng.random() < 0.6:
-        for member in members:
-            key = {"GroupId": group, "MemberId": member}
-            yield (
-                encode_key("StreamsGroupMemberMetadata", key),
-                encode_value("StreamsGroupMemberMetadata", {"_raw": b"m"}, 0),
-                t,
-            )
+    live = members if rng.random() < 0.6 else []
+    roll = rng.random()
+    if roll < 0.15:
+        topology = None  # a group whose topology record is gone or not written yet
+    elif roll < 0.25:
+        key, _ = streams_group_topology(group)
+        topology = (key, b"\x00\x00\x02")  # a topology this code cannot decode
+    else:
+        topology = streams_group_topology(
+            group,
+            source_topics=topics[:1],
+            repartition_source_topics=topics[1:2],
+            source_topic_regexes=["topic-1.*"] if rng.random() < 0.2 else [],
+        )
+    for key, value in streams_group(group, live, topology):
+        yield key, value, t
 
 
 def _corrupt(rng: random.Random) -> tuple[bytes, bytes | None]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from .cluster import describe_cluster
+from .cluster import DEFAULT_CHECK_INTERVAL_MS, describe_cluster
 from .pipeline import PolicyRun, analyze_facts_many
 from .policy import Policy
 from .progress import Progress
@@ -44,6 +44,8 @@ class Prepared:
     snapshot: Snapshot
     now_ms: int
     retention_ms: int
+    check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS
+    check_interval_known: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,12 +55,23 @@ class Analysis:
     report: dict[str, Any]
     now_ms: int
     retention_ms: int
+    check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS
+    check_interval_known: bool = False
 
     def as_json_report(self) -> dict[str, Any]:
         """The report with offsets as a lazy stream (pipeline.OffsetRows: dicts when iterated, JSON lines
         for report.write_json). The summary says which `now` and broker retention the expiry times were
-        computed with (given or read from Kafka): without them a report cannot be checked or compared."""
-        summary = {**self.report["summary"], "now": self.now_ms, "brokerRetentionMs": self.retention_ms}
+        computed with (given or read from Kafka): without them a report cannot be checked or compared.
+        It also gives the cleanup window: the broker deletes an offset due at `brokerExpiresAt` at its
+        first cleanup run at or after that time, so by `brokerExpiresAt + brokerCheckIntervalMs`
+        (`brokerCheckIntervalSource`: "broker" when read with DescribeConfigs, "default" when assumed)."""
+        summary = {
+            **self.report["summary"],
+            "now": self.now_ms,
+            "brokerRetentionMs": self.retention_ms,
+            "brokerCheckIntervalMs": self.check_interval_ms,
+            "brokerCheckIntervalSource": "broker" if self.check_interval_known else "default",
+        }
         return {"summary": summary, "offsets": self.report["offsets"]}
 
 
@@ -73,7 +86,16 @@ def prepare(request: AnalysisRequest, progress: Progress | None = None) -> Prepa
     progress.phase(f"taking a snapshot of {request.topic}")
     snapshot = take_snapshot(request.bootstrap_servers, request.topic, request.client_settings)
     now_ms = request.now_ms if request.now_ms is not None else int(time.time() * 1000)
-    return Prepared(request, cluster.topics, snapshot, now_ms, retention_ms)
+    interval = cluster.check_interval_ms
+    return Prepared(
+        request,
+        cluster.topics,
+        snapshot,
+        now_ms,
+        retention_ms,
+        interval if interval is not None else DEFAULT_CHECK_INTERVAL_MS,
+        interval is not None,
+    )
 
 
 def execute(spark: SparkSession, prepared: Prepared, progress: Progress | None = None) -> Analysis:
@@ -112,7 +134,10 @@ def execute_many(
         snapshot=snapshot.end_offsets,
         candidates_only=request.candidates_only,
     )
-    return [Analysis(report, prepared.now_ms, run.retention_ms) for report, run in zip(reports, runs, strict=True)]
+    return [
+        Analysis(report, prepared.now_ms, run.retention_ms, prepared.check_interval_ms, prepared.check_interval_known)
+        for report, run in zip(reports, runs, strict=True)
+    ]
 
 
 def run_analysis(spark: SparkSession, request: AnalysisRequest, progress: Progress | None = None) -> Analysis:

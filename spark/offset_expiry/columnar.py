@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from .codec import CodecError
-from .facts import OFFSET_COMMIT, Fact, fact_from_record
+from .facts import OFFSET_COMMIT, Fact, fact_from_record, history_fact
 
 SKIPPED = -1  # fact type of a record that did not decode
 
@@ -40,6 +41,8 @@ FACT_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("regex", pa.string()),
     ("epoch", pa.int32()),
     ("member_state", pa.int32()),
+    ("record_timestamp", pa.int64()),
+    ("generation", pa.int32()),
 )
 assert tuple(name for name, _ in FACT_FIELDS) == Fact._fields
 DECODED_ARROW = pa.schema(
@@ -170,10 +173,45 @@ def offset_commit_mask(keys: _Bytes, values: _Bytes) -> dict[str, Any]:
 
 
 def decode_records(
-    record_partition: pa.Array, record_offset: pa.Array, records: pa.Array, key: pa.Array, value: pa.Array
+    record_partition: pa.Array,
+    record_offset: pa.Array,
+    records: pa.Array,
+    key: pa.Array,
+    value: pa.Array,
+    timestamp: pa.Array | None = None,
+    history: pa.Array | None = None,
 ) -> pa.RecordBatch:
     """Compacted raw records -> one fact row each (DECODED_ARROW; type SKIPPED for records that do not
-    decode), the fixed-layout offset commits vectorised, the rest through facts.fact_from_record."""
+    decode), the fixed-layout offset commits vectorised, the rest through facts.fact_from_record.
+    `timestamp`: the records' timestamps (record_timestamp; negative ones, Kafka's "none", become null).
+    `history`: rows that are GroupMetadata history (facts.history_fact), not survivors of compaction: they
+    become GROUP_METADATA_HISTORY facts, or no row at all when they are not a live GroupMetadata value
+    (never SKIPPED: they are not counted)."""
+    if history is not None and pc.any(history).as_py():
+        past = np.asarray(history.fill_null(False), dtype=bool)
+        current = np.flatnonzero(~past)
+        batch = decode_records(
+            record_partition.take(current),
+            record_offset.take(current),
+            records.take(current),
+            key.take(current),
+            value.take(current),
+            None if timestamp is None else timestamp.take(current),
+        )
+        rows = np.flatnonzero(past)
+        extra = _history_batch(
+            record_partition.take(rows),
+            record_offset.take(rows),
+            records.take(rows),
+            key.take(rows).to_pylist(),
+            value.take(rows).to_pylist(),
+            pa.nulls(len(rows), pa.int64()) if timestamp is None else timestamp.take(rows),
+        )
+        return pa.Table.from_batches([batch, extra]).combine_chunks().to_batches()[0] if len(extra) else batch
+    if timestamp is None:
+        timestamp = pa.nulls(len(key), pa.int64())
+    else:
+        timestamp = pc.if_else(pc.less(timestamp, 0), pa.scalar(None, pa.int64()), timestamp)
     keys, values = _Bytes(key), _Bytes(value)
     f = offset_commit_mask(keys, values)
     ok = f["ok"]
@@ -205,6 +243,7 @@ def decode_records(
             "committed_offset": pa.array(f["offset"][fast], mask=~live),
             "commit_timestamp": pa.array(f["commit"][fast], mask=~live),
             "expire_timestamp": pa.array(f["expire"][fast], mask=~expire_valid),
+            "record_timestamp": timestamp.take(fast),
         }
         parts.append(
             pa.RecordBatch.from_arrays(
@@ -220,6 +259,7 @@ def decode_records(
                 records.take(slow),
                 key.take(slow).to_pylist(),
                 value.take(slow).to_pylist(),
+                timestamp.take(slow),
             )
         )
     if not parts:
@@ -235,16 +275,69 @@ def _facts_batch(
     records: pa.Array,
     keys: Sequence[bytes | None],
     values: Sequence[bytes | None],
+    timestamp: pa.Array,
 ) -> pa.RecordBatch:
-    """The Python row path."""
+    """The Python row path. A live GroupMetadata survivor also yields its history copy
+    (facts.history_fact, counting no records), so the newest record is not decoded twice."""
     empty_fact = Fact(SKIPPED, "")
     rows = []
-    for k, v in zip(keys, values, strict=True):
+    partitions = record_partition.to_pylist()
+    offsets = record_offset.to_pylist()
+    copies: list[tuple[int, Fact]] = []
+    for i, (k, v) in enumerate(zip(keys, values, strict=True)):
         try:
-            rows.append(fact_from_record(k or b"", v))
+            fact = fact_from_record(k or b"", v)
         except CodecError:
-            rows.append(empty_fact)
+            fact = empty_fact
+        rows.append(fact)
+        past = history_fact(fact, partitions[i], offsets[i])
+        if past is not None:
+            copies.append((i, past))
+    if copies:
+        index = pa.array([i for i, _ in copies], pa.int64())
+        record_partition = pa.concat_arrays([record_partition, record_partition.take(index)])
+        record_offset = pa.concat_arrays([record_offset, record_offset.take(index)])
+        records = pa.concat_arrays([records, pa.array([0] * len(copies), records.type)])
+        timestamp = pa.concat_arrays([timestamp, timestamp.take(index)])
+        rows += [past for _, past in copies]
     columns: list[pa.Array] = [record_partition, record_offset, records]
-    for i, (_, arrow_type) in enumerate(FACT_FIELDS):
-        columns.append(pa.array([row[i] for row in rows], arrow_type))
+    for i, (name, arrow_type) in enumerate(FACT_FIELDS):
+        if name == "record_timestamp":
+            columns.append(timestamp)
+        else:
+            columns.append(pa.array([row[i] for row in rows], arrow_type))
+    return pa.RecordBatch.from_arrays(columns, schema=DECODED_ARROW)
+
+
+def _history_batch(
+    record_partition: pa.Array,
+    record_offset: pa.Array,
+    records: pa.Array,
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    timestamp: pa.Array,
+) -> pa.RecordBatch:
+    """GroupMetadata history rows (decode_records' `history`): one GROUP_METADATA_HISTORY fact per live
+    GroupMetadata value; anything else is dropped."""
+    keep: list[int] = []
+    facts: list[Fact] = []
+    partitions = record_partition.to_pylist()
+    offsets = record_offset.to_pylist()
+    for i, (k, v) in enumerate(zip(keys, values, strict=True)):
+        try:
+            fact = history_fact(fact_from_record(k or b"", v), partitions[i], offsets[i])
+        except CodecError:
+            continue
+        if fact is not None:
+            keep.append(i)
+            facts.append(fact)
+    index = pa.array(keep, pa.int64())
+    timestamps = timestamp.take(index)
+    timestamps = pc.if_else(pc.less(timestamps, 0), pa.scalar(None, pa.int64()), timestamps)
+    columns: list[pa.Array] = [record_partition.take(index), record_offset.take(index), records.take(index)]
+    for i, (name, arrow_type) in enumerate(FACT_FIELDS):
+        if name == "record_timestamp":
+            columns.append(timestamps)
+        else:
+            columns.append(pa.array([row[i] for row in facts], arrow_type))
     return pa.RecordBatch.from_arrays(columns, schema=DECODED_ARROW)

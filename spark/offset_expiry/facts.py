@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from .codec import CodecError, decode_record
+from .codec import CodecError, decode_key, decode_record, streams_source_topics, subscription_topics
 from .codec.wire import Reader
 
 OFFSET_COMMIT = 1
@@ -23,6 +23,10 @@ CONSUMER_GROUP_MEMBER_METADATA = 5
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
 CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+STREAMS_GROUP_TOPOLOGY = 23
+# Not a record type: every GroupMetadata record still in the log (the newest included), kept as history so a
+# static member that re-joined with another subscription in the same generation shows (groups.py).
+GROUP_METADATA_HISTORY = 102
 KIP848_TYPES = frozenset({3, 4, 5, 6, 7, 8, 16})
 SHARE_TYPES = frozenset(range(9, 16))
 SHARE_MEMBER_TYPES = frozenset({10, 14})
@@ -41,9 +45,15 @@ class Fact(NamedTuple):
     - committed_offset, commit_timestamp, expire_timestamp (None for Kafka's -1 sentinel): offset commits.
     - protocol_type, state_timestamp (None for -1), member_count: classic group metadata.
     - topics: classic group metadata: the union of the members' subscribed topics (None = unknown);
-      type 5: the member's SubscribedTopicNames; type 16: the regex's resolved Topics.
-    - regex: type 5's SubscribedTopicRegex. epoch: type 3 Epoch, type 6 AssignmentEpoch, type 8
+      type 5: the member's SubscribedTopicNames; type 16: the regex's resolved Topics; type 23 (streams
+      topology): its source topics, `StreamsTopology.sourceTopicMap` (SourceTopics and
+      RepartitionSourceTopics of every subtopology), None when the topology value does not decode.
+    - regex: type 5's SubscribedTopicRegex; type 23: the subtopologies' SourceTopicRegex, one per line
+      (None without any). epoch: type 3 Epoch, type 6 AssignmentEpoch, type 8
       MemberEpoch. member_state: type 8 State.
+    - record_timestamp: the record's own timestamp (None when unknown or -1), set by the readers, not by
+      `fact_from_record`: when a KIP-848 group became Empty is only in the timestamps of its records.
+    - generation: classic group metadata's generation.
     """
 
     type: int
@@ -62,17 +72,42 @@ class Fact(NamedTuple):
     regex: str | None = None
     epoch: int | None = None
     member_state: int | None = None
+    record_timestamp: int | None = None
+    generation: int | None = None
 
     def logical_key(self) -> tuple[int, str, str | None, int | None, str | None]:
         return (self.type, self.group, self.topic, self.partition, self.member)
 
 
 def fact_from_record(key: bytes, value: bytes | None) -> Fact:
-    """Raises CodecError for bytes that are not a record Kafka could have written."""
+    """Raises CodecError for bytes that are not a record Kafka could have written.
+
+    One exception: a streams topology whose value does not decode (a newer schema than this code knows)
+    gives a topology fact with unknown topics, so its group's source topics are unknown rather than
+    absent: dropping the record would make every offset of a live streams group look unsubscribed.
+    """
     fast = _fast_offset_commit(key, value)
     if fast is not None:
         return fast
-    return _fact_from_decoded(decode_record(key, value))
+    try:
+        return _fact_from_decoded(decode_record(key, value))
+    except CodecError:
+        topology = _undecodable_topology(key, value)
+        if topology is None:
+            raise
+        return topology
+
+
+def _undecodable_topology(key: bytes, value: bytes | None) -> Fact | None:
+    if value is None:
+        return None
+    try:
+        _rtype, type_id, key_fields = decode_key(key)
+    except CodecError:
+        return None
+    if type_id != STREAMS_GROUP_TOPOLOGY:
+        return None
+    return Fact(STREAMS_GROUP_TOPOLOGY, key_fields["GroupId"])
 
 
 def _sentinel(value: Any) -> int | None:
@@ -102,6 +137,7 @@ def _fact_from_decoded(record: dict[str, Any]) -> Fact:
             state_timestamp=_sentinel(value.get("currentStateTimestamp")),
             member_count=len(members),
             topics=classic_subscribed_topics(value["protocolType"], value.get("protocol"), members),
+            generation=value.get("generation"),
         )
     group = key["GroupId"]
     member = key.get("MemberId") if type_id in _MEMBER_KEY_TYPES else key.get("RegularExpression")
@@ -120,7 +156,57 @@ def _fact_from_decoded(record: dict[str, Any]) -> Fact:
         return base._replace(epoch=value["MemberEpoch"], member_state=value["State"])
     if type_id == CONSUMER_GROUP_REGULAR_EXPRESSION:
         return base._replace(topics=tuple(value["Topics"]))
+    if type_id == STREAMS_GROUP_TOPOLOGY:
+        return base._replace(topics=streams_source_topics(value), regex=_streams_regexes(value))
     return base
+
+
+def _streams_regexes(topology: dict[str, Any]) -> str | None:
+    regexes = sorted(
+        {r for sub in topology.get("Subtopologies") or () for r in sub.get("SourceTopicRegex") or ()}
+    )
+    return "\n".join(regexes) if regexes else None
+def history_fact(fact: Fact, partition: int, offset: int) -> Fact | None:
+    """A GroupMetadata record as history (GROUP_METADATA_HISTORY), keyed by its place in the log so that
+    replay keeps every one; None for anything else (tombstones, other types)."""
+    if fact.type != GROUP_METADATA or fact.tombstone:
+        return None
+    return fact._replace(type=GROUP_METADATA_HISTORY, member=f"{partition}:{offset}")
+
+
+def group_metadata_generation(value: bytes | None) -> int | None:
+    """A GroupMetadataValue's generation read from its first fields (version, protocolType, generation)
+    without decoding the members; None for a tombstone or bytes that do not get that far. Only records of
+    the newest record's generation can matter as history, so the others are never decoded in full."""
+    if value is None:
+        return None
+    r = Reader(value, "group metadata")
+    try:
+        version = r.int16("version")
+        r.string("protocolType", version >= 4, True)
+        return r.int32("generation")
+    except CodecError:
+        return None
+
+
+def same_generation_history(versions: list[tuple[int, bytes | None]]) -> list[int]:
+    """Of one GroupMetadata key's records (offset, value), the indexes of the older ones worth keeping as
+    history: those of the newest record's generation (the newest itself becomes history where it is decoded
+    as a survivor, so it is not listed); none when the newest is a tombstone."""
+    if len(versions) < 2:
+        return []
+    newest = max(range(len(versions)), key=lambda i: versions[i][0])
+    generation = group_metadata_generation(versions[newest][1])
+    if generation is None:
+        return []
+    return [
+        i for i, (_, value) in enumerate(versions) if i != newest and group_metadata_generation(value) == generation
+    ]
+
+
+def is_group_metadata_key(key: bytes | None) -> bool:
+    """Key type 2 (GroupMetadataKey), read from the key's first two bytes without decoding it."""
+    return key is not None and key[:2] == b"\x00\x02"
 
 
 def classic_subscribed_topics(
@@ -153,22 +239,13 @@ def classic_subscribed_topics(
 
 
 def subscription_topics_v0(raw: bytes) -> list[str] | None:
-    """ConsumerProtocol.deserializeVersion + deserializeConsumerProtocolSubscription(buffer, 0); None if bad."""
-    r = Reader(raw, "subscription")
+    """codec.subscription_topics; None where Kafka cannot read the bytes. A SchemaException makes Kafka's
+    subscriptions unknown; any other reader error fails Kafka's load of the partition, so nothing of the
+    group expires either: both are "unknown" here (and for the policy)."""
     try:
-        r.int16("version")
-        n = r.int32("topics length")
-        if n < 0:
-            return None
-        topics = []
-        for _ in range(n):
-            topic = r.string("topic", False, False)
-            assert topic is not None
-            topics.append(topic)
-        r.bytes_("user data", False, True)
+        return subscription_topics(raw)
     except CodecError:
         return None
-    return topics
 
 
 # ---- the fast path for the bulk of the topic: offset commits with a non-flexible value ----

@@ -37,7 +37,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from .columnar import DECODED_ARROW, FACT_FIELDS, SKIPPED, decode_records
-from .facts import OFFSET_COMMIT, Fact
+from .facts import GROUP_METADATA_HISTORY, OFFSET_COMMIT, Fact, same_generation_history
 from .groups import rebuild_group, simple_group
 from .policy import Policy
 from .report import RESULT_FIELDS, summary
@@ -54,6 +54,8 @@ GROUP_ARROW = pa.schema(
         ("group_state_timestamp", pa.int64()),
         ("group_subscribed", pa.list_(pa.string())),
         ("group_unresolved_regex", pa.bool_()),
+        ("group_newest_commit", pa.int64()),
+        ("group_uncertain", pa.list_(pa.string())),
         # One answer per policy of the run (issue 12: several policies share one scan); a policy's own
         # columns `group_protected`/`group_selected` are projected from these by `groups_for`.
         ("group_protected_by", pa.list_(pa.bool_())),
@@ -63,7 +65,7 @@ GROUP_ARROW = pa.schema(
 
 
 def _ddl(schema: pa.Schema) -> str:
-    names = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string", pa.bool_(): "boolean"}
+    names = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string", pa.bool_(): "boolean", pa.binary(): "binary"}
 
     def spark_type(t: pa.DataType) -> str:
         if pa.types.is_list(t):
@@ -77,7 +79,8 @@ def _ddl(schema: pa.Schema) -> str:
 
 
 def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Compacted raw records -> one fact row each (type SKIPPED for records that do not decode)."""
+    """Compacted raw records -> one fact row each (type SKIPPED for records that do not decode), and the
+    GroupMetadata history rows (`history`) -> GROUP_METADATA_HISTORY facts."""
     for batch in batches:
         yield decode_records(
             batch.column("partition"),
@@ -85,14 +88,16 @@ def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
             batch.column("records"),
             batch.column("key"),
             batch.column("value"),
+            batch.column("timestamp"),
+            batch.column("history"),
         )
 
 
 def rebuild_batches_for(
     policies: Sequence[Policy],
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """(group, [live non-offset facts]) -> the group's state (once, whatever the number of policies) and
-    each policy's group patterns' answers."""
+    """(group, [live non-offset facts], newest commit) -> the group's state (once, whatever the number of
+    policies) and each policy's group patterns' answers."""
     protects = [policy.protect.protects for policy in policies]
     selects = [policy.groups.selects for policy in policies]
 
@@ -100,6 +105,7 @@ def rebuild_batches_for(
         for batch in batches:
             out: dict[str, list[Any]] = {name: [] for name in GROUP_ARROW.names}
             facts_column = batch.column("facts")
+            newest = batch.column("newest_commit").to_pylist()
             has_facts = facts_column.value_lengths().to_pylist()
             for i, group_id in enumerate(batch.column("group").to_pylist()):
                 if has_facts[i]:
@@ -115,6 +121,10 @@ def rebuild_batches_for(
                     None if view.subscribed_topics is None else sorted(view.subscribed_topics)
                 )
                 out["group_unresolved_regex"].append(view.unresolved_regex)
+                out["group_newest_commit"].append(newest[i])
+                out["group_uncertain"].append(
+                    None if view.uncertain_topics is None else sorted(view.uncertain_topics)
+                )
                 out["group_protected_by"].append([p(group_id) for p in protects])
                 out["group_selected_by"].append([s(group_id) for s in selects])
             yield pa.RecordBatch.from_pydict(out, schema=GROUP_ARROW)
@@ -132,23 +142,65 @@ def _fact(row: Mapping[str, Any]) -> Fact:
 
 def compact(raw: DataFrame) -> DataFrame:
     """Log compaction by raw key: the newest record per (partition, key), and how many records it stands for
-    (a reader that compacted its range already reports that in `records`)."""
-    latest = F.max_by(F.struct("offset", "value"), "offset")
-    return (
+    (a reader that compacted its range already reports that in `records`); plus every GroupMetadata record
+    as history (`history` true, counting no records; facts.GROUP_METADATA_HISTORY)."""
+    latest = F.max_by(F.struct("offset", "timestamp", "value"), "offset")
+    compacted = (
         raw.groupBy("partition", "key")
         .agg(latest.alias("latest"), F.sum("records").alias("records"))
         .select(
             "partition",
             "key",
             F.col("latest.offset").alias("offset"),
+            F.col("latest.timestamp").alias("timestamp"),
             F.col("latest.value").alias("value"),
             "records",
+            F.lit(False).alias("history"),
         )
     )
+    versions = (
+        raw.where(F.substring("key", 1, 2) == F.lit(b"\x00\x02"))
+        .groupBy("partition", "key")
+        .agg(F.collect_list(F.struct("offset", "timestamp", "value")).alias("versions"))
+    )
+    history = versions.mapInArrow(_same_generation_batches, _ddl(_HISTORY_ARROW))
+    return compacted.unionByName(history)
+
+
+_HISTORY_ARROW = pa.schema(
+    [
+        ("partition", pa.int32()),
+        ("key", pa.binary()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.int64()),
+        ("value", pa.binary()),
+        ("records", pa.int64()),
+        ("history", pa.bool_()),
+    ]
+)
+
+
+def _same_generation_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(partition, key, [GroupMetadata records]) -> the records of the newest one's generation, as history
+    rows (facts.same_generation_history)."""
+    for batch in batches:
+        out: dict[str, list[Any]] = {name: [] for name in _HISTORY_ARROW.names}
+        keys = batch.column("key").to_pylist()
+        for i, partition in enumerate(batch.column("partition").to_pylist()):
+            rows = batch.column("versions")[i].as_py()
+            for j in same_generation_history([(r["offset"], r["value"]) for r in rows]):
+                out["partition"].append(partition)
+                out["key"].append(keys[i])
+                out["offset"].append(rows[j]["offset"])
+                out["timestamp"].append(rows[j]["timestamp"])
+                out["value"].append(rows[j]["value"])
+                out["records"].append(0)
+                out["history"].append(True)
+        yield pa.RecordBatch.from_pydict(out, schema=_HISTORY_ARROW)
 
 
 def decode(compacted: DataFrame) -> DataFrame:
-    return compacted.select("partition", "offset", "records", "key", "value").mapInArrow(
+    return compacted.select("partition", "offset", "records", "key", "value", "timestamp", "history").mapInArrow(
         decode_batches, _ddl(DECODED_ARROW)
     )
 
@@ -171,7 +223,18 @@ def rebuild_groups(live: DataFrame, policies: Sequence[Policy]) -> DataFrame:
     """Every group with a live record, offsets-only (simple) groups included; the patterns of every policy
     answered in the same pass (`groups_for` takes one policy's answers)."""
     group_fact = F.when(F.col("type") != OFFSET_COMMIT, F.struct(*FACT_COLUMNS))
-    collected = live.groupBy("group").agg(F.collect_list(group_fact).alias("facts"))
+    newest_commit = F.max(F.when(F.col("type") == OFFSET_COMMIT, F.col("commit_timestamp")))
+    makes_group = F.col("type") != GROUP_METADATA_HISTORY  # history alone makes no group (reference.py)
+    collected = (
+        live.groupBy("group")
+        .agg(
+            F.collect_list(group_fact).alias("facts"),
+            newest_commit.alias("newest_commit"),
+            F.max(makes_group).alias("makes_group"),
+        )
+        .where(F.col("makes_group"))
+        .select("group", "facts", "newest_commit")
+    )
     return collected.mapInArrow(rebuild_batches_for(policies), _ddl(GROUP_ARROW))
 
 

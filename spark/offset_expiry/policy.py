@@ -13,6 +13,7 @@ Defaults (a spec of `{}` is valid and reports without proposing anything), the C
   An unset rule means "no policy rule of that kind": offsets of that shape are never candidates (the
   broker's own retention still applies and is reported as brokerExpiresAt).
 - `rules.deletedTopics`: `Keep` (safety first: deleting offsets of vanished topics is opt-in).
+- `rules.staleGroups`: unset (no group is deleted whole unless asked: `staleGroups: {emptyFor: 30d}`).
 - `protect.groups`: `[]`; `protect.keepAlive`: `false`.
 
 Group patterns are shell-style globs matched against the whole group id, case-sensitively
@@ -59,6 +60,7 @@ class Rules:
     unsubscribed_topic_retention_ms: int | None = None
     standalone_retention_ms: int | None = None
     deleted_topics: DeletedTopics = DeletedTopics.KEEP
+    stale_group_ms: int | None = None  # rules.staleGroups.emptyFor: delete whole groups Empty this long
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ class Policy:
         ):
             if ms is not None:
                 rules[name] = format_duration_ms(ms)
+        if self.rules.stale_group_ms is not None:
+            rules["staleGroups"] = {"emptyFor": format_duration_ms(self.rules.stale_group_ms)}
         return {
             "groups": {"include": list(self.groups.include), "exclude": list(self.groups.exclude)},
             "rules": rules,
@@ -117,6 +121,7 @@ def checked_policy(fields: Mapping[str, Any], path: str = SPEC) -> Policy:
             unsubscribed_topic_retention_ms=_duration(rules, "unsubscribedTopicRetention", f"{path}.rules"),
             standalone_retention_ms=_duration(rules, "standaloneRetention", f"{path}.rules"),
             deleted_topics=DeletedTopics(rules.get("deletedTopics", DeletedTopics.KEEP)),
+            stale_group_ms=_duration(rules.get("staleGroups") or {}, "emptyFor", f"{path}.rules.staleGroups"),
         ),
         protect=Protection(groups=tuple(protect.get("groups", ())), keep_alive=protect.get("keepAlive", False)),
     )

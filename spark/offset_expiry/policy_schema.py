@@ -97,7 +97,8 @@ def analysis_properties() -> Schema:
             "properties": {
                 "emptyGroupRetention": duration(
                     "Offsets of a group without members become candidates this long after the group became "
-                    "Empty (its currentStateTimestamp), the way the broker applies offsets.retention.minutes."
+                    "Empty: a classic group's currentStateTimestamp, a KIP-848 group's last member removal "
+                    "(the timestamp of its records); the commit time when neither is known."
                 ),
                 "unsubscribedTopicRetention": duration(
                     "Offsets of topics an active consumer group no longer subscribes to become candidates "
@@ -113,8 +114,28 @@ def analysis_properties() -> Schema:
                     "default": "Keep",
                     "description": (
                         "Offsets left behind for topics that no longer exist: Delete makes them candidates "
-                        "at once; Keep leaves them to the other rules."
+                        "at once; Keep leaves them to the other rules. Kafka refuses OffsetDelete for a topic "
+                        "it no longer knows (UNKNOWN_TOPIC_OR_PARTITION), so the operator proposes deleting the "
+                        "whole group (DeleteGroups, backup first) where they are all an Empty group has left, "
+                        "and only reports them, with the reason, where the group has other offsets or members."
                     ),
+                },
+                "staleGroups": {
+                    "type": "object",
+                    "required": ["emptyFor"],
+                    "description": (
+                        "Stale-group cleanup: delete whole groups (DeleteGroups, with a backup first) that have been "
+                        "Empty for at least emptyFor. Unset: no group is deleted whole. Restoring such a deletion "
+                        "re-commits the group's offsets, which makes it a simple group until its consumers join "
+                        "again."
+                    ),
+                    "properties": {
+                        "emptyFor": duration(
+                            "How long a group must have been Empty: counted from when it became Empty (a classic "
+                            "group's currentStateTimestamp), else from its newest commit (KIP-848 and simple "
+                            "groups)."
+                        ),
+                    },
                 },
             },
         },

@@ -16,10 +16,19 @@ Steps, in the order Kafka itself would see the data:
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from .codec import CodecError
-from .facts import OFFSET_COMMIT, Fact, fact_from_record
+from .facts import (
+    GROUP_METADATA_HISTORY,
+    OFFSET_COMMIT,
+    Fact,
+    fact_from_record,
+    history_fact,
+    is_group_metadata_key,
+    same_generation_history,
+)
 from .groups import rebuild_group, simple_group
 from .policy import Policy
 from .raw import RawRecord
@@ -39,8 +48,11 @@ def analyze_records(
 ) -> dict[str, Any]:
     scanned = 0
     latest: dict[tuple[int, bytes], RawRecord] = {}
+    versions: dict[tuple[int, bytes], list[RawRecord]] = {}  # GroupMetadata records (facts.history_fact)
     for record in records:
         scanned += 1
+        if is_group_metadata_key(record.key):
+            versions.setdefault((record.partition, record.key), []).append(record)
         slot = (record.partition, record.key)
         current = latest.get(slot)
         if current is None or record.offset > current.offset:
@@ -51,6 +63,8 @@ def analyze_records(
     for record in latest.values():
         try:
             fact = fact_from_record(record.key, record.value)
+            if fact.type != OFFSET_COMMIT and record.timestamp >= 0:
+                fact = fact._replace(record_timestamp=record.timestamp)
         except CodecError:
             skipped += 1
             continue
@@ -59,14 +73,32 @@ def analyze_records(
         current_fact = replayed.get(key)
         if current_fact is None or rank > current_fact[:2]:
             replayed[key] = (*rank, fact)
+        past = history_fact(fact, record.partition, record.offset)  # the newest GroupMetadata record is history too
+        if past is not None:
+            replayed[past.logical_key()] = (*rank, past)
+    history = [
+        rs[i] for rs in versions.values() for i in same_generation_history([(r.offset, r.value) for r in rs])
+    ]
+    for record in history:
+        try:
+            past = history_fact(fact_from_record(record.key, record.value), record.partition, record.offset)
+        except CodecError:
+            continue
+        if past is not None:
+            if record.timestamp >= 0:
+                past = past._replace(record_timestamp=record.timestamp)
+            replayed[past.logical_key()] = (record.offset, record.partition, past)
 
     offsets_by_group: dict[str, list[Fact]] = {}
     group_facts: dict[str, list[Fact]] = {}
+    history_facts: dict[str, list[Fact]] = {}
     for _, _, fact in replayed.values():
         if fact.tombstone:
             continue
         if fact.type == OFFSET_COMMIT:
             offsets_by_group.setdefault(fact.group, []).append(fact)
+        elif fact.type == GROUP_METADATA_HISTORY:  # never makes a group on its own
+            history_facts.setdefault(fact.group, []).append(fact)
         else:
             group_facts.setdefault(fact.group, []).append(fact)
 
@@ -74,10 +106,12 @@ def analyze_records(
     results = []
     for group_id, offset_facts in offsets_by_group.items():
         group = (
-            rebuild_group(group_id, group_facts[group_id])
+            rebuild_group(group_id, group_facts[group_id] + history_facts.get(group_id, []))
             if group_id in group_facts
             else simple_group(group_id)
         )
+        newest = max((f.commit_timestamp for f in offset_facts if f.commit_timestamp is not None), default=None)
+        group = replace(group, newest_commit_timestamp=newest)
         for fact in offset_facts:
             offset = offset_view(fact)
             decision = decide(

@@ -12,7 +12,8 @@ coordinator/group/):
 - `OffsetExpirationConditionImpl.isOffsetExpired`: an explicit expireTimestamp (OffsetCommitValue v1)
   wins: expired iff `now >= expireTimestamp`; otherwise expired iff `now - base >= offsets.retention.ms`.
   So the offset expires at `expireTimestamp`, or at `base + retention`.
-- `classic/ClassicGroup.offsetExpirationCondition`: with a protocol type and Empty, base =
+- `classic/ClassicGroup.offsetExpirationCondition`: with a protocol type (a record's protocolType "" counts
+  as one when the record has members: `ClassicGroup.add` copies the first member's) and Empty, base =
   currentStateTimestamp if known, else the commit timestamp; Stable, protocol type "consumer" and known
   subscriptions, base = commit timestamp; no protocol type (a simple group), base = commit timestamp;
   any other classic group (rebalancing, other protocol types, unparseable subscriptions): no condition.
@@ -21,26 +22,43 @@ coordinator/group/):
 - `modern/consumer/ConsumerGroup.offsetExpirationCondition`: always, base = commit timestamp;
   `modern/ModernGroup.isSubscribedToTopic`: members' SubscribedTopicNames and the topics of the group's
   resolved regular expressions (`ConsumerGroup.updateResolvedRegularExpression`).
-- `streams/StreamsGroup`: base = commit timestamp; subscribed to its topology's source topics unless
-  Empty. We cannot decode streams topologies, so a non-empty streams group is "unknown".
-- Share groups never expire offsets (`ShareGroup.shouldExpire` is false).
+- `streams/StreamsGroup.offsetExpirationCondition`: always, base = commit timestamp;
+  `StreamsGroup.isSubscribedToTopic`: false while Empty (or Dead), else the topology's source topics
+  (`StreamsTopology.sourceTopicMap`: SourceTopics and RepartitionSourceTopics; nothing without a topology
+  record). A topology that does not decode makes the group "unknown".
+- Share groups never expire offsets (`ShareGroup.shouldExpire` is false, so
+  `GroupCoordinatorShard.cleanupGroupMetadata` skips them; offsets.retention.minutes does not apply).
 
 Policy verdict, first match wins:
 
 1. Protected: the group matches `protect.groups`. Protected groups are never candidates.
 2. Excluded: the group is not selected by `groups.include` / `groups.exclude`.
+2a. ShareGroup: a share group (KIP-932); the broker never expires its offsets through
+   offsets.retention.minutes, and the policy proposes none.
 3. ActiveSubscription: a member subscribes to the topic (the broker would not expire it either).
 4. UnknownSubscription: the topic cannot tell whether a member depends on the offset (a classic group
-   that is neither Empty, simple nor a Stable "consumer" group with parseable subscriptions; a KIP-848
-   group with a subscription regex that has no resolution record yet; a non-empty streams group; a share
-   group). Nothing is proposed where we cannot see the truth.
-5. DeletedTopic (candidate): the topic no longer exists and `rules.deletedTopics` is Delete.
-6. The retention rule of the offset's shape, applied like the broker's rule with the policy's own
-   retention: Empty groups -> `emptyGroupRetention` (reason EmptyGroup), simple groups ->
+   that is neither Empty, simple nor a Stable "consumer" group with parseable subscriptions; a topic on
+   which records of the group's newest generation disagree (a static member re-joined with another
+   subscription: the broker may hold either, Shape.MAYBE_SUBSCRIBED, reported as expiring by commit
+   time); a KIP-848 group with a subscription regex that has no resolution record yet; a non-empty
+   streams group whose topology does not decode, or whose topology has source topic regexes). Nothing is
+   proposed where we cannot see the truth.
+5. StaleGroup (candidate): `rules.staleGroups.emptyFor` is set, the group is Empty (a simple group
+   always is) and has been so for at least emptyFor (`stale_since`). A group-level verdict: every offset of
+   a stale group gets it, and the operator proposes deleting the whole group (DeleteGroups) only when
+   every offset the group has live is in the proposal (decisions/proposals.py).
+6. DeletedTopic (candidate): the topic no longer exists and `rules.deletedTopics` is Delete. OffsetDelete
+   cannot remove such an offset (KafkaApis.handleOffsetDeleteRequest answers UNKNOWN_TOPIC_OR_PARTITION
+   for a topic missing from the metadata cache before the coordinator sees it), so the operator proposes
+   DeleteGroups where these are all an Empty group has left, and only reports them otherwise.
+7. The retention rule of the offset's shape, applied like the broker's rule with the policy's own
+   retention: Empty groups -> `emptyGroupRetention` (reason EmptyGroup), counted from when the group
+   became Empty for every kind of group (`policy_base_timestamp`; KIP-848 and streams groups:
+   groups.emptied_at, although the broker counts theirs from the commit), simple groups ->
    `standaloneRetention` (Standalone), unsubscribed topics of active groups ->
    `unsubscribedTopicRetention` (UnsubscribedTopic). As in the broker, an explicit expireTimestamp
    replaces the retention: the offset is a candidate once `now >= expireTimestamp` (ExpireTimestamp).
-7. WithinRetention: the rule has not fired yet, or the policy has no rule for that shape.
+8. WithinRetention: the rule has not fired yet, or the policy has no rule for that shape.
 """
 
 from __future__ import annotations
@@ -70,12 +88,14 @@ class Reason(StrEnum):
     STANDALONE = "Standalone"
     EXPIRE_TIMESTAMP = "ExpireTimestamp"
     DELETED_TOPIC = "DeletedTopic"
+    STALE_GROUP = "StaleGroup"
     # kept
     PROTECTED = "Protected"
     EXCLUDED = "Excluded"
     ACTIVE_SUBSCRIPTION = "ActiveSubscription"
     WITHIN_RETENTION = "WithinRetention"
     UNKNOWN_SUBSCRIPTION = "UnknownSubscription"
+    SHARE_GROUP = "ShareGroup"
 
 
 CANDIDATE_REASONS = (
@@ -84,6 +104,7 @@ CANDIDATE_REASONS = (
     Reason.STANDALONE,
     Reason.EXPIRE_TIMESTAMP,
     Reason.DELETED_TOPIC,
+    Reason.STALE_GROUP,
 )
 KEPT_REASONS = (
     Reason.PROTECTED,
@@ -91,6 +112,7 @@ KEPT_REASONS = (
     Reason.ACTIVE_SUBSCRIPTION,
     Reason.WITHIN_RETENTION,
     Reason.UNKNOWN_SUBSCRIPTION,
+    Reason.SHARE_GROUP,
 )
 
 
@@ -99,8 +121,15 @@ class GroupView:
     """What the analysis knows of a group, rebuilt from `__consumer_offsets`.
 
     `subscribed_topics` is None when the subscriptions are unknown (see ClassicGroup.isSubscribedToTopic).
+    `uncertain_topics`: of a Stable classic "consumer" group whose log holds records of one generation with
+    different subscriptions (a static member re-joined with another one, groups._same_generation_doubt):
+    the topics the broker may count as subscribed or not; None: every topic outside `subscribed_topics`.
+    `current_state_timestamp`: a classic group's currentStateTimestamp; for an Empty KIP-848 group, when
+    it became Empty as read from its records' timestamps (groups.emptied_at); else None.
     `unresolved_regex` marks a KIP-848 group whose member regex has no resolution record yet: the broker
     treats the regex as matching nothing, the policy treats the group's unsubscribed topics as unknown.
+    `newest_commit_timestamp` is the newest commit of any of the group's live offsets (None when the
+    analysis did not compute it): the start of a simple or KIP-848 group's "empty since" (`stale_since`).
     """
 
     group_id: str
@@ -110,10 +139,15 @@ class GroupView:
     current_state_timestamp: int | None = None
     subscribed_topics: frozenset[str] | None = frozenset()
     unresolved_regex: bool = False
+    newest_commit_timestamp: int | None = None
+    uncertain_topics: frozenset[str] | None = frozenset()
 
     @property
     def is_simple(self) -> bool:
-        return self.type is GroupType.CLASSIC and not self.protocol_type
+        """No protocol type (ClassicGroup.protocolType() empty): only a classic group without members.
+        A GroupMetadata record with protocolType "" and members is loaded with the members' "" as a
+        present protocol type (ClassicGroup.add), so that group is not simple; groups.py marks it Stable."""
+        return self.type is GroupType.CLASSIC and not self.protocol_type and self.is_empty
 
     @property
     def is_empty(self) -> bool:
@@ -143,6 +177,7 @@ class Shape(Enum):
     STANDALONE = "Standalone"  # simple group; base: the commit
     UNSUBSCRIBED = "UnsubscribedTopic"  # active group, topic nobody subscribes to; base: the commit
     SUBSCRIBED = "Subscribed"  # never expires while subscribed
+    MAYBE_SUBSCRIBED = "MaybeSubscribed"  # the broker may or may not count it subscribed: may expire, by commit
     NO_CONDITION = "NoCondition"  # the group expires nothing in its state, or we cannot tell
 
 
@@ -159,6 +194,9 @@ def shape_of(group: GroupView, topic: str) -> Shape:
             and group.state == "Stable"
             and group.subscribed_topics is not None
         ):
+            uncertain = group.uncertain_topics
+            if topic in (uncertain or ()) or (uncertain is None and topic not in group.subscribed_topics):
+                return Shape.MAYBE_SUBSCRIBED
             return Shape.SUBSCRIBED if topic in group.subscribed_topics else Shape.UNSUBSCRIBED
         return Shape.NO_CONDITION
     if group.type is GroupType.CONSUMER:
@@ -166,12 +204,27 @@ def shape_of(group: GroupView, topic: str) -> Shape:
             return Shape.SUBSCRIBED
         return Shape.EMPTY_GROUP if group.is_empty else Shape.UNSUBSCRIBED
     if group.type is GroupType.STREAMS:
-        return Shape.EMPTY_GROUP if group.is_empty else Shape.NO_CONDITION
+        if group.is_empty:
+            return Shape.EMPTY_GROUP
+        if group.subscribed_topics is None:
+            return Shape.NO_CONDITION
+        return Shape.SUBSCRIBED if topic in group.subscribed_topics else Shape.UNSUBSCRIBED
     return Shape.NO_CONDITION
 
 
+def policy_base_timestamp(group: GroupView, shape: Shape, offset: OffsetView) -> int:
+    """Where the policy's retention starts. `emptyGroupRetention` promises "this long after the group became
+    Empty", for every kind of group: classic groups say when (currentStateTimestamp, as the broker uses it);
+    for KIP-848 groups it is read from the records' timestamps (groups.emptied_at), although the broker
+    itself counts their retention from the commit. Without a known time, the commit time. Every other rule
+    counts from the commit, as the broker does."""
+    if shape is Shape.EMPTY_GROUP and group.current_state_timestamp is not None:
+        return group.current_state_timestamp
+    return offset.commit_timestamp
+
+
 def base_timestamp(group: GroupView, shape: Shape, offset: OffsetView) -> int:
-    """Where the retention period starts (the baseTimestamp of OffsetExpirationConditionImpl)."""
+    """Where the broker's retention period starts (the baseTimestamp of OffsetExpirationConditionImpl)."""
     if (
         shape is Shape.EMPTY_GROUP
         and group.type is GroupType.CLASSIC
@@ -193,6 +246,29 @@ def broker_expires_at(group: GroupView, offset: OffsetView, retention_ms: int) -
     if offset.expire_timestamp is not None:
         return offset.expire_timestamp
     return base_timestamp(group, shape, offset) + retention_ms
+
+
+def stale_since(group: GroupView) -> int | None:
+    """Since when an Empty group counts as Empty for `rules.staleGroups`: where its emptyGroupRetention
+    starts (`policy_base_timestamp`: when the group became Empty, for classic, KIP-848 and streams groups
+    alike), the group's newest commit where that time is unknown, and a simple group's newest commit (it
+    is Empty all its life). So a group is stale once every one of its offsets is at least emptyFor past the
+    base its emptyGroupRetention uses. None: nothing to count from."""
+    newest = group.newest_commit_timestamp
+    if newest is None:
+        return None
+    if group.is_simple:
+        return newest
+    return policy_base_timestamp(group, Shape.EMPTY_GROUP, OffsetView("", 0, 0, newest))
+
+
+def is_stale(group: GroupView, policy: Policy, now_ms: int) -> bool:
+    """`rules.staleGroups`: the group is Empty and has been for at least emptyFor."""
+    empty_for = policy.rules.stale_group_ms
+    if empty_for is None or not group.is_empty:
+        return False
+    since = stale_since(group)
+    return since is not None and now_ms - since >= empty_for
 
 
 _RULE_REASON = {
@@ -218,11 +294,18 @@ def verdict(
         return False, Reason.PROTECTED
     if not policy.groups.selects(group.group_id):
         return False, Reason.EXCLUDED
+    if group.type is GroupType.SHARE:
+        return False, Reason.SHARE_GROUP
     shape = shape_of(group, offset.topic)
     if shape is Shape.SUBSCRIBED:
         return False, Reason.ACTIVE_SUBSCRIPTION
-    if shape is Shape.NO_CONDITION or (shape is Shape.UNSUBSCRIBED and group.unresolved_regex):
+    if (
+        shape in (Shape.NO_CONDITION, Shape.MAYBE_SUBSCRIBED)
+        or (shape is Shape.UNSUBSCRIBED and group.unresolved_regex)
+    ):
         return False, Reason.UNKNOWN_SUBSCRIPTION
+    if is_stale(group, policy, now_ms):
+        return True, Reason.STALE_GROUP
     if topic_exists is False and policy.rules.deleted_topics is DeletedTopics.DELETE:
         return True, Reason.DELETED_TOPIC
     retention = _rule_retention(policy, shape)
@@ -232,7 +315,7 @@ def verdict(
         if now_ms >= offset.expire_timestamp:
             return True, Reason.EXPIRE_TIMESTAMP
         return False, Reason.WITHIN_RETENTION
-    if now_ms - base_timestamp(group, shape, offset) >= retention:
+    if now_ms - policy_base_timestamp(group, shape, offset) >= retention:
         return True, _RULE_REASON[shape]
     return False, Reason.WITHIN_RETENTION
 

@@ -12,7 +12,8 @@ once per group (pipeline.rebuild_batches) and arrive as the boolean columns `gro
 
 Input columns: topic, commit_timestamp, expire_timestamp, group_type (null: no group record, a simple
 group), group_state, group_protocol_type, group_state_timestamp, group_subscribed (null: unknown),
-group_unresolved_regex, group_protected, group_selected, topic_exists (null: topics unknown).
+group_unresolved_regex, group_uncertain (null: every unsubscribed topic), group_newest_commit,
+group_protected, group_selected, topic_exists (null: topics unknown).
 """
 
 from __future__ import annotations
@@ -35,12 +36,18 @@ def shape_column() -> Column:
     protocol = F.col("group_protocol_type")
     subscribed = F.col("group_subscribed")
     topic_subscribed = subscribed.isNotNull() & F.array_contains(subscribed, F.col("topic"))
+    uncertain = F.col("group_uncertain")  # rules.GroupView.uncertain_topics (null: every unsubscribed topic)
+    maybe = F.when(uncertain.isNull(), ~topic_subscribed).otherwise(
+        F.coalesce(F.array_contains(uncertain, F.col("topic")), F.lit(False))
+    )
     classic = (
-        F.when(protocol == "", _lit(Shape.STANDALONE.value))
+        F.when((protocol == "") & (state == "Empty"), _lit(Shape.STANDALONE.value))  # GroupView.is_simple
         .when(state == "Empty", _lit(Shape.EMPTY_GROUP.value))
         .when(
             (protocol == CONSUMER_PROTOCOL) & (state == "Stable") & subscribed.isNotNull(),
-            F.when(topic_subscribed, _lit(Shape.SUBSCRIBED.value)).otherwise(_lit(Shape.UNSUBSCRIBED.value)),
+            F.when(maybe, _lit(Shape.MAYBE_SUBSCRIBED.value))
+            .when(topic_subscribed, _lit(Shape.SUBSCRIBED.value))
+            .otherwise(_lit(Shape.UNSUBSCRIBED.value)),
         )
         .otherwise(_lit(Shape.NO_CONDITION.value))
     )
@@ -49,7 +56,12 @@ def shape_column() -> Column:
         .when(state == "Empty", _lit(Shape.EMPTY_GROUP.value))
         .otherwise(_lit(Shape.UNSUBSCRIBED.value))
     )
-    streams = F.when(state == "Empty", _lit(Shape.EMPTY_GROUP.value)).otherwise(_lit(Shape.NO_CONDITION.value))
+    streams = (
+        F.when(state == "Empty", _lit(Shape.EMPTY_GROUP.value))
+        .when(subscribed.isNull(), _lit(Shape.NO_CONDITION.value))
+        .when(topic_subscribed, _lit(Shape.SUBSCRIBED.value))
+        .otherwise(_lit(Shape.UNSUBSCRIBED.value))
+    )
     return (
         F.when(gtype.isNull(), _lit(Shape.STANDALONE.value))  # rules.simple_group
         .when(gtype == GroupType.CLASSIC.value, classic)
@@ -59,6 +71,13 @@ def shape_column() -> Column:
     )
 
 
+def policy_base_column(shape: Column, commit: Column | None = None) -> Column:
+    """rules.policy_base_timestamp (`commit`: the offset's commit timestamp unless given)."""
+    state_ts = F.col("group_state_timestamp")
+    use_state = (shape == Shape.EMPTY_GROUP.value) & state_ts.isNotNull()
+    return F.when(use_state, state_ts).otherwise(F.col("commit_timestamp") if commit is None else commit)
+
+
 def base_column(shape: Column) -> Column:
     """rules.base_timestamp."""
     state_ts = F.col("group_state_timestamp")
@@ -66,6 +85,23 @@ def base_column(shape: Column) -> Column:
         (shape == Shape.EMPTY_GROUP.value) & (F.col("group_type") == GroupType.CLASSIC.value) & state_ts.isNotNull()
     )
     return F.when(use_state, state_ts).otherwise(F.col("commit_timestamp"))
+
+
+def stale_column(policy: Policy, now_ms: int) -> Column:
+    """rules.is_stale (with rules.stale_since)."""
+    empty_for = policy.rules.stale_group_ms
+    if empty_for is None:
+        return F.lit(False)
+    gtype = F.col("group_type")
+    newest = F.col("group_newest_commit")
+    simple = gtype.isNull() | ((gtype == GroupType.CLASSIC.value) & (F.col("group_protocol_type") == ""))
+    since = (
+        F.when(newest.isNull(), F.lit(None).cast("long"))
+        .when(simple, newest)
+        .otherwise(policy_base_column(F.lit(Shape.EMPTY_GROUP.value), newest))
+    )
+    empty = F.coalesce(F.col("group_state"), F.lit("Empty")) == "Empty"
+    return F.coalesce(empty & since.isNotNull() & (F.lit(now_ms) - since >= F.lit(empty_for)), F.lit(False))
 
 
 def broker_expires_column(shape: Column, retention_ms: int) -> Column:
@@ -106,18 +142,22 @@ def verdict_columns(policy: Policy, now_ms: int, shape: Column) -> tuple[Column,
             return _lit(Reason.WITHIN_RETENTION.value)
         return (
             F.when(expire.isNotNull(), F.when(now >= expire, _lit(Reason.EXPIRE_TIMESTAMP.value)))
-            .when(now - base_column(shape) >= F.lit(ms), _lit(rule_reason[s].value))
+            .when(now - policy_base_column(shape) >= F.lit(ms), _lit(rule_reason[s].value))
             .otherwise(_lit(Reason.WITHIN_RETENTION.value))
         )
 
     reason = (
         F.when(F.col("group_protected"), _lit(Reason.PROTECTED.value))
         .when(~F.col("group_selected"), _lit(Reason.EXCLUDED.value))
+        .when(F.col("group_type") == GroupType.SHARE.value, _lit(Reason.SHARE_GROUP.value))
         .when(shape == Shape.SUBSCRIBED.value, _lit(Reason.ACTIVE_SUBSCRIPTION.value))
         .when(
-            (shape == Shape.NO_CONDITION.value) | ((shape == Shape.UNSUBSCRIBED.value) & unresolved),
+            (shape == Shape.NO_CONDITION.value)
+            | (shape == Shape.MAYBE_SUBSCRIBED.value)
+            | ((shape == Shape.UNSUBSCRIBED.value) & unresolved),
             _lit(Reason.UNKNOWN_SUBSCRIPTION.value),
         )
+        .when(stale_column(policy, now_ms), _lit(Reason.STALE_GROUP.value))
         .when(deleted, _lit(Reason.DELETED_TOPIC.value))
         .when(shape == Shape.EMPTY_GROUP.value, by_rule(Shape.EMPTY_GROUP))
         .when(shape == Shape.STANDALONE.value, by_rule(Shape.STANDALONE))

@@ -42,6 +42,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .columnar import DECODED_ARROW, decode_records, last_per_key
 from .errors import InputError
+from .facts import is_group_metadata_key, same_generation_history
 from .fetcher import CLIENT_SETTINGS as CLIENT_SETTINGS  # the settings "kafka.<name>" options may set
 from .fetcher import PartitionFetcher, typed_settings
 from .raw import OFFSETS_TOPIC
@@ -63,7 +64,7 @@ DECODED_DDL = (
     "record_partition int, record_offset long, records long, type int, group string, topic string, "
     "partition int, member string, tombstone boolean, committed_offset long, commit_timestamp long, "
     "expire_timestamp long, protocol_type string, state_timestamp long, member_count int, "
-    "topics array<string>, regex string, epoch int, member_state int"
+    "topics array<string>, regex string, epoch int, member_state int, record_timestamp long, generation int"
 )
 assert [f.split(" ")[0] for f in DECODED_DDL.split(", ")] == DECODED_ARROW.names
 DEFAULT_SPLIT_RECORDS = 2_000_000
@@ -243,7 +244,8 @@ class _Sink:
 
 
 class _CompactingSink:
-    """Keeps the newest record per key (records arrive in offset order) and how many it stands for."""
+    """Keeps the newest record per key (records arrive in offset order) and how many it stands for. It keeps
+    no GroupMetadata history (facts.GROUP_METADATA_HISTORY): the analysis reads with `decode` instead."""
 
     def __init__(self, partition: int) -> None:
         self.partition = partition
@@ -286,27 +288,57 @@ class _DecodingSink:
     def __init__(self, partition: int) -> None:
         self.partition = partition
         self.offsets: list[int] = []
+        self.timestamps: list[int] = []
         self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
 
     def add(self, parsed: ParsedRecords) -> Iterator[pa.RecordBatch]:
         self.offsets.extend(parsed.offsets)
+        self.timestamps.extend(parsed.timestamps)
         self.keys.extend(parsed.keys)
         self.values.extend(parsed.values)
         return iter(())
 
     def finish(self) -> Iterator[pa.RecordBatch]:
-        keys = pa.array(self.keys, pa.binary()).fill_null(b"")
-        last, counts = last_per_key(keys)
-        offsets = pa.array(self.offsets, pa.int64()).take(last)
-        values = pa.array(self.values, pa.binary()).take(last)
-        keys = keys.take(last)
-        self.offsets, self.keys, self.values = [], [], []
+        all_keys = pa.array(self.keys, pa.binary()).fill_null(b"")
+        all_offsets = pa.array(self.offsets, pa.int64())
+        all_values = pa.array(self.values, pa.binary())
+        all_timestamps = pa.array(self.timestamps, pa.int64())
+        # Every GroupMetadata record of the range, the newest included, also goes out as history
+        # (columnar.decode_records' `history`; facts.GROUP_METADATA_HISTORY), counting no records.
+        by_key: dict[bytes, list[int]] = {}
+        for i, k in enumerate(self.keys):
+            if is_group_metadata_key(k):
+                by_key.setdefault(k or b"", []).append(i)
+        past = [
+            rows[j]
+            for rows in by_key.values()
+            for j in same_generation_history([(self.offsets[i], self.values[i]) for i in rows])
+        ]
+        last, counts = last_per_key(all_keys)
+        offsets = all_offsets.take(last)
+        values = all_values.take(last)
+        timestamps = all_timestamps.take(last)
+        keys = all_keys.take(last)
+        self.offsets, self.timestamps, self.keys, self.values = [], [], [], []
+        if past:
+            index = pa.array(past, pa.int64())
+            yield decode_records(
+                pa.array([self.partition] * len(past), pa.int32()),
+                all_offsets.take(index),
+                pa.array([0] * len(past), pa.int64()),
+                all_keys.take(index),
+                all_values.take(index),
+                all_timestamps.take(index),
+                pa.array([True] * len(past), pa.bool_()),
+            )
         partitions = pa.array([self.partition] * len(last), pa.int32())
         records = pa.array(counts, pa.int64())
         for i in range(0, len(last), BATCH_ROWS):
             j = i + BATCH_ROWS
-            yield decode_records(partitions[i:j], offsets[i:j], records[i:j], keys[i:j], values[i:j])
+            yield decode_records(
+                partitions[i:j], offsets[i:j], records[i:j], keys[i:j], values[i:j], timestamps[i:j]
+            )
 
 
 def _batch(

@@ -16,12 +16,13 @@ from .policy import plural
 HEADERS = ("GROUP", "KIND", "TOPIC", "PARTITIONS", "STATE", "CANDIDATE", "REASON", "BROKER EXPIRY")
 
 
-def kind(group_type: str, protocol_type: str) -> str:
-    """The KIND column: a group's type, with the protocol type where it tells more (module docstring)."""
+def kind(group_type: str, protocol_type: str, state: str = "Empty") -> str:
+    """The KIND column: a group's type, with the protocol type where it tells more (module docstring). A
+    classic group with members and protocol type "" is not simple (rules.GroupView.is_simple): `classic/""`."""
     if group_type != "classic":
         return group_type
     if not protocol_type:
-        return "simple"
+        return "simple" if state == "Empty" else 'classic/""'
     return "classic" if protocol_type == "consumer" else f"classic/{protocol_type}"
 
 
@@ -65,7 +66,7 @@ def fold_partitions(partitions: Iterable[int]) -> str:
 def render(summary: Mapping[str, Any], offsets: Iterable[Mapping[str, Any]], now_ms: int) -> str:
     rows: dict[tuple[str, str, str, bool, str, str], dict[str, Any]] = {}
     for r in offsets:
-        group_kind = kind(r["groupType"], r["protocolType"])
+        group_kind = kind(r["groupType"], r["protocolType"], r["groupState"])
         key = (r["group"], r["topic"], r["reason"], r["candidate"], r["groupState"], group_kind)
         row = rows.setdefault(key, {"partitions": [], "expiry": []})
         row["partitions"].append(r["partition"])
@@ -104,7 +105,8 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
     scanned, skipped = summary["recordsScanned"], summary["skippedRecords"]
     lines = [
         f"{candidates} deletion {plural(candidates, 'candidate')} among {offsets} committed "
-        f"{plural(offsets, 'offset')} of {groups} {plural(groups, 'group')}" + (f" ({counted})" if counted else ""),
+        f"{plural(offsets, 'offset')} of {groups} {plural(groups, 'group')}"
+        + (f" ({counted})" if counted else ""),
         f"scanned {scanned} {plural(scanned, 'record')} in {partitions} {plural(partitions, 'partition')} of "
         f"__consumer_offsets; {skipped} undecodable {plural(skipped, 'record')} skipped",
     ]
@@ -113,5 +115,16 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"as of {now.replace('+00:00', 'Z')}, with a broker offset retention of "
             f"{format_duration_ms(summary['brokerRetentionMs'])}"
+        )
+    if summary.get("brokerCheckIntervalMs") is not None:
+        assumed = (
+            " (Kafka's default; the broker did not say)"
+            if summary.get("brokerCheckIntervalSource") == "default"
+            else ""
+        )
+        lines.append(
+            "BROKER EXPIRY is when an offset becomes due; the broker deletes it at its next cleanup run, "
+            f"within {format_duration_ms(summary['brokerCheckIntervalMs'])} after that "
+            f"(offsets.retention.check.interval.ms{assumed})"
         )
     return lines

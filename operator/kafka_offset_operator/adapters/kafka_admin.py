@@ -23,7 +23,7 @@ from typing import Any
 
 import kafka.errors as kerrors
 from kafka import KafkaAdminClient, TopicPartition
-from kafka.admin import ConfigResource
+from kafka.admin import ConfigResource, OffsetSpec, OffsetTimestamp
 from kafka.net.compat import KafkaNetClient
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
@@ -38,9 +38,13 @@ from ..model.offsets import (
     Committed,
     GroupInfo,
     KafkaFailure,
+    LogRange,
     Member,
     group_busy,
 )
+
+# ListOffsets' answer for a timestamp no record reaches (ListOffsetsResponse.UNKNOWN_OFFSET).
+UNKNOWN_OFFSET = -1
 
 # -- errors
 
@@ -289,6 +293,10 @@ class KafkaAdmin:
         described = self._call(self._client.describe_cluster)
         return str(described.get("cluster_id") or "") or None
 
+    def topic_names(self) -> frozenset[str]:
+        """The topics the cluster has now (Metadata): what tells an offset of a deleted topic."""
+        return frozenset(self._call(self._client.list_topics))
+
     # -- groups
 
     def describe_group(self, group: str) -> GroupInfo:
@@ -336,14 +344,69 @@ class KafkaAdmin:
         raw = self._call(self._client.alter_group_offsets, group, request)
         return partition_answers(raw)
 
-    def delete_group(self, group: str) -> str | None:
+    def delete_group(self, group: str, *, raise_retriable: bool = False) -> str | None:
         """DeleteGroups for one group (its offsets and the group itself): None when deleted, else Kafka's
-        error name, e.g. NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND. Used by keep-alive."""
+        error name, e.g. NON_EMPTY_GROUP while it has members, GROUP_ID_NOT_FOUND. Used by keep-alive and by
+        an OffsetDeletion with spec.deleteGroup."""
         raw = self._call(self._client.delete_groups, [group]).get(group, "KafkaError")
         if raw == "OK":
             return None
         cls = getattr(kerrors, str(raw), None)
-        return error_name(cls) if isinstance(cls, type) and issubclass(cls, BaseException) else CLIENT_ERROR
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            return CLIENT_ERROR
+        if raise_retriable and retry_later(cls) and not group_busy(error_name(cls)):
+            # A coordinator moving or loading: not an answer about the group. Tried again later.
+            raise _failure(cls())
+        return error_name(cls)
+
+    # -- topics and their logs
+
+    def topic_partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
+        """The partitions of each topic (Metadata), as Kafka's reset tool lists a topic named without
+        partitions. A topic that does not exist is left out; any other refusal (e.g.
+        TOPIC_AUTHORIZATION_FAILED) raises KafkaFailure."""
+        wanted = sorted(set(topics))
+        if not wanted:
+            return {}
+        out: dict[str, list[int]] = {}
+        for topic in self._call(self._client.describe_topics, wanted):
+            code = int(topic.get("error_code") or 0)
+            if code == kerrors.UnknownTopicOrPartitionError.errno:
+                continue
+            if code:
+                raise _failure(kerrors.for_code(code)())
+            out[str(topic["name"])] = sorted(int(p["partition_index"]) for p in topic.get("partitions") or ())
+        return out
+
+    def list_offsets(self, partitions: Iterable[TP], at: str | int) -> dict[TP, int]:
+        """ListOffsets for each partition: `at` is "earliest" (the log start offset), "latest" (the log end
+        offset) or a timestamp in epoch ms (the first offset whose record's timestamp is at or after it;
+        UNKNOWN_OFFSET, -1, where no record is that late). One request per partition leader; a partition
+        that does not exist raises KafkaFailure (UNKNOWN_TOPIC_OR_PARTITION): ask `log_ranges` or
+        `topic_partitions` first."""
+        if at == "earliest":
+            spec: OffsetSpec | OffsetTimestamp = OffsetSpec.EARLIEST
+        elif at == "latest":
+            spec = OffsetSpec.LATEST
+        elif isinstance(at, int) and not isinstance(at, bool) and at >= 0:
+            spec = OffsetTimestamp(at)
+        else:
+            raise ValueError(f"list_offsets: {at!r} is not earliest, latest or a timestamp")
+        request = {TopicPartition(t, p): spec for t, p in sorted(set(partitions))}
+        if not request:
+            return {}
+        raw = self._call(self._client.list_partition_offsets, request)
+        return {(tp.topic, tp.partition): int(found.offset) for tp, found in raw.items()}
+
+    def log_ranges(self, partitions: Iterable[TP]) -> dict[TP, LogRange]:
+        """Each existing partition's log start and end offsets (ListOffsets EARLIEST and LATEST, as Kafka's
+        reset tool asks them); a partition that does not exist is left out."""
+        wanted = sorted(set(partitions))
+        existing = self.topic_partitions(t for t, _ in wanted)
+        known = [(t, p) for t, p in wanted if p in existing.get(t, ())]
+        start = self.list_offsets(known, "earliest")
+        end = self.list_offsets(known, "latest")
+        return {tp: LogRange(start[tp], end[tp]) for tp in known if tp in start and tp in end}
 
     # -- configs
 

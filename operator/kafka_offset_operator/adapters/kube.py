@@ -43,6 +43,26 @@ def load_config(kubeconfig: str | Path | None = None) -> kubernetes.client.Confi
     return config
 
 
+_IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def current_namespace(kubeconfig: str | Path | None = None) -> str:
+    """The namespace kubectl would use: the kubeconfig's current context's, else the pod's own (in a
+    cluster), else "default". For commands that write into the cluster without naming a namespace."""
+    try:
+        _, active = kubernetes.config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
+            config_file=None if kubeconfig is None else str(kubeconfig))
+        namespace = (active or {}).get("context", {}).get("namespace")
+        if namespace:
+            return str(namespace)
+    except (kubernetes.config.ConfigException, OSError, TypeError, ValueError):
+        pass
+    try:
+        return _IN_CLUSTER_NAMESPACE.read_text().strip() or "default"
+    except OSError:
+        return "default"
+
+
 @dataclass
 class Kube:
     """Synchronous calls for the handlers (they run in Kopf's thread pool)."""

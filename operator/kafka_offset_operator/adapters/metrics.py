@@ -23,6 +23,14 @@ OFFSETS_DELETED = Counter(
 OFFSETS_FAILED = Counter(
     f"{PREFIX}_offsets_delete_failed_total", "Partitions Kafka refused to delete (see kafka_errors_total for why)."
 )
+RESETS = Counter(
+    f"{PREFIX}_offset_resets_total",
+    "OffsetResets that reached a final phase, by phase (Succeeded, PartiallyFailed, Failed).",
+    ["phase"],
+)
+OFFSETS_RESET = Counter(
+    f"{PREFIX}_offsets_reset_total", "Committed offsets (partitions) an OffsetReset committed at a new offset."
+)
 RESTORES = Counter(
     f"{PREFIX}_restores_total",
     "Restore attempts by outcome: Restored, Incomplete (some partitions failed), Blocked (group has members).",
@@ -101,6 +109,11 @@ BACKUP_STORE_ERRORS = Counter(
     "change of offsets did not start) and expire (old backups could not be listed or deleted).",
     ["operation"],
 )
+
+
+def reset_finished(phase: str, reset: int) -> None:
+    RESETS.labels(phase=phase).inc()
+    OFFSETS_RESET.inc(reset)
 
 
 def deletion_finished(phase: str, deleted: int, failed: int) -> None:

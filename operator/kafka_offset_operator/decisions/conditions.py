@@ -59,10 +59,12 @@ NEEDS_A_PERSON = frozenset({
     Reason.FAILED,
     Reason.PARTIALLY_FAILED,
     Reason.GROUP_NOT_FOUND,
+    Reason.GROUP_CHANGED,
     Reason.PROTECTED,
     Reason.CLUSTER_MISMATCH,
     Reason.RESTORE_INCOMPLETE,
     Reason.SPEC_FROZEN,
+    Reason.PLAN_REFUSED,
 })
 
 

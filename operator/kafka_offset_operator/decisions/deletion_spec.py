@@ -38,6 +38,14 @@ class DeletionSpec:
     policy_ref: str | None = None
     # Offsets as a policy's scan saw them: a partition committed since is skipped, not deleted.
     expected: Mapping[TP, int] = field(default_factory=dict)
+    # spec.deleteGroup: DeleteGroups for the whole group, only while every offset it has is of a listed topic
+    # (and, with require_topics_deleted, of a topic that no longer exists).
+    delete_group: bool = False
+    require_topics_deleted: bool = False
+
+    @property
+    def topic_names(self) -> frozenset[str]:
+        return frozenset(t.name for t in self.topics)
 
 
 def parse_spec(spec: Mapping[str, Any] | None) -> DeletionSpec:
@@ -57,7 +65,13 @@ def parse_spec(spec: Mapping[str, Any] | None) -> DeletionSpec:
     expected = {}
     for i, entry in enumerate(spec.get("expectedOffsets", ())):
         expected[(_not_dots(entry["topic"], f"spec.expectedOffsets[{i}].topic"), entry["partition"])] = entry["offset"]
+    delete_group = bool(spec.get("deleteGroup", False))
+    require_deleted = bool(spec.get("requireTopicsDeleted", False))
+    if require_deleted and not delete_group:
+        raise SpecError("spec.requireTopicsDeleted", "applies only with spec.deleteGroup: true")
     return DeletionSpec(
+        delete_group=delete_group,
+        require_topics_deleted=require_deleted,
         group=group,
         topics=tuple(topics),
         approved=spec.get("approved", False),

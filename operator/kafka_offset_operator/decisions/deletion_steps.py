@@ -7,6 +7,12 @@ BEFORE its next Kafka call, so the status is always a safe point to resume from:
     (new) ──> AwaitingApproval ──approved──> Running: backup written ──> deleteStartTime written
           ──> OffsetDelete ──> Succeeded | PartiallyFailed | Failed ──restore──> Restored
 
+With spec.deleteGroup the same machine deletes the whole group (DeleteGroups) instead: the backup holds every
+offset the group has, the live re-check right before DeleteGroups (`group_deletion_problem`) sends nothing
+unless the group still has no members and exactly the backed-up offsets (all of listed topics; with
+spec.requireTopicsDeleted all of topics that no longer exist), and `finish_group_deletion` records Kafka's
+answer for the group (status.groupResult) and for each backed-up partition, so restore is the same.
+
 Never twice: a resumed deletion re-reads the committed offsets and deletes only partitions still at their
 backed-up value; a resumed restore commits only partitions that still have no offset. So an offset a
 consumer committed after our delete (or after our restore) is never deleted (or overwritten) by a retry.
@@ -331,6 +337,108 @@ def _group_missing(spec: DeletionSpec, status: Mapping[str, Any], now: str, gene
     patch.update(phase=FAILED, startTime=now, completionTime=now, results=results, deleted=0, failed=len(results),
                  backup={"takenAt": now, "partitions": 0, "offsets": []})
     return Outcome(patch, (Event("Warning", Reason.GROUP_NOT_FOUND, message),))
+
+
+# -- whole-group deletion (spec.deleteGroup)
+
+
+def plan_group_backup(spec: DeletionSpec, status: Mapping[str, Any], group: GroupInfo,
+                      committed: Mapping[TP, Committed], topics: frozenset[str] | None, now: str,
+                      generation: int | None) -> BackupPlan:
+    """DeleteGroups deletes every offset of the group, so the backup holds every one. A group whose premise
+    does not hold already (members, offsets of unlisted topics, committed since the scan, a topic that
+    exists) is not backed up and not deleted: final, with why."""
+    if not group.exists and not committed:
+        return BackupPlan({}, (), _group_missing(spec, status, now, generation))
+    problem = group_deletion_problem(spec, group, committed, None, topics)
+    if problem is not None:
+        return BackupPlan({}, (), group_not_deleted(spec, status, committed, problem, now, generation))
+    return BackupPlan(dict(committed), ())
+
+
+def group_deletion_problem(spec: DeletionSpec, group: GroupInfo, committed: Mapping[TP, Committed],
+                           backup: Mapping[TP, Committed] | None, topics: frozenset[str] | None) -> str | None:
+    """The live re-check of a whole-group deletion: why DeleteGroups must not be sent now, or None.
+    `backup`: what was backed up (None before the backup); `topics`: the cluster's topics now (read only
+    with spec.requireTopicsDeleted)."""
+    if group.active:
+        return (f"the group has {len(group.members)} member(s) now (state {group.state}): it is in use; Kafka would "
+                "refuse DeleteGroups (NON_EMPTY_GROUP)")
+    if not committed:
+        return "the group has no committed offsets now (expired or deleted elsewhere)"
+    unlisted = sorted({t for t, _ in committed} - spec.topic_names)
+    if unlisted:
+        return (f"the group has offsets of topics not in spec.topics ({_names(unlisted)}), which DeleteGroups "
+                "would delete too")
+    if spec.expected:
+        changed = sorted(tp for tp, c in committed.items() if spec.expected.get(tp) != c.offset)
+        if changed:
+            return f"the group committed since the scan ({_tps(changed)}): it is not as proposed"
+    if backup is not None and dict(committed) != dict(backup):
+        changed = sorted(tp for tp in set(committed) | set(backup) if committed.get(tp) != backup.get(tp))
+        return f"the group's offsets changed since the backup ({_tps(changed)})"
+    if spec.require_topics_deleted and topics is not None:
+        present = sorted({t for t, _ in committed} & topics)
+        if present:
+            return (f"topic(s) {_names(present)} exist(s) (again): spec.requireTopicsDeleted deletes the group only "
+                    "while all its offsets are of deleted topics")
+    return None
+
+
+def _names(names: Sequence[str], limit: int = 5) -> str:
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def _tps(tps: Sequence[TP], limit: int = 5) -> str:
+    return _names([f"{t}-{p}" for t, p in tps], limit)
+
+
+def group_not_deleted(spec: DeletionSpec, status: Mapping[str, Any], committed: Mapping[TP, Committed],
+                      problem: str, now: str, generation: int | None) -> Outcome:
+    """The live re-check failed: DeleteGroups was not sent, nothing was deleted. Final (phase Failed): the
+    premise the deletion was approved on is gone; a new OffsetDeletion is needed if it comes back."""
+    message = f"group {spec.group} not deleted: {problem}"
+    results = [_result(tp, SKIPPED, message="the group was not deleted") for tp in sorted(committed)]
+    bounded, summary = bounded_results((), None, results, DELETED)
+    patch = _conds(status, now, generation, Condition("Ready", "False", Reason.GROUP_CHANGED, message),
+                   Condition("Degraded", "True", Reason.GROUP_CHANGED, message))
+    patch.update(phase=FAILED, completionTime=now, deleted=0, failed=0, results=bounded, resultsSummary=summary,
+                 groupResult={"status": SKIPPED, "message": problem})
+    if not status.get("startTime"):
+        patch["startTime"] = now
+    return Outcome(patch, (Event("Warning", Reason.GROUP_CHANGED, message),))
+
+
+def finish_group_deletion(spec: DeletionSpec, status: Mapping[str, Any], backup: Mapping[TP, Committed],
+                          error: str | None, now: str, generation: int | None) -> Outcome:
+    """DeleteGroups' answer for the group (status.groupResult): on success every backed-up partition is
+    Deleted (restore reads them), else every one Failed with Kafka's error name, as a top-level OffsetDelete
+    error would be."""
+    if error is None:
+        new = [_result(tp, DELETED) for tp in sorted(backup)]
+        group_result = {"status": DELETED, "message": f"deleted with its {len(backup)} committed offsets"}
+        text = f"deleted group {spec.group} (DeleteGroups) with its {len(backup)} committed offsets"
+        phase, kind = SUCCEEDED, "Normal"
+    else:
+        explain = EXPLAIN.get(error, "")
+        new = [_result(tp, FAILED_RESULT, error, explain) for tp in sorted(backup)]
+        group_result = {"status": FAILED_RESULT, "error": error, "message": explain or f"Kafka refused ({error})"}
+        text = f"group {spec.group} not deleted: Kafka answered DeleteGroups with {error}"
+        phase, kind = FAILED, "Warning"
+    results, results_summary = bounded_results(status.get("results") or (), status.get("resultsSummary"), new,
+                                               DELETED)
+    tally = results_summary or _summary(results)
+    reason = Reason(phase)
+    if phase == SUCCEEDED:
+        conds = (Condition("Ready", "True", reason, text), Condition("Degraded", "False", Reason.AS_EXPECTED, ""))
+    else:
+        conds = (Condition("Ready", "False", reason, text), Condition("Degraded", "True", reason, text))
+    patch = _conds(status, now, generation, *conds)
+    patch.update(phase=phase, completionTime=now, deleted=tally["byStatus"].get(DELETED, 0),
+                 failed=tally["byStatus"].get(FAILED_RESULT, 0), results=results, resultsSummary=results_summary,
+                 groupResult=group_result)
+    return Outcome(patch, (Event(kind, reason, text),))
 
 
 # -- delete

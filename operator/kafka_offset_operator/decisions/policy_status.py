@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from offset_expiry.policy import Policy, regex_pattern_warnings, unmatched_pattern_warnings
+
 from ..model.reasons import Reason
 from ..model.report import Report, ScannedOffset
 from .conditions import Condition, merge_conditions
@@ -15,6 +17,7 @@ from .proposals import Skip
 from .times import iso
 
 TOP_CANDIDATES = 20  # the CRD's maxItems for status.topCandidates
+MAX_WARNINGS = 20  # the CRD's maxItems for status.warnings
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,14 @@ class RunSummary:
     skipped: tuple[Skip, ...] = ()
     keep_alive: Sequence[str] = field(default_factory=tuple)  # one line per keep-alive action or problem
     refused: Sequence[str] = ()  # one line per OffsetDeletion the API server refused (413, 422)
+    warnings: Sequence[str] = ()  # one line per doubtful group pattern (policy_warnings)
+
+
+def policy_warnings(policy: Policy, groups: Iterable[str]) -> list[str]:
+    """What the analyze CLI warns about, for the status: group patterns are globs, so a pattern that looks
+    like a regular expression (`^live-.*$`, `team-a.*`) surely matches less than meant; and a pattern that
+    matched none of the groups with committed offsets in this run is likely a typo. Neither stops a run."""
+    return [*regex_pattern_warnings(policy), *unmatched_pattern_warnings(policy, frozenset(groups))]
 
 
 def top_candidates(candidates: Iterable[ScannedOffset], limit: int = TOP_CANDIDATES) -> list[dict[str, Any]]:
@@ -71,6 +82,8 @@ def _ready_message(run: RunSummary) -> str:
         text += "; skipped after the live re-check: " + ", ".join(f"{n} {why}" for why, n in sorted(counts.items()))
     if run.keep_alive:
         text += "; keep-alive: " + "; ".join(run.keep_alive)
+    if run.warnings:
+        text += f"; {len(run.warnings)} {'warning' if len(run.warnings) == 1 else 'warnings'} about group patterns (status.warnings)"
     return text
 
 
@@ -92,6 +105,7 @@ def run_succeeded(status: Mapping[str, Any], run: RunSummary, next_run_ms: int, 
         },
         "nextRunTime": iso(next_run_ms),
         "topCandidates": top_candidates(run.report.candidates),
+        "warnings": [line[:1000] for line in run.warnings[:MAX_WARNINGS]],
         "conditions": merge_conditions(status.get("conditions"), [
             Condition("Ready", "True", Reason.ANALYSIS_SUCCEEDED, _ready_message(run)),
             Condition("Degraded", "True", Reason.WRITE_REFUSED, _refused_message(run.refused)) if run.refused

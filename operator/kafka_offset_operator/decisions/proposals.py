@@ -15,7 +15,7 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from offset_expiry.policy import Protection
@@ -44,6 +44,11 @@ GROUP_ACTIVE = "GroupHasMembers"
 SUBSCRIBED = "SubscribedByLiveMember"
 SUBSCRIPTION_UNKNOWN = "SubscriptionUnknown"
 NOT_SIMPLE = "NoLongerStandalone"
+# Whole-group deletion (DeleteGroups: rules.staleGroups, and deletedTopics: Delete)
+OTHER_OFFSETS = "GroupHasOtherOffsets"  # the group has live offsets the proposal does not cover
+TOPIC_EXISTS = "TopicExistsAgain"  # a topic the scan saw deleted exists now
+DELETED_TOPIC_REPORT_ONLY = "DeletedTopicReportOnly"  # see _recheck_deleted_topics
+TOO_LARGE = "GroupTooLargeForOneDeletion"  # a whole group must fit one OffsetDeletion (MAX_PARTITIONS)
 
 # Reasons whose premise is a group without members.
 _NEEDS_EMPTY = frozenset({Reason.EMPTY_GROUP, Reason.STANDALONE})
@@ -61,6 +66,8 @@ class Proposal:
     offsets: Mapping[TP, int]  # as the scan saw them
     reasons: Mapping[TP, str]
     broker_expires_at: int | None  # the earliest the broker itself would expire one of them
+    delete_group: bool = False  # DeleteGroups for the whole group (the offsets are all it has)
+    require_topics_deleted: bool = False  # ... and only while they are all of deleted topics
 
     @property
     def topics(self) -> dict[str, list[int]]:
@@ -103,8 +110,15 @@ def proposals(candidates: Iterable[ScannedOffset]) -> list[Proposal]:
     return out
 
 
-def recheck(proposal: Proposal, live: GroupInfo, committed: Mapping[TP, Committed], protection: Protection) -> Recheck:
+def recheck(proposal: Proposal, live: GroupInfo, committed: Mapping[TP, Committed], protection: Protection,
+            topics: frozenset[str] | None = None) -> Recheck:
     """Keep only partitions still at their scanned offset whose premise still holds in the live group.
+    `committed` is every offset the group has now; `topics` the cluster's topics now (None: unknown).
+
+    Whole groups (DeleteGroups) are proposed for a stale group (StaleGroup) and for an Empty group whose
+    offsets are all of deleted topics (DeletedTopic): only when the group has no members and its live
+    offsets are exactly the proposal's (`_recheck_group`). Offsets of deleted topics in any other group are
+    reported, not proposed: OffsetDelete cannot remove them (UNKNOWN_TOPIC_OR_PARTITION).
 
     A KIP-848 group is invisible to DescribeGroups (it answers Dead / GROUP_ID_NOT_FOUND): for those only
     the offsets are compared, and OffsetDelete itself refuses topics their members subscribe to
@@ -112,6 +126,21 @@ def recheck(proposal: Proposal, live: GroupInfo, committed: Mapping[TP, Committe
     group = proposal.group
     if protection.protects(group):
         return Recheck(None, tuple(Skip(group, t, p, PROTECTED) for t, p in sorted(proposal.offsets)))
+    if Reason.STALE_GROUP in proposal.reasons.values():
+        return _recheck_group(proposal, live, committed, None)
+    deleted = {tp for tp, reason in proposal.reasons.items() if reason == Reason.DELETED_TOPIC}
+    if deleted:
+        group_wide = _recheck_deleted_topics(proposal, live, committed, topics, deleted)
+        if group_wide is not None:
+            return group_wide
+        reported = [Skip(group, t, p, NOT_COMMITTED if (t, p) not in committed else DELETED_TOPIC_REPORT_ONLY)
+                    for t, p in sorted(deleted)]
+        rest = {tp: o for tp, o in proposal.offsets.items() if tp not in deleted}
+        if not rest:
+            return Recheck(None, tuple(reported))
+        others = recheck(replace(proposal, offsets=rest, reasons={tp: proposal.reasons[tp] for tp in rest}), live,
+                         committed, protection, topics)
+        return Recheck(others.proposal, (*reported, *others.skipped))
     classic = proposal.group_type == "classic"
     subscribed = live.subscribed_topics if live.active else frozenset()
     keep: dict[TP, int] = {}
@@ -127,6 +156,39 @@ def recheck(proposal: Proposal, live: GroupInfo, committed: Mapping[TP, Committe
     kept = Proposal(group, proposal.group_type, keep, {tp: proposal.reasons[tp] for tp in keep},
                     proposal.broker_expires_at)
     return Recheck(kept, tuple(skipped))
+
+
+def _recheck_group(proposal: Proposal, live: GroupInfo, committed: Mapping[TP, Committed],
+                   topics: frozenset[str] | None, require_topics_deleted: bool = False) -> Recheck:
+    """The whole group, or nothing: no members, and its live offsets exactly the scanned ones."""
+    why = None
+    if live.active:
+        why = GROUP_ACTIVE
+    elif set(committed) - set(proposal.offsets):
+        why = OTHER_OFFSETS
+    elif any(committed.get(tp) is None or committed[tp].offset != o for tp, o in proposal.offsets.items()):
+        why = COMMITTED_SINCE_SCAN
+    elif require_topics_deleted and topics is not None and {t for t, _ in committed} & topics:
+        why = TOPIC_EXISTS
+    elif len(proposal.offsets) > MAX_PARTITIONS or len(proposal.topics) > MAX_TOPICS:
+        why = TOO_LARGE
+    if why is not None:
+        return Recheck(None, tuple(Skip(proposal.group, t, p, why) for t, p in sorted(proposal.offsets)))
+    return Recheck(replace(proposal, delete_group=True, require_topics_deleted=require_topics_deleted))
+
+
+def _recheck_deleted_topics(proposal: Proposal, live: GroupInfo, committed: Mapping[TP, Committed],
+                            topics: frozenset[str] | None, deleted: set[TP]) -> Recheck | None:
+    """Offsets of deleted topics: Kafka refuses OffsetDelete for a topic missing from its metadata
+    (KafkaApis.handleOffsetDeleteRequest answers UNKNOWN_TOPIC_OR_PARTITION before the coordinator sees the
+    request), so they can only go with their whole group. That is proposed when they are all the Empty group
+    has (with spec.requireTopicsDeleted, re-checked before DeleteGroups); None otherwise (the caller reports
+    them, and proposes the group's other candidates as usual: once those are deleted, a later run finds the
+    deleted topics' offsets all the group has left)."""
+    if deleted != set(proposal.offsets) or set(committed) != deleted or live.active:
+        return None
+    result = _recheck_group(proposal, live, committed, topics, require_topics_deleted=True)
+    return result if result.proposal is not None else None
 
 
 def _why_not(proposal: Proposal, tp: TP, live: GroupInfo, now: Committed | None,
@@ -157,7 +219,9 @@ def _why_not(proposal: Proposal, tp: TP, live: GroupInfo, now: Committed | None,
 def child_name(policy: str, proposal: Proposal) -> str:
     """Deterministic: the same group with the same scanned offsets gets the same name, so a re-run (or a
     second operator visit) finds the existing OffsetDeletion instead of making another."""
-    content = json.dumps([proposal.group, sorted([t, p, o] for (t, p), o in proposal.offsets.items())])
+    offsets = sorted([t, p, o] for (t, p), o in proposal.offsets.items())
+    # A whole-group deletion is another object than an OffsetDelete of the same offsets.
+    content = json.dumps([proposal.group, offsets, "DeleteGroups"] if proposal.delete_group else [proposal.group, offsets])
     digest = hashlib.sha256(content.encode()).hexdigest()[:10]
     prefix = policy[: MAX_NAME - len(digest) - 1].rstrip("-.")
     return f"{prefix}-{digest}"
@@ -195,6 +259,8 @@ def child_manifest(policy_body: Mapping[str, Any], proposal: Proposal, mode: Mod
                 {"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(proposal.offsets.items())
             ],
             "approved": mode is Mode.AUTO,
+            **({"deleteGroup": True} if proposal.delete_group else {}),
+            **({"requireTopicsDeleted": True} if proposal.require_topics_deleted else {}),
         },
     }
 
@@ -204,7 +270,8 @@ def children(policy_body: Mapping[str, Any], kept: Sequence[Proposal], mode: Mod
     candidates do not fit one (`split`)."""
     if mode is Mode.DRY_RUN:
         return []
-    return [child_manifest(policy_body, part, mode, scan_time_ms) for p in kept for part in split(p)]
+    return [child_manifest(policy_body, part, mode, scan_time_ms) for p in kept
+            for part in ([p] if p.delete_group else split(p))]
 
 
 # One OffsetDeletion is one object: its spec, the status' copy of it (status.target.spec) and its bounded

@@ -8,8 +8,10 @@ API_VERSION = f"{GROUP}/{VERSION}"
 
 POLICY_KIND = "ConsumerGroupOffsetPolicy"
 DELETION_KIND = "OffsetDeletion"
+RESET_KIND = "OffsetReset"
 POLICIES = "consumergroupoffsetpolicies"
 DELETIONS = "offsetdeletions"
+RESETS = "offsetresets"
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "kafka-offset-operator"}
 POLICY_LABEL = f"{GROUP}/policy"  # on what a policy creates: its OffsetDeletions, runs and ConfigMaps

@@ -1,6 +1,6 @@
 """Backups of committed offsets as data.
 
-Every change of offsets (an OffsetDeletion's delete or restore, keep-alive's rebase) first writes a
+Every change of offsets (an OffsetDeletion's delete or restore, keep-alive's rebase, a reset) first writes a
 `BackupRecord` to the backup store (adapters/backup_store.py): one unowned ConfigMap per change, so it
 outlives the resource that asked for it. The record says which cluster and group, each partition's
 offset, leader epoch and metadata, and who asked, when and why; `restore` needs nothing else.
@@ -27,6 +27,7 @@ class Action(StrEnum):
     DELETE = "Delete"  # an OffsetDeletion's OffsetDelete
     RESTORE = "Restore"  # a restore's admin OffsetCommit (the backup holds what was committed before it)
     REBASE = "Rebase"  # keep-alive's DeleteGroups + admin OffsetCommit of a protected group
+    RESET = "Reset"  # an offset reset's admin OffsetCommit (the `reset` command, an OffsetReset)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,8 @@ from .api import (
     PEERING_VERSION,
     POLICIES,
     POLICY_KIND,
+    RESET_KIND,
+    RESETS,
     VERSION,
 )
 
@@ -398,6 +400,16 @@ def _policy_status() -> Schema:
                     },
                 },
             },
+            "warnings": {
+                "type": "array",
+                "description": (
+                    "Doubts about the spec found by the last run that do not stop it (at most 20): group "
+                    "patterns that look like regular expressions (patterns are globs: * ? [abc]) and patterns "
+                    "that matched none of the groups with committed offsets."
+                ),
+                "maxItems": 20,
+                "items": {"type": "string", "maxLength": 1000},
+            },
         },
     }
 
@@ -417,7 +429,9 @@ def _partition() -> Schema:
     return {"type": "integer", "minimum": 0, "maximum": INT32_MAX}
 
 
-def _frozen_once_approved(properties: Schema, required: tuple[str, ...]) -> list[Schema]:
+def _frozen_once_approved(properties: Schema, required: tuple[str, ...],
+                          mutable: tuple[str, ...] = MUTABLE_ONCE_APPROVED, message: str = FROZEN_MESSAGE,
+                          kind: str = DELETION_KIND) -> list[Schema]:
     """Transition rules (they read oldSelf, so the API server evaluates them on updates only): once
     spec.approved was true, every field but MUTABLE_ONCE_APPROVED keeps its value, and approved stays true.
 
@@ -425,7 +439,7 @@ def _frozen_once_approved(properties: Schema, required: tuple[str, ...]) -> list
     schema, so a field added later is frozen too. An optional field must stay absent or keep its value."""
     same = []
     for name in properties:
-        if name in (*MUTABLE_ONCE_APPROVED, "approved"):
+        if name in (*mutable, "approved"):
             continue
         if name in required:
             same.append(f"self.{name} == oldSelf.{name}")
@@ -433,11 +447,11 @@ def _frozen_once_approved(properties: Schema, required: tuple[str, ...]) -> list
             same.append(f"has(self.{name}) == has(oldSelf.{name}) && (!has(self.{name}) || self.{name} == oldSelf.{name})")
     approved_before = "!has(oldSelf.approved) || !oldSelf.approved"
     return [
-        {"rule": f"{approved_before} || ({' && '.join(same)})", "message": FROZEN_MESSAGE},
+        {"rule": f"{approved_before} || ({' && '.join(same)})", "message": message},
         {
             "rule": f"{approved_before} || (has(self.approved) && self.approved)",
             "fieldPath": ".approved",
-            "message": "cannot be set back to false once true: delete the OffsetDeletion to cancel it",
+            "message": f"cannot be set back to false once true: delete the {kind} to cancel it",
         },
     ]
 
@@ -516,6 +530,7 @@ def _deletion_spec() -> Schema:
                 },
             },
         },
+        **_group_deletion_spec(),
         "approved": {
             "type": "boolean",
             "default": False,
@@ -538,9 +553,60 @@ def _deletion_spec() -> Schema:
         "description": "Offsets of one consumer group to delete now, with a backup that restore can re-commit.",
         "required": list(required),
         "oneOf": [{"required": ["kafka"]}, {"required": ["policyRef"]}],
-        "x-kubernetes-validations": _frozen_once_approved(properties, required),
+        "x-kubernetes-validations": [*_frozen_once_approved(properties, required), *GROUP_DELETION_RULES],
         "properties": properties,
     }
+
+
+# -- whole-group deletion (DeleteGroups): spec.deleteGroup, spec.requireTopicsDeleted, status.groupResult
+
+GROUP_DELETION_RULES: list[Schema] = [{
+    "rule": "!has(self.requireTopicsDeleted) || !self.requireTopicsDeleted || "
+            "(has(self.deleteGroup) && self.deleteGroup)",
+    "fieldPath": ".requireTopicsDeleted",
+    "message": "applies only with deleteGroup: true",
+}]
+
+
+def _group_deletion_spec() -> Schema:
+    return {
+        "deleteGroup": {
+            "type": "boolean",
+            "default": False,
+            "description": (
+                "Delete the whole group (DeleteGroups: its offsets and the group itself) instead of the listed "
+                "offsets, after a backup of every offset it has. Right before DeleteGroups the operator re-checks "
+                "that the group has no members and that its committed offsets are exactly the backed-up ones, "
+                "all of listed topics (and as in expectedOffsets, when given); otherwise nothing is deleted. "
+                "Restore re-commits the backup, which recreates the group as a simple group (no protocol type) "
+                "until its consumers join again."
+            ),
+        },
+        "requireTopicsDeleted": {
+            "type": "boolean",
+            "default": False,
+            "description": (
+                "With deleteGroup: delete the group only while every offset it has is of a topic that no longer "
+                "exists (how a policy's deletedTopics: Delete removes offsets Kafka refuses to OffsetDelete)."
+            ),
+        },
+    }
+
+
+GROUP_RESULT: Schema = {
+    "type": "object",
+    "description": "With spec.deleteGroup: what became of the group (DeleteGroups).",
+    "properties": {
+        "status": {
+            "type": "string",
+            "enum": ["Deleted", "Failed", "Skipped"],
+            "description": "Deleted; Failed (Kafka refused, see error); Skipped (the live re-check found the "
+                           "group changed since the backup, so DeleteGroups was not sent).",
+        },
+        "error": {"type": "string", "description": "Kafka's error name, e.g. NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND."},
+        "message": {"type": "string", "description": "What happened, for people."},
+    },
+}
 
 
 def _deletion_status() -> Schema:
@@ -610,6 +676,7 @@ def _deletion_status() -> Schema:
                 },
             },
             "resultsSummary": _results_summary("results"),
+            "groupResult": GROUP_RESULT,
             "restoreResultsSummary": _results_summary("restoreResults"),
             "restoreResults": {
                 "type": "array",
@@ -694,6 +761,212 @@ def _approved_spec() -> Schema:
     properties = {k: v for k, v in spec["properties"].items() if k not in ("approved", "restore")}
     return {"type": "object", "properties": properties,
             "description": "The spec as approved (without approved and restore)."}
+
+
+# -- OffsetReset (docs/offset-reset.md): the one-of-targets a reset moves a group's offsets to, in the order of
+# kafka-consumer-groups.sh --reset-offsets (--to-earliest, --to-latest, --to-datetime, --by-duration,
+# --shift-by, --to-offset, --from-file) plus a group's offsets (fromGroup).
+RESET_TARGETS = ("earliest", "latest", "datetime", "duration", "shiftBy", "offset", "fromBackup", "fromGroup")
+RESET_FROZEN_MESSAGE = ("spec is frozen once approved; create a new OffsetReset to move other offsets "
+                        "(delete this one to cancel it before it commits)")
+
+
+def _reset_target() -> Schema:
+    return {
+        "type": "object",
+        "description": (
+            "Where to move the committed offsets: exactly one of these. Targets are clamped to each partition's "
+            "log (between its earliest and latest offset) as kafka-consumer-groups.sh clamps them."
+        ),
+        "oneOf": [{"required": [name]} for name in RESET_TARGETS],
+        "properties": {
+            "earliest": {"type": "boolean", "enum": [True],
+                         "description": "The log start offset of each partition (ListOffsets, earliest)."},
+            "latest": {"type": "boolean", "enum": [True],
+                       "description": "The log end offset of each partition (ListOffsets, latest)."},
+            "datetime": {"type": "string", "format": "date-time", "maxLength": 64,
+                         "title": "RFC 3339 time like 2026-11-25T08:00:00Z",
+                         "description": ("The first offset whose record timestamp is at or after this time "
+                                         "(ListOffsets by timestamp); the log end offset if there is none.")},
+            "duration": duration("As datetime, that long before now (when the plan is computed)."),
+            "shiftBy": {"type": "integer", "minimum": -INT64_MAX, "maximum": INT64_MAX,
+                        "description": "Move each committed offset by this many (negative: back), then clamp."},
+            "offset": {"type": "integer", "minimum": 0, "maximum": INT64_MAX,
+                       "description": "This offset in every partition of the scope, then clamp."},
+            "fromBackup": {
+                **_object_name("The backup's ConfigMap, in this namespace."),
+                "description": (
+                    "The offsets of a backup of the backup store, by its ConfigMap's name in this namespace (an "
+                    "OffsetDeletion's or another OffsetReset's status.backup.name): the undo of that change. The "
+                    "backup must be of this group and of the cluster reached. With allTopics, every partition "
+                    "the backup holds."
+                ),
+            },
+            "fromGroup": {
+                "type": "string", "minLength": 1, "maxLength": MAX_GROUP_LENGTH,
+                "description": "Copy the committed offsets of this other consumer group of the same cluster.",
+            },
+        },
+    }
+
+
+def _reset_spec() -> Schema:
+    deletion = _deletion_spec()["properties"]
+    required = ("group", "target")
+    properties: Schema = {
+        "kafka": deletion["kafka"],
+        "policyRef": {**deletion["policyRef"],
+                      "description": ("Use the Kafka connection of this ConsumerGroupOffsetPolicy (same namespace); "
+                                      "its spec.protect.groups refuse a reset of a protected group.")},
+        "group": {**deletion["group"], "description": (
+            f"The consumer group whose offsets to move (at most {MAX_GROUP_LENGTH} characters). Kafka accepts the "
+            "commit only while the group has no members: stop its consumers first.")},
+        "allTopics": {"type": "boolean", "enum": [True], "description": (
+            "Every partition the group has committed offsets for (with fromBackup or fromGroup: every partition "
+            "the backup or the other group holds). Give this or topics.")},
+        "topics": {**deletion["topics"], "description": (
+            f"Topics to reset, each listed once, at most {MAX_TOPICS} topics and {MAX_PARTITIONS} listed partitions "
+            "in all; a topic without partitions means all of its partitions. Give this or allTopics."),
+            "items": {**deletion["topics"]["items"], "properties": {
+                "name": _topic_name(),
+                "partitions": {**deletion["topics"]["items"]["properties"]["partitions"],
+                               "description": "Partitions to reset; every partition of the topic when omitted."},
+            }}},
+        "target": _reset_target(),
+        "approved": {
+            "type": "boolean",
+            "default": False,
+            "description": (
+                "A dry run until this is true: the operator shows the plan (status.plan) and changes nothing. "
+                "Once true it stays true and the spec is frozen: the API server refuses an edit (delete the "
+                "OffsetReset to cancel it before it commits)."
+            ),
+        },
+    }
+    return {
+        "type": "object",
+        "description": ("Move one consumer group's committed offsets to a target (an admin OffsetCommit), after a "
+                        "dry run, an approval and a backup."),
+        "required": list(required),
+        "oneOf": [{"required": ["kafka"]}, {"required": ["policyRef"]}],
+        "x-kubernetes-validations": [
+            {"rule": "has(self.topics) != has(self.allTopics)", "message": "set either topics or allTopics"},
+            *_frozen_once_approved(properties, required, (), RESET_FROZEN_MESSAGE, RESET_KIND),
+        ],
+        "properties": properties,
+    }
+
+
+def _reset_status() -> Schema:
+    offset = {"type": "integer", "description": "An offset."}
+    entry = {
+        "type": "object",
+        "properties": {
+            "topic": _text("Topic name."),
+            "partition": {"type": "integer", "description": "Partition."},
+            "current": {**offset, "description": "The committed offset now (absent: none committed)."},
+            "new": {**offset, "description": "The offset the reset commits."},
+            "message": _text("Why the new offset is what it is (clamped to the log, no offset at that time, ...)."),
+        },
+    }
+    return {
+        "type": "object",
+        "description": "Written by the operator.",
+        "properties": {
+            "observedGeneration": {"type": "integer", "description": "The metadata.generation this describes."},
+            "phase": {
+                "type": "string",
+                "description": "Where the reset is.",
+                "enum": ["Pending", "AwaitingApproval", "Running", "Succeeded", "PartiallyFailed", "Failed"],
+            },
+            "conditions": CONDITIONS,
+            "plan": {
+                "type": "object",
+                "description": (
+                    "What the reset commits, per partition: the dry run's (before approval, recomputed when the "
+                    "spec changes), then the one computed at approval right before the backup, which is committed."
+                ),
+                "properties": {
+                    "computedAt": _time("When the plan was computed (OffsetFetch and ListOffsets)."),
+                    "observedGeneration": {"type": "integer", "description": "The spec generation it is for."},
+                    "approved": {"type": "boolean", "description": "True for the plan computed at approval."},
+                    "partitions": _count("Partitions in the plan."),
+                    "changes": _count("Partitions whose new offset differs from the current one."),
+                    "entries": {"type": "array", "items": entry,
+                                "description": "One entry per partition (up to 1000; the counts cover all)."},
+                },
+            },
+            "startTime": _time("When the approved reset started (the backup)."),
+            "completionTime": _time("When the reset ended."),
+            "commitStartTime": _time(
+                "Set just before the OffsetCommit is sent, so an operator that restarts mid-way knows the request "
+                "may have been applied."),
+            "reset": _count("Partitions committed at their new offset."),
+            "failed": _count("Partitions Kafka refused to commit."),
+            "results": {
+                "type": "array",
+                "description": "One entry per partition of the plan, once committed.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "topic": _text("Topic name."),
+                        "partition": {"type": "integer", "description": "Partition."},
+                        "status": {
+                            "type": "string",
+                            "enum": ["Reset", "Unchanged", "Skipped", "Failed"],
+                            "description": "Reset; Unchanged (already at the new offset); Skipped (committed since "
+                                           "the backup: left as is); Failed (see error).",
+                        },
+                        "before": {**offset, "description": "The committed offset before (absent: none)."},
+                        "after": {**offset, "description": "The committed offset after, as OffsetFetch reads it."},
+                        "error": _text("Kafka's error name, e.g. UNKNOWN_TOPIC_OR_PARTITION."),
+                        "message": _text("What the error means here."),
+                        "count": _count("For very large resets (see resultsSummary), reset partitions of a topic "
+                                        "are summed in one entry without a partition: how many."),
+                    },
+                },
+            },
+            "resultsSummary": _results_summary("results"),
+            "backup": {
+                "type": "object",
+                "description": (
+                    "The offsets committed before the reset, in a ConfigMap of the backup store (owned by nothing: "
+                    "it outlives this OffsetReset; kubectl get configmaps -l kafkaoffsets.dev/backup=true)."
+                ),
+                "properties": {
+                    "name": _text("The backup's ConfigMap, in this namespace."),
+                    "takenAt": _time("When the backup was read (OffsetFetch)."),
+                    "expiresAt": _time("When the backup store deletes the backup."),
+                    "partitions": _count("How many partitions the backup holds."),
+                },
+            },
+            "undo": {
+                "type": "object",
+                "description": "How to undo this reset: a new OffsetReset with target fromBackup of its backup.",
+                "properties": {
+                    "manifest": _text("The OffsetReset to apply (kubectl apply -f -), a dry run until approved."),
+                    "command": _text("The same with the CLI, which prints the plan; add --execute to commit."),
+                },
+            },
+            "target": {
+                "type": "object",
+                "description": (
+                    "What this reset acts on, recorded at approval and frozen: the cluster (id from Kafka's "
+                    "Metadata, and the connection, Secrets by reference only), the group and the approved spec. "
+                    "The commit uses it, never a later spec."
+                ),
+                "properties": {
+                    "clusterId": _text("The Kafka cluster's id."),
+                    "bootstrapServers": _text("Where the cluster was reached."),
+                    "group": _text("The consumer group acted on."),
+                    "kafka": {**KAFKA_CONNECTION,
+                              "description": "The connection used (spec.kafka or the policy's), as approved."},
+                    "spec": {"type": "object", "description": "The spec as approved (without approved).",
+                             "properties": {k: v for k, v in _reset_spec()["properties"].items() if k != "approved"}},
+                },
+            },
+        },
+    }
 
 
 def _crd(
@@ -785,6 +1058,23 @@ def build_crds() -> dict[str, dict[str, Any]]:
                 {"name": "Group", "type": "string", "jsonPath": ".spec.group"},
                 {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
                 {"name": "Deleted", "type": "integer", "jsonPath": ".status.deleted"},
+                {"name": "Failed", "type": "integer", "jsonPath": ".status.failed"},
+            ],
+        ),
+        f"{RESETS}.yaml": _crd(
+            RESET_KIND,
+            RESETS,
+            ["ors"],
+            "A one-shot reset of one consumer group's committed offsets to a target (earliest, latest, a time, a "
+            "shift, an offset, a backup, another group), like kafka-consumer-groups.sh --reset-offsets: a dry run "
+            "that shows the plan until approved, then a backup, the admin OffsetCommit and per-partition results.",
+            _reset_spec(),
+            _reset_status(),
+            [
+                {"name": "Group", "type": "string", "jsonPath": ".spec.group"},
+                {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+                {"name": "Changes", "type": "integer", "jsonPath": ".status.plan.changes"},
+                {"name": "Reset", "type": "integer", "jsonPath": ".status.reset"},
                 {"name": "Failed", "type": "integer", "jsonPath": ".status.failed"},
             ],
         ),

@@ -19,6 +19,15 @@ class Committed:
 
 
 @dataclass(frozen=True)
+class LogRange:
+    """A partition's log as ListOffsets reports it: the log start offset (EARLIEST) and the log end offset
+    (LATEST, the high watermark). A committed offset is valid from start to end, both included."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
 class Member:
     member_id: str
     client_id: str

@@ -1,5 +1,5 @@
-"""Every reason the operator writes into a condition or an Event, in one place (docs/operator.md and
-docs/offset-deletion.md list them; a test keeps the lists and this enum the same).
+"""Every reason the operator writes into a condition or an Event, in one place (docs/operator.md,
+docs/offset-deletion.md and docs/offset-reset.md list them; a test keeps the lists and this enum the same).
 
 offset_expiry.errors.SpecError carries its reason as a plain string (the Spark job does not import the
 operator); its default is INVALID_SPEC's value, and the operator only gives it members of this enum.
@@ -45,6 +45,7 @@ class Reason(StrEnum):
     RESTORED = "Restored"  # the deleted offsets were committed back
     POLICY_NOT_FOUND = "PolicyNotFound"  # spec.policyRef names no policy in the namespace; retried
     GROUP_NOT_FOUND = "GroupNotFound"  # the group has neither members nor committed offsets
+    GROUP_CHANGED = "GroupChanged"  # spec.deleteGroup: the live re-check found the group changed; not deleted
     RESTORE_BLOCKED = "RestoreBlocked"  # the group has members, so Kafka refuses the restore; retried
     RESTORE_INCOMPLETE = "RestoreIncomplete"  # some backed-up offsets could not be committed back
     BACKED_UP = "BackedUp"  # Event: the backup is written and the deletion starts
@@ -54,3 +55,7 @@ class Reason(StrEnum):
     BACKUP_NOT_STORED = "BackupNotStored"  # the backup store could not write or read back the backup; retried
     CANCELLED = "Cancelled"  # Event: the resource was deleted before its change was sent to Kafka
     DELETED_AFTER_CHANGE = "DeletedAfterChange"  # Event: deleted after its change; the backup stays
+
+    # -- OffsetReset: its phases are OffsetDeletion's (AwaitingApproval ... Failed) and so are most reasons
+    GROUP_HAS_MEMBERS = "GroupHasMembers"  # approved, but the group has members (named in the message); retried
+    PLAN_REFUSED = "PlanRefused"  # the plan cannot be carried out (a partition that does not exist, ...)

@@ -1,6 +1,7 @@
 """What the operator keeps of an analysis report (offset_expiry.report's JSON shape): the summary, the
-candidate offsets (to propose deletions) and the offsets of protected groups (for keep-alive). Every other
-offset is dropped while reading, so a report of millions of offsets costs the operator little memory:
+candidate offsets (to propose deletions), the offsets of protected groups (for keep-alive) and the ids of
+every group with an offset (to warn about group patterns that match none). Every other offset is dropped
+while reading, so a report of millions of offsets costs the operator little memory:
 report.write_json puts one offset per line, and `read_report` parses it line by line.
 """
 
@@ -45,6 +46,7 @@ class Report:
     summary: Mapping[str, Any]
     candidates: tuple[ScannedOffset, ...]
     protected: tuple[ScannedOffset, ...]
+    groups: frozenset[str] = frozenset()  # every group with a committed offset in the report
 
     @property
     def candidates_by_reason(self) -> dict[str, int]:
@@ -84,12 +86,16 @@ def from_rows(summary: Mapping[str, Any], rows: Iterable[Mapping[str, Any]]) -> 
         raise ReportError("the report has no summary")
     candidates: list[ScannedOffset] = []
     protected: list[ScannedOffset] = []
+    groups: set[str] = set()
     for row in rows:
+        group = row.get("group") if isinstance(row, Mapping) else None
+        if group is not None:
+            groups.add(str(group))
         if not wanted(row):
             continue
         offset = scanned_offset(row)
         (candidates if offset.candidate else protected).append(offset)
-    return Report(summary, tuple(candidates), tuple(protected))
+    return Report(summary, tuple(candidates), tuple(protected), frozenset(groups))
 
 
 def read_report(lines: Iterable[str]) -> Report:

@@ -196,7 +196,11 @@ class DeletionReconciler:
         group = admin.describe_group(spec.group)
         committed = admin.committed_offsets(spec.group)
         now = _now()
-        plan = steps.plan_backup(spec, status, group, committed, now, _generation(body))
+        if spec.delete_group:  # the whole group: every offset it has is backed up
+            topics = admin.topic_names() if spec.require_topics_deleted else None
+            plan = steps.plan_group_backup(spec, status, group, committed, topics, now, _generation(body))
+        else:
+            plan = steps.plan_backup(spec, status, group, committed, now, _generation(body))
         if plan.group_missing is not None:
             status = self._apply(body, plan.group_missing, status)
             metrics.deletion_finished(steps.FAILED, 0, 0)
@@ -212,6 +216,8 @@ class DeletionReconciler:
 
     def _delete(self, body: dict[str, Any], spec: DeletionSpec, status: dict[str, Any], admin: KafkaAdmin,
                 stop: CancelFlag | None) -> dict[str, Any]:
+        if spec.delete_group:
+            return self._delete_group(body, spec, status, admin, stop)
         backup = self._load_backup(body, status)
         group_id = status["target"]["group"] if status.get("target") else spec.group
         admin.describe_group(group_id)  # the live re-check also proves the coordinator answers
@@ -239,6 +245,48 @@ class DeletionReconciler:
             if error is not None:
                 metrics.kafka_error(error)
         outcome = steps.finish_deletion(spec, status, todo, answers, top_error, _now(), _generation(body))
+        status = self._apply(body, outcome, status)
+        metrics.deletion_finished(status.get("phase", ""), int(status.get("deleted", 0)), int(status.get("failed", 0)))
+        return status
+
+    def _delete_group(self, body: dict[str, Any], spec: DeletionSpec, status: dict[str, Any], admin: KafkaAdmin,
+                      stop: CancelFlag | None) -> dict[str, Any]:
+        """spec.deleteGroup: the live re-check (no members, exactly the backed-up offsets, all of listed topics;
+        with spec.requireTopicsDeleted none of a topic that exists), then DeleteGroups."""
+        backup = self._load_backup(body, status)
+        group_id = status["target"]["group"] if status.get("target") else spec.group
+        backup_name_ = (status.get("backup") or {}).get("name")
+        live = admin.describe_group(group_id)
+        current = admin.committed_offsets(group_id)
+        now, generation = _now(), _generation(body)
+        if status.get("deleteStartTime") and not current and not live.exists:
+            # An earlier attempt sent DeleteGroups and its answer was lost (or this process stopped): done.
+            outcome = steps.finish_group_deletion(spec, status, backup, None, now, generation)
+        else:
+            topics = admin.topic_names() if spec.require_topics_deleted else None
+            problem = steps.group_deletion_problem(spec, live, current, backup, topics)
+            if problem is not None:
+                outcome = steps.group_not_deleted(spec, status, current, problem, now, generation)
+                audit.log.info("NotDeleted %s/%s group=%s: %s", body["metadata"]["namespace"],
+                               body["metadata"]["name"], group_id, problem)
+            else:
+                self._check_not_deleted(body, stop)
+                status = self._apply(body, steps.deletion_started(status, _now()), status)
+                started = time.monotonic()
+                try:
+                    error = admin.delete_group(group_id, raise_retriable=True)
+                except KafkaFailure as failure:
+                    if failure.code in OUTCOME_UNKNOWN:
+                        self._answer_lost("DeleteGroups", body, group_id, backup, None, failure, backup_name_)
+                    if failure.retriable:
+                        raise
+                    error = failure.code
+                metrics.observe_delete_request(time.monotonic() - started)
+                audit.changed("DeleteGroups", body, group_id, backup, None, {tp: error for tp in backup}, error,
+                              backup_name_)
+                if error is not None:
+                    metrics.kafka_error(error)
+                outcome = steps.finish_group_deletion(spec, status, backup, error, _now(), generation)
         status = self._apply(body, outcome, status)
         metrics.deletion_finished(status.get("phase", ""), int(status.get("deleted", 0)), int(status.get("failed", 0)))
         return status

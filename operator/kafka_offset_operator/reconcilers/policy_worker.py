@@ -34,6 +34,7 @@ import kopf
 
 from offset_expiry.errors import SpecError
 from offset_expiry.rules import CANDIDATE_REASONS
+from offset_expiry.rules import Reason as Verdict
 
 from ..adapters import metrics
 from ..adapters.backup_store import BackupStore
@@ -305,7 +306,8 @@ class PolicyRunner:
             self._failed(body, reason, f"Kafka at {settings.bootstrap_servers}: {exc.code}: {exc.message}")
             return
         run = policy_status.RunSummary(spec.engine.value, started, self.now_ms(), report, spec.mode, created, existing,
-                              len(kept), tuple(skipped), [r.line for r in kept_alive], tuple(refused))
+                              len(kept), tuple(skipped), [r.line for r in kept_alive], tuple(refused),
+                              tuple(policy_status.policy_warnings(spec.policy, report.groups)))
         if refused:
             self._event(body, "Warning", Reason.WRITE_REFUSED, f"{len(refused)} OffsetDeletions refused by the "
                         f"API server: {refused[0]}")
@@ -332,11 +334,20 @@ class PolicyRunner:
     def _recheck(self, admin: KafkaAdmin, spec: PolicySpec, report: Report) -> tuple[list[proposals.Proposal], list[proposals.Skip]]:
         kept: list[proposals.Proposal] = []
         skipped: list[proposals.Skip] = []
-        for proposal in proposals.proposals(report.candidates):
+        candidates = proposals.proposals(report.candidates)
+        # Which topics exist now (one Metadata request, only when the report has offsets of deleted topics):
+        # those offsets can only go with their whole group (proposals.recheck).
+        deleted = any(Verdict.DELETED_TOPIC in p.reasons.values() for p in candidates)
+        if deleted:
+            with self.kafka_gate:
+                topics = admin.topic_names()
+        else:
+            topics = None
+        for proposal in candidates:
             with self.kafka_gate:
                 live = admin.describe_group(proposal.group)
                 committed: Mapping[TP, Committed] = admin.committed_offsets(proposal.group)
-            result = proposals.recheck(proposal, live, committed, spec.policy.protect)
+            result = proposals.recheck(proposal, live, committed, spec.policy.protect, topics)
             skipped.extend(result.skipped)
             if result.proposal is not None:
                 kept.append(result.proposal)

@@ -22,11 +22,11 @@ def group_state(group: Group) -> str:
 
 
 def group_type(group: Group) -> str:
-    return "classic" if isinstance(group, ClassicGroup) else "consumer"
+    return "classic" if isinstance(group, ClassicGroup) else group.group_type
 
 
 def listed(group: Group) -> ListedGroup:
-    protocol_type = (group.protocol_type or "") if isinstance(group, ClassicGroup) else "consumer"
+    protocol_type = (group.protocol_type or "") if isinstance(group, ClassicGroup) else group.group_type
     return ListedGroup(group.group_id, protocol_type, group_state(group), group_type(group))
 
 

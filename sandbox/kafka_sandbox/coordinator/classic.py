@@ -15,8 +15,7 @@ from enum import Enum
 import kafka.errors as Errors
 
 from offset_expiry.codec import CodecError
-from offset_expiry.codec.schemas import CONSUMER_PROTOCOL_SUBSCRIPTION
-from offset_expiry.codec.wire import Reader
+from offset_expiry.codec import subscription_topics as codec_subscription_topics
 
 from .errors import GroupError
 from .messages import JoinGroupResponse, Protocol, SyncGroupResponse
@@ -313,7 +312,9 @@ class ClassicGroup:
         try:
             for member in self.members.values():
                 topics.update(subscription_topics(member.metadata(self.protocol_name)))
-        except (CodecError, ValueError):
+        except CodecError:
+            # Kafka catches only a SchemaException here; its other reader errors propagate (a JoinGroup
+            # fails, a load fails). The sandbox treats both as unknown, which expires nothing either.
             return None
         return frozenset(topics)
 
@@ -367,12 +368,6 @@ class ClassicGroup:
 
 
 def subscription_topics(metadata: bytes) -> list[str]:
-    """Topics of a ConsumerProtocolSubscription, read as Kafka's coordinator reads them: the int16
-    version, then the v0 layout whatever the version (ConsumerProtocol.deserializeConsumerProtocolSubscription
-    with version 0)."""
-    reader = Reader(metadata, "subscription")
-    version = reader.int16("version")
-    if version < 0:
-        raise reader.error(f"unsupported subscription version {version}", 0)
-    decoded = CONSUMER_PROTOCOL_SUBSCRIPTION.decode(reader, 0)
-    return list(decoded["topics"])
+    """Topics of a ConsumerProtocolSubscription, read as Kafka's coordinator reads them (the codec's
+    subscription_topics: the version ignored, the v0 fields with Kafka's leniency)."""
+    return codec_subscription_topics(metadata)

@@ -63,7 +63,13 @@ class GroupCoordinator:
         self.loader = RecordLoader(self.state, self.membership)
         self._ticking = False
         self._collecting: CleanupReport | None = None
-        self._schedule_cleanup(self.state.now() + config.offsets_retention_check_interval_ms)
+        # The cleanup's interval boundaries: anchor + k * interval, k >= 1 (the first run is one interval
+        # after the coordinator starts, as GroupCoordinatorShard.onLoaded schedules it).
+        self._anchor = self.state.now()
+        self._last_run = self._anchor
+        self._cleanup_at: int | None = None
+        self._unloaded = False
+        self._schedule_cleanup(self._anchor + config.offsets_retention_check_interval_ms)
 
     # ---- time ----
 
@@ -81,6 +87,8 @@ class GroupCoordinator:
                     return fired
                 with self.state.at(due.deadline_ms):
                     due.callback()
+                if due.key != CLEANUP_KEY:
+                    self._wake_cleanup(due.deadline_ms)  # a group may have changed at that time
                 fired += 1
         finally:
             self._ticking = False
@@ -89,31 +97,49 @@ class GroupCoordinator:
     def _operation(self) -> Iterator[None]:
         """Fires due timers, then runs one request at one instant: its records and timestamps agree."""
         self.tick()
-        with self.state.at(self.state.clock_now()):
+        now = self.state.clock_now()
+        with self.state.at(now):
             yield
+        self._wake_cleanup(now)
 
     def _schedule_cleanup(self, deadline_ms: int) -> None:
+        self._cleanup_at = deadline_ms
         self.state.timers.schedule(CLEANUP_KEY, deadline_ms, self._periodic_cleanup)
 
-    def _periodic_cleanup(self) -> None:
-        """The offsets.retention.check.interval.ms task. After a clock jump it does not replay every
-        missed interval: it runs again right after the next state change (another due timer), or at
-        the last interval boundary before now. Expiry only grows with time while a group's state
-        holds, so the outcome is Kafka's; only the tombstones' timestamps may be later."""
-        ran_at = self.state.now()
-        self._collect(self.offsets.cleanup())
+    def _boundary_at_or_after(self, when_ms: int) -> int:
         interval = self.state.config.offsets_retention_check_interval_ms
-        now = self.state.clock_now()
-        following = ran_at + interval
-        if following <= now:
-            last_due = ran_at + (now - ran_at) // interval * interval
-            other = self.state.timers.next_deadline()
-            if other is None or other > now:
-                following = last_due
-            else:
-                after_other = ran_at + -(-(other - ran_at) // interval) * interval
-                following = min(max(after_other, following), last_due)
-        self._schedule_cleanup(following)
+        k = max(1, -(-(when_ms - self._anchor) // interval))
+        return self._anchor + k * interval
+
+    def _wake_cleanup(self, changed_at: int) -> None:
+        """Something may have changed at `changed_at` (a request, another timer): the first boundary after
+        it (and after the last run) must run, in case that change made an offset due sooner."""
+        if self._unloaded:
+            return
+        boundary = self._boundary_at_or_after(max(changed_at, self._last_run + 1))
+        if self._cleanup_at is None or boundary < self._cleanup_at:
+            self._schedule_cleanup(boundary)
+
+    def _periodic_cleanup(self) -> None:
+        """The offsets.retention.check.interval.ms task (GroupCoordinatorShard.scheduleGroupMetadataExpiration:
+        a timer that runs cleanupGroupMetadata and schedules itself again one interval later). After a clock
+        jump it runs at every interval boundary that passed, each at its own time, interleaved with the
+        other due timers in deadline order: a group's state may change between two boundaries (a session
+        times out, a member leaves), and each run sees the group as it was then.
+
+        Runs that would do nothing are not made: after a run the next one is at the first boundary at or
+        after the earliest time anything can expire (OffsetManager.next_due), and any change (a request,
+        another timer) brings it back to the first boundary after the change. Every offset therefore goes
+        at the first boundary at or after its due time, as with a run at every boundary, and a clock jump
+        of days over thousands of groups costs a few runs instead of one per interval."""
+        ran_at = self.state.now()
+        self._last_run = ran_at
+        self._collect(self.offsets.cleanup())
+        due = self.offsets.next_due()
+        self.state.timers.cancel(CLEANUP_KEY)
+        self._cleanup_at = None
+        if due is not None:
+            self._schedule_cleanup(self._boundary_at_or_after(max(due, ran_at + 1)))
 
     # ---- membership ----
 
@@ -194,6 +220,7 @@ class GroupCoordinator:
                 )
                 group.complete_sync(member, SyncGroupResponse(Errors.NotCoordinatorError))
         self.state.timers = Timers()
+        self._unloaded = True  # no more periodic cleanup (its timer went with the others)
 
     def on_topics_deleted(self, topics: Iterable[str]) -> int:
         with self._operation():

@@ -1,7 +1,9 @@
 """Which committed offsets the broker may expire, and from which base time (KIP-211 / KIP-496).
 
 Pure rules, after apache/kafka OffsetExpirationConditionImpl.isOffsetExpired,
-ClassicGroup.offsetExpirationCondition and ConsumerGroup.offsetExpirationCondition (Kafka 4.x).
+ClassicGroup.offsetExpirationCondition, ConsumerGroup.offsetExpirationCondition and
+StreamsGroup.offsetExpirationCondition (Kafka 4.x; streams groups 4.1+). Share groups never get here: the
+cleanup skips them (Group.shouldExpire, see OffsetManager.cleanup).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def is_offset_expired(offset: OffsetAndMetadata, now_ms: int, retention_ms: int,
 
 def expiration_base(group: ClassicGroup | ConsumerGroup) -> BaseTimestamp | None:
     """The base timestamp to expire a group's offsets from, or None when nothing may expire."""
-    if isinstance(group, ConsumerGroup):
+    if isinstance(group, ConsumerGroup):  # KIP-848 and streams groups alike: always the commit time
         return commit_timestamp
     if group.protocol_type is None:
         return commit_timestamp  # simple (standalone) group

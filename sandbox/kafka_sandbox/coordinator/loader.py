@@ -3,8 +3,8 @@ loads its partition (GroupCoordinatorShard.replay and the replay methods of Offs
 GroupMetadataManager, then GroupMetadataManager.onLoaded).
 
 The sandbox uses it for records seeded with `SandboxBroker.append_offsets_records`, e.g. KIP-848 groups
-it cannot create itself. Records that do not decode, and share/streams group records, are counted and
-skipped, never fatal.
+it cannot create itself, and streams and share groups (as far as offsets are concerned). Records that
+do not decode are counted and skipped, never fatal.
 """
 
 from __future__ import annotations
@@ -18,16 +18,19 @@ from offset_expiry.codec import (
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     CodecError,
     RecordType,
+    SubscriptionError,
     decode_key,
     decode_value,
     encode_consumer_protocol,
+    streams_source_topics,
+    subscription_topics,
 )
 from offset_expiry.codec.fastpath import offset_commit_record
 
 from .classic import ClassicGroup, ClassicMember, GroupState
 from .membership import Membership
 from .messages import Protocol
-from .modern import ConsumerGroup, ConsumerMember
+from .modern import ConsumerGroup, ConsumerMember, ShareGroup, StreamsGroup
 from .offsets import OffsetAndMetadata
 from .state import CoordinatorState
 
@@ -78,7 +81,11 @@ def fast_offset_commit(
         k["topic"],
         k["partition"],
         OffsetAndMetadata(
-            v["offset"], v.get("leaderEpoch", -1), v["metadata"], v["commitTimestamp"], None if expire == -1 else expire
+            v["offset"],
+            v.get("leaderEpoch", -1),
+            v["metadata"],
+            v["commitTimestamp"],
+            None if expire == -1 else expire,
         ),
     )
 
@@ -103,6 +110,10 @@ class RecordLoader:
             except CodecError as exc:
                 report.skip(f"undecodable record: {exc}")
                 continue
+            if type_id == 2 and fields is not None:
+                failure = kafka_load_failure(fields)
+                if failure is not None and len(report.problems) < 20:
+                    report.problems.append(failure)
             try:
                 if type_id in (0, 1):
                     self._offset(key_fields, fields)
@@ -114,6 +125,10 @@ class RecordLoader:
                         loaded_classic.pop(key_fields["group"], None)
                 elif type_id in (3, 4, 5, 6, 7, 8, 16):
                     self._consumer_group(type_id, key_fields, fields)
+                elif 17 <= type_id <= 24:
+                    self._streams_group(type_id, key_fields, fields)
+                elif 9 <= type_id <= 15:
+                    self._share_group(type_id, key_fields, fields)
                 else:
                     report.skip(f"{rtype.name} records are not loaded by the sandbox")
                     continue
@@ -254,3 +269,79 @@ class RecordLoader:
                 group.resolved_regexes.pop(regex, None)
             else:
                 group.resolved_regexes[regex] = tuple(value.get("Topics") or ())
+
+    # ---- streams groups (KIP-1071, GroupMetadataManager's replay of StreamsGroup* records) ----
+
+    def _modern_group(self, group_id: str, kind: type[ModernGroup], create: bool) -> ModernGroup | None:
+        """getOrMaybeCreatePersistedStreamsGroup / ...ShareGroup: a simple classic group may be replaced."""
+        group = self.s.groups.get(group_id)
+        if isinstance(group, kind):
+            return group
+        if not create:
+            return None
+        if group is not None and not (isinstance(group, ClassicGroup) and group.is_simple()):
+            raise LookupError(
+                f"{kind.group_type} group record for {group_id}, which is another kind of group"
+            )
+        new = kind(group_id)
+        self.s.groups[group_id] = new
+        return new
+
+    def _streams_group(self, type_id: int, key: dict[str, Any], value: dict[str, Any] | None) -> None:
+        group_id = key["GroupId"]
+        group = self._modern_group(group_id, StreamsGroup, value is not None)
+        if not isinstance(group, StreamsGroup):
+            return  # a tombstone for a group we do not have
+        if type_id == 17 and value is None:  # the group epoch's tombstone deletes the group
+            self.s.groups.pop(group_id, None)
+        elif type_id in (19, 22):  # member metadata, current assignment
+            member_id = key["MemberId"]
+            if value is not None:
+                group.members.setdefault(member_id, ConsumerMember(member_id))
+                if type_id == 19:
+                    group.member_records.add(member_id)
+            elif type_id == 19:
+                group.members.pop(member_id, None)
+                group.member_records.discard(member_id)
+        elif type_id == 23:
+            group.source_topics = None if value is None else frozenset(streams_source_topics(value))
+
+    def _share_group(self, type_id: int, key: dict[str, Any], value: dict[str, Any] | None) -> None:
+        group_id = key["GroupId"]
+        group = self._modern_group(group_id, ShareGroup, value is not None)
+        if group is None:
+            return
+        if type_id == 11 and value is None:
+            self.s.groups.pop(group_id, None)
+        elif type_id == 10:
+            member_id = key["MemberId"]
+            if value is None:
+                group.members.pop(member_id, None)
+            else:
+                group.members.setdefault(member_id, ConsumerMember(member_id))
+
+
+ModernGroup = StreamsGroup | ShareGroup
+
+
+def kafka_load_failure(group_value: dict[str, Any]) -> str | None:
+    """Why Kafka's coordinator would fail to load this GroupMetadata record, or None.
+
+    Replaying it computes the subscriptions (GroupMetadataManager.replay ->
+    ClassicGroup.computeSubscribedTopics), which catches only a SchemaException: a member subscription
+    whose reader throws another RuntimeException fails the load of the whole partition. The sandbox
+    loads the group with unknown subscriptions (it expires nothing, as a group on a partition that never
+    loads) and reports the failure here.
+    """
+    if group_value.get("protocolType") != "consumer" or group_value.get("protocol") is None:
+        return None
+    for member in group_value.get("members") or ():
+        raw = member.get("subscription")
+        if not isinstance(raw, bytes):
+            continue
+        try:
+            subscription_topics(raw)
+        except SubscriptionError as exc:
+            if not exc.schema_error:
+                return f"Kafka would fail to load this partition: member {member.get('memberId')!r}: {exc}"
+    return None

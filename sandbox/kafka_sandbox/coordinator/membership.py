@@ -94,9 +94,10 @@ class Membership:
         group = self.s.groups.get(request.group_id)
         prelude: list[Record] = []
         if isinstance(group, ConsumerGroup):
-            if not group.is_empty:
+            if not group.is_empty or group.group_type != "consumer":
                 # Kafka would let this member join the KIP-848 group through the classic protocol
-                # (classicGroupJoinToConsumerGroup); the sandbox does not run KIP-848 groups.
+                # (classicGroupJoinToConsumerGroup); the sandbox does not run KIP-848 groups. A streams
+                # or share group is never replaced by a classic one (getOrMaybeCreateClassicGroup).
                 future.complete(
                     JoinGroupResponse(Errors.InconsistentGroupProtocolError, member_id=UNKNOWN_MEMBER_ID)
                 )

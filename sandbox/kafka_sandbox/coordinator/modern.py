@@ -1,5 +1,6 @@
 """KIP-848 ("consumer" protocol) groups, as far as the sandbox knows them: loaded from records seeded
-into `__consumer_offsets` (types 3-8 and 16), never driven by ConsumerGroupHeartbeat.
+into `__consumer_offsets` (types 3-8 and 16), never driven by ConsumerGroupHeartbeat; and the streams
+(KIP-1071) and share (KIP-932) groups, seeded likewise, as far as offsets are concerned.
 
 Enough of `modern/consumer/ConsumerGroup.java` to apply Kafka's offset rules to such a group: its
 state, its subscriptions (topic names plus resolved regular expressions), offset-commit validation,
@@ -36,11 +37,13 @@ class ConsumerMember:
 class ConsumerGroup:
     group_id: str
     group_epoch: int = 0
-    assignment_epoch: int = -1
+    assignment_epoch: int = 0  # ModernGroup.targetAssignmentEpoch: a TimelineInteger, 0 until set
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target_assignment_members: set[str] = field(default_factory=set)
     resolved_regexes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     has_partition_metadata: bool = False
+
+    group_type = "consumer"  # Group.GroupType's name, as ListGroups shows it
 
     # ConsumerGroup.maybeUpdateGroupState, computed on demand.
     @property
@@ -103,6 +106,66 @@ class ConsumerGroup:
                 else Errors.StaleMemberEpochError
             )
 
+    def validate_offset_delete(self) -> None:
+        """ConsumerGroup.validateOffsetDelete (and StreamsGroup's) accept in every state."""
+
+    def should_expire(self) -> bool:
+        """Group.shouldExpire: true but for share groups."""
+        return self.group_type != "share"
+
     def validate_delete_group(self) -> None:
         if self.state != "Empty":
             raise GroupError(Errors.NonEmptyGroupError)
+
+
+@dataclass
+class StreamsGroup(ConsumerGroup):
+    """A KIP-1071 streams group (Kafka 4.1+), loaded from seeded records of types 17-24.
+
+    `streams/StreamsGroup.java` validates OffsetCommit, OffsetFetch and DeleteGroups with the same checks
+    as ConsumerGroup (an admin commit only while it has no members, the member epoch otherwise, Empty to
+    be deleted), which it inherits here. What differs is expiry: `isSubscribedToTopic` is false while the
+    group is Empty and otherwise true for its topology's source topics (`StreamsTopology.sourceTopicMap`:
+    SourceTopics and RepartitionSourceTopics); the base is the commit time
+    (`offsetExpirationCondition`). The sandbox decodes no epochs of streams records, so a group with
+    members is reported Stable.
+    """
+
+    source_topics: frozenset[str] | None = None  # None: no topology record
+    member_records: set[str] = field(default_factory=set)  # ids with a live member-metadata record
+
+    group_type = "streams"
+
+    @property
+    def state(self) -> str:
+        return "Empty" if not self.members else "Stable"
+
+    def subscribed_topic_names(self) -> set[str]:
+        if not self.members or self.source_topics is None:
+            return set()
+        return set(self.source_topics)
+
+
+@dataclass
+class ShareGroup(ConsumerGroup):
+    """A KIP-932 share group, loaded from seeded records of types 9-15: `modern/share/ShareGroup.java`
+    refuses OffsetCommit, OffsetFetch and OffsetDelete with GROUP_ID_NOT_FOUND ("is not a consumer group"),
+    and `shouldExpire` is false, so the cleanup never expires anything of it."""
+
+    group_type = "share"
+
+    @property
+    def state(self) -> str:
+        return "Empty" if not self.members else "Stable"
+
+    def subscribed_topic_names(self) -> set[str]:
+        return set()
+
+    def validate_offset_commit(self, member_id: str, member_epoch: int, api_version: int) -> None:
+        raise GroupError(Errors.GroupIdNotFoundError, f"Group {self.group_id} is not a consumer group.")
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
+        raise GroupError(Errors.GroupIdNotFoundError, f"Group {self.group_id} is not a consumer group.")
+
+    def validate_offset_delete(self) -> None:
+        raise GroupError(Errors.GroupIdNotFoundError, f"Group {self.group_id} is not a consumer group.")

@@ -4,7 +4,8 @@ After apache/kafka (4.x): KafkaApis.handleOffsetCommitRequest / handleOffsetDele
 unknown-topic checks in front of the coordinator and the response merge), GroupCoordinatorService
 (group id checks) and OffsetMetadataManager (validateOffsetCommit, commitOffset, fetchOffsets,
 fetchAllOffsets, deleteOffsets, deleteAllOffsets, cleanupExpiredOffsets, onPartitionsDeleted),
-plus GroupCoordinatorShard.cleanupGroupMetadata and GroupMetadataManager.maybeDeleteGroup.
+plus GroupCoordinatorShard.cleanupGroupMetadata (which skips groups whose Group.shouldExpire is false:
+share groups) and GroupMetadataManager.maybeDeleteGroup.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from .messages import (
     RequestContext,
     TopicResult,
 )
-from .modern import ConsumerGroup
+from .modern import ConsumerGroup, ShareGroup, StreamsGroup
 from .offsets import OffsetAndMetadata
 from .records import (
     Record,
@@ -38,6 +39,8 @@ from .records import (
     consumer_group_tombstones,
     offset_commit_record,
     offset_tombstone,
+    share_group_tombstones,
+    streams_group_tombstones,
 )
 from .state import CoordinatorState, Group
 
@@ -202,8 +205,7 @@ class OffsetManager:
         try:
             if group is None:
                 raise GroupError(Errors.GroupIdNotFoundError, f"Group {request.group_id} not found.")
-            if isinstance(group, ClassicGroup):
-                group.validate_offset_delete()
+            group.validate_offset_delete()
         except GroupError as exc:
             return OffsetDeleteResponse(exc.error)  # a top-level error replaces every partition result
         records: list[Record] = []
@@ -251,9 +253,11 @@ class OffsetManager:
         report = CleanupReport()
         with self.s.batch():
             for group_id in list(self.s.groups):
+                group = self.s.groups[group_id]
+                if isinstance(group, ConsumerGroup) and not group.should_expire():
+                    continue  # a share group (Group.shouldExpire)
                 expired, all_expired = self._expired_offsets(group_id)
                 records = [offset_tombstone(group_id, topic, partition) for topic, partition in expired]
-                group = self.s.groups[group_id]
                 delete_group = all_expired and group.is_empty
                 if delete_group:
                     records += group_tombstones(group)
@@ -265,6 +269,29 @@ class OffsetManager:
                     self.forget_group(group_id)
                     report.deleted_groups.append(group_id)
         return report
+
+    def next_due(self) -> int | None:
+        """The earliest broker time at which `cleanup` would do anything while no group changes: an offset
+        due (its expireTimestamp, or base + retention), or now for an Empty group without offsets (deleted
+        at the next run). None when nothing can expire until something changes."""
+        retention = self.s.config.offsets_retention_ms
+        earliest: int | None = None
+        for group_id, group in self.s.groups.items():
+            offsets = self.s.offsets.group(group_id)
+            if not offsets:
+                if group.is_empty:
+                    return self.s.now()
+                continue
+            base = expiration_base(group)
+            if base is None:
+                continue
+            for topic, partitions in offsets.items():
+                if group.is_subscribed_to_topic(topic):
+                    continue
+                for value in partitions.values():
+                    due = value.expire_timestamp if value.expire_timestamp is not None else base(value) + retention
+                    earliest = due if earliest is None else min(earliest, due)
+        return earliest
 
     def _expired_offsets(self, group_id: str) -> tuple[list[tuple[str, int]], bool]:
         """OffsetMetadataManager.cleanupExpiredOffsets: (expired partitions, whether all expired)."""
@@ -306,6 +333,10 @@ class OffsetManager:
 
 
 def group_tombstones(group: Group) -> list[Record]:
+    if isinstance(group, StreamsGroup):
+        return streams_group_tombstones(group)
+    if isinstance(group, ShareGroup):
+        return share_group_tombstones(group)
     if isinstance(group, ConsumerGroup):
         return consumer_group_tombstones(group)
     return classic_group_tombstones(group.group_id)

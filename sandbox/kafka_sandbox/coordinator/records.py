@@ -16,7 +16,7 @@ from offset_expiry.codec import (
 )
 
 from .classic import ClassicGroup
-from .modern import ConsumerGroup
+from .modern import ConsumerGroup, ShareGroup, StreamsGroup
 from .offsets import OffsetAndMetadata
 
 Record = tuple[bytes, bytes | None]
@@ -102,4 +102,38 @@ def consumer_group_tombstones(group: ConsumerGroup) -> list[Record]:
     out += [key("ConsumerGroupRegularExpression", RegularExpression=r) for r in group.resolved_regexes]
     out.append(key("ConsumerGroupPartitionMetadata"))
     out.append(key("ConsumerGroupMetadata"))
+    return out
+
+
+def streams_group_tombstones(group: StreamsGroup) -> list[Record]:
+    """StreamsGroup.createGroupTombstoneRecords: current assignments, target assignments, target
+    assignment epoch, members, group epoch, topology."""
+    gid = group.group_id
+
+    def key(name: str, **fields: str) -> Record:
+        return encode_key(name, {"GroupId": gid, **fields}), None
+
+    out: list[Record] = [key("StreamsGroupCurrentMemberAssignment", MemberId=m) for m in group.members]
+    out += [key("StreamsGroupTargetAssignmentMember", MemberId=m) for m in group.members]
+    out.append(key("StreamsGroupTargetAssignmentMetadata"))
+    out += [key("StreamsGroupMemberMetadata", MemberId=m) for m in group.members]
+    out.append(key("StreamsGroupMetadata"))
+    out.append(key("StreamsGroupTopology"))
+    return out
+
+
+def share_group_tombstones(group: ShareGroup) -> list[Record]:
+    """ShareGroup.createGroupTombstoneRecords: current and target assignments, target assignment epoch,
+    member subscriptions, state partition metadata, group epoch."""
+    gid = group.group_id
+
+    def key(name: str, **fields: str) -> Record:
+        return encode_key(name, {"GroupId": gid, **fields}), None
+
+    out: list[Record] = [key("ShareGroupCurrentMemberAssignment", MemberId=m) for m in group.members]
+    out += [key("ShareGroupTargetAssignmentMember", MemberId=m) for m in group.members]
+    out.append(key("ShareGroupTargetAssignmentMetadata"))
+    out += [key("ShareGroupMemberMetadata", MemberId=m) for m in group.members]
+    out.append(key("ShareGroupStatePartitionMetadata"))
+    out.append(key("ShareGroupMetadata"))
     return out

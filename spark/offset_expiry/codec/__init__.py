@@ -16,12 +16,16 @@ from .builders import (
     offset_commit,
     offset_commit_tombstone,
     offset_commit_value_version,
+    share_group,
+    streams_group,
+    streams_group_topology,
 )
 from .jsonable import to_jsonable
 from .partitioning import java_string_hash, partition_for
 from .records import (
     RECORD_TYPES,
     RecordType,
+    SubscriptionError,
     decode_consumer_protocol,
     decode_key,
     decode_record,
@@ -31,6 +35,7 @@ from .records import (
     encode_record,
     encode_value,
     record_type_names,
+    streams_source_topics,
     subscription_topics,
 )
 from .schema import UNKNOWN_TAGS
@@ -44,6 +49,7 @@ __all__ = [
     "UNKNOWN_TAGS",
     "CodecError",
     "RecordType",
+    "SubscriptionError",
     "consumer_group",
     "consumer_group_current_assignment",
     "consumer_group_epoch",
@@ -66,6 +72,10 @@ __all__ = [
     "offset_commit_value_version",
     "partition_for",
     "record_type_names",
+    "share_group",
+    "streams_group",
+    "streams_group_topology",
+    "streams_source_topics",
     "subscription_topics",
     "to_jsonable",
 ]

@@ -200,3 +200,83 @@ def consumer_group(
         for member in members
     ]
     return records
+
+
+# ---- KIP-1071 streams groups and KIP-932 share groups ----
+
+
+def streams_group_topology(
+    group: str,
+    *,
+    epoch: int = 0,
+    source_topics: Sequence[str] = (),
+    repartition_source_topics: Sequence[str] = (),
+    source_topic_regexes: Sequence[str] = (),
+    changelog_topics: Sequence[str] = (),
+) -> tuple[bytes, bytes]:
+    """A streams group's topology (StreamsCoordinatorRecordHelpers.newStreamsGroupTopologyRecord, v0) with
+    one subtopology reading `source_topics`, `repartition_source_topics` and `source_topic_regexes`."""
+    value = {
+        "Epoch": epoch,
+        "Subtopologies": [
+            {
+                "SubtopologyId": "0",
+                "SourceTopics": list(source_topics),
+                "SourceTopicRegex": list(source_topic_regexes),
+                "StateChangelogTopics": [_topic_info(t) for t in changelog_topics],
+                "RepartitionSinkTopics": [],
+                "RepartitionSourceTopics": [_topic_info(t) for t in repartition_source_topics],
+                "CopartitionGroups": [],
+            }
+        ],
+    }
+    return (
+        encode_key("StreamsGroupTopology", {"GroupId": group}),
+        encode_value("StreamsGroupTopology", value, KIP848_VALUE_VERSION),
+    )
+
+
+def _topic_info(name: str) -> dict[str, Any]:
+    return {"Name": name, "Partitions": 0, "ReplicationFactor": 0, "TopicConfigs": []}
+
+
+def streams_group(
+    group: str, members: Sequence[str], topology: tuple[bytes, bytes] | None
+) -> list[tuple[bytes, bytes]]:
+    """A streams group as far as expiry needs it: its metadata record, one member-metadata record per
+    member and its topology. The values of the metadata and member records are not decoded by this
+    project; they are written as a few opaque bytes after the version (enough to mark them live)."""
+    records = [
+        (
+            encode_key("StreamsGroupMetadata", {"GroupId": group}),
+            encode_value("StreamsGroupMetadata", {"_raw": b"\x00" * 8}, KIP848_VALUE_VERSION),
+        )
+    ]
+    records += [
+        (
+            encode_key("StreamsGroupMemberMetadata", {"GroupId": group, "MemberId": m}),
+            encode_value("StreamsGroupMemberMetadata", {"_raw": b"\x00"}, KIP848_VALUE_VERSION),
+        )
+        for m in members
+    ]
+    if topology is not None:
+        records.append(topology)
+    return records
+
+
+def share_group(group: str, members: Sequence[str]) -> list[tuple[bytes, bytes]]:
+    """A share group's metadata and member records (values opaque, as for streams_group)."""
+    records = [
+        (
+            encode_key("ShareGroupMetadata", {"GroupId": group}),
+            encode_value("ShareGroupMetadata", {"_raw": b"\x00" * 8}, KIP848_VALUE_VERSION),
+        )
+    ]
+    records += [
+        (
+            encode_key("ShareGroupMemberMetadata", {"GroupId": group, "MemberId": m}),
+            encode_value("ShareGroupMemberMetadata", {"_raw": b"\x00"}, KIP848_VALUE_VERSION),
+        )
+        for m in members
+    ]
+    return records

@@ -3,7 +3,8 @@ front of the value, tombstones, and the consumer protocol inside classic group m
 
 A decoded record is a plain dict, the same shape the CLI prints:
 `{"type", "keyVersion", "key", "valueVersion", "value"}` (plus `"unsupported": true` for share and
-streams group records, whose values are kept as raw bytes under `value["_raw"]`). Bytes after the last
+streams group records other than the streams topology, whose values are kept as raw bytes under
+`value["_raw"]`). Bytes after the last
 field of a key or value are kept under `"_trailing"`: Kafka's reader ignores them
 (CoordinatorRecordSerde.readMessage never checks that the buffer is used up), so they do not make a
 record unreadable, and keeping them lets the record be re-encoded byte for byte.
@@ -11,7 +12,6 @@ record unreadable, and keeping them lets the record be re-encoded byte for byte.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -93,7 +93,7 @@ RECORD_TYPES: dict[int, RecordType] = {
         _t(20, "StreamsGroupTargetAssignmentMetadata", s.GROUP_KEY),
         _t(21, "StreamsGroupTargetAssignmentMember", s.GROUP_MEMBER_KEY),
         _t(22, "StreamsGroupCurrentMemberAssignment", s.GROUP_MEMBER_KEY),
-        _t(23, "StreamsGroupTopology", s.GROUP_KEY),
+        _t(23, "StreamsGroupTopology", s.GROUP_KEY, s.STREAMS_GROUP_TOPOLOGY_VALUE),
         _t(24, "StreamsGroupTargetAssignmentResolvedTopicIds", s.GROUP_KEY),
     )
 }
@@ -182,8 +182,10 @@ def _keep_trailing(r: Reader, fields: dict[str, Any]) -> None:
 def _decode_member_protocols(group: dict[str, Any]) -> None:
     """Consumer groups carry a ConsumerProtocolSubscription/Assignment in each member's bytes.
 
-    Bytes that do not parse in full stay bytes, so they re-encode unchanged; subscription_topics()
-    still reads the v0 prefix the broker reads from them.
+    Bytes that do not parse in full stay bytes, so they re-encode unchanged, and the member gets
+    `_subscriptionError` / `_assignmentError` next to them: what is wrong and at which byte of the
+    embedded bytes, and for a subscription what Kafka's coordinator makes of it (it reads only the v0
+    prefix, so it may still know the member's topics: see subscription_topics). Encoding ignores these.
     """
     for member in group.get("members") or ():
         for field, schema in (
@@ -191,9 +193,31 @@ def _decode_member_protocols(group: dict[str, Any]) -> None:
             ("assignment", s.CONSUMER_PROTOCOL_ASSIGNMENT),
         ):
             raw = member.get(field)
-            if isinstance(raw, bytes):
-                with contextlib.suppress(CodecError):
-                    member[field] = decode_consumer_protocol(schema, raw, field)
+            if not isinstance(raw, bytes):
+                continue
+            try:
+                member[field] = decode_consumer_protocol(schema, raw, field)
+            except CodecError as exc:
+                member[f"_{field}Error"] = embedded_error(exc, raw if field == "subscription" else None)
+
+
+def embedded_error(exc: CodecError, subscription: bytes | None) -> dict[str, Any]:
+    """Why embedded consumer-protocol bytes stay raw: `error`, `byte` (offset in those bytes, or None),
+    and for a subscription `coordinator`: what ClassicGroup.computeSubscribedTopics gets from them."""
+    out: dict[str, Any] = {"error": exc.reason, "byte": exc.offset}
+    if subscription is not None:
+        try:
+            topics = subscription_topics(subscription)
+        except SubscriptionError as sub:
+            if sub.schema_error:
+                out["coordinator"] = (
+                    f"SchemaException at byte {sub.offset}: the group's subscriptions are unknown"
+                )
+            else:
+                out["coordinator"] = f"reader error at byte {sub.offset}: Kafka fails to load the partition"
+        else:
+            out["coordinator"] = {"topics": topics}
+    return out
 
 
 def decode_consumer_protocol(schema: Message, raw: bytes, part: str) -> dict[str, Any]:
@@ -211,19 +235,84 @@ def decode_consumer_protocol(schema: Message, raw: bytes, part: str) -> dict[str
 
 def subscription_topics(subscription: bytes | Mapping[str, Any]) -> list[str]:
     """The topics of one classic consumer member's subscription, read the way the group coordinator
-    reads them: the int16 version, then only the v0 fields (Topics, UserData), whatever the version
-    (ClassicGroup.computeSubscribedTopics). Bytes that fail a full decode may still have a valid v0
-    prefix, and the broker then knows the member's topics; this gives the same answer. A decoded
-    subscription (a dict from decode_record) gives its `topics`.
+    reads them (ClassicGroup.computeSubscribedTopics): ConsumerProtocol.deserializeVersion reads the int16
+    version and the value is ignored (a negative one too), then deserializeConsumerProtocolSubscription(
+    buffer, 0) reads only the v0 fields, whatever the version, with the leniency of Kafka's generated
+    reader: UserData with any negative length is null, topic names that are not UTF-8 decode with
+    replacement characters, bytes after UserData are ignored. A decoded subscription (a dict from
+    decode_record) gives its `topics`.
+
+    Raises SubscriptionError where Kafka's reader throws: `schema_error` True where it throws a
+    SchemaException (a buffer underflow: the version, a length or a count cut off), which
+    computeSubscribedTopics catches (the group's subscriptions become unknown); False where it throws
+    another RuntimeException (a negative topic count or name length, a count or length past the end),
+    which it does not catch: replaying such a GroupMetadata record fails the load of the partition.
     """
     if isinstance(subscription, Mapping):
         return list(subscription.get("topics") or [])
-    r = Reader(_input_bytes(subscription, "subscription"), "subscription")
-    version = r.int16("version")
-    if version < 0:
-        raise r.error(f"negative ConsumerProtocolSubscription version {version}", 0)
-    prefix = s.CONSUMER_PROTOCOL_SUBSCRIPTION.decode(r, 0)
-    return list(prefix["topics"])
+    raw = _input_bytes(subscription, "subscription")
+    r = Reader(raw, "subscription")
+    _fixed(r, 2, "version")
+    r.pos = 2  # the version is read and ignored
+    count = _fixed_int(r, 4, "topics count")
+    if count < 0:
+        raise SubscriptionError("topics count is negative (null)", r.pos - 4, schema_error=False)
+    if count > len(raw) - r.pos:
+        raise SubscriptionError(
+            f"topics count {count} is larger than the {len(raw) - r.pos} bytes left",
+            r.pos - 4,
+            schema_error=False,
+        )
+    topics = []
+    for _ in range(count):
+        n = _fixed_int(r, 2, "topic length")
+        if n < 0:
+            raise SubscriptionError("topic name is null", r.pos - 2, schema_error=False)
+        if n > len(raw) - r.pos:
+            raise SubscriptionError(
+                f"topic name of {n} bytes, only {len(raw) - r.pos} left", r.pos - 2, schema_error=False
+            )
+        topics.append(raw[r.pos : r.pos + n].decode("utf-8", "replace"))
+        r.pos += n
+    user_data = _fixed_int(r, 4, "user data length")
+    if user_data > len(raw) - r.pos:
+        raise SubscriptionError(
+            f"user data of {user_data} bytes, only {len(raw) - r.pos} left", r.pos - 4, schema_error=False
+        )
+    return topics
+
+
+class SubscriptionError(CodecError):
+    """A member subscription the group coordinator cannot read (see subscription_topics)."""
+
+    def __init__(self, message: str, offset: int, *, schema_error: bool) -> None:
+        super().__init__(message, part="subscription", offset=offset)
+        self.schema_error = schema_error
+
+
+def _fixed(r: Reader, size: int, what: str) -> None:
+    if r.pos + size > len(r.buf):
+        raise SubscriptionError(
+            f"truncated: {what} needs {size} bytes, only {len(r.buf) - r.pos} left", r.pos, schema_error=True
+        )
+
+
+def _fixed_int(r: Reader, size: int, what: str) -> int:
+    _fixed(r, size, what)
+    value = int.from_bytes(r.buf[r.pos : r.pos + size], "big", signed=True)
+    r.pos += size
+    return value
+
+
+def streams_source_topics(topology: Mapping[str, Any]) -> tuple[str, ...]:
+    """StreamsTopology.sourceTopicMap's keys (Kafka 4.2, KAFKA-19779): every subtopology's SourceTopics
+    and the names of its RepartitionSourceTopics. Kafka 4.1 asks the configured topology instead, which
+    holds the same topics once the topology is validated against the cluster's metadata."""
+    topics: set[str] = set()
+    for sub in topology.get("Subtopologies") or ():
+        topics.update(sub.get("SourceTopics") or ())
+        topics.update(info["Name"] for info in sub.get("RepartitionSourceTopics") or ())
+    return tuple(sorted(topics))
 
 
 def encode_consumer_protocol(schema: Message, value: Mapping[str, Any], part: str) -> bytes:

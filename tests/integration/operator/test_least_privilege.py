@@ -22,6 +22,7 @@ from operator_harness import GROUP_VERSION, EmulatedCluster, Kube, Operators, co
 from waiting import wait_until
 
 WATCHED = ("kafka", "team-b")
+KAFKA_TIMEOUT_MS = 300  # the OffsetResets' dry runs find no Kafka: give up soon
 UNWATCHED = "other"
 VERBS = {"fetch": "get", "list": "list", "watch": "watch", "create": "create", "delete": "delete"}
 
@@ -39,11 +40,18 @@ def create_deletion(kube: Kube, namespace: str) -> None:
                            "sasl": {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": refs["sasl"]}},
                            "tls": {"caSecretRef": {"name": refs["ca"]}}},
                  "group": "g", "topics": [{"name": "t"}]}})  # not approved: Secrets read, Kafka never called
+    kube.create("offsetresets", {
+        "apiVersion": GROUP_VERSION, "kind": "OffsetReset", "metadata": {"name": "least", "namespace": namespace},
+        "spec": {"kafka": {"bootstrapServers": "127.0.0.1:9", "securityProtocol": "SASL_SSL",
+                           "sasl": {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": refs["sasl"]}},
+                           "tls": {"caSecretRef": {"name": refs["ca"]}}},
+                 "group": "g", "allTopics": True, "target": {"earliest": True}}})  # a dry run: Kafka is asked
 
 
 @pytest.fixture
 def populated(cluster: EmulatedCluster, kube: Kube) -> Iterator[Kube]:
-    """Every Secret any resource names exists in every namespace; an OffsetDeletion in each namespace."""
+    """Every Secret any resource names exists in every namespace; an OffsetDeletion and an OffsetReset in each
+    namespace."""
     namespaces = (*WATCHED, UNWATCHED)
     for namespace in namespaces:
         for other in namespaces:
@@ -71,8 +79,11 @@ def swept(cluster: EmulatedCluster) -> set[str | None]:
 
 
 def awaiting_approval(kube: Kube, namespace: str) -> bool:
+    """The OffsetDeletion awaits approval, and the OffsetReset tried to plan (Kafka is not there)."""
     obj = kube.get(GROUP_VERSION, "offsetdeletions", "least", namespace)
-    return condition(obj.get("status"), "Ready").get("reason") == "AwaitingApproval"
+    reset = kube.get(GROUP_VERSION, "offsetresets", "least", namespace)
+    return (condition(obj.get("status"), "Ready").get("reason") == "AwaitingApproval"
+            and condition(reset.get("status"), "Degraded").get("reason") == "KafkaUnavailable")
 
 
 def expected_reads(namespaces: tuple[str, ...]) -> set[tuple[str | None, str | None]]:
@@ -81,7 +92,7 @@ def expected_reads(namespaces: tuple[str, ...]) -> set[tuple[str | None, str | N
 
 def test_secrets_are_read_only_in_the_resources_namespace_cluster_wide(
         cluster: EmulatedCluster, populated: Kube, kubeconfig: Path) -> None:
-    operators = Operators(dataclasses.replace(fast_options(kubeconfig), namespaces=(), clusterwide=True))
+    operators = Operators(dataclasses.replace(fast_options(kubeconfig), kafka_timeout_ms=KAFKA_TIMEOUT_MS, namespaces=(), clusterwide=True))
     try:
         operators.start()
         namespaces = (*WATCHED, UNWATCHED)  # cluster-wide: all three are served
@@ -94,7 +105,7 @@ def test_secrets_are_read_only_in_the_resources_namespace_cluster_wide(
 
 def test_with_watch_namespaces_secrets_stay_in_them_and_nothing_is_listed_cluster_wide(
         cluster: EmulatedCluster, populated: Kube, kubeconfig: Path) -> None:
-    operators = Operators(dataclasses.replace(fast_options(kubeconfig), namespaces=WATCHED))
+    operators = Operators(dataclasses.replace(fast_options(kubeconfig), kafka_timeout_ms=KAFKA_TIMEOUT_MS, namespaces=WATCHED))
     try:
         operators.start()
         wait_until(lambda: all(awaiting_approval(populated, ns) for ns in WATCHED), 30, "AwaitingApproval in the watched namespaces")
@@ -104,6 +115,7 @@ def test_with_watch_namespaces_secrets_stay_in_them_and_nothing_is_listed_cluste
         operators.close()
     assert secret_reads(cluster) == expected_reads(WATCHED)
     assert "status" not in populated.get(GROUP_VERSION, "offsetdeletions", "least", UNWATCHED)
+    assert "status" not in populated.get(GROUP_VERSION, "offsetresets", "least", UNWATCHED)
 
     role = yaml.safe_load((MANIFESTS / "components" / "namespaced" / "role.yaml").read_text())["rules"]
     cluster_scoped = next(d for d in yaml.safe_load_all((MANIFESTS / "base" / "clusterrole-cluster-scoped.yaml").read_text())

@@ -66,7 +66,7 @@ def docs(path: Path) -> list[dict[str, Any]]:
 
 
 def test_every_install_renders_the_objects_it_promises(renders: dict[str, list[dict[str, Any]]]) -> None:
-    base = ["CustomResourceDefinition"] * 3 + ["Namespace", "ServiceAccount", "Deployment",
+    base = ["CustomResourceDefinition"] * 4 + ["Namespace", "ServiceAccount", "Deployment",
             "ClusterRole", "ClusterRoleBinding"]  # the cluster-scoped needs
     scope = {"cluster-wide": ["ClusterRole", "ClusterRoleBinding"],
              "namespaced": ["Role", "RoleBinding"] * len(WATCHED)}

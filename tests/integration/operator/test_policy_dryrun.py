@@ -89,6 +89,8 @@ def test_the_dry_run_example_with_keep_alive_writes_nothing_to_kafka(
     policy = localised(EXAMPLE, broker.bootstrap_servers)
     spec = policy["spec"]
     assert spec["mode"] == "DryRun" and spec["protect"] == {"groups": ["billing-monthly"], "keepAlive": True}
+    # A regex where a glob is meant: the run goes on, and the status says so (issue 11).
+    spec.setdefault("groups", {})["exclude"] = ["^scratch-.*$"]
     before = kafka_state(broker)
     assert before["groups"]["billing-monthly"]["protocol_type"] == "consumer"  # a rebase would clear it
 
@@ -100,6 +102,11 @@ def test_the_dry_run_example_with_keep_alive_writes_nothing_to_kafka(
     assert "(DryRun: nothing proposed)" in cond["message"]
     assert "keep-alive: billing-monthly: would rebase as a simple group" in cond["message"], cond["message"]
     assert "DryRun writes nothing to Kafka" in cond["message"]
+    warnings = kube.get(GROUP_VERSION, PLURAL, policy["metadata"]["name"])["status"]["warnings"]
+    assert [w.split(": ", 1)[0] for w in warnings] == ["spec.groups.exclude", "spec.groups.exclude"]
+    assert "looks like a regular expression" in warnings[0] and "did you mean 'scratch-*'?" in warnings[0]
+    assert "matches none of the" in warnings[1]
+    assert "2 warnings about group patterns (status.warnings)" in cond["message"]
     # ... and does nothing: Kafka is as it was, to the last __consumer_offsets record.
     assert kafka_state(broker) == before
     # Nor anything in Kubernetes on keep-alive's behalf, nor an Event claiming an action.

@@ -107,6 +107,16 @@ def test_unsupported_version_of_an_api_closes_the_connection(broker: SandboxBrok
     still_serves(broker)
 
 
+def test_join_group_versions_are_kafka_4s(broker: SandboxBroker) -> None:
+    """KIP-896 removed JoinGroup v0-v1 in Kafka 4.0 (JoinGroupRequest.json "validVersions": "2-9"): the
+    sandbox, which claims 4.x, advertises 2-9 and treats v1 as any version it does not speak."""
+    assert {(s.min_version, s.max_version) for s in registered() if s.api_key == 11} == {(2, 9)}
+    with WireClient(broker.port) as client:
+        client.send_raw(frame(request_header(11, 1, 1, "old-client", flexible=False) + b"\x00\x01g"))
+        assert client.closed_by_broker()
+    still_serves(broker)
+
+
 def test_too_short_for_a_header_closes_the_connection(broker: SandboxBroker) -> None:
     with WireClient(broker.port) as client:
         client.send_raw(frame(b"\x00"))

@@ -65,8 +65,14 @@ def expected(broker: SandboxBroker, records: list[RawRecord]) -> dict[str, Any]:
         existing_topics=topics,
         snapshot=snapshot,
     )
-    # The report says which now and broker retention it used.
-    return {**report, "summary": {**report["summary"], "now": NOW_MS, "brokerRetentionMs": 5 * DAY_MS}}
+    # The report says which now, broker retention and cleanup interval it used.
+    used = {
+        "now": NOW_MS,
+        "brokerRetentionMs": 5 * DAY_MS,
+        "brokerCheckIntervalMs": 600_000,  # the sandbox's offsets.retention.check.interval.ms
+        "brokerCheckIntervalSource": "broker",
+    }
+    return {**report, "summary": {**report["summary"], **used}}
 
 
 @pytest.mark.slow

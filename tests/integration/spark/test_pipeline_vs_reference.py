@@ -11,6 +11,15 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafka_sandbox.synthetic import DAY_MS, generate
+from offset_expiry.codec import (
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    consumer_group,
+    consumer_group_epoch,
+    encode_consumer_protocol,
+    group_metadata,
+    group_metadata_tombstone,
+    offset_commit,
+)
 from offset_expiry.pipeline import analyze_dataframe, raw_frame, results_as_dicts
 from offset_expiry.policy import parse_policy
 from offset_expiry.raw import RawRecord
@@ -39,6 +48,7 @@ def test_random_topic_with_every_rule(spark: SparkSession) -> None:
                 "unsubscribedTopicRetention": "36h",
                 "standaloneRetention": "5d",
                 "deletedTopics": "Delete",
+                "staleGroups": {"emptyFor": "10d"},  # some groups stale, not all (every reason occurs)
             },
             "protect": {"groups": ["billing-*"], "keepAlive": True},
         }
@@ -57,7 +67,7 @@ def test_random_topic_with_every_rule(spark: SparkSession) -> None:
     # The data really covers the ground: every reason occurs, and corrupt records were skipped.
     assert all(n > 0 for n in expected["summary"]["byReason"].values()), expected["summary"]["byReason"]
     assert expected["summary"]["skippedRecords"] > 0
-    assert {r["groupType"] for r in expected["offsets"]} == {"classic", "consumer", "streams"}
+    assert {r["groupType"] for r in expected["offsets"]} == {"classic", "consumer", "streams", "share"}
 
 
 SHORT_RULES = parse_policy(
@@ -82,3 +92,112 @@ def test_an_empty_topic(spark: SparkSession) -> None:
     got, expected = both(spark, [], existing_topics=set(), **args)
     assert got == expected
     assert expected["summary"]["offsets"] == 0 and expected["offsets"] == []
+
+
+def test_when_kip848_groups_and_odd_classic_groups_became_empty(spark: SparkSession) -> None:
+    """Issue 11 items 4 and 8: an Empty KIP-848 group's emptyGroupRetention counts from its records'
+    timestamps (groups.emptied_at, a record timestamp of -1 is none), and a classic record with protocol
+    type "" and members is a Stable non-simple group: both paths agree on each."""
+    t0 = 1_700_000_000_000
+    raw: list[tuple[int, bytes, bytes | None]] = []  # (timestamp, key, value)
+    for i, emptied in enumerate((t0, t0 + 2 * DAY_MS, t0 + 4 * DAY_MS, -1)):
+        group = f"kip848-{i}"
+        raw += [(t0, k, v) for k, v in consumer_group(group, {}, epoch=3, resolved_at=t0)]
+        raw.append((emptied, *consumer_group_epoch(group, 4)))
+        raw.append((t0, *offset_commit(group, "orders", 0, offset=1, commit_timestamp=t0)))
+    member = {
+        "memberId": "m",
+        "groupInstanceId": None,
+        "clientId": "c",
+        "clientHost": "h",
+        "rebalanceTimeout": 1,
+        "sessionTimeout": 1,
+        "subscription": b"",
+        "assignment": b"",
+    }
+    for group, members in (("odd", [member]), ("plain", [])):
+        raw.append(
+            (
+                t0,
+                *group_metadata(
+                    group,
+                    protocol_type="",
+                    generation=1,
+                    protocol=None,
+                    leader=None,
+                    current_state_timestamp=t0,
+                    members=members,
+                ),
+            )
+        )
+        raw.append((t0, *offset_commit(group, "orders", 0, offset=1, commit_timestamp=t0)))
+
+    # Item 6: two records of one generation with different subscriptions (a static member re-joined), and a
+    # deleted group whose older records are still in the log (history alone makes no group).
+    def static(topic: str) -> dict[str, Any]:
+        sub = {"version": 1, "topics": [topic]}
+        return {
+            **member,
+            "groupInstanceId": "i-1",
+            "subscription": encode_consumer_protocol(CONSUMER_PROTOCOL_SUBSCRIPTION, sub, "subscription"),
+        }
+
+    for topic in ("orders", "payments"):
+        raw.append(
+            (
+                t0,
+                *group_metadata(
+                    "static",
+                    protocol_type="consumer",
+                    generation=4,
+                    protocol="range",
+                    leader="m",
+                    current_state_timestamp=t0,
+                    members=[static(topic)],
+                ),
+            )
+        )
+    raw += [
+        (t0, *offset_commit("static", t, 0, offset=1, commit_timestamp=t0))
+        for t in ("orders", "payments", "audit")
+    ]
+    raw.append(
+        (
+            t0,
+            *group_metadata(
+                "gone",
+                protocol_type="consumer",
+                generation=2,
+                protocol="range",
+                leader="m",
+                current_state_timestamp=t0,
+                members=[static("orders")],
+            ),
+        )
+    )
+    raw.append((t0, *group_metadata_tombstone("gone")))
+    raw.append((t0, *offset_commit("gone", "orders", 0, offset=1, commit_timestamp=t0)))
+    records = [RawRecord(0, offset, ts, k, v) for offset, (ts, k, v) in enumerate(raw)]
+    args: dict[str, Any] = {"policy": SHORT_RULES, "now_ms": t0 + 3 * DAY_MS, "retention_ms": RETENTION}
+    got, expected = both(spark, records, existing_topics={"orders", "payments", "audit"}, **args)
+    assert got == expected
+    reasons = {
+        r["group"]: (r["groupState"], r["reason"]) for r in expected["offsets"] if r["group"] != "static"
+    }
+    assert reasons == {
+        "kip848-0": ("Empty", "EmptyGroup"),
+        "kip848-1": ("Empty", "EmptyGroup"),
+        "kip848-2": ("Empty", "WithinRetention"),  # emptied a day ago less than the retention
+        "kip848-3": ("Empty", "EmptyGroup"),  # no timestamp: the commit's, 3 days ago
+        "odd": ("Stable", "UnknownSubscription"),
+        "plain": ("Empty", "Standalone"),
+        "gone": ("Empty", "Standalone"),
+    }
+    static = {
+        r["topic"]: (r["reason"], r["brokerExpiresAt"]) for r in expected["offsets"] if r["group"] == "static"
+    }
+    assert static == {
+        "orders": ("UnknownSubscription", t0 + RETENTION),
+        "payments": ("UnknownSubscription", t0 + RETENTION),
+        "audit": ("WithinRetention", t0 + RETENTION),  # unsubscribed in both records: SHORT_RULES has no rule
+    }

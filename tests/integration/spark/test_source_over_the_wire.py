@@ -139,6 +139,14 @@ def test_describe_cluster_reads_the_retention_and_the_topics(seeded: tuple[Sandb
     info = describe_cluster(broker.bootstrap_servers)
     assert info.retention_ms == 3 * 86_400_000
     assert OFFSETS_TOPIC in info.topics
+    assert info.check_interval_ms == 600_000  # the sandbox's offsets.retention.check.interval.ms
+
+
+def test_describe_cluster_reads_the_cleanup_interval_even_with_a_given_retention() -> None:
+    """Issue 11 item 5: the cleanup window comes from the broker's offsets.retention.check.interval.ms."""
+    with sandbox_broker(offsets_retention_check_interval_ms=120_000) as broker:
+        info = describe_cluster(broker.bootstrap_servers, want_retention=False)
+    assert (info.retention_ms, info.check_interval_ms) == (None, 120_000)
 
 
 @pytest.mark.slow

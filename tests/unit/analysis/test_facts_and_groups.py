@@ -47,11 +47,13 @@ def test_fast_path_agrees_with_the_codec_on_every_synthetic_record() -> None:
             assert fast == expected
         if expected is None:
             try:
-                fact_from_record(record.key, record.value)
+                fact = fact_from_record(record.key, record.value)
             except CodecError:
                 pass
-            else:
-                raise AssertionError("fact_from_record accepted what the codec refuses")
+            else:  # only an undecodable streams topology is kept, as "topics unknown"
+                assert (fact.type, fact.topics) == (23, None), (
+                    "fact_from_record accepted what the codec refuses"
+                )
         else:
             assert fact_from_record(record.key, record.value) == expected
     assert fast_hits > 100
@@ -238,7 +240,60 @@ def test_rebuild_streams_and_share_groups() -> None:
         )
 
     streams = opaque("StreamsGroupMetadata", {})
-    assert rebuild_group("g", [streams]).state == "Empty"
-    busy = rebuild_group("g", [streams, opaque("StreamsGroupMemberMetadata", {"MemberId": "m"})])
-    assert (busy.type, busy.state, busy.subscribed_topics) == (GroupType.STREAMS, "Unknown", None)
+    member = opaque("StreamsGroupMemberMetadata", {"MemberId": "m"})
+    assignment = opaque("StreamsGroupCurrentMemberAssignment", {"MemberId": "m"})
+    topology = fact_from_record(
+        encode_key("StreamsGroupTopology", {"GroupId": "g"}),
+        encode_value("StreamsGroupTopology", TOPOLOGY, 0),
+    )
+    # Empty: nothing subscribed, whatever the topology (StreamsGroup.isSubscribedToTopic).
+    assert rebuild_group("g", [streams, topology]) == GroupView(
+        "g", GroupType.STREAMS, "Empty", "streams", None, frozenset()
+    )
+    # Members (type 19 or 22): the topology's source and repartition-source topics, not its changelogs,
+    # sinks or regexes; a regex makes the rest unknown to the policy.
+    for members in ([member], [assignment]):
+        busy = rebuild_group("g", [streams, *members, topology])
+        assert (busy.type, busy.state) == (GroupType.STREAMS, "Unknown")
+        assert busy.subscribed_topics == frozenset({"orders", "customers", "app-rep"})
+        assert busy.unresolved_regex
+    # Without a topology record a live group is subscribed to nothing.
+    assert rebuild_group("g", [streams, member]).subscribed_topics == frozenset()
+    # A topology that does not decode: unknown, never "no topics".
+    garbled = fact_from_record(encode_key("StreamsGroupTopology", {"GroupId": "g"}), b"\x00\x00\x01")
+    assert garbled == Fact(23, "g")
+    assert rebuild_group("g", [streams, member, garbled]).subscribed_topics is None
     assert rebuild_group("g", [opaque("ShareGroupMetadata", {})]).type is GroupType.SHARE
+    # Empty, it became so when its newest live record was written (the epoch record that comes with the
+    # last member's tombstones), as for a KIP-848 group: emptyGroupRetention and staleGroups count from there.
+    emptied = rebuild_group("g", [streams._replace(record_timestamp=5_000), topology._replace(record_timestamp=3_000)])
+    assert (emptied.state, emptied.current_state_timestamp) == ("Empty", 5_000)
+
+
+TOPOLOGY = {
+    "Epoch": 1,
+    "Subtopologies": [
+        {
+            "SubtopologyId": "0",
+            "SourceTopics": ["orders", "customers"],
+            "SourceTopicRegex": ["audit-.*"],
+            "StateChangelogTopics": [
+                {"Name": "app-changelog", "Partitions": 0, "ReplicationFactor": 0, "TopicConfigs": []}
+            ],
+            "RepartitionSinkTopics": ["app-rep"],
+            "RepartitionSourceTopics": [],
+            "CopartitionGroups": [],
+        },
+        {
+            "SubtopologyId": "1",
+            "SourceTopics": [],
+            "SourceTopicRegex": [],
+            "StateChangelogTopics": [],
+            "RepartitionSinkTopics": [],
+            "RepartitionSourceTopics": [
+                {"Name": "app-rep", "Partitions": 2, "ReplicationFactor": 0, "TopicConfigs": []}
+            ],
+            "CopartitionGroups": [],
+        },
+    ],
+}

@@ -35,7 +35,9 @@ KIP848_UNRESOLVED = GroupView(
     "g", GroupType.CONSUMER, "Stable", "consumer", None, frozenset({"orders"}), True
 )
 STREAMS_EMPTY = GroupView("g", GroupType.STREAMS, "Empty", "streams", None, frozenset())
-STREAMS_LIVE = GroupView("g", GroupType.STREAMS, "Unknown", "streams", None, None)
+STREAMS_LIVE = GroupView("g", GroupType.STREAMS, "Unknown", "streams", None, frozenset({"orders", "app-rep"}))
+STREAMS_UNDECODED = GroupView("g", GroupType.STREAMS, "Unknown", "streams", None, None)
+STREAMS_REGEX = GroupView("g", GroupType.STREAMS, "Unknown", "streams", None, frozenset({"orders"}), True)
 SHARE = GroupView("g", GroupType.SHARE, "Empty", "share", None, None)
 
 
@@ -66,7 +68,12 @@ def offset(topic: str = "orders", commit: int = T0, expire: int | None = None) -
         (KIP848_EMPTY, offset("orders"), T0 + RETENTION),
         (KIP848_UNRESOLVED, offset("payments"), T0 + RETENTION),
         (STREAMS_EMPTY, offset(), T0 + RETENTION),
-        (STREAMS_LIVE, offset(), None),
+        # Streams (KIP-1071): commit-time base; a live group keeps its topology's source topics.
+        (STREAMS_LIVE, offset("orders"), None),
+        (STREAMS_LIVE, offset("app-rep"), None),
+        (STREAMS_LIVE, offset("payments", commit=T0 + H), T0 + H + RETENTION),
+        (STREAMS_UNDECODED, offset(), None),
+        (STREAMS_REGEX, offset("audit-1"), T0 + RETENTION),  # regexes are not in sourceTopicMap
         (SHARE, offset(), None),
         # An explicit v1 expireTimestamp wins over the base, but not over a subscription.
         (EMPTY_CLASSIC, offset(expire=T0 + D), T0 + D),
@@ -110,8 +117,11 @@ ALL_RULES = parse_policy(
         (STABLE_CONNECT, offset("payments"), T0 + 100 * D, (False, Reason.UNKNOWN_SUBSCRIPTION)),
         (KIP848_UNRESOLVED, offset("payments"), T0 + 100 * D, (False, Reason.UNKNOWN_SUBSCRIPTION)),
         (KIP848_UNRESOLVED, offset("orders"), T0 + 100 * D, (False, Reason.ACTIVE_SUBSCRIPTION)),
-        (STREAMS_LIVE, offset(), T0 + 100 * D, (False, Reason.UNKNOWN_SUBSCRIPTION)),
-        (SHARE, offset(), T0 + 100 * D, (False, Reason.UNKNOWN_SUBSCRIPTION)),
+        (STREAMS_LIVE, offset("orders"), T0 + 100 * D, (False, Reason.ACTIVE_SUBSCRIPTION)),
+        (STREAMS_LIVE, offset("payments"), T0 + 2 * D, (True, Reason.UNSUBSCRIBED_TOPIC)),
+        (STREAMS_UNDECODED, offset(), T0 + 100 * D, (False, Reason.UNKNOWN_SUBSCRIPTION)),
+        (STREAMS_REGEX, offset("audit-1"), T0 + 100 * D, (False, Reason.UNKNOWN_SUBSCRIPTION)),
+        (SHARE, offset(), T0 + 100 * D, (False, Reason.SHARE_GROUP)),
         # expireTimestamp replaces the policy's retention, as it replaces the broker's.
         (SIMPLE, offset(expire=T0 + H), T0 + H, (True, Reason.EXPIRE_TIMESTAMP)),
         (SIMPLE, offset(expire=T0 + 30 * D), T0 + 10 * D, (False, Reason.WITHIN_RETENTION)),
@@ -183,6 +193,7 @@ def test_reason_sets_are_the_issues_closed_sets() -> None:
         "Standalone",
         "ExpireTimestamp",
         "DeletedTopic",
+        "StaleGroup",
     }
     assert {r.value for r in KEPT_REASONS} == {
         "Protected",
@@ -190,5 +201,6 @@ def test_reason_sets_are_the_issues_closed_sets() -> None:
         "ActiveSubscription",
         "WithinRetention",
         "UnknownSubscription",
+        "ShareGroup",
     }
     assert set(CANDIDATE_REASONS) | set(KEPT_REASONS) == set(Reason)

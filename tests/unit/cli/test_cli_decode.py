@@ -143,3 +143,35 @@ def test_bad_hex_position_counts_the_0x_prefix(capsys: pytest.CaptureFixture[str
     code, _, err = run(capsys, "decode", "--key", "0x00zz")
     assert code == 2
     assert err.strip().endswith("'z' at character 5 is not a hex digit")
+
+
+def test_member_bytes_kept_raw_say_why(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 11 item 9: a subscription that does not decode in full stays hex, with the reason, the byte
+    and what Kafka's coordinator reads from it next to it."""
+    member = {
+        "memberId": "m1",
+        "groupInstanceId": None,
+        "clientId": "c",
+        "clientHost": "/10.0.0.9",
+        "rebalanceTimeout": -1,
+        "sessionTimeout": 45000,
+        "subscription": bytes.fromhex("0000000000010006") + b"orders" + bytes.fromhex("0000000500"),
+        "assignment": bytes.fromhex("000000000000ffffffff"),
+    }
+    key, value = group_metadata(
+        "g",
+        protocol_type="consumer",
+        generation=1,
+        protocol="range",
+        leader="m1",
+        current_state_timestamp=5,
+        members=[member],
+    )
+    [shown] = decode(capsys, key, value)["value"]["members"]
+    assert shown["subscription"] == member["subscription"].hex()
+    assert shown["_subscriptionError"] == {
+        "error": "truncated: ConsumerProtocolSubscription.userData needs 5 bytes, only 1 left",
+        "byte": 18,
+        "coordinator": "reader error at byte 14: Kafka fails to load the partition",
+    }
+    assert "_assignmentError" not in shown and shown["assignment"]["partitions"] == []

@@ -213,6 +213,51 @@ KIP848_RECORDS: list[dict[str, Any]] = [
         0,
         {"Topics": ["orders-eu", "orders-us"], "Version": 1234, "Timestamp": T0},
     ),
+    record(
+        "StreamsGroupTopology",
+        23,
+        GROUP_KEY,
+        0,
+        {
+            "Epoch": 3,
+            "Subtopologies": [
+                {
+                    "SubtopologyId": "0",
+                    "SourceTopics": ["orders"],
+                    "SourceTopicRegex": [],
+                    "StateChangelogTopics": [
+                        {
+                            "Name": "app-store-changelog",
+                            "Partitions": 0,
+                            "ReplicationFactor": 0,
+                            "TopicConfigs": [],
+                        }
+                    ],
+                    "RepartitionSinkTopics": ["app-by-customer-repartition"],
+                    "RepartitionSourceTopics": [],
+                    "CopartitionGroups": [],
+                },
+                {
+                    "SubtopologyId": "1",
+                    "SourceTopics": ["customers"],
+                    "SourceTopicRegex": ["audit-.*"],
+                    "StateChangelogTopics": [],
+                    "RepartitionSinkTopics": [],
+                    "RepartitionSourceTopics": [
+                        {
+                            "Name": "app-by-customer-repartition",
+                            "Partitions": 4,
+                            "ReplicationFactor": -1,
+                            "TopicConfigs": [{"key": "cleanup.policy", "value": "delete"}],
+                        }
+                    ],
+                    "CopartitionGroups": [
+                        {"SourceTopics": [0], "SourceTopicRegex": [], "RepartitionSourceTopics": [0]}
+                    ],
+                },
+            ],
+        },
+    ),
 ]
 
 # Share (9..15) and streams (17..24) group records: keys decoded, values kept raw.
@@ -230,7 +275,6 @@ UNSUPPORTED_KEYS: dict[int, tuple[str, dict[str, Any]]] = {
     20: ("StreamsGroupTargetAssignmentMetadata", GROUP_KEY),
     21: ("StreamsGroupTargetAssignmentMember", MEMBER_KEY),
     22: ("StreamsGroupCurrentMemberAssignment", MEMBER_KEY),
-    23: ("StreamsGroupTopology", GROUP_KEY),
     24: ("StreamsGroupTargetAssignmentResolvedTopicIds", GROUP_KEY),
 }
 

@@ -540,7 +540,7 @@ def test_consumer_group_metadata_with_kip_1101_hash() -> None:
     [(9, "ShareGroupPartitionMetadata", False), (10, "ShareGroupMemberMetadata", True),
      (15, "ShareGroupStatePartitionMetadata", False), (17, "StreamsGroupMetadata", False),
      (19, "StreamsGroupMemberMetadata", True), (22, "StreamsGroupCurrentMemberAssignment", True),
-     (23, "StreamsGroupTopology", False), (24, "StreamsGroupTargetAssignmentResolvedTopicIds", False)],
+     (24, "StreamsGroupTargetAssignmentResolvedTopicIds", False)],
 )  # fmt: skip
 def test_share_and_streams_keys_decode_and_values_stay_raw(type_id: int, name: str, member: bool) -> None:
     key = h(f"{type_id:04x}", s("g"), s("m") if member else "")
@@ -549,6 +549,49 @@ def test_share_and_streams_keys_decode_and_values_stay_raw(type_id: int, name: s
     assert rec["type"] == name and rec["unsupported"] is True
     assert rec["key"] == ({"GroupId": "g", "MemberId": "m"} if member else {"GroupId": "g"})
     assert rec["value"] == {"_raw": bytes.fromhex("0000002a00")}
+
+
+def test_streams_group_topology_value_v0_by_hand() -> None:
+    """StreamsGroupTopologyValue v0 (Kafka 4.1/4.2, flexible), written byte by byte from its JSON spec:
+    Epoch, then Subtopologies[{SubtopologyId, SourceTopics, SourceTopicRegex, StateChangelogTopics,
+    RepartitionSinkTopics, RepartitionSourceTopics[TopicInfo], CopartitionGroups[int16 indexes]}]."""
+    value = h(
+        "0000",  # value version 0
+        "00000007",  # Epoch 7
+        "02",  # one subtopology
+        cs("1"),  # SubtopologyId
+        "02",
+        cs("orders"),  # SourceTopics
+        "01",  # SourceTopicRegex: none
+        "01",  # StateChangelogTopics: none
+        "01",  # RepartitionSinkTopics: none
+        "02",
+        cs("app-rep"),
+        "00000004",
+        "ffff",
+        "01",
+        "00",  # RepartitionSourceTopics: one TopicInfo
+        "02",
+        "02",
+        "0000",
+        "01",
+        "02",
+        "0000",
+        "00",  # CopartitionGroups: {[0], [], [0]}
+        "00",  # subtopology tags
+        "00",  # value tags
+    )
+    rec = decoded_and_reencoded(h("0017", s("app")), value)
+    assert rec["type"] == "StreamsGroupTopology" and "unsupported" not in rec
+    [sub] = rec["value"]["Subtopologies"]
+    assert rec["value"]["Epoch"] == 7
+    assert sub["SourceTopics"] == ["orders"]
+    assert sub["RepartitionSourceTopics"] == [
+        {"Name": "app-rep", "Partitions": 4, "ReplicationFactor": -1, "TopicConfigs": []}
+    ]
+    assert sub["CopartitionGroups"] == [
+        {"SourceTopics": [0], "SourceTopicRegex": [], "RepartitionSourceTopics": [0]}
+    ]
 
 
 def test_unknown_record_type_and_value_version_are_errors_at_byte_0() -> None:

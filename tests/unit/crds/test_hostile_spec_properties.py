@@ -14,17 +14,19 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+import yaml
 from crd_strategies import near_miss_specs, valid_specs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_offset_demo.api_validation import BadRequest, Invalid, ResourceSchema
-from kafka_offset_operator.decisions import deletion_steps, keepalive, schedule
+from kafka_offset_operator.decisions import deletion_steps, keepalive, reset_steps, schedule
 from kafka_offset_operator.decisions import spark_application as spark_app
 from kafka_offset_operator.decisions.connection_spec import connection_from_spec
 from kafka_offset_operator.decisions.deletion_spec import parse_spec
 from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
-from kafka_offset_operator.model.api import DELETION_KIND, POLICY_KIND
+from kafka_offset_operator.decisions.reset_spec import parse_reset_spec
+from kafka_offset_operator.model.api import DELETION_KIND, POLICY_KIND, RESET_KIND
 from kafka_offset_operator.model.crds import build_crds, spec_schema
 from offset_expiry.errors import SpecError
 from offset_expiry.openapi import SchemaCheck
@@ -77,6 +79,26 @@ def deletion_decisions(spec: Any) -> None:
     assert deletion_steps.frozen_fields(spec, {"target": target}) == []
 
 
+def reset_decisions(spec: Any) -> None:
+    reset_steps.needs_work(spec, None)
+    reset_steps.needs_work(spec, {"phase": "Running", "target": {"spec": {"group": "g"}}})
+    try:
+        parsed = parse_reset_spec(spec)
+    except SpecError as exc:
+        named(exc, "spec")
+        return
+    assert parsed.group and (parsed.scope.all_topics or parsed.scope.topics)
+    if parsed.kafka is not None:
+        try:
+            connection_from_spec(parsed.kafka, read_secret, read_resource=no_strimzi)
+        except SpecError as exc:
+            named(exc, "spec.kafka")
+    assert isinstance(spec, Mapping)
+    target = deletion_steps.target_of(spec, parsed.kafka or {}, "cluster", "kafka:9092")
+    assert deletion_steps.frozen_fields(spec, {"target": target}) == []
+    parse_reset_spec(yaml.safe_load(reset_steps.undo_of("ns", "r", target["spec"], "offset-backup-x")["manifest"])["spec"])
+
+
 def policy_decisions(spec: Any) -> None:
     try:
         parsed = parse_policy_spec(spec)
@@ -105,6 +127,8 @@ TRIED: dict[str, int] = {}
 CASES: dict[str, tuple[st.SearchStrategy[Any], Any]] = {
     "valid_deletion": (valid_specs(DELETION_KIND), lambda spec: deletion_decisions(spec)),
     "near_miss_deletion": (near_miss_specs(DELETION_KIND), lambda spec: deletion_decisions(spec)),
+    "valid_reset": (valid_specs(RESET_KIND), lambda spec: reset_decisions(spec)),
+    "near_miss_reset": (near_miss_specs(RESET_KIND), lambda spec: reset_decisions(spec)),
     "valid_policy": (valid_specs(POLICY_KIND), lambda spec: policy_decisions(spec)),
     "near_miss_policy": (near_miss_specs(POLICY_KIND), lambda spec: policy_decisions(spec)),
     # The analysis' own reader of policy files (`analyze --policy`) and of the ConfigMap a SparkApplication
@@ -151,7 +175,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
 
 
 @FAST
-@pytest.mark.parametrize("kind", [DELETION_KIND, POLICY_KIND])
+@pytest.mark.parametrize("kind", [DELETION_KIND, RESET_KIND, POLICY_KIND])
 @given(value=JSON)
 def test_any_json_is_refused_naming_the_field(kind: str, value: Any) -> None:
     try:
@@ -165,7 +189,7 @@ RESOURCES = {crd["spec"]["names"]["kind"]: ResourceSchema.from_crd(crd, crd["spe
 
 
 @FAST
-@pytest.mark.parametrize("kind", [DELETION_KIND, POLICY_KIND])
+@pytest.mark.parametrize("kind", [DELETION_KIND, RESET_KIND, POLICY_KIND])
 @given(data=st.data())
 def test_the_emulated_api_admits_or_refuses_with_a_status(kind: str, data: st.DataObject) -> None:
     """The emulated API server (which the end-to-end half applies specs through) answers every spec with
@@ -177,7 +201,7 @@ def test_the_emulated_api_admits_or_refuses_with_a_status(kind: str, data: st.Da
         stored = RESOURCES[kind].admit(obj, None, None, True)
     except (Invalid, BadRequest):
         return
-    (deletion_decisions if kind == DELETION_KIND else policy_decisions)(stored["spec"])
+    {DELETION_KIND: deletion_decisions, RESET_KIND: reset_decisions, POLICY_KIND: policy_decisions}[kind](stored["spec"])
 
 
 # -- what the properties found

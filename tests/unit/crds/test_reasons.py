@@ -9,7 +9,7 @@ from kafka_offset_operator.model.reasons import Reason
 from offset_expiry.errors import SpecError
 
 ROOT = Path(__file__).resolve().parents[3]
-DOCS = [ROOT / "docs" / "operator.md", ROOT / "docs" / "offset-deletion.md"]
+DOCS = [ROOT / "docs" / "operator.md", ROOT / "docs" / "offset-deletion.md", ROOT / "docs" / "offset-reset.md"]
 
 
 def documented_in_tables() -> set[str]:

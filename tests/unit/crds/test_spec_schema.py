@@ -14,6 +14,7 @@ import yaml
 from kafka_offset_operator.decisions.connection_spec import connection_from_spec
 from kafka_offset_operator.decisions.deletion_spec import parse_spec
 from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
+from kafka_offset_operator.decisions.reset_spec import parse_reset_spec
 from kafka_offset_operator.model.api import DELETION_KIND, POLICY_KIND
 from kafka_offset_operator.model.crds import build_crds, spec_schema
 from offset_expiry.errors import SpecError
@@ -94,6 +95,8 @@ def test_every_example_parses(example: Path) -> None:
     if doc["kind"] == POLICY_KIND:
         assert parse_policy_spec(doc["spec"]).kafka["bootstrapServers"]
         assert parse_policy(doc["spec"]) == parse_policy_spec(doc["spec"]).policy
+    elif doc["kind"] == "OffsetReset":
+        assert parse_reset_spec(doc["spec"]).scope.topics
     else:
         assert parse_spec(doc["spec"]).topics
 

@@ -29,7 +29,7 @@ def test_health(kind_dir: Path, case: dict[str, Any]) -> None:
 
 def test_every_kind_and_testdata_file_is_covered() -> None:
     kinds = {p.name for p in (CUSTOMIZATIONS / "kafkaoffsets.dev").iterdir()}
-    assert kinds == {"OffsetDeletion", "ConsumerGroupOffsetPolicy"}
+    assert kinds == {"OffsetDeletion", "OffsetReset", "ConsumerGroupOffsetPolicy"}
     for kind in kinds:
         listed = {c["inputPath"] for c in yaml.safe_load((CUSTOMIZATIONS / "kafkaoffsets.dev" / kind / "health_test.yaml").read_text())["tests"]}
         on_disk = {f"testdata/{p.name}" for p in (CUSTOMIZATIONS / "kafkaoffsets.dev" / kind / "testdata").glob("*.yaml")}

@@ -36,6 +36,8 @@ def degraded(status: str, reason: R) -> Condition:
     ((ready("False", R.PROTECTED), degraded("True", R.PROTECTED)), [("Stalled", "Protected")]),
     ((ready("True", R.SUCCEEDED), degraded("True", R.CLUSTER_MISMATCH)), [("Stalled", "ClusterMismatch")]),
     ((ready("True", R.SUCCEEDED), degraded("True", R.SPEC_FROZEN)), [("Stalled", "SpecFrozen")]),
+    ((ready("False", R.GROUP_HAS_MEMBERS), degraded("True", R.GROUP_HAS_MEMBERS)), [("Reconciling", "GroupHasMembers")]),
+    ((ready("False", R.AWAITING_APPROVAL), degraded("True", R.PLAN_REFUSED)), [("Stalled", "PlanRefused")]),
     ((Condition("Progressing", "True", R.ANALYSIS_RUNNING, "running"),), [("Reconciling", "AnalysisRunning")]),
 ])
 def test_derived_from_ready_and_degraded(updates: tuple[Condition, ...], expected: list[tuple[str, str]]) -> None:

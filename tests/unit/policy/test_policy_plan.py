@@ -78,7 +78,7 @@ def test_a_report_is_read_line_by_line_keeping_candidates_and_protected_offsets(
     report = read_report(io.StringIO(out.getvalue()))
     assert [o.group for o in report.candidates] == ["a"]
     assert [o.group for o in report.protected] == ["keep"]
-    assert report.candidates_by_reason == {"DeletedTopic": 0, "EmptyGroup": 2, "ExpireTimestamp": 0,
+    assert report.candidates_by_reason == {"DeletedTopic": 0, "EmptyGroup": 2, "ExpireTimestamp": 0, "StaleGroup": 0,
                                            "Standalone": 1, "UnsubscribedTopic": 0}
     empty = io.StringIO()
     write_json(empty, {"summary": SUMMARY, "offsets": []})
@@ -171,7 +171,7 @@ def test_a_run_writes_lastrun_top_candidates_and_ready() -> None:
     assert patch["lastRun"] == {
         "startTime": "2025-12-31T23:59:00Z", "completionTime": "2026-01-01T00:00:00Z", "engine": "Local",
         "recordsScanned": 120, "skippedRecords": 1, "groupsSeen": 4, "offsets": 9, "candidates": 3,
-        "candidatesByReason": {"DeletedTopic": 0, "EmptyGroup": 2, "ExpireTimestamp": 0, "Standalone": 1,
+        "candidatesByReason": {"DeletedTopic": 0, "EmptyGroup": 2, "ExpireTimestamp": 0, "StaleGroup": 0, "Standalone": 1,
                                "UnsubscribedTopic": 0},
         "deletionsCreated": 2}
     assert patch["nextRunTime"] == "2026-01-02T00:00:00Z"
@@ -244,3 +244,24 @@ def test_earliest_expiries_keep_the_first_groups_of_each_kind() -> None:
     assert policy_status.earliest_expiries(report, 1) == {("candidate", "a"): 100, ("protected", "keep"): 50}
     assert policy_status.earliest_expiries(report, 5) == {("candidate", "a"): 100, ("candidate", "b"): 200,
                                                           ("protected", "keep"): 50}
+
+
+def test_group_patterns_that_look_like_regexes_or_match_nothing_are_warned_about_in_the_status() -> None:
+    """Issue 11: the analyze CLI's warnings about group patterns, carried into the policy's status."""
+    spec = parse_policy_spec({"kafka": KAFKA, "groups": {"include": ["^live-.*$", "team-*"], "exclude": ["tmp-*"]}})
+    report = from_rows(SUMMARY, [row("team-a", "t", 0, 5), row("live-x", "t", 0, 1, candidate=False,
+                                                                 reason="WithinRetention")])
+    assert report.groups == {"team-a", "live-x"}
+    warnings = policy_status.policy_warnings(spec.policy, report.groups)
+    assert warnings == [
+        "spec.groups.include: '^live-.*$' looks like a regular expression, but group patterns are globs "
+        "(*, ?, [abc]) matched against the whole group id; did you mean 'live-*'?",
+        "spec.groups.include: '^live-.*$' matches none of the 2 groups with committed offsets",
+        "spec.groups.exclude: 'tmp-*' matches none of the 2 groups with committed offsets",
+    ]
+    run = policy_status.RunSummary("Local", NOW - 60_000, NOW, report, Mode.DRY_RUN, warnings=tuple(warnings))
+    patch = policy_status.run_succeeded({}, run, NOW + DAY, 3)
+    assert patch["warnings"] == warnings
+    assert "3 warnings about group patterns (status.warnings)" in patch["conditions"][0]["message"]
+    clean = policy_status.run_succeeded({}, policy_status.RunSummary("Local", NOW, NOW, report, Mode.DRY_RUN), NOW, 3)
+    assert clean["warnings"] == []  # a fixed spec clears them

@@ -9,7 +9,7 @@ from coordinator_harness import DAY, RETENTION, T0, Harness, kip848_group_record
 
 from kafka_sandbox.coordinator.classic import GroupState
 from kafka_sandbox.coordinator.messages import OffsetDeleteRequest, Protocol
-from offset_expiry.codec import offset_commit
+from offset_expiry.codec import offset_commit, share_group, streams_group, streams_group_topology
 
 
 def offsets_of(h: Harness, group: str) -> set[tuple[str, int]]:
@@ -181,3 +181,61 @@ def test_empty_kip848_group_accepts_admin_commits_and_is_deleted_with_its_tombst
         ("ConsumerGroupPartitionMetadata", "modern", True),
         ("ConsumerGroupMetadata", "modern", True),
     ]
+
+
+def streams_records(members: list[str]) -> list[tuple[bytes, bytes | None, int]]:
+    topology = streams_group_topology("app", source_topics=["orders"], repartition_source_topics=["app-rep"])
+    records = [(*r, T0) for r in streams_group("app", members, topology)]
+    return records + [
+        (*offset_commit("app", topic, 0, offset=1, commit_timestamp=T0), T0)
+        for topic in ("orders", "app-rep", "audit")
+    ]
+
+
+def test_a_live_streams_group_keeps_its_source_topics_and_expires_the_rest_by_commit_time() -> None:
+    """StreamsGroup.isSubscribedToTopic / offsetExpirationCondition (Kafka 4.1+)."""
+    h = Harness()
+    h.topics["app-rep"] = 1
+    h.coord.load(streams_records(["m1"]))
+    [listed] = h.coord.list_groups()
+    assert (listed.group_type, listed.protocol_type, listed.state) == ("streams", "streams", "Stable")
+    h.clock.advance(ms=RETENTION - 1)
+    assert h.coord.offsets.cleanup().expired_offsets == []
+    h.clock.advance(ms=1)
+    report = h.coord.offsets.cleanup()
+    assert (report.expired_offsets, report.deleted_groups) == ([("app", "audit", 0)], [])
+    deleted = h.coord.delete_offsets(OffsetDeleteRequest("app", (("orders", (0,)), ("app-rep", (0,)))))
+    assert [(t.name, t.partitions[0].error) for t in deleted.topics] == [
+        ("orders", Errors.GroupSubscribedToTopicError),
+        ("app-rep", Errors.GroupSubscribedToTopicError),
+    ]
+    assert [r.error for r in h.coord.delete_groups(["app"])] == [Errors.NonEmptyGroupError]
+
+
+def test_an_empty_streams_group_expires_everything_and_is_deleted_with_its_tombstones() -> None:
+    h = Harness()
+    h.coord.load(streams_records([]))
+    h.clock.advance(ms=RETENTION)
+    mark = h.mark()
+    report = h.coord.offsets.cleanup()
+    assert len(report.expired_offsets) == 3 and report.deleted_groups == ["app"]
+    assert h.summary(mark)[3:] == [
+        ("StreamsGroupTargetAssignmentMetadata", "app", True),
+        ("StreamsGroupMetadata", "app", True),
+        ("StreamsGroupTopology", "app", True),
+    ]
+
+
+def test_a_share_group_is_never_expired_and_refuses_offset_apis() -> None:
+    """ShareGroup.shouldExpire is false; validateOffsetCommit/Fetch/Delete throw GroupIdNotFound."""
+    h = Harness()
+    h.coord.load([(*r, T0) for r in share_group("sharers", [])])
+    h.coord.load([(*offset_commit("sharers", "orders", 0, offset=1, commit_timestamp=T0), T0)])
+    h.clock.advance(days=100)
+    report = h.coord.offsets.cleanup()
+    assert (report.expired_offsets, report.deleted_groups) == ([], [])
+    [listed] = h.coord.list_groups()
+    assert (listed.group_type, listed.state) == ("share", "Empty")
+    assert h.commit("sharers", {("orders", 0): 2}) == {("orders", 0): Errors.GroupIdNotFoundError}
+    deleted = h.coord.delete_offsets(OffsetDeleteRequest("sharers", (("orders", (0,)),)))
+    assert deleted.error is Errors.GroupIdNotFoundError

@@ -93,7 +93,7 @@ def test_a_group_tombstone_removes_the_group() -> None:
 
 def test_records_that_do_not_decode_are_counted_and_skipped() -> None:
     h = Harness()
-    report = h.coord.load([(b"\x00\x63garbage", b"x", T0), (b"\x00\x09\x00\x01g", b"\x00\x00", T0)])
+    report = h.coord.load([(b"\x00\x63garbage", b"x", T0), (b"\x00\x02\x00\x01g", b"\x00\x03\x00", T0)])
     assert (report.applied, report.skipped) == (0, 2)
     assert h.coord.list_groups() == []
 
@@ -135,3 +135,36 @@ def test_the_offset_commit_fast_path_reads_what_the_codec_reads() -> None:
     )
     # Flexible v4 (Kafka 4.1+) takes the codec's straight-line path too.
     assert fast_offset_commit(key1, flexible) == ("g", "tópico", 7, OffsetAndMetadata(5, 3, "", T0, None))
+
+
+def test_subscription_bytes_that_would_fail_kafkas_load_are_reported_and_expire_nothing() -> None:
+    """GroupMetadataManager.replay computes the subscriptions; a reader error other than a SchemaException
+    (here a negative topics count) fails Kafka's load of the partition. The sandbox loads the group with
+    unknown subscriptions and says so."""
+    h = Harness()
+    key, value = group_metadata(
+        "g1",
+        protocol_type="consumer",
+        generation=4,
+        protocol="range",
+        leader="m1",
+        current_state_timestamp=T0,
+        members=[
+            {
+                "memberId": "m1",
+                "groupInstanceId": None,
+                "clientId": "c",
+                "clientHost": "/10.0.0.9",
+                "rebalanceTimeout": -1,
+                "sessionTimeout": 45_000,
+                "subscription": bytes.fromhex("0000ffffffffffffffff"),
+                "assignment": assignment(orders=[0]),
+            }
+        ],
+    )
+    report = h.coord.load([(key, value, T0)])
+    assert report.problems == [
+        "Kafka would fail to load this partition: member 'm1': subscription byte 2: topics count is negative (null)"
+    ]
+    group = h.coord.state.classic_group("g1")
+    assert group is not None and group.subscribed_topics is None

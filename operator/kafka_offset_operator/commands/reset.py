@@ -1,0 +1,311 @@
+"""`reset`: move a consumer group's committed offsets, as `kafka-consumer-groups.sh --reset-offsets` does,
+with a backup first (docs/offset-reset.md).
+
+Targets: --to-earliest, --to-latest, --to-datetime (RFC 3339), --by-duration (back from now, e.g. 1h30m),
+--shift-by N, --to-offset N, --from-backup NAMESPACE/NAME (a backup of the backup store: the undo of a
+deletion or of another reset), --from-group GROUP (copy another group's committed offsets). Scope:
+--all-topics (every partition the group has an offset for; with --from-backup/--from-group every partition
+of the source) or --topic TOPIC[:P,P] (repeatable). New offsets are clamped to each partition's log as
+Kafka's tool clamps them.
+
+A dry run unless --execute: the plan is printed (GROUP TOPIC PARTITION CURRENT NEW) and nothing changes.
+With --execute, the group's current offsets are written to the backup store first (a ConfigMap, read with
+the kubeconfig), then committed with an admin OffsetCommit, which Kafka accepts only while the group has no
+members: stop its consumers first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import socket
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UserError
+
+if TYPE_CHECKING:  # imported where used: `--help` and bad arguments load no Kafka or Kubernetes client
+    from ..adapters.kube import Kube
+    from ..decisions.reset_plan import ResetPlan, ResetScope, ResetTarget
+    from ..model.backups import BackupRecord
+    from ..model.offsets import TP
+
+# The flags behind each field of a target and a scope, for one-line errors naming what the user typed.
+_TARGET_FLAGS = {"earliest": "--to-earliest", "latest": "--to-latest", "datetime": "--to-datetime",
+                 "duration": "--by-duration", "shiftBy": "--shift-by", "offset": "--to-offset",
+                 "fromBackup": "--from-backup", "fromGroup": "--from-group"}
+DEFAULT_RETENTION = "30d"  # as the operator's backups (OperatorOptions.backup_retention_s)
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "reset",
+        help="reset a group's committed offsets (dry run unless --execute; a backup first)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]", help="the Kafka cluster")
+    p.add_argument("--group", required=True, help="the consumer group to reset")
+    scope = p.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--all-topics", action="store_true",
+                       help="every partition the group has an offset for (or the source has)")
+    scope.add_argument("--topic", action="append", metavar="TOPIC[:P,P]",
+                       help="a topic, optionally with partitions; repeatable")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to-earliest", action="store_true", help="the log start offset")
+    target.add_argument("--to-latest", action="store_true", help="the log end offset")
+    target.add_argument("--to-datetime", metavar="RFC3339", help="the first offset at or after this time")
+    target.add_argument("--by-duration", metavar="DURATION", help="the first offset at or after this long ago (1h30m)")
+    target.add_argument("--shift-by", type=int, metavar="N", help="the committed offset plus N (negative: back)")
+    target.add_argument("--to-offset", type=int, metavar="N", help="offset N")
+    target.add_argument("--from-backup", metavar="NAMESPACE/NAME", help="the offsets of a backup (an undo)")
+    target.add_argument("--from-group", metavar="GROUP", help="another group's committed offsets")
+    p.add_argument("--execute", action="store_true", help="write the backup and commit (without it, only print the plan)")
+    p.add_argument("--export", type=Path, metavar="FILE",
+                   help="also write the plan as Kafka's tool exports it (CSV: topic,partition,offset)")
+    p.add_argument("--kubeconfig", type=Path, metavar="PATH",
+                   help="for the backup store (default: KUBECONFIG or in-cluster)")
+    p.add_argument("--backup-namespace", metavar="NAMESPACE",
+                   help="where --execute writes its backup (default: the kubeconfig context's namespace)")
+    p.add_argument("--backup-retention", default=DEFAULT_RETENTION, metavar="DURATION",
+                   help=f"how long the backup store keeps the backup (default {DEFAULT_RETENTION})")
+    p.set_defaults(run=run)
+
+
+# -- the arguments, all checked before any call
+
+
+def _target_raw(args: argparse.Namespace) -> dict[str, Any]:
+    return {"earliest": args.to_earliest or None, "latest": args.to_latest or None, "datetime": args.to_datetime,
+            "duration": args.by_duration, "shiftBy": args.shift_by, "offset": args.to_offset,
+            "fromBackup": args.from_backup, "fromGroup": args.from_group}
+
+
+def _scope_raw(args: argparse.Namespace) -> dict[str, Any]:
+    if args.all_topics:
+        return {"allTopics": True}
+    topics: list[dict[str, Any]] = []
+    for arg in args.topic:
+        name, colon, parts = str(arg).partition(":")
+        if not colon:
+            topics.append({"name": name})
+            continue
+        numbers = []
+        for part in parts.split(","):
+            if not part.strip().isdigit():
+                raise UserError(f"--topic: {part!r} in {arg!r} is not a partition number (TOPIC or TOPIC:0,1)")
+            numbers.append(int(part))
+        topics.append({"name": name, "partitions": numbers})
+    return {"topics": topics}
+
+
+def parse_args(args: argparse.Namespace) -> tuple[ResetTarget, ResetScope, int]:
+    """(target, scope, backup retention in ms), or UserError naming the flag."""
+    from offset_expiry.durations import parse_duration_ms
+    from offset_expiry.errors import SpecError
+
+    from ..decisions.reset_plan import check_group, parse_scope, parse_target
+
+    try:
+        check_group(args.group, "--group")
+        target = parse_target(_target_raw(args), "target")
+        scope = parse_scope(_scope_raw(args), "scope")
+    except SpecError as exc:
+        field = exc.field
+        flag = (_TARGET_FLAGS.get(field.removeprefix("target."), "--target") if field.startswith("target")
+                else "--topic" if field.startswith("scope") else field)
+        raise UserError(f"{flag}: {exc.problem}") from None
+    try:
+        retention = parse_duration_ms(args.backup_retention)
+    except ValueError as exc:
+        raise UserError(f"--backup-retention: {exc}") from None
+    if retention < 60_000:
+        raise UserError(f"--backup-retention: {args.backup_retention!r} is shorter than a minute")
+    if args.kubeconfig is not None and not args.kubeconfig.is_file():
+        raise UserError(f"--kubeconfig: {args.kubeconfig} is not a file")
+    if args.export is not None:
+        if args.export.is_dir():
+            raise UserError(f"--export: {args.export} is a directory; give the path of a file to write")
+        if not args.export.absolute().parent.is_dir():
+            raise UserError(f"--export: the directory {args.export.absolute().parent} does not exist")
+    for server in str(args.bootstrap_server).split(","):
+        host, colon, port = server.strip().rpartition(":")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UserError(f"--bootstrap-server: {server!r} is not HOST:PORT")
+    return target, scope, retention
+
+
+# -- running it
+
+
+def run(args: argparse.Namespace) -> int:
+    target, scope, retention_ms = parse_args(args)
+    from ..decisions.reset_plan import TargetKind
+
+    # The backup store is reached before Kafka: a kubeconfig that does not work is found before any Kafka call.
+    kube = _kube(args) if args.execute or target.kind is TargetKind.FROM_BACKUP else None
+    try:
+        backup = _read_backup(kube, args, target) if kube is not None and target.kind is TargetKind.FROM_BACKUP else None
+        return _reset(args, target, scope, retention_ms, kube, backup)
+    finally:
+        if kube is not None:
+            kube.close()
+
+
+def _reset(args: argparse.Namespace, target: ResetTarget, scope: ResetScope, retention_ms: int,
+           kube: Kube | None, backup: BackupRecord | None) -> int:
+    from ..adapters.kafka_admin import KafkaAdmin
+    from ..decisions.reset_plan import FROM_SOURCE, ResetRefused, check_source, plan_csv, plan_table
+    from ..model.connection import ConnectionSettings
+    from ..model.offsets import OUTCOME_UNKNOWN, KafkaFailure
+    from ..reconcilers.reset_reads import read_plan
+
+    servers = args.bootstrap_server
+    stored: BackupRecord | None = None
+    try:
+        with KafkaAdmin(ConnectionSettings(servers), timeout_ms=10_000) as admin:
+            cluster_id = admin.cluster_id()
+            try:
+                check_source(args.group, target, cluster_id, backup.group if backup else None,
+                             backup.cluster_id if backup else None)
+                plan = read_plan(admin, args.group, target, scope, int(time.time() * 1000),
+                                 backup.offsets if backup else None)
+            except ResetRefused as exc:
+                raise UserError(str(exc)) from None
+            group = admin.describe_group(args.group)
+            members = ", ".join(f"{m.client_id}@{m.client_host}" for m in group.members) or group.state
+            print(f"reset of group {args.group} ({group.state}) on cluster {cluster_id or servers} to "
+                  f"{target.describe()}")
+            for line in plan_table(plan):
+                print(line)
+            if args.export is not None:
+                _export(args.export, plan_csv(plan))
+            if plan.refusal is not None:
+                raise UserError(f"nothing reset: {plan.refusal}")
+            if not plan.to_commit:
+                where = "the source" if target.kind in FROM_SOURCE else f"group {args.group}"
+                print(f"nothing to reset: {where} has no offsets in the scope")
+                return 0
+            if not args.execute:
+                print(f"dry run: {len(plan.to_commit)} offsets would be committed ({plan.changes} of them change); "
+                      "add --execute to commit them")
+                if group.active:
+                    print(f"note: group {args.group} has members ({members}): --execute is refused until its "
+                          "consumers are stopped")
+                return 0
+            if group.active:
+                raise UserError(f"group {args.group} has members ({members}): Kafka accepts an admin OffsetCommit "
+                                "only while a group has none; stop its consumers first")
+            assert kube is not None
+            stored = _write_backup(kube, args, admin.settings.bootstrap_servers, cluster_id, plan, retention_ms)
+            print(f"backup {stored.requested_by.namespace}/{stored.name} written ({stored.partitions} offsets as "
+                  "they were)")
+            answers = admin.commit_offsets(args.group, plan.to_commit)
+    except KafkaFailure as exc:
+        if stored is not None and exc.code in OUTCOME_UNKNOWN:
+            raise UserError(f"the OffsetCommit was sent but its answer was lost ({exc.code}): Kafka may or may not "
+                            f"have applied it; backup {stored.requested_by.namespace}/{stored.name} holds the offsets "
+                            "before") from None
+        raise UserError(f"Kafka at {servers}: {exc.code}: {exc.message}") from None
+    return _results(args, plan, answers, f"{stored.requested_by.namespace}/{stored.name}")
+
+
+def _kube(args: argparse.Namespace) -> Kube:
+    from ..adapters.kube import Kube, load_config
+
+    try:
+        return Kube(load_config(args.kubeconfig))
+    except Exception as exc:  # the kubernetes client's configuration errors share no base class
+        raise UserError(f"--kubeconfig: no Kubernetes configuration for the backup store: {exc}") from None
+
+
+def _read_backup(kube: Kube, args: argparse.Namespace, target: ResetTarget) -> BackupRecord:
+    from ..adapters.backup_store import BackupStore
+    from ..adapters.kube import KubeError, NotFound, current_namespace
+    from ..model.backups import BackupError
+
+    assert target.backup is not None
+    namespace = target.backup_namespace or current_namespace(args.kubeconfig)
+    try:
+        return BackupStore(kube).read(namespace, target.backup)
+    except NotFound:
+        raise UserError(f"--from-backup: no backup {namespace}/{target.backup} (kubectl get configmaps -n "
+                        f"{namespace} -l kafkaoffsets.dev/backup=true)") from None
+    except BackupError as exc:
+        raise UserError(f"--from-backup: {namespace}/{target.backup} is not a backup of kafka-offset-operator: "
+                        f"{exc}") from None
+    except KubeError as exc:
+        raise UserError(f"--from-backup: {exc}") from None
+
+
+def _write_backup(kube: Kube, args: argparse.Namespace, servers: str, cluster_id: str | None, plan: ResetPlan,
+                  retention_ms: int) -> BackupRecord:
+    """The group's offsets as they are, for every partition the reset commits (a partition without an offset
+    has nothing to keep: the backup lists it under extra.uncommitted), stored and read back first."""
+    from ..adapters.backup_store import BackupNotStored, BackupStore, backup_name
+    from ..adapters.kube import KubeError, current_namespace
+    from ..decisions.times import iso
+    from ..model.backups import Action, BackupRecord, Requester
+
+    namespace = args.backup_namespace or current_namespace(args.kubeconfig)
+    uid = str(uuid.uuid4())
+    now_ms = int(time.time() * 1000)
+    record = BackupRecord(
+        name=backup_name("reset", args.group, Action.RESET, uid),
+        action=Action.RESET, cluster_id=cluster_id, bootstrap_servers=servers, group=args.group,
+        offsets=plan.before,
+        requested_by=Requester("ResetCommand", namespace, _who(), uid,
+                               f"kafka-offset-operator reset --execute: {plan.target.describe()}"),
+        taken_at=iso(now_ms), expires_at=iso(now_ms + retention_ms),
+        extra={"target": plan.target.describe(),
+               "uncommitted": [{"topic": r.topic, "partition": r.partition} for r in plan.rows
+                               if r.new is not None and r.current is None]})
+    try:
+        return BackupStore(kube).write(record)
+    except (KubeError, BackupNotStored) as exc:
+        raise UserError(f"no backup could be written, nothing changed: {exc}") from None
+
+
+def _results(args: argparse.Namespace, plan: ResetPlan, answers: Mapping[TP, str | None], backup: str) -> int:
+    from ..decisions.reset_plan import format_table
+
+    table = [["GROUP", "TOPIC", "PARTITION", "BEFORE", "AFTER", "RESULT"]]
+    failed = 0
+    for r in plan.rows:
+        if r.new is None:
+            continue
+        error = answers.get(r.tp, "NO_ANSWER")
+        failed += error is not None
+        table.append([args.group, r.topic, str(r.partition), "-" if r.current is None else str(r.current),
+                      str(r.new), "committed" if error is None else f"failed: {error}"])
+    for line in format_table(table):
+        print(line)
+    print(f"committed {len(plan.to_commit) - failed} offsets of group {args.group}"
+          + (f"; {failed} failed" if failed else ""))
+    fresh = [f"{r.topic}-{r.partition}" for r in plan.rows if r.new is not None and r.current is None]
+    if len(fresh) < len(plan.to_commit):
+        print(f"undo: kafka-offset-operator reset --bootstrap-server {args.bootstrap_server} --group {args.group} "
+              f"--all-topics --from-backup {backup} --execute")
+    if fresh:
+        shown = ", ".join(fresh[:5]) + (", ..." if len(fresh) > 5 else "")
+        print(f"the group had no offset before for {len(fresh)} of them ({shown}): an undo leaves those as they "
+              "are now")
+    return 1 if failed else 0
+
+
+def _export(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        raise UserError(f"--export: {exc.strerror or exc}") from None
+
+
+def _who() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"

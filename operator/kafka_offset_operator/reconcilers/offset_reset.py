@@ -1,0 +1,379 @@
+"""One visit of an OffsetReset: the I/O around decisions/reset_steps.py (handlers/offset_reset.py says when a
+visit happens). It mirrors reconcilers/offset_deletion.py: each visit re-reads the object under a
+per-object lock and writes the status before every Kafka call that changes offsets.
+
+The plan comes from decisions/reset_plan.py (the `reset` command's too), fed with what Kafka answers here:
+the group's committed offsets (OffsetFetch), the partitions of the topics named (Metadata), each partition's
+log range and, for datetime and duration, the offsets for a timestamp (ListOffsets), and the source of
+fromBackup (the backup store) or fromGroup (that group's OffsetFetch).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, cast
+
+import kopf
+
+from offset_expiry.errors import SpecError
+from offset_expiry.policy import Protection
+
+from ..adapters import audit, metrics
+from ..adapters.backup_store import BackupNotStored, BackupStore, backup_name
+from ..adapters.kafka_admin import KafkaAdmin
+from ..adapters.kube import KubeError, NotFound, Refused
+from ..context import OperatorContext
+from ..decisions import reset_steps as steps
+from ..decisions.connection_spec import connection_from_spec
+from ..decisions.deletion_steps import (
+    Outcome,
+    backup_not_stored,
+    frozen_fields,
+    protecting_pattern,
+    spec_problem,
+    target_of,
+    write_refused,
+)
+from ..decisions.reset_plan import (
+    FROM_SOURCE,
+    ResetPlan,
+    ResetRefused,
+    ResetTarget,
+    TargetKind,
+    check_source,
+    parse_target,
+)
+from ..decisions.reset_spec import ResetSpec, parse_reset_spec
+from ..decisions.reset_steps import Step
+from ..decisions.status_patch import changes, merge_patch
+from ..decisions.times import iso, parse_iso
+from ..engines.job import CancelFlag
+from ..model.api import POLICIES, RESET_KIND, RESETS
+from ..model.backups import Action, BackupError, BackupRecord, Requester
+from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
+from ..model.reasons import Reason
+from .reset_reads import read_plan
+
+log = logging.getLogger(__name__)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Cancelled(Exception):
+    """The resource was deleted before its commit was sent: nothing more is started."""
+
+
+class _Stopping(Exception):
+    """This process stops or pauses for another (peering): no commit starts here."""
+
+
+class ResetReconciler:
+    def __init__(self, ctx: OperatorContext) -> None:
+        self.ctx = ctx
+        self.kube = ctx.kube
+        self.options = ctx.options
+        self.store = BackupStore(ctx.kube)
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        self._refused: dict[tuple[str, str], str] = {}
+
+    def _lock(self, namespace: str, name: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault((namespace, name), threading.Lock())
+
+    # -- one visit
+
+    def reconcile(self, namespace: str, name: str, stop: CancelFlag | None = None) -> None:
+        with self._lock(namespace, name):
+            try:
+                body = self.kube.get_custom(RESETS, namespace, name)
+            except NotFound:
+                return
+            if body["metadata"].get("deletionTimestamp"):
+                return  # being deleted: cancel() says what happened
+            version = str(body["metadata"].get("resourceVersion") or "")
+            if self._refused.get((namespace, name)) == version:
+                return
+            try:
+                self._reconcile(body, stop)
+            except _Stopping:
+                log.info("%s/%s: not continued here: this operator process is stopping or paused for another",
+                         namespace, name)
+            except _Cancelled:
+                text = "cancelled: deleted before its OffsetCommit was sent to Kafka"
+                audit.log.info("Cancelled %s/%s group=%s: %s", namespace, name, _group_of(body), text)
+                kopf.event(cast(Any, body), type="Normal", reason=str(Reason.CANCELLED), message=text)
+            except KubeError as exc:
+                try:
+                    self._apply(body, spec_problem(body.get("status") or {}, "kubernetes", str(exc),
+                                                   Reason.KUBERNETES_API_ERROR, _now(), _generation(body)))
+                except Refused as refused:
+                    self._refused[(namespace, name)] = version
+                    log.error("%s/%s: the API server refuses every status write (%s); not visited again until "
+                              "the object changes", namespace, name, refused)
+                    kopf.event(cast(Any, body), type="Warning", reason=str(Reason.WRITE_REFUSED),
+                               message=str(refused)[:1000])
+
+    def cancel(self, namespace: str, name: str) -> None:
+        """The resource is being deleted (Kopf's finalizer holds it until this returns): waits for a step in
+        flight, then says what happened: cancelled before the commit, or deleted after it (the backup stays)."""
+        with self._lock(namespace, name):
+            try:
+                body = self.kube.get_custom(RESETS, namespace, name)
+            except NotFound:
+                return
+            status = body.get("status") or {}
+            backup = (status.get("backup") or {}).get("name")
+            kept = f"; its backup stays in ConfigMap {backup}" if backup else ""
+            if status.get("commitStartTime") or (status.get("phase") in steps.FINAL and backup):
+                reason, text = Reason.DELETED_AFTER_CHANGE, f"deleted after its OffsetCommit was sent to Kafka{kept}"
+            else:
+                reason, text = Reason.CANCELLED, f"cancelled: deleted before any change was sent to Kafka{kept}"
+            audit.log.info("%s %s/%s group=%s: %s", reason.value, namespace, name, _group_of(body), text)
+            kopf.event(cast(Any, body), type="Normal", reason=str(reason), message=text)
+
+    def _check_not_deleted(self, body: Mapping[str, Any], stop: CancelFlag | None) -> None:
+        """Right before the commit: a resource deleted meanwhile cancels it; a stopping process leaves it."""
+        if stop is not None and stop.is_set():
+            raise _Stopping()
+        meta = body["metadata"]
+        try:
+            current = self.kube.get_custom(RESETS, meta["namespace"], meta["name"])
+        except NotFound:
+            raise _Cancelled() from None
+        if current["metadata"].get("deletionTimestamp"):
+            raise _Cancelled()
+
+    def _reconcile(self, body: dict[str, Any], stop: CancelFlag | None) -> None:
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        status: dict[str, Any] = dict(body.get("status") or {})
+        generation = _generation(body)
+        raw_spec: Mapping[str, Any] = body.get("spec") or {}
+        now = _now()
+        try:
+            spec = parse_reset_spec(raw_spec)
+            kafka, protection = self._connection_spec(namespace, spec, status)
+            where = "status.target.kafka" if status.get("target") else _where(spec)
+            settings = connection_from_spec(kafka, lambda secret: self.kube.secret_data(namespace, secret), where,
+                                            self.kube.strimzi_reader(namespace))
+        except SpecError as exc:
+            self._apply(body, spec_problem(status, exc.field, exc.problem, Reason(exc.reason), now, generation))
+            return
+        step = steps.next_step(spec.approved, status, generation)
+        if step is not Step.DONE and protection is not None:
+            group = (status.get("target") or {}).get("group") or spec.group
+            pattern = protecting_pattern(protection[1], group)
+            if pattern is not None and not status.get("commitStartTime"):
+                self._apply(body, steps.protected(status, group, protection[0], pattern, now, generation))
+                audit.log.info("Refused %s/%s group=%s: protected by policy %s (%r)", namespace, name, group,
+                               protection[0], pattern)
+                return
+        changed = frozen_fields(raw_spec, status)
+        status = self._apply(body, steps.spec_frozen(status, changed, now, generation) if changed
+                             else steps.spec_unfrozen(status, now, generation), status)
+        if step in (Step.AWAIT, Step.DONE):
+            self._apply(body, steps.settled(status, now, generation), status)
+            return
+        try:
+            with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
+                if step is Step.PLAN:
+                    plan = self._plan(namespace, spec, admin)
+                    self._apply(body, steps.plan_shown(status, plan, _now(), generation), status)
+                    return
+                if step is Step.BACKUP:
+                    status = self._backup(body, spec, kafka, status, admin)
+                    step = steps.next_step(spec.approved, status, generation)
+                if step is Step.COMMIT:
+                    self._commit(body, spec, status, admin, stop)
+        except KafkaFailure as failure:
+            metrics.kafka_error(failure.code)
+            current = self.kube.get_custom(RESETS, namespace, name).get("status") or {}
+            self._apply(body, steps.awaiting_kafka(current, failure.code, failure.message, self.options.retry_interval,
+                                                   _now(), generation, approved=spec.approved), current)
+        except BackupNotStored as exc:
+            self._apply(body, backup_not_stored(status, str(exc), self.options.retry_interval, _now(), generation),
+                        status)
+        except SpecError as exc:  # found while planning: a backup or topic the spec names is not there
+            self._apply(body, spec_problem(status, exc.field, exc.problem, Reason(exc.reason), _now(), generation),
+                        status)
+
+    # -- the steps
+
+    def _plan(self, namespace: str, spec: ResetSpec, admin: KafkaAdmin) -> ResetPlan:
+        """The plan now (reconcilers/reset_reads.py, the `reset` command's reads too); for fromBackup, from the
+        backup of this namespace the spec names, refused if it is of another group or cluster. A source or
+        scope that cannot be meant is a condition naming the field (`ResetRefused`)."""
+        target = spec.target
+        backup: dict[TP, Committed] | None = None
+        try:
+            if target.kind is TargetKind.FROM_BACKUP:
+                record = self._source_backup(namespace, str(target.backup))
+                check_source(spec.group, target, admin.cluster_id(), record.group, record.cluster_id)
+                backup = dict(record.offsets)
+            else:
+                check_source(spec.group, target, None)
+            return read_plan(admin, spec.group, target, spec.scope, int(time.time() * 1000), backup)
+        except ResetRefused as exc:
+            if target.kind in FROM_SOURCE and "topic" not in str(exc):  # only a new spec can fix the source
+                raise SpecError(f"spec.target.{target.kind.value}", str(exc)) from None
+            raise SpecError("spec.topics", str(exc), Reason.PLAN_REFUSED) from None  # a topic may be created
+
+    def _source_backup(self, namespace: str, name: str) -> BackupRecord:
+        try:
+            return self.store.read(namespace, name)
+        except NotFound:
+            raise SpecError("spec.target.fromBackup", f"no backup {name!r} in namespace {namespace!r} (kubectl get "
+                            "configmaps -l kafkaoffsets.dev/backup=true)") from None
+        except BackupError as exc:
+            raise SpecError("spec.target.fromBackup", f"ConfigMap {name!r} is not a readable backup: {exc}") from None
+
+    def _backup(self, body: dict[str, Any], spec: ResetSpec, kafka: Mapping[str, Any], status: dict[str, Any],
+                admin: KafkaAdmin) -> dict[str, Any]:
+        """Approved: with the group empty, plan again and store the backup (the offsets before, and the plan
+        to commit) before the status may say Running."""
+        meta, generation = body["metadata"], _generation(body)
+        group = admin.describe_group(spec.group)
+        if group.active:
+            return self._apply(body, steps.members_present(status, group, self.options.retry_interval, _now(),
+                                                           generation), status)
+        plan = self._plan(meta["namespace"], spec, admin)
+        now = _now()
+        if plan.refusal is not None:
+            metrics.reset_finished(steps.FAILED, 0)
+            return self._apply(body, steps.plan_refused(status, plan, now, generation), status)
+        cluster_id = admin.cluster_id()
+        expires = iso((parse_iso(now) or 0) + int(self.options.backup_retention_s * 1000))
+        record = BackupRecord(
+            name=backup_name("offsetreset", meta["name"], Action.RESET, str(meta.get("uid") or meta["name"])),
+            action=Action.RESET, cluster_id=cluster_id, bootstrap_servers=admin.settings.bootstrap_servers,
+            group=spec.group, offsets=plan.before,  # with leader epochs and metadata: an undo restores them
+            requested_by=Requester(RESET_KIND, meta["namespace"], meta["name"], str(meta.get("uid") or ""),
+                                   "approved OffsetReset"),
+            taken_at=now, expires_at=expires,
+            extra={steps.RESET_TO: steps.reset_to(plan), "target": plan.target.describe(),
+                   "uncommitted": steps.uncommitted(plan)})
+        stored = self.store.write(record)
+        target = target_of(body.get("spec") or {}, kafka, cluster_id, admin.settings.bootstrap_servers)
+        undo = steps.undo_of(meta["namespace"], meta["name"], target["spec"], stored.name,
+                             admin.settings.bootstrap_servers)
+        audit.log.info("BackedUp %s/%s group=%s cluster=%s partitions=%d backup=%s", meta["namespace"], meta["name"],
+                       stored.group, cluster_id, stored.partitions, stored.name)
+        return self._apply(body, steps.backup_taken(status, stored, plan, target, undo, now, generation), status)
+
+    def _commit(self, body: dict[str, Any], spec: ResetSpec, status: dict[str, Any], admin: KafkaAdmin,
+                stop: CancelFlag | None) -> dict[str, Any]:
+        """Commit the plan stored with the backup into the group recorded at approval, once it is empty, and
+        only partitions still as backed up."""
+        record = self._load_backup(body, status)
+        reset = steps.parse_reset_to(record.extra.get(steps.RESET_TO) or ())
+        recorded = status.get("target") or {}
+        group_id = str(recorded.get("group") or spec.group)
+        target = _approved_target(recorded, spec)
+        now, generation, interval = _now(), _generation(body), self.options.retry_interval
+        group = admin.describe_group(group_id)
+        if group.active:
+            return self._apply(body, steps.members_present(status, group, interval, now, generation), status)
+        current = admin.committed_offsets(group_id)
+        todo = steps.plan_commit(record.offsets, reset, current, started=bool(status.get("commitStartTime")))
+        answers: dict[TP, str | None] = {}
+        if todo.to_commit:
+            self._check_not_deleted(body, stop)
+            status = self._apply(body, steps.commit_started(status, _now()), status)
+            before = {tp: record.offsets[tp] for tp in todo.to_commit if tp in record.offsets}
+            try:
+                answers = admin.commit_offsets(group_id, todo.to_commit)
+            except KafkaFailure as failure:
+                if failure.code in OUTCOME_UNKNOWN:
+                    audit.changed("OffsetCommit", body, group_id, before, todo.to_commit, {}, failure.code, record.name)
+                    raise KafkaFailure(failure.code, (
+                        f"the OffsetCommit of {len(todo.to_commit)} offsets was sent but its answer was lost "
+                        f"({failure.message}); Kafka may or may not have applied it: the next attempt re-reads the "
+                        "group's offsets and commits only partitions still at their backed-up offset"), True) from None
+                raise
+            audit.changed("OffsetCommit", body, group_id, before, todo.to_commit, answers, None, record.name)
+        for error in answers.values():
+            if error is not None:
+                metrics.kafka_error(error)
+        after = admin.committed_offsets(group_id)
+        outcome = steps.finish_reset(status, group, target, todo, record.offsets, answers, after, interval, _now(),
+                                     generation)
+        status = self._apply(body, outcome, status)
+        if status.get("phase") in steps.FINAL:
+            metrics.reset_finished(str(status["phase"]), int(status.get("reset", 0)))
+        return status
+
+    # -- helpers
+
+    def _load_backup(self, body: Mapping[str, Any], status: Mapping[str, Any]) -> BackupRecord:
+        """The stored backup: the offsets before, and the plan to commit (no copy of it is in the status)."""
+        name = str((status.get("backup") or {}).get("name") or "")
+        try:
+            return self.store.read(body["metadata"]["namespace"], name)
+        except (NotFound, BackupError) as exc:
+            raise BackupNotStored(f"backup {name} cannot be read ({exc}); it holds the plan to commit") from None
+
+    def _connection_spec(self, namespace: str, spec: ResetSpec, status: Mapping[str, Any]
+                         ) -> tuple[Mapping[str, Any], tuple[str, Protection] | None]:
+        """The connection (the one recorded at approval once there is one) and the referenced policy's
+        protection (None when the policy is gone after approval: a started reset finishes)."""
+        recorded = (status.get("target") or {}).get("kafka")
+        if spec.policy_ref is None:
+            return (recorded or spec.kafka or {}), None
+        try:
+            policy = self.kube.get_custom(POLICIES, namespace, spec.policy_ref)
+        except NotFound:
+            if recorded:
+                return recorded, None
+            raise SpecError("spec.policyRef.name", f"ConsumerGroupOffsetPolicy {spec.policy_ref!r} not found in "
+                            f"namespace {namespace!r}", Reason.POLICY_NOT_FOUND) from None
+        policy_spec = policy.get("spec") or {}
+        protect = tuple(str(g) for g in ((policy_spec.get("protect") or {}).get("groups") or ()))
+        return (recorded or policy_spec.get("kafka") or {}), (spec.policy_ref, Protection(groups=protect))
+
+    def _apply(self, body: Mapping[str, Any], outcome: Outcome, status: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Write the status patch (only if it changes something), then post the events. Returns the status."""
+        meta = body["metadata"]
+        current = dict(status if status is not None else body.get("status") or {})
+        if changes(current, outcome.status):
+            patch = outcome.status
+            try:
+                self.kube.patch_status(RESETS, meta["namespace"], meta["name"], patch)
+            except Refused as exc:
+                log.warning("%s/%s: status write refused, writing it without per-partition details: %s",
+                            meta["namespace"], meta["name"], exc)
+                patch = write_refused(current, patch, str(exc), _now(), _generation(body))
+                if isinstance(patch.get("plan"), Mapping):
+                    patch["plan"] = {**patch["plan"], "entries": None}
+                self.kube.patch_status(RESETS, meta["namespace"], meta["name"], patch)
+            current = merge_patch(current, patch)
+        for event in outcome.events:
+            kopf.event(cast(Any, dict(body)), type=event.type, reason=str(event.reason), message=event.message)
+        return current
+
+
+def _approved_target(recorded: Mapping[str, Any], spec: ResetSpec) -> ResetTarget:
+    """The target as approved (status.target.spec), for messages; the spec's if none was recorded."""
+    raw = (recorded.get("spec") or {}).get("target")
+    try:
+        return parse_target(raw) if isinstance(raw, Mapping) else spec.target
+    except SpecError:
+        return spec.target
+
+
+def _where(spec: ResetSpec) -> str:
+    return "spec.kafka" if spec.policy_ref is None else f"ConsumerGroupOffsetPolicy {spec.policy_ref} spec.kafka"
+
+
+def _group_of(body: Mapping[str, Any]) -> Any:
+    return (body.get("spec") or {}).get("group")
+
+
+def _generation(body: Mapping[str, Any]) -> int | None:
+    value = (body.get("metadata") or {}).get("generation")
+    return value if isinstance(value, int) else None

@@ -1,0 +1,66 @@
+"""Kafka's answers that whole-group deletion is built on, over TCP against the sandbox broker through the
+operator's adapter (kafka_admin): OffsetDelete cannot remove an offset of a deleted topic
+(UNKNOWN_TOPIC_OR_PARTITION, KafkaApis.handleOffsetDeleteRequest), DeleteGroups can (with the group), and
+DeleteGroups refuses a group with members (NON_EMPTY_GROUP) and an unknown one (GROUP_ID_NOT_FOUND).
+
+Offsets of a deleted topic are seeded as records in __consumer_offsets: a DeleteTopics on the sandbox
+tombstones them at once (GroupCoordinatorService.onPartitionsDeleted), as Kafka 4.x does on the
+coordinators active at that time; the seeded ones are what a coordinator that missed it keeps."""
+
+from __future__ import annotations
+
+import time
+
+from brokers import make_topics
+from kafka import KafkaAdminClient
+from kafka_clients import committed, empty_group, member
+
+from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
+from kafka_offset_operator.model.connection import ConnectionSettings
+from kafka_sandbox import SandboxBroker
+from offset_expiry.codec import offset_commit
+
+
+def seed_deleted_topic_offsets(broker: SandboxBroker, group: str, topic: str, partitions: int) -> None:
+    now = int(time.time() * 1000)
+    broker.append_offsets_records(
+        [(*offset_commit(group, topic, p, offset=10 + p, commit_timestamp=now), now) for p in range(partitions)])
+
+
+def test_offset_delete_of_a_deleted_topic_is_refused_and_delete_groups_removes_it(broker: SandboxBroker) -> None:
+    seed_deleted_topic_offsets(broker, "legacy-reader", "gone", 2)
+    assert committed(broker.bootstrap_servers, "legacy-reader") == {("gone", 0): 10, ("gone", 1): 11}
+    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+        assert "gone" not in admin.topic_names()
+        answers = admin.delete_offsets("legacy-reader", [("gone", 0), ("gone", 1)])
+        assert answers == {("gone", 0): "UNKNOWN_TOPIC_OR_PARTITION", ("gone", 1): "UNKNOWN_TOPIC_OR_PARTITION"}
+        assert set(admin.committed_offsets("legacy-reader")) == {("gone", 0), ("gone", 1)}  # still there
+        assert admin.delete_group("legacy-reader", raise_retriable=True) is None
+        assert admin.committed_offsets("legacy-reader") == {}
+        assert not admin.describe_group("legacy-reader").exists
+        assert admin.delete_group("legacy-reader") == "GROUP_ID_NOT_FOUND"
+
+
+def test_delete_groups_refuses_a_group_with_members_and_deletes_it_once_empty(broker: SandboxBroker) -> None:
+    make_topics(broker, {"orders": 1})
+    with member(broker.bootstrap_servers, "busy", ["orders"]) as consumer:
+        consumer.commit({("orders", 0): 3})
+        with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+            assert admin.delete_group("busy", raise_retriable=True) == "NON_EMPTY_GROUP"
+    assert committed(broker.bootstrap_servers, "busy") == {("orders", 0): 3}
+    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+        assert admin.delete_group("busy") is None
+    assert committed(broker.bootstrap_servers, "busy") == {}
+
+
+def test_deleting_a_topic_tombstones_its_offsets_on_the_sandbox(broker: SandboxBroker) -> None:
+    """The other half of Kafka's behaviour (onPartitionsDeleted): what the policy meets only where a
+    coordinator missed the deletion."""
+    make_topics(broker, {"short-lived": 1, "orders": 1})
+    empty_group(broker.bootstrap_servers, "reader", {("short-lived", 0): 2, ("orders", 0): 1})
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        admin.delete_topics(["short-lived"])
+    finally:
+        admin.close()
+    assert committed(broker.bootstrap_servers, "reader") == {("orders", 0): 1}

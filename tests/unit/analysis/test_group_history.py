@@ -1,0 +1,44 @@
+"""GroupMetadata history (issue 11 item 6): which older records of a classic group are kept, read cheaply."""
+
+from __future__ import annotations
+
+import pytest
+
+from offset_expiry.codec import encode_value
+from offset_expiry.facts import group_metadata_generation, same_generation_history
+
+
+def value(generation: int, version: int = 3, protocol_type: str = "consumer") -> bytes:
+    return encode_value(
+        "GroupMetadata",
+        {
+            "protocolType": protocol_type,
+            "generation": generation,
+            "protocol": None,
+            "leader": None,
+            "currentStateTimestamp": 0,
+            "members": [],
+        },
+        version,
+    )
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_the_generation_is_read_without_decoding_the_members(version: int) -> None:
+    assert group_metadata_generation(value(7, version)) == 7
+    assert group_metadata_generation(value(7, version, protocol_type="")) == 7
+
+
+def test_unreadable_values_and_tombstones_have_no_generation() -> None:
+    assert group_metadata_generation(None) is None
+    assert group_metadata_generation(b"\x00") is None
+    assert group_metadata_generation(value(7)[:5]) is None
+
+
+def test_only_older_records_of_the_newest_generation_are_history() -> None:
+    versions = [(10, value(3)), (11, value(4)), (12, value(4)), (13, None), (14, value(1)), (15, value(4))]
+    assert same_generation_history(versions[:3]) == [1]  # the newest (12) is history where it is decoded
+    assert same_generation_history(versions[:4]) == []  # deleted: nothing
+    assert same_generation_history([versions[2], versions[1]]) == [1]  # by offset, not by position
+    assert same_generation_history(versions) == [1, 2]  # generations restart after a deletion: conservative
+    assert same_generation_history([(1, value(4))]) == []
