@@ -3,7 +3,8 @@ client."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .adapters.kube import Kube
@@ -23,6 +24,11 @@ class OperatorOptions:
     backup_retention_s: float = 30 * 86_400.0  # how long the backup store keeps a backup
     backup_sweep_interval_s: float = 3600.0  # how often expired backups are looked for
     spark_image: str | None = None  # the SparkApplication engine's default image (else the environment's)
+    # Local engine: policies of one cluster (and the same credentials) whose runs start within this many seconds
+    # share one scan of __consumer_offsets (issue 12, decisions/scan_sharing.py); None: each scans alone, one
+    # policy visit at a time (as before sharing).
+    scan_share_window_s: float | None = 5.0
+    kafka_concurrency: int = 8  # OffsetDeletions and policy re-checks talking to Kafka at once
     # One actor at a time (Kopf's peering, docs/operator.md): the ClusterKopfPeering object this process
     # shares with every other process that must not act beside it; None runs standalone (no peering).
     peering: str | None = None
@@ -36,3 +42,9 @@ class OperatorContext:
 
     options: OperatorOptions
     kube: Kube
+    # Held while an OffsetDeletion's visit, or a policy's re-check of one group, talks to Kafka: at most
+    # options.kafka_concurrency at once in this process, however many objects are due.
+    kafka_gate: threading.BoundedSemaphore = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.kafka_gate = threading.BoundedSemaphore(max(1, self.options.kafka_concurrency))

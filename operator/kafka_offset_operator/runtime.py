@@ -61,6 +61,9 @@ def build_settings(options: OperatorOptions, started_ms: int | None = None) -> k
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage()
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage()
     settings.watching.server_timeout = 300
+    # Sync handlers (an OffsetDeletion's visit) run in Kopf's thread pool: wide enough for the Kafka limit
+    # (context.kafka_gate) to be the bound, not the pool (Python's default is 6 threads on 2 cores).
+    settings.execution.max_workers = max(options.kafka_concurrency + 4, 8)
     return settings
 
 

@@ -5,14 +5,14 @@ Spark pipeline over the snapshot, and the report. Used by the CLI (local session
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from .cluster import DEFAULT_CHECK_INTERVAL_MS, describe_cluster
-from .pipeline import analyze_facts
+from .pipeline import PolicyRun, analyze_facts_many
 from .policy import Policy
 from .progress import Progress
 from .raw import OFFSETS_TOPIC
@@ -99,6 +99,16 @@ def prepare(request: AnalysisRequest, progress: Progress | None = None) -> Prepa
 
 
 def execute(spark: SparkSession, prepared: Prepared, progress: Progress | None = None) -> Analysis:
+    request = prepared.request
+    return execute_many(spark, prepared, [PolicyRun(request.policy, prepared.retention_ms)], progress)[0]
+
+
+def execute_many(
+    spark: SparkSession, prepared: Prepared, runs: Sequence[PolicyRun], progress: Progress | None = None
+) -> list[Analysis]:
+    """One scan of the snapshot for several policies of the same cluster and credentials (issue 12): one
+    Analysis per policy, in order, as `execute` would give each alone on this snapshot. The request's own
+    policy is not used (the runs carry theirs); its connection, topic and snapshot are shared."""
     progress = progress or Progress(enabled=False)
     request, snapshot = prepared.request, prepared.snapshot
     spark.dataSource.register(KafkaSnapshotDataSource)
@@ -116,22 +126,18 @@ def execute(spark: SparkSession, prepared: Prepared, progress: Progress | None =
     total = sum(end - start for start, end in snapshot.ranges.values())
     progress.phase(f"analysing {request.topic} ({len(snapshot.ranges)} partitions)")
     progress.watch(spark, total)
-    report = analyze_facts(
+    reports = analyze_facts_many(
         reader.load(),
-        request.policy,
+        runs,
         now_ms=prepared.now_ms,
-        retention_ms=prepared.retention_ms,
         existing_topics=prepared.topics,
         snapshot=snapshot.end_offsets,
         candidates_only=request.candidates_only,
     )
-    return Analysis(
-        report,
-        prepared.now_ms,
-        prepared.retention_ms,
-        prepared.check_interval_ms,
-        prepared.check_interval_known,
-    )
+    return [
+        Analysis(report, prepared.now_ms, run.retention_ms, prepared.check_interval_ms, prepared.check_interval_known)
+        for report, run in zip(reports, runs, strict=True)
+    ]
 
 
 def run_analysis(spark: SparkSession, request: AnalysisRequest, progress: Progress | None = None) -> Analysis:

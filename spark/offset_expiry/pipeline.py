@@ -28,7 +28,8 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -55,8 +56,10 @@ GROUP_ARROW = pa.schema(
         ("group_unresolved_regex", pa.bool_()),
         ("group_newest_commit", pa.int64()),
         ("group_uncertain", pa.list_(pa.string())),
-        ("group_protected", pa.bool_()),
-        ("group_selected", pa.bool_()),
+        # One answer per policy of the run (issue 12: several policies share one scan); a policy's own
+        # columns `group_protected`/`group_selected` are projected from these by `groups_for`.
+        ("group_protected_by", pa.list_(pa.bool_())),
+        ("group_selected_by", pa.list_(pa.bool_())),
     ]
 )
 
@@ -90,10 +93,13 @@ def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
         )
 
 
-def rebuild_batches_for(policy: Policy) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """(group, [live non-offset facts], newest commit) -> the group's state and the policy's group patterns' answers."""
-    protects = policy.protect.protects
-    selects = policy.groups.selects
+def rebuild_batches_for(
+    policies: Sequence[Policy],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """(group, [live non-offset facts], newest commit) -> the group's state (once, whatever the number of
+    policies) and each policy's group patterns' answers."""
+    protects = [policy.protect.protects for policy in policies]
+    selects = [policy.groups.selects for policy in policies]
 
     def rebuild_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -119,8 +125,8 @@ def rebuild_batches_for(policy: Policy) -> Callable[[Iterator[pa.RecordBatch]], 
                 out["group_uncertain"].append(
                     None if view.uncertain_topics is None else sorted(view.uncertain_topics)
                 )
-                out["group_protected"].append(protects(group_id))
-                out["group_selected"].append(selects(group_id))
+                out["group_protected_by"].append([p(group_id) for p in protects])
+                out["group_selected_by"].append([s(group_id) for s in selects])
             yield pa.RecordBatch.from_pydict(out, schema=GROUP_ARROW)
 
     return rebuild_batches
@@ -213,8 +219,9 @@ def replay(facts: DataFrame) -> DataFrame:
     )
 
 
-def rebuild_groups(live: DataFrame, policy: Policy) -> DataFrame:
-    """Every group with a live record, offsets-only (simple) groups included."""
+def rebuild_groups(live: DataFrame, policies: Sequence[Policy]) -> DataFrame:
+    """Every group with a live record, offsets-only (simple) groups included; the patterns of every policy
+    answered in the same pass (`groups_for` takes one policy's answers)."""
     group_fact = F.when(F.col("type") != OFFSET_COMMIT, F.struct(*FACT_COLUMNS))
     newest_commit = F.max(F.when(F.col("type") == OFFSET_COMMIT, F.col("commit_timestamp")))
     makes_group = F.col("type") != GROUP_METADATA_HISTORY  # history alone makes no group (reference.py)
@@ -228,7 +235,17 @@ def rebuild_groups(live: DataFrame, policy: Policy) -> DataFrame:
         .where(F.col("makes_group"))
         .select("group", "facts", "newest_commit")
     )
-    return collected.mapInArrow(rebuild_batches_for(policy), _ddl(GROUP_ARROW))
+    return collected.mapInArrow(rebuild_batches_for(policies), _ddl(GROUP_ARROW))
+
+
+def groups_for(groups: DataFrame, index: int) -> DataFrame:
+    """The rebuilt groups as policy number `index` of the run sees them (its `group_protected` and
+    `group_selected`): a projection, no Python pass."""
+    return groups.select(
+        *[c for c in groups.columns if c not in ("group_protected_by", "group_selected_by")],
+        F.col("group_protected_by")[index].alias("group_protected"),
+        F.col("group_selected_by")[index].alias("group_selected"),
+    )
 
 
 def decide(
@@ -330,6 +347,15 @@ def write_rows(results: DataFrame) -> OffsetRows:
     return rows
 
 
+@dataclass(frozen=True)
+class PolicyRun:
+    """One policy's part of a run: its rules and the broker retention its expiry times use (a policy may
+    give its own, spec.analysis.brokerRetention)."""
+
+    policy: Policy
+    retention_ms: int
+
+
 def analyze_facts(
     facts: DataFrame,
     policy: Policy,
@@ -342,6 +368,29 @@ def analyze_facts(
 ) -> dict[str, Any]:
     """Runs the plan from compacted, decoded facts (columnar.DECODED_ARROW's columns); returns the report
     with "offsets" as OffsetRows."""
+    return analyze_facts_many(
+        facts,
+        [PolicyRun(policy, retention_ms)],
+        now_ms=now_ms,
+        existing_topics=existing_topics,
+        snapshot=snapshot,
+        candidates_only=candidates_only,
+    )[0]
+
+
+def analyze_facts_many(
+    facts: DataFrame,
+    runs: Sequence[PolicyRun],
+    *,
+    now_ms: int,
+    existing_topics: Collection[str] | None,
+    snapshot: Mapping[int, int] | None = None,
+    candidates_only: bool = False,
+) -> list[dict[str, Any]]:
+    """Several policies on one scan (issue 12): the read, compaction, replay and group rebuild (steps 1-5,
+    nearly all of the work) run once; each policy's decisions (step 6) and rows (step 7) then run on the
+    shared, cached facts. Returns one report per policy, in order, each the report the policy would get
+    alone on the same snapshot (the single-policy call is this one with one policy)."""
     spark = facts.sparkSession
     cached: list[DataFrame] = []
 
@@ -349,7 +398,12 @@ def analyze_facts(
         cached.append(frame.persist())
         return frame
 
+    def drop(frame: DataFrame) -> None:
+        frame.unpersist()
+        cached.remove(frame)
+
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
+    reports: list[dict[str, Any]] = []
     try:
         by_group = keep(facts.repartition(partitions, "group"))
         counts = by_group.agg(
@@ -358,26 +412,30 @@ def analyze_facts(
         records_scanned = (counts["scanned"] if counts is not None else 0) or 0
         skipped = (counts["skipped"] if counts is not None else 0) or 0
         live = keep(replay(by_group))
-        groups = keep(rebuild_groups(live, policy))
+        groups = keep(rebuild_groups(live, [run.policy for run in runs]))
         group_count = groups.count()
-        results = keep(
-            decide(live, groups, topics_frame(spark, existing_topics), policy, now_ms, retention_ms)
-        )
-        reasons = {row["reason"]: row["count"] for row in results.groupBy("reason").count().collect()}
-        rows = write_rows(results.where(F.col("candidate")) if candidates_only else results)
+        topics = topics_frame(spark, existing_topics)
+        for index, run in enumerate(runs):
+            results = keep(decide(live, groups_for(groups, index), topics, run.policy, now_ms, run.retention_ms))
+            reasons = {row["reason"]: row["count"] for row in results.groupBy("reason").count().collect()}
+            rows = write_rows(results.where(F.col("candidate")) if candidates_only else results)
+            drop(results)
+            reports.append(
+                {
+                    "summary": summary(
+                        records_scanned=int(records_scanned),
+                        groups=group_count,
+                        reasons=reasons,
+                        skipped_records=skipped,
+                        snapshot=snapshot or {},
+                    ),
+                    "offsets": rows,
+                }
+            )
     finally:
         for frame in reversed(cached):
             frame.unpersist()
-    return {
-        "summary": summary(
-            records_scanned=int(records_scanned),
-            groups=group_count,
-            reasons=reasons,
-            skipped_records=skipped,
-            snapshot=snapshot or {},
-        ),
-        "offsets": rows,
-    }
+    return reports
 
 
 def analyze_dataframe(

@@ -54,6 +54,16 @@ ANALYSIS_RUNS = Counter(
     "Policy analysis runs by engine (Local, SparkApplication) and outcome (Succeeded, Failed, Cancelled).",
     ["engine", "outcome"],
 )
+SCANS = Counter(
+    f"{PREFIX}_analysis_scans_total",
+    "Scans of __consumer_offsets by engine: one scan may serve several policies of the same cluster (issue 12).",
+    ["engine"],
+)
+SCAN_POLICIES = Counter(
+    f"{PREFIX}_analysis_scan_policies_total",
+    "Policy runs served by those scans (divided by the scans: the policies per scan).",
+    ["engine"],
+)
 ANALYSIS_SECONDS = Histogram(
     f"{PREFIX}_analysis_duration_seconds", "Duration of policy analysis runs, from start to report read.",
     ["engine"], buckets=(1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600),
@@ -132,6 +142,11 @@ def serve(port: int, addr: str = "0.0.0.0", registry: CollectorRegistry = REGIST
 def analysis_finished(engine: str, outcome: str, seconds: float) -> None:
     ANALYSIS_RUNS.labels(engine=engine, outcome=outcome).inc()
     ANALYSIS_SECONDS.labels(engine=engine).observe(seconds)
+
+
+def scan_started(engine: str, policies: int) -> None:
+    SCANS.labels(engine=engine).inc()
+    SCAN_POLICIES.labels(engine=engine).inc(policies)
 
 
 def candidates(namespace: str, policy: str, by_reason: dict[str, int]) -> None:

@@ -34,6 +34,12 @@ def add_parser(sub: Any) -> None:
                    help="how often unfinished work is retried (Kafka down, group busy) (default 30)")
     p.add_argument("--backup-retention", type=_duration, default=30 * 86_400.0, metavar="DURATION",
                    help="how long the backup store keeps the backup of each change of offsets (default 30d)")
+    p.add_argument("--scan-share-window", type=_window, default=5.0, metavar="SECONDS",
+                   help="Local engine: policies of the same Kafka cluster and credentials whose runs start within this "
+                        "many seconds of each other share one scan of __consumer_offsets; 'off': each scans alone "
+                        "(default 5)")
+    p.add_argument("--kafka-concurrency", type=_concurrency, default=8, metavar="N",
+                   help="at most N OffsetDeletions and policy re-checks talk to Kafka at once (default 8)")
     p.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="text lines, or one JSON object per line for log collectors (default text)")
     peers = p.add_argument_group(
@@ -65,6 +71,24 @@ def _port(text: str) -> int:
 def _lifetime(text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 3600:
         raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of seconds from 1 to 3600")
+    return int(text)
+
+
+def _window(text: str) -> float | None:
+    if text.strip().lower() == "off":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (or 'off')") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 3600 seconds (or 'off')")
+    return value
+
+
+def _concurrency(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 256:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number from 1 to 256")
     return int(text)
 
 
@@ -121,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
         liveness_endpoint=f"http://0.0.0.0:{args.health_port}/healthz" if args.health_port else None,
         retry_interval=args.retry_interval,
         backup_retention_s=args.backup_retention,
+        scan_share_window_s=args.scan_share_window,
+        kafka_concurrency=args.kafka_concurrency,
         peering=None if args.standalone else args.peering,
         peering_priority=args.peering_priority,
         peering_lifetime_s=args.peering_lifetime,

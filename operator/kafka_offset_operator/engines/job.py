@@ -39,6 +39,10 @@ class Job:
     spec: PolicySpec
     settings: ConnectionSettings
     retention_ms: int
+    # Scan sharing (issue 12, decisions/scan_sharing.py): the key of the cluster and credentials (None: this
+    # run scans alone), and how long it waits for other policies' runs to join its scan.
+    share_key: str | None = None
+    share_window_ms: int = 0
 
 
 def new_run_id() -> str:

@@ -1,16 +1,24 @@
 """The Local engine: analyses run by a warm child process (local_worker.py), off the operator's event loop.
 
-One worker per operator process, one analysis at a time (Spark local mode uses every core anyway);
-`run` blocks its caller's thread (handlers call it through asyncio.to_thread) until the report is read,
-the run fails, or `cancel` is set: then the worker's whole process group (Python, JVM, Spark's Python
-workers) is killed, and the next run starts a fresh worker. A worker that dies on its own is restarted the
-same way. Nothing secret is logged: requests go through the worker's stdin only.
+One worker per operator process, one scan at a time (Spark local mode uses every core anyway);
+`run` blocks its caller's thread (handlers call it in a thread) until the report is read, the run fails,
+or `cancel` is set. A worker that dies on its own is restarted for the next scan. Nothing secret is logged:
+requests go through the worker's stdin only.
+
+Shared scans (issue 12): requests wait in a queue, and a dispatcher thread starts the scans
+(decisions/scan_sharing.next_scan): requests with the same `share_key` (same cluster, same credentials)
+that arrive within the oldest one's window, or queue behind a running scan, share ONE scan of
+`__consumer_offsets`, and each gets its own report, the one it would get alone. A request without a key
+scans alone. Cancelling one request (its policy was deleted) only takes it out: the shared scan is killed
+(the worker's whole process group: Python, JVM, Spark's Python workers) only when every request it serves
+has been cancelled, and the next scan starts a fresh worker.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -21,11 +29,14 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from ..adapters import metrics
 from ..adapters.kafka_admin import write_private_files
+from ..decisions.scan_sharing import Waiting, next_scan
 from ..model.reasons import Reason
 from ..model.report import Report, read_report
 from .job import AnalysisFailed, CancelFlag, Cancelled, Job, client_settings, new_run_id
@@ -44,6 +55,43 @@ class LocalRequest:
     client_settings: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold a password
     now_ms: int | None = None
     retention_ms: int | None = None
+    share_key: str | None = None  # decisions/scan_sharing.share_key; None: scans alone
+    share_window_ms: int = 0  # how long it waits for others to join its scan
+
+
+TLS_OPTIONS = ("ssl_cafile", "ssl_certfile", "ssl_keyfile")
+
+
+class _Ticket:
+    """One request in the queue, then in a scan; `done` is set once `report` or `error` is."""
+
+    def __init__(self, number: int, request: LocalRequest, arrived_ms: int) -> None:
+        self.number = number
+        self.request = request
+        self.arrived_ms = arrived_ms
+        self.key = request.share_key or f"solo:{number}"
+        self.done = threading.Event()
+        self.report: Report | None = None
+        self.error: BaseException | None = None
+        self.cancelled = False  # its caller gave up (set under the engine's lock)
+
+    @property
+    def member_id(self) -> str:
+        return f"{self.request.run_id}-{self.number}"
+
+    def finish(self, report: Report | None = None, error: BaseException | None = None) -> None:
+        self.report, self.error = report, error
+        self.done.set()
+
+
+class _Everyone:
+    """A scan's cancel flag: set once every request it serves has been cancelled."""
+
+    def __init__(self, tickets: Sequence[_Ticket]) -> None:
+        self.tickets = tickets
+
+    def is_set(self) -> bool:
+        return all(t.cancelled for t in self.tickets)
 
 
 class _Worker:
@@ -97,53 +145,118 @@ class _Worker:
 
 class LocalEngine:
     def __init__(self, python: str = sys.executable, shuffle_partitions: int | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, poll_s: float = 0.2) -> None:
         self.python = python
         self.shuffle_partitions = shuffle_partitions
         base = dict(os.environ if env is None else env)
         base.setdefault("PYSPARK_PYTHON", python)
         self.env = base
+        self.poll_s = poll_s
         self._worker: _Worker | None = None
-        self._lock = threading.Lock()  # one analysis at a time
+        self._cond = threading.Condition()  # guards the queue, the dispatcher and the tickets' `cancelled`
+        self._waiting: dict[int, _Ticket] = {}
+        self._numbers = itertools.count(1)
+        self._dispatcher: threading.Thread | None = None
         self._tmp = tempfile.mkdtemp(prefix="koo-analysis-")  # 0700
+        self.scans = 0  # scans started (tests and the benchmark count them)
 
-    def run(self, request: LocalRequest, cancel: CancelFlag, poll_s: float = 0.2) -> Report:
-        """Run one analysis and read its report; raises AnalysisFailed or Cancelled."""
-        while not self._lock.acquire(timeout=poll_s):
+    def run(self, request: LocalRequest, cancel: CancelFlag, poll_s: float | None = None) -> Report:
+        """Run one analysis (alone or in a shared scan) and read its report; raises AnalysisFailed or
+        Cancelled."""
+        poll = self.poll_s if poll_s is None else poll_s
+        with self._cond:
+            ticket = _Ticket(next(self._numbers), request, _now_ms())
+            self._waiting[ticket.number] = ticket
+            if self._dispatcher is None:
+                self._dispatcher = threading.Thread(target=self._dispatch, daemon=True, name="local-engine-scans")
+                self._dispatcher.start()
+            self._cond.notify_all()
+        while not ticket.done.wait(poll):
             if cancel.is_set():
-                raise Cancelled()
-        try:
-            return self._run(request, cancel, poll_s)
-        finally:
-            self._lock.release()
+                with self._cond:
+                    if not ticket.done.is_set():  # out of the queue, or out of its scan (killed if it was the last)
+                        ticket.cancelled = True
+                        self._waiting.pop(ticket.number, None)
+                        self._cond.notify_all()
+                        raise Cancelled()
+        if ticket.error is not None:
+            raise ticket.error
+        assert ticket.report is not None
+        return ticket.report
 
-    def _run(self, request: LocalRequest, cancel: CancelFlag, poll_s: float) -> Report:
+    # -- the dispatcher thread: starts the scans, one at a time
+
+    def _dispatch(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if not self._waiting:
+                        self._dispatcher = None  # idle: the next request starts another
+                        return
+                    waiting = [Waiting(t.number, t.key, t.arrived_ms, t.request.share_window_ms)
+                               for t in self._waiting.values()]
+                    plan = next_scan(waiting, _now_ms())
+                    if plan.start:
+                        break
+                    self._cond.wait(timeout=max(0.01, (plan.wait_ms or 0) / 1000))
+                tickets = [self._waiting.pop(n) for n in plan.start]
+                directory = tempfile.mkdtemp(prefix="scan-", dir=self._tmp)
+                try:
+                    # Copied under the lock (a caller that gives up takes it first, then removes its files): the
+                    # scan must not depend on files its first caller may remove mid-scan.
+                    client = _own_tls_files(tickets[0].request.client_settings, directory)
+                except OSError as exc:
+                    client = {}
+                    failed: BaseException | None = AnalysisFailed(Reason.ANALYSIS_FAILED, f"TLS files: {exc}")
+                else:
+                    failed = None
+            try:
+                if failed is not None:
+                    raise failed
+                self._scan(tickets, client, directory)
+            except BaseException as exc:  # never leave a caller waiting
+                for t in tickets:
+                    if not t.done.is_set():
+                        t.finish(error=exc if isinstance(exc, (AnalysisFailed, Cancelled)) else
+                                 AnalysisFailed(Reason.ANALYSIS_FAILED, f"{type(exc).__name__}: {exc}"))
+            finally:
+                shutil.rmtree(directory, ignore_errors=True)
+
+    def _scan(self, tickets: list[_Ticket], client: Mapping[str, str], directory: str) -> None:
+        """One scan for `tickets`, in the worker; every ticket is finished (report or error) when it returns."""
+        first = tickets[0].request
+        scan_id = new_run_id()
+        results = {t.number: os.path.join(directory, f"{t.member_id}.json") for t in tickets}
+        retention = next((t.request.retention_ms for t in tickets if t.request.retention_ms is not None), None)
         if self._worker is None or not self._worker.alive:
             self._worker = _Worker(self.python, self.env)
         worker = self._worker
-        results = os.path.join(self._tmp, f"{request.run_id}.json")
+        self.scans += 1
+        metrics.scan_started("Local", len(tickets))
+        if len(tickets) > 1:
+            log.info("one scan of __consumer_offsets at %s for %d policies", first.bootstrap_servers, len(tickets))
         worker.send({
-            "runId": request.run_id,
-            "bootstrapServers": request.bootstrap_servers,
-            "policy": dict(request.policy),
-            "clientSettings": dict(request.client_settings),
-            "nowMs": request.now_ms,
-            "retentionMs": request.retention_ms,
-            "results": results,
+            "runId": scan_id,
+            "bootstrapServers": first.bootstrap_servers,
+            "clientSettings": dict(client),
+            "nowMs": first.now_ms,
+            "retentionMs": retention,
             "shufflePartitions": self.shuffle_partitions,
+            "members": [{"memberId": t.member_id, "policy": dict(t.request.policy),
+                         "retentionMs": t.request.retention_ms, "results": results[t.number]} for t in tickets],
         })
-        try:
-            answer = self._await(worker, request.run_id, cancel, poll_s)
-            if not answer.get("ok"):
-                kind = answer.get("kind")
-                reason = {"input": Reason.ANALYSIS_INPUT_ERROR, "setup": Reason.SPARK_UNAVAILABLE}.get(
-                    str(kind), Reason.ANALYSIS_FAILED)
-                raise AnalysisFailed(reason, str(answer.get("message") or "the analysis failed"))
-            with open(results, encoding="utf-8") as f:
-                return read_report(f)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(results)
+        answer = self._await(worker, scan_id, _Everyone(tickets), self.poll_s)
+        members: Mapping[str, Any] = answer.get("members") or {}
+        for t in tickets:
+            mine = members.get(t.member_id) or answer
+            if mine.get("ok"):
+                try:
+                    with open(results[t.number], encoding="utf-8") as f:
+                        t.finish(report=read_report(f))
+                except Exception as exc:
+                    t.finish(error=AnalysisFailed(Reason.ANALYSIS_FAILED, f"the report is unreadable: {exc}"))
+            else:
+                t.finish(error=_failure(mine))
 
     def _await(self, worker: _Worker, run_id: str, cancel: CancelFlag, poll_s: float) -> dict[str, Any]:
         while True:
@@ -172,6 +285,29 @@ class LocalEngine:
         shutil.rmtree(self._tmp, ignore_errors=True)
 
 
+def _failure(answer: Mapping[str, Any]) -> AnalysisFailed:
+    reason = {"input": Reason.ANALYSIS_INPUT_ERROR, "setup": Reason.SPARK_UNAVAILABLE}.get(
+        str(answer.get("kind")), Reason.ANALYSIS_FAILED)
+    return AnalysisFailed(reason, str(answer.get("message") or "the analysis failed"))
+
+
+def _own_tls_files(settings: Mapping[str, str], directory: str) -> dict[str, str]:
+    """The client settings with their TLS files copied into `directory` (0700, the scan's own)."""
+    out = dict(settings)
+    for option in TLS_OPTIONS:
+        path = out.get(option)
+        if path:
+            copy = os.path.join(directory, f"tls-{option}.pem")
+            shutil.copyfile(path, copy)
+            os.chmod(copy, 0o600)
+            out[option] = copy
+    return out
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 _shared: LocalEngine | None = None
 _shared_lock = threading.Lock()
 
@@ -198,6 +334,8 @@ def run_local(job: Job, cancel: CancelFlag) -> Report:
             policy=job.spec.analysis_spec,
             client_settings=client_settings(job.settings, paths),
             retention_ms=job.retention_ms,
+            share_key=job.share_key,
+            share_window_ms=job.share_window_ms,
         )
         return shared_engine().run(request, cancel)
     finally:

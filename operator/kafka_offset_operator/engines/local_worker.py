@@ -7,8 +7,9 @@ on stdout (anything else on stdout, e.g. from the JVM, is ignored). Requests car
 they travel only through this pipe: never on a command line, in the environment or on disk (TLS material
 excepted: the operator writes it to a private 0700 directory, as for its own Kafka client).
 
-Each request runs what job.py runs (offset_expiry.analysis.prepare, then execute) and writes the report
-atomically to the requested path. The session is kept between requests: Spark's start (10-20 s) is paid
+Each request is one scan for one or more policies (its `members`, issue 12: policies of the same cluster and
+credentials share it): offset_expiry.analysis.prepare, then execute_many, and each member's report is
+written atomically to its own path. The session is kept between requests: Spark's start (10-20 s) is paid
 once per worker, not per run. A worker that dies (or is killed to cancel a run) is simply started again.
 """
 
@@ -21,41 +22,61 @@ from typing import Any, TextIO
 RESULT = "KOO-RESULT "
 
 
-def _answer(out: TextIO, run_id: str, ok: bool, kind: str = "", message: str = "") -> None:
-    out.write(RESULT + json.dumps({"runId": run_id, "ok": ok, "kind": kind, "message": message}) + "\n")
+def _answer(out: TextIO, run_id: str, ok: bool, kind: str = "", message: str = "",
+            members: dict[str, dict[str, Any]] | None = None) -> None:
+    answer: dict[str, Any] = {"runId": run_id, "ok": ok, "kind": kind, "message": message}
+    if members is not None:
+        answer["members"] = members
+    out.write(RESULT + json.dumps(answer) + "\n")
     out.flush()
 
 
 def handle(request: dict[str, Any], session: list[Any], out: TextIO) -> None:
-    from offset_expiry.analysis import AnalysisRequest, execute, prepare
+    """One scan for the request's `members` (one or more policies of the same cluster and credentials, issue
+    12): each member's report goes to its own `results` path, and the answer says per member whether it
+    has one. A failure of the scan itself (Kafka, Spark) fails every member; a member's bad policy fails it
+    alone."""
+    from offset_expiry.analysis import AnalysisRequest, execute_many, prepare
     from offset_expiry.errors import InputError, SpecError
     from offset_expiry.output import spark_failure_message
+    from offset_expiry.pipeline import PolicyRun
     from offset_expiry.policy import parse_policy
     from offset_expiry.report import write_json_atomically
     from offset_expiry.session import JavaMissing, local_session
 
     run_id = str(request.get("runId", ""))
+    answers: dict[str, dict[str, Any]] = {}
+    runs: list[tuple[dict[str, Any], Any]] = []
+    for member in request.get("members") or ():
+        try:
+            runs.append((member, parse_policy(member.get("policy") or {})))
+        except (InputError, SpecError) as exc:
+            answers[str(member.get("memberId"))] = {"ok": False, "kind": "input", "message": str(exc)}
     try:
-        analysis_request = AnalysisRequest(
-            bootstrap_servers=request["bootstrapServers"],
-            policy=parse_policy(request.get("policy") or {}),
-            now_ms=request.get("nowMs"),
-            retention_ms=request.get("retentionMs"),
-            client_settings=dict(request.get("clientSettings") or {}),
-        )
-        prepared = prepare(analysis_request)
-        if not session:
-            session.append(local_session("kafka-offset-operator-local", shuffle_partitions=request.get("shufflePartitions")))
-        analysis = execute(session[0], prepared)
-        write_json_atomically(request["results"], analysis.as_json_report())
+        if runs:
+            analysis_request = AnalysisRequest(
+                bootstrap_servers=request["bootstrapServers"],
+                now_ms=request.get("nowMs"),
+                retention_ms=request.get("retentionMs"),
+                client_settings=dict(request.get("clientSettings") or {}),
+            )
+            prepared = prepare(analysis_request)
+            if not session:
+                session.append(local_session("kafka-offset-operator-local",
+                                             shuffle_partitions=request.get("shufflePartitions")))
+            policy_runs = [PolicyRun(policy, prepared.retention_ms if member.get("retentionMs") is None
+                                     else int(member["retentionMs"])) for member, policy in runs]
+            for (member, _), analysis in zip(runs, execute_many(session[0], prepared, policy_runs), strict=True):
+                write_json_atomically(member["results"], analysis.as_json_report())
+                answers[str(member.get("memberId"))] = {"ok": True}
     except (InputError, SpecError) as exc:
-        _answer(out, run_id, False, "input", str(exc))
+        _answer(out, run_id, False, "input", str(exc), answers)
     except JavaMissing as exc:
-        _answer(out, run_id, False, "setup", str(exc))
+        _answer(out, run_id, False, "setup", str(exc), answers)
     except Exception as exc:  # a Spark failure: reduced to one line
-        _answer(out, run_id, False, "spark", spark_failure_message(exc))
+        _answer(out, run_id, False, "spark", spark_failure_message(exc), answers)
     else:
-        _answer(out, run_id, True)
+        _answer(out, run_id, True, members=answers)
 
 
 def main() -> int:

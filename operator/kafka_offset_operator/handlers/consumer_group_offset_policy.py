@@ -29,6 +29,10 @@ def register(registry: kopf.OperatorRegistry, ctx: OperatorContext) -> None:
         if namespace is not None:  # the CRD is namespaced
             await runner.serve(namespace, name, stopped)
 
+    @kopf.on.cleanup(registry=registry)
+    def stop_visits(**_: Any) -> None:
+        runner.close()
+
     @kopf.on.delete(GROUP, VERSION, POLICIES, id="policy-children", registry=registry)
     async def policy_deleted(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> None:
         if namespace is None:

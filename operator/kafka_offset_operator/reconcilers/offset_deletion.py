@@ -171,7 +171,7 @@ class DeletionReconciler:
             self._apply(body, steps.settled(status, _now(), generation))
             return
         try:
-            with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
+            with self.ctx.kafka_gate, KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
                 if step is Step.BACKUP:
                     status = self._backup(body, spec, kafka, status, admin)
                     step = steps.next_step(spec, status)

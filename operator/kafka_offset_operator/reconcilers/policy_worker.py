@@ -27,6 +27,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 import kopf
@@ -43,7 +44,8 @@ from ..adapters.kube import Conflict, KubeError, NotFound, Refused
 from ..context import OperatorContext
 from ..decisions import keepalive, policy_status, proposals, schedule
 from ..decisions.connection_spec import connection_from_spec
-from ..decisions.policy_spec import Mode, PolicySpec, parse_policy_spec
+from ..decisions.policy_spec import Engine, Mode, PolicySpec, parse_policy_spec
+from ..decisions.scan_sharing import share_key
 from ..decisions.spark_application import DEFAULT_MAIN_FILE
 from ..decisions.times import parse_iso
 from ..engines.dispatch import run as run_analysis
@@ -60,6 +62,9 @@ log = logging.getLogger(__name__)
 
 RETENTION_CONFIG = "offsets.retention.minutes"
 MAIN_FILE_ENV = "KAFKA_OFFSET_OPERATOR_SPARK_MAIN_FILE"
+# Visits under way at once when Local runs share scans: each waits in its own thread for its report, so this
+# bounds how many policies one scan can serve in one go (the others join the next scan).
+SHARED_VISITS = 128
 
 
 class PolicyRunner:
@@ -75,8 +80,19 @@ class PolicyRunner:
             poll_s=min(2.0, self.tick_s),
         )
         self.failures: dict[tuple[str, str], int] = {}
-        self.slot = asyncio.Lock()  # one analysis at a time in this operator (each takes all cores)
+        # One analysis at a time in this operator (each takes all cores): a SparkApplication run, or any run
+        # when scans are not shared. Shared Local runs do not take it: the Local engine queues them itself,
+        # and policies of one cluster due together must be in its queue together to share a scan (issue 12).
+        self.slot = asyncio.Lock()
+        self.sharing = ctx.options.scan_share_window_s is not None
+        self.kafka_gate = ctx.kafka_gate
+        self.visits = ThreadPoolExecutor(SHARED_VISITS, thread_name_prefix="policy-visit") if self.sharing else None
         self.visiting: dict[tuple[str, str], asyncio.Event] = {}  # a visit under way; set when it ends
+
+    def close(self) -> None:
+        """The operator stops: no new visit threads (those under way end on their `stopped` flag)."""
+        if self.visits is not None:
+            self.visits.shutdown(wait=False)
 
     @staticmethod
     def now_ms() -> int:
@@ -98,7 +114,7 @@ class PolicyRunner:
                 status = body.get("status") or {}
                 if schedule.due(_generation(body), status, self.now_ms()):
                     if await asyncio.to_thread(self._can_run, body):
-                        async with self.slot:
+                        async with self._slot(body):
                             await self._visit_marked(namespace, name, stopped)
                     else:  # no analysis can start: say why at once, not behind other policies' runs
                         await self._visit_marked(namespace, name, stopped)
@@ -109,6 +125,12 @@ class PolicyRunner:
             self.failures.pop((namespace, name), None)
             if stopped:
                 metrics.forget_policy(namespace, name, list(CANDIDATE_REASONS))
+
+    def _slot(self, body: Mapping[str, Any]) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The operator-wide slot, unless this is a Local run that may share its scan."""
+        if self.sharing and _engine(body) is Engine.LOCAL:
+            return contextlib.nullcontext()
+        return self.slot
 
     def _can_run(self, body: Mapping[str, Any]) -> bool:
         """Whether a visit may start an analysis: its spec and Secrets are usable. One that cannot (an invalid
@@ -144,7 +166,10 @@ class PolicyRunner:
                 with contextlib.suppress(RuntimeError):  # the loop is gone: the operator has stopped
                     loop.call_soon_threadsafe(ended)
 
-        await asyncio.to_thread(run)
+        if self.visits is None:
+            await asyncio.to_thread(run)
+        else:
+            await loop.run_in_executor(self.visits, run)
 
     async def quiesce(self, namespace: str, name: str) -> None:
         """Wait until no visit of this policy is under way (the deleted policy's daemon is told to stop at
@@ -251,8 +276,12 @@ class PolicyRunner:
             return
         self._patch(body, policy_status.running(_status(body), spec.engine.value, started, _generation(body)))
         try:
-            retention_ms = self._preflight(spec, settings)
-            report = run_analysis(Job(body, spec, settings, retention_ms),
+            retention_ms, cluster_id = self._preflight(spec, settings)
+            shared = self.sharing and spec.engine is Engine.LOCAL
+            window_ms = int((self.options.scan_share_window_s or 0) * 1000)
+            report = run_analysis(Job(body, spec, settings, retention_ms,
+                                      share_key=share_key(settings, cluster_id) if shared else None,
+                                      share_window_ms=window_ms if shared else 0),
                                   cancel, self.spark)
             metrics.analysis_finished(spec.engine.value, "Succeeded", (self.now_ms() - started) / 1000)
             with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
@@ -287,18 +316,20 @@ class PolicyRunner:
 
     # -- the steps
 
-    def _preflight(self, spec: PolicySpec, settings: ConnectionSettings) -> int:
+    def _preflight(self, spec: PolicySpec, settings: ConnectionSettings) -> tuple[int, str | None]:
         """Kafka answers (else KafkaUnavailable before any Spark starts) and its offsets retention (read only
-        when the spec does not give it: DescribeConfigs may not be allowed)."""
-        with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
+        when the spec does not give it: DescribeConfigs may not be allowed); with the cluster's id when the
+        run may share its scan (the key of decisions/scan_sharing)."""
+        with self.kafka_gate, KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
+            cluster_id = admin.cluster_id() if self.sharing and spec.engine is Engine.LOCAL else None
             if spec.broker_retention_ms is not None:
-                return spec.broker_retention_ms
+                return spec.broker_retention_ms, cluster_id
             configs = admin.broker_configs([RETENTION_CONFIG])
         minutes = configs.get(RETENTION_CONFIG)
         if minutes is None or not str(minutes).isdigit():
             raise AnalysisFailed(Reason.INVALID_SPEC, "spec.analysis.brokerRetention: is required: the brokers do not "
                                  f"report {RETENTION_CONFIG}")
-        return int(minutes) * 60_000
+        return int(minutes) * 60_000, cluster_id
 
     def _recheck(self, admin: KafkaAdmin, spec: PolicySpec, report: Report) -> tuple[list[proposals.Proposal], list[proposals.Skip]]:
         kept: list[proposals.Proposal] = []
@@ -307,10 +338,15 @@ class PolicyRunner:
         # Which topics exist now (one Metadata request, only when the report has offsets of deleted topics):
         # those offsets can only go with their whole group (proposals.recheck).
         deleted = any(Verdict.DELETED_TOPIC in p.reasons.values() for p in candidates)
-        topics = admin.topic_names() if deleted else None
+        if deleted:
+            with self.kafka_gate:
+                topics = admin.topic_names()
+        else:
+            topics = None
         for proposal in candidates:
-            live = admin.describe_group(proposal.group)
-            committed: Mapping[TP, Committed] = admin.committed_offsets(proposal.group)
+            with self.kafka_gate:
+                live = admin.describe_group(proposal.group)
+                committed: Mapping[TP, Committed] = admin.committed_offsets(proposal.group)
             result = proposals.recheck(proposal, live, committed, spec.policy.protect, topics)
             skipped.extend(result.skipped)
             if result.proposal is not None:
@@ -417,6 +453,13 @@ class PolicyRunner:
 
 def _status(body: Mapping[str, Any]) -> dict[str, Any]:
     return dict(body.get("status") or {})
+
+
+def _engine(body: Mapping[str, Any]) -> Engine | None:
+    try:
+        return parse_policy_spec(body.get("spec")).engine
+    except SpecError:
+        return None
 
 
 def _generation(body: Mapping[str, Any]) -> int | None:

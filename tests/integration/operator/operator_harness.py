@@ -238,6 +238,8 @@ class Operators:
 
 
 def fast_options(kubeconfig: Path, **overrides: Any) -> OperatorOptions:
-    """Fast retries for tests; everything else as in production."""
+    """Fast retries for tests, and no wait for other policies to join a scan (runs queued together still
+    share one); everything else as in production."""
+    options: dict[str, Any] = {"scan_share_window_s": 0.0, **overrides}
     return OperatorOptions(namespaces=(NAMESPACE,), kubeconfig=kubeconfig, retry_interval=0.3, kafka_timeout_ms=5000,
-                           **overrides)
+                           **options)

@@ -1,0 +1,315 @@
+"""Benchmark of issue 12: a hundred policies on one cluster, one shared scan of `__consumer_offsets` against
+one scan per policy.
+
+    PYTHONPATH=... .venv/bin/python bench/many_policies.py                 # 100 policies, 1,000 deletions, 10,000 groups
+    PYTHONPATH=... .venv/bin/python bench/many_policies.py --quick         # 10 / 100 / 1,000
+    PYTHONPATH=... .venv/bin/python bench/many_policies.py --kafka-concurrency 2 --kafka-concurrency 16
+
+The sandbox broker (in this process) holds G simple groups `team-NNN-gMMMMM` (two offsets each on one
+topic), D of them committed three days ago (candidates of the policies' `standaloneRetention: 1d`), the rest
+just now; the emulated Kubernetes API (in this process) and the operator (`kafka-offset-operator run`, its
+own process, as tests/integration/operator/operator_process.py starts it) with the Local engine. P policies
+in Auto mode, policy i selecting `team-i-*`, are created at once; each proposes its groups' stale offsets
+as OffsetDeletions (D in all), which the operator backs up and deletes.
+
+Each configuration runs on a freshly seeded broker and a fresh operator:
+
+- shared: `--scan-share-window W` (the policies due together share one scan);
+- separate: `--scan-share-window off` (each policy scans alone, one at a time: the behaviour before issue
+  12), on `--separate-policies` of the policies (default: all; a full-size run of 100 separate scans takes
+  most of an hour on a loaded 2-core machine, so a smaller number is measured and the per-scan figures
+  extrapolated, and the output says so).
+
+Printed per configuration: scans of `__consumer_offsets` for one interval (the operator's
+kafka_offset_operator_analysis_scans_total; a warm-up policy first pays for Spark's start, outside the
+figures), the time until every policy has run, the time until every
+OffsetDeletion has settled, the peak memory (RSS) of the operator's process tree (operator, Spark worker,
+its JVM and Python workers) sampled every 0.5 s, and the Kafka requests the broker answered (counted by
+API) with the request rate while OffsetDeletions run. Then the ratios. No timed assertions: figures only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+for extra in ("tests/support", "tests/integration/operator"):
+    if str(ROOT / extra) not in sys.path:
+        sys.path.insert(0, str(ROOT / extra))
+
+DAY_MS = 86_400_000
+TOPIC = "events"
+TOPIC_PARTITIONS = 2
+COUNTED_APIS = ("OffsetDelete", "OffsetFetch", "DescribeGroups", "FindCoordinator", "Metadata", "Fetch",
+                "ListOffsets", "DescribeConfigs", "ApiVersions", "OffsetCommit")
+SETTLED = ("Succeeded", "PartiallyFailed", "Failed")
+
+
+@dataclass
+class Sizes:
+    policies: int
+    deletions: int
+    groups: int
+
+
+@dataclass
+class Figures:
+    label: str
+    policies: int
+    scans: float = 0.0
+    analysed_s: float = 0.0  # until every policy has a lastRun
+    settled_s: float = 0.0  # until every OffsetDeletion has settled
+    deletions: int = 0
+    peak_rss_mb: float = 0.0
+    requests: dict[str, int] = field(default_factory=dict)
+    deleting_s: float = 0.0  # from the first OffsetDeletion created to the last settled
+
+    @property
+    def total_requests(self) -> int:
+        return sum(self.requests.values())
+
+
+def group_name(team: int, index: int) -> str:
+    return f"team-{team:03d}-g{index:05d}"
+
+
+def seed(broker: Any, sizes: Sizes) -> None:
+    """G simple groups, spread round-robin over the P teams; the first D (by index) committed 3 days ago."""
+    from brokers import make_topics
+
+    from offset_expiry.codec import offset_commit
+
+    make_topics(broker, {TOPIC: TOPIC_PARTITIONS}, records_per_partition=10)
+    now = broker.clock.now_ms()
+    old = now - 3 * DAY_MS
+    batch: list[tuple[bytes, bytes | None, int]] = []
+    for i in range(sizes.groups):
+        stamp = old if i < sizes.deletions else now
+        group = group_name(i % sizes.policies, i)
+        for p in range(TOPIC_PARTITIONS):
+            key, value = offset_commit(group, TOPIC, p, offset=1 + p, commit_timestamp=stamp)
+            batch.append((key, value, stamp))
+        if len(batch) >= 20_000:
+            broker.append_offsets_records(batch)
+            batch = []
+    if batch:
+        broker.append_offsets_records(batch)
+
+
+def policy(index: int, bootstrap: str) -> dict[str, Any]:
+    from operator_harness import GROUP_VERSION, NAMESPACE
+
+    return {
+        "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+        "metadata": {"name": f"team-{index:03d}", "namespace": NAMESPACE},
+        "spec": {"kafka": {"bootstrapServers": bootstrap}, "mode": "Auto",
+                 "schedule": {"interval": "24h"}, "analysis": {"brokerRetention": "7d"},
+                 "groups": {"include": [f"team-{index:03d}-*"]}, "rules": {"standaloneRetention": "1d"},
+                 "history": {"finishedDeletionsLimit": 1000}},
+    }
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS of a process and all its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/statm") as f:
+                pages = int(f.read().split()[1])
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+        rss[int(entry)] = pages * page
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo.extend(children.get(p, []))
+    return total / 2**20
+
+
+class PeakSampler:
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self.peak = max(self.peak, tree_rss_mb(self.pid))
+
+    def __enter__(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def metric(port: int, name: str, labels: str = "") -> float:
+    """The sum of a metric's samples (whose labels contain `labels`) on the operator's /metrics."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as rsp:
+            text = rsp.read().decode()
+    except OSError:
+        return 0.0
+    found = re.findall(rf"^{name}(?:{{([^}}]*)}})? ([0-9.e+]+)$", text, re.M)
+    return sum(float(v) for ls, v in found if labels in ls)
+
+
+@contextmanager
+def counting(broker: Any) -> Iterator[dict[str, Any]]:
+    faults = {}
+    for api in COUNTED_APIS:
+        try:
+            faults[api] = broker.faults.count(api)
+        except (KeyError, ValueError):
+            continue
+    yield faults
+    broker.faults.clear()
+
+
+def run_one(label: str, sizes: Sizes, running: int, window: str, concurrency: int, timeout: float) -> Figures:
+    """One configuration on a fresh broker, API and operator; `running`: how many of the policies are created."""
+    from brokers import sandbox_broker
+    from operator_harness import GROUP_VERSION, Kube, emulated_cluster
+    from operator_process import OperatorProcess
+
+    figures = Figures(label, running)
+    with sandbox_broker(offsets_partitions=50) as broker:
+        started = time.monotonic()
+        seed(broker, sizes)
+        print(f"  [{label}] seeded {sizes.groups:,} groups in {time.monotonic() - started:.1f}s", flush=True)
+        with emulated_cluster() as cluster, tempfile.TemporaryDirectory() as tmp:
+            kubeconfig = cluster.write_kubeconfig(Path(tmp) / "kubeconfig")
+            kube = Kube(cluster.url)
+            with OperatorProcess(kubeconfig, Path(tmp), "--scan-share-window", window, "--kafka-concurrency",
+                                 str(concurrency), retry_interval=2.0) as op, PeakSampler(op.proc.pid) as sampler, \
+                    counting(broker) as counters:
+                # Spark's start (JVM, Python workers) is paid once per operator: by a warm-up policy that
+                # selects no group, before the clock starts; its scan is not counted.
+                warm = policy(sizes.policies, broker.bootstrap_servers)
+                warm["metadata"]["name"] = "warm-up"
+                warm["spec"].update(mode="DryRun", groups={"include": ["no-such-group"]})
+                kube.create("consumergroupoffsetpolicies", warm)
+                warm_deadline = time.monotonic() + timeout
+                while not (kube.get(GROUP_VERSION, "consumergroupoffsetpolicies", "warm-up").get("status") or {}).get(
+                        "lastRun") and time.monotonic() < warm_deadline:
+                    time.sleep(1.0)
+                kube.delete(GROUP_VERSION, "consumergroupoffsetpolicies", "warm-up")
+                warm_scans = metric(op.metrics, "kafka_offset_operator_analysis_scans_total")
+                warm_runs = metric(op.metrics, "kafka_offset_operator_analysis_runs_total", 'outcome="Succeeded"')
+                print(f"  [{label}] operator warm ({warm_scans:.0f} warm-up scan)", flush=True)
+                t0 = time.monotonic()
+                for i in range(running):
+                    kube.create("consumergroupoffsetpolicies", policy(i, broker.bootstrap_servers))
+                expected = sum(1 for i in range(sizes.deletions) if i % sizes.policies < running)
+                first_deletion = None
+                while True:
+                    elapsed = time.monotonic() - t0
+                    if elapsed > timeout:
+                        print(f"  [{label}] timed out after {timeout:.0f}s", flush=True)
+                        break
+                    # Progress from the operator's own metrics: polling the emulated API for a thousand objects
+                    # would load it (it shares this process with the broker) more than the operator does.
+                    ran = metric(op.metrics, "kafka_offset_operator_analysis_runs_total", 'outcome="Succeeded"') - warm_runs
+                    if ran >= running and not figures.analysed_s:
+                        figures.analysed_s = elapsed
+                    created = metric(op.metrics, "kafka_offset_operator_policy_deletions_created_total")
+                    settled = metric(op.metrics, "kafka_offset_operator_offset_deletions_total")
+                    if created and first_deletion is None:
+                        first_deletion = elapsed
+                    figures.deletions = int(settled)
+                    if figures.analysed_s and created >= expected and settled >= created:
+                        figures.settled_s = elapsed
+                        figures.deleting_s = elapsed - (first_deletion or 0.0)
+                        break
+                    time.sleep(2.0)
+                figures.scans = metric(op.metrics, "kafka_offset_operator_analysis_scans_total") - warm_scans
+                figures.requests = {api: f.hits for api, f in counters.items()}
+                figures.peak_rss_mb = max(sampler.peak, tree_rss_mb(op.proc.pid))
+                succeeded = metric(op.metrics, "kafka_offset_operator_offset_deletions_total", 'phase="Succeeded"')
+                if succeeded < figures.deletions or not figures.settled_s:
+                    print(f"  [{label}] {succeeded:.0f} of {expected} OffsetDeletions Succeeded "
+                          f"({figures.deletions} settled)", flush=True)
+    return figures
+
+
+def report(f: Figures) -> None:
+    rate = f.requests.get("OffsetDelete", 0) + f.requests.get("OffsetFetch", 0) + f.requests.get("DescribeGroups", 0)
+    print(f"  {f.label}: {f.policies} policies, {f.scans:.0f} scans, every policy run after {f.analysed_s:.1f}s, "
+          f"{f.deletions} OffsetDeletions settled after {f.settled_s:.1f}s (deleting for {f.deleting_s:.1f}s), "
+          f"peak operator RSS {f.peak_rss_mb:.0f} MiB", flush=True)
+    per_s = f.total_requests / f.settled_s if f.settled_s else 0.0
+    group_per_s = rate / f.deleting_s if f.deleting_s else 0.0
+    print(f"    Kafka requests: {f.total_requests:,} ({per_s:.1f}/s over the run; group requests "
+          f"OffsetDelete+OffsetFetch+DescribeGroups {rate:,}, {group_per_s:.1f}/s while deleting): "
+          + ", ".join(f"{k} {v:,}" for k, v in sorted(f.requests.items()) if v), flush=True)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--policies", type=int, default=100)
+    p.add_argument("--deletions", type=int, default=1000, help="stale groups: one OffsetDeletion each")
+    p.add_argument("--groups", type=int, default=10_000)
+    p.add_argument("--quick", action="store_true", help="10 policies, 100 deletions, 1,000 groups")
+    p.add_argument("--window", default="30", help="--scan-share-window of the shared run (seconds)")
+    p.add_argument("--kafka-concurrency", type=int, action="append", help="one shared run per value (default 8)")
+    p.add_argument("--separate-policies", type=int, help="policies of the separate-scans run (default: all; 0: skip)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="per configuration, seconds")
+    args = p.parse_args()
+    sizes = Sizes(10, 100, 1000) if args.quick else Sizes(args.policies, args.deletions, args.groups)
+    if not 0 < sizes.deletions <= sizes.groups or sizes.policies < 1:
+        p.error("need 0 < deletions <= groups and at least one policy")
+    separate = sizes.policies if args.separate_policies is None else min(args.separate_policies, sizes.policies)
+    concurrencies = args.kafka_concurrency or [8]
+    print(f"issue 12 benchmark: {sizes.policies} policies, {sizes.deletions:,} OffsetDeletions, {sizes.groups:,} "
+          f"groups ({sizes.groups * TOPIC_PARTITIONS:,} offsets); load: {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores", flush=True)
+    shared = [run_one(f"shared (window {args.window}s, kafka-concurrency {c})", sizes, sizes.policies, args.window, c,
+                      args.timeout) for c in concurrencies]
+    for f in shared:
+        report(f)
+    if separate:
+        alone = run_one("separate (--scan-share-window off)", sizes, separate, "off", concurrencies[0], args.timeout)
+        report(alone)
+        base = shared[0]
+        per_scan = alone.analysed_s / max(alone.scans, 1)
+        scale = sizes.policies / separate
+        note = "" if separate == sizes.policies else f" (extrapolated from {separate} policies: x{scale:.1f})"
+        print(f"ratios, separate / shared{note}:")
+        print(f"  scans per interval: {alone.scans * scale:.0f} / {base.scans:.0f} = "
+              f"{alone.scans * scale / max(base.scans, 1):.0f}x")
+        print(f"  time until every policy has run: {alone.analysed_s * scale:.0f}s / {base.analysed_s:.0f}s = "
+              f"{alone.analysed_s * scale / max(base.analysed_s, 0.001):.1f}x ({per_scan:.1f}s per separate scan)")
+        print(f"  time until every object settled: {alone.settled_s * scale:.0f}s / {base.settled_s:.0f}s = "
+              f"{alone.settled_s * scale / max(base.settled_s, 0.001):.1f}x")
+        print(f"  peak operator memory: {alone.peak_rss_mb:.0f} / {base.peak_rss_mb:.0f} MiB = "
+              f"{alone.peak_rss_mb / max(base.peak_rss_mb, 1):.2f}x (not extrapolated)")
+    print(f"load after: {os.getloadavg()[0]:.1f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Shared scans (issue 12) through the real Local engine and the sandbox broker: two policies of one cluster
+due together cost ONE scan of __consumer_offsets, and each gets its own status from its own rules (operator
+under Kopf on the emulated API); a shared scan one of whose policies gives up (deleted) still serves the
+other, with the report that policy gets alone on the same snapshot."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from brokers import make_topics, sandbox_broker
+from kafka_clients import admin_commit
+from operator_harness import (
+    GROUP_VERSION,
+    NAMESPACE,
+    Kube,
+    Operators,
+    condition,
+    emulated_cluster,
+    fast_options,
+)
+from prometheus_client import REGISTRY
+from waiting import wait_until
+
+from kafka_offset_operator.engines.job import Cancelled
+from kafka_offset_operator.engines.local import LocalRequest, shared_engine
+from kafka_offset_operator.model.report import Report
+from kafka_sandbox import SandboxBroker
+from kafka_sandbox.clock import Clock
+
+pytestmark = pytest.mark.slow  # Spark analyses
+
+DAY_MS = 86_400_000
+RUN_TIMEOUT = 240.0  # a cold Spark start on a busy 2-core machine
+TEAMS = {"team-a": 3, "team-b": 2}  # groups per team, each with 2 offsets
+RULES = {"standaloneRetention": "1d"}
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[SandboxBroker]:
+    """Simple groups whose offsets were committed three days ago (standalone: candidates of a 1d rule)."""
+    with sandbox_broker(clock=Clock(start_ms=int(time.time() * 1000) - 3 * DAY_MS)) as b:
+        make_topics(b, {"orders": 2})
+        for team, count in TEAMS.items():
+            for i in range(count):
+                admin_commit(b.bootstrap_servers, f"{team}-{i}", {("orders", 0): 1, ("orders", 1): 2})
+        admin_commit(b.bootstrap_servers, "other", {("orders", 0): 1})
+        yield b
+
+
+def scans() -> float:
+    return REGISTRY.get_sample_value("kafka_offset_operator_analysis_scans_total", {"engine": "Local"}) or 0.0
+
+
+def analysis(team: str) -> dict[str, Any]:
+    return {"groups": {"include": [f"{team}-*"]}, "rules": RULES}
+
+
+def test_two_policies_due_together_share_one_scan(broker: SandboxBroker, tmp_path: Any) -> None:
+    with emulated_cluster() as cluster:
+        kube = Kube(cluster.url)
+        operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path / "kubeconfig"), scan_share_window_s=5.0))
+        try:
+            operators.start()
+            before = scans()
+            for team in TEAMS:
+                kube.create("consumergroupoffsetpolicies", {
+                    "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+                    "metadata": {"name": team, "namespace": NAMESPACE},
+                    "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "DryRun",
+                             "analysis": {"brokerRetention": "7d"}, "groups": {"include": [f"{team}-*"]},
+                             "rules": RULES}})
+
+            def finished() -> dict[str, dict[str, Any]] | None:
+                out = {}
+                for team in TEAMS:
+                    status = kube.get(GROUP_VERSION, "consumergroupoffsetpolicies", team).get("status") or {}
+                    ready = condition(status, "Ready")
+                    if ready.get("status") == "False" and ready.get("reason") not in (None, "AnalysisRunning"):
+                        raise AssertionError(f"{team}: the run failed: {ready}")
+                    if "lastRun" not in status or ready.get("status") != "True":
+                        return None
+                    out[team] = status
+                return out
+
+            statuses = wait_until(finished, RUN_TIMEOUT, "both policies' runs")
+        finally:
+            operators.close()
+    assert scans() - before == 1
+    for team, groups in TEAMS.items():
+        last = statuses[team]["lastRun"]
+        assert last["candidates"] == 2 * groups, (team, last)
+        assert last["groupsSeen"] == sum(TEAMS.values()) + 1  # the scan saw every group, the rules only its own
+
+
+def test_a_deleted_policy_leaves_the_shared_scan_to_the_other(broker: SandboxBroker) -> None:
+    engine = shared_engine()
+    now_ms = int(time.time() * 1000)  # as the operator: wall time (the broker clock runs 3 days behind)
+
+    def request(team: str, key: str | None) -> LocalRequest:
+        return LocalRequest(f"{team}-run", broker.bootstrap_servers, analysis(team), now_ms=now_ms,
+                            retention_ms=7 * DAY_MS, share_key=key, share_window_ms=2000)
+
+    deleted, kept = threading.Event(), threading.Event()
+    outcome: dict[str, Report | BaseException] = {}
+
+    def run(team: str, cancel: threading.Event) -> None:
+        try:
+            outcome[team] = engine.run(request(team, "cluster"), cancel)
+        except BaseException as exc:
+            outcome[team] = exc
+
+    first = engine.scans
+    threads = [threading.Thread(target=run, args=("team-a", deleted)), threading.Thread(target=run, args=("team-b", kept))]
+    for t in threads:
+        t.start()
+    wait_until(lambda: engine.scans > first or None, 30, "the shared scan to start")
+    deleted.set()  # team-a's policy is deleted mid-scan
+    for t in threads:
+        t.join(RUN_TIMEOUT)
+    assert engine.scans == first + 1
+    assert isinstance(outcome["team-a"], Cancelled)
+    shared = outcome["team-b"]
+    assert isinstance(shared, Report), shared
+    alone = engine.run(request("team-b", None), threading.Event())
+    assert shared == alone
+    assert {o.group for o in alone.candidates} == {"team-b-0", "team-b-1"}
