@@ -122,7 +122,7 @@ def policy_decisions(spec: Any) -> None:
 
 # Each property runs twice: a few examples in the fast suite, many in the slow one (docs/safety.md gives the
 # count tried). The examples are specs; TRIED counts them per test, for that record.
-FEW, MANY = 50, 1000
+FEW, MANY = 50, 500
 TRIED: dict[str, int] = {}
 CASES: dict[str, tuple[st.SearchStrategy[Any], Any]] = {
     "valid_deletion": (valid_specs(DELETION_KIND), lambda spec: deletion_decisions(spec)),
