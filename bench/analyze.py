@@ -247,7 +247,7 @@ def reference_run(bootstrap: str, policy_spec: dict[str, Any], conn: Connection)
     snapshot = take_snapshot(bootstrap)
 
     def records() -> Iterator[RawRecord]:
-        fetcher = PartitionFetcher(bootstrap)
+        fetcher = PartitionFetcher(bootstrap, topic=OFFSETS_TOPIC)
         try:
             for partition, (start, end) in sorted(snapshot.ranges.items()):
                 for parsed in fetcher.fetch(OFFSETS_TOPIC, partition, start, end):

@@ -37,6 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -46,6 +47,7 @@ from .fetcher import CLIENT_SETTINGS as CLIENT_SETTINGS  # the settings "kafka.<
 from .fetcher import PartitionFetcher, typed_settings
 from .raw import OFFSETS_TOPIC
 from .recordset import ParsedRecords
+from .recordset_arrays import RecordArrays
 
 FORMAT = "kafka-snapshot"
 RAW_ARROW = pa.schema(
@@ -206,7 +208,7 @@ def read_task(
     """The records of every range of the task, over one connection."""
     if not task.ranges:
         return
-    fetcher = PartitionFetcher(bootstrap_servers, settings)
+    fetcher = PartitionFetcher(bootstrap_servers, settings, topic)
     try:
         for rng in task.ranges:
             sink: _Sink | _CompactingSink | _DecodingSink = (
@@ -216,8 +218,12 @@ def read_task(
                 if compact
                 else _Sink(rng.partition)
             )
-            for parsed in fetcher.fetch(topic, rng.partition, rng.start, rng.end):
-                yield from sink.add(parsed)
+            if isinstance(sink, _DecodingSink):
+                for arrays in fetcher.fetch_arrays(topic, rng.partition, rng.start, rng.end):
+                    sink.add_arrays(arrays)
+            else:
+                for parsed in fetcher.fetch(topic, rng.partition, rng.start, rng.end):
+                    yield from sink.add(parsed)
             yield from sink.finish()
     finally:
         fetcher.close()
@@ -281,32 +287,41 @@ class _CompactingSink:
 
 class _DecodingSink:
     """Compacts the range (the newest record per key, and how many it stands for) and decodes the
-    survivors into facts (columnar.decode_records), a batch of BATCH_ROWS at a time."""
+    survivors into facts (columnar.decode_records), a batch of BATCH_ROWS at a time. The records arrive
+    as arrays (recordset_arrays): no Python object per record."""
 
     def __init__(self, partition: int) -> None:
         self.partition = partition
-        self.offsets: list[int] = []
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
+        self.offsets: list[np.ndarray] = []
+        self.keys: list[pa.Array] = []
+        self.values: list[pa.Array] = []
 
-    def add(self, parsed: ParsedRecords) -> Iterator[pa.RecordBatch]:
-        self.offsets.extend(parsed.offsets)
-        self.keys.extend(parsed.keys)
-        self.values.extend(parsed.values)
-        return iter(())
+    def add_arrays(self, arrays: RecordArrays) -> None:
+        if len(arrays):
+            self.offsets.append(arrays.offsets)
+            self.keys.append(arrays.keys)
+            self.values.append(arrays.values)
 
     def finish(self) -> Iterator[pa.RecordBatch]:
-        keys = pa.array(self.keys, pa.binary()).fill_null(b"")
+        if not self.offsets:
+            return
+        keys = _concat(self.keys).cast(pa.binary())  # one copy of the bytes (Arrow cannot take() views)
+        if keys.null_count:  # rare: a record without a key is compacted as the empty key
+            keys = keys.fill_null(b"")
         last, counts = last_per_key(keys)
-        offsets = pa.array(self.offsets, pa.int64()).take(last)
-        values = pa.array(self.values, pa.binary()).take(last)
+        offsets = pa.array(np.concatenate(self.offsets)[last])
+        values = _concat(self.values).cast(pa.binary()).take(last)
         keys = keys.take(last)
         self.offsets, self.keys, self.values = [], [], []
-        partitions = pa.array([self.partition] * len(last), pa.int32())
-        records = pa.array(counts, pa.int64())
+        partitions = pa.array(np.full(len(last), self.partition, np.int32))
+        records = pa.array(counts.astype(np.int64))
         for i in range(0, len(last), BATCH_ROWS):
             j = i + BATCH_ROWS
             yield decode_records(partitions[i:j], offsets[i:j], records[i:j], keys[i:j], values[i:j])
+
+
+def _concat(arrays: list[pa.Array]) -> pa.Array:
+    return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
 
 
 def _batch(
