@@ -28,10 +28,12 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -43,6 +45,8 @@ from .report import RESULT_FIELDS, summary
 from .rules_columns import broker_expires_column, shape_column, verdict_columns
 
 FACT_COLUMNS = [name for name, _ in FACT_FIELDS]
+LOGICAL_KEY = ["type", "group", "topic", "partition", "member"]  # Fact.logical_key
+BATCH_ROWS = 20_000
 
 GROUP_ARROW = pa.schema(
     [
@@ -55,6 +59,19 @@ GROUP_ARROW = pa.schema(
         ("group_unresolved_regex", pa.bool_()),
         ("group_protected", pa.bool_()),
         ("group_selected", pa.bool_()),
+    ]
+)
+
+
+OFFSET_COLUMNS = ["group", "topic", "partition", "committed_offset", "commit_timestamp", "expire_timestamp"]
+STATS_COLUMNS = ["stats_records", "stats_skipped", "stats_groups"]
+# assemble_for's rows: a live offset with its group's columns (stats_* null), or a partition's counts
+# (stats_* set, the rest null).
+ASSEMBLED_ARROW = pa.schema(
+    [
+        *[DECODED_ARROW.field(name) for name in OFFSET_COLUMNS],
+        *list(GROUP_ARROW)[1:],
+        *[pa.field(name, pa.int64()) for name in STATS_COLUMNS],
     ]
 )
 
@@ -85,35 +102,109 @@ def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
         )
 
 
-def rebuild_batches_for(policy: Policy) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """(group, [live non-offset facts]) -> the group's state and the policy's group patterns' answers."""
+def group_rows_for(policy: Policy) -> Callable[[Sequence[str], Mapping[str, list[Fact]]], pa.RecordBatch]:
+    """(group ids, their live non-offset facts) -> one GROUP_ARROW row per group: its rebuilt state and the
+    policy's group patterns' answers (Python, once per group)."""
     protects = policy.protect.protects
     selects = policy.groups.selects
 
+    def group_rows(group_ids: Sequence[str], facts: Mapping[str, list[Fact]]) -> pa.RecordBatch:
+        out: dict[str, list[Any]] = {name: [] for name in GROUP_ARROW.names}
+        for group_id in group_ids:
+            group_facts = facts.get(group_id)
+            view = rebuild_group(group_id, group_facts) if group_facts else simple_group(group_id)
+            out["group"].append(group_id)
+            out["group_type"].append(view.type.value)
+            out["group_state"].append(view.state)
+            out["group_protocol_type"].append(view.protocol_type)
+            out["group_state_timestamp"].append(view.current_state_timestamp)
+            out["group_subscribed"].append(None if view.subscribed_topics is None else sorted(view.subscribed_topics))
+            out["group_unresolved_regex"].append(view.unresolved_regex)
+            out["group_protected"].append(protects(group_id))
+            out["group_selected"].append(selects(group_id))
+        return pa.RecordBatch.from_pydict(out, schema=GROUP_ARROW)
+
+    return group_rows
+
+
+def rebuild_batches_for(policy: Policy) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """(group, [live non-offset facts]) -> the group's state and the policy's group patterns' answers."""
+    group_rows = group_rows_for(policy)
+
     def rebuild_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            out: dict[str, list[Any]] = {name: [] for name in GROUP_ARROW.names}
-            facts_column = batch.column("facts")
-            has_facts = facts_column.value_lengths().to_pylist()
-            for i, group_id in enumerate(batch.column("group").to_pylist()):
-                if has_facts[i]:
-                    view = rebuild_group(group_id, [_fact(f) for f in facts_column[i].as_py()])
-                else:
-                    view = simple_group(group_id)
-                out["group"].append(group_id)
-                out["group_type"].append(view.type.value)
-                out["group_state"].append(view.state)
-                out["group_protocol_type"].append(view.protocol_type)
-                out["group_state_timestamp"].append(view.current_state_timestamp)
-                out["group_subscribed"].append(
-                    None if view.subscribed_topics is None else sorted(view.subscribed_topics)
-                )
-                out["group_unresolved_regex"].append(view.unresolved_regex)
-                out["group_protected"].append(protects(group_id))
-                out["group_selected"].append(selects(group_id))
-            yield pa.RecordBatch.from_pydict(out, schema=GROUP_ARROW)
+            group_ids = batch.column("group").to_pylist()
+            facts = {
+                group_id: [_fact(f) for f in group_facts]
+                for group_id, group_facts in zip(group_ids, batch.column("facts").to_pylist(), strict=True)
+                if group_facts
+            }
+            yield group_rows(group_ids, facts)
 
     return rebuild_batches
+
+
+def assemble_for(policy: Policy) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A shuffle partition's decoded facts (every group whole) -> its live offsets, each with its group's
+    columns, and one row of counts; vectorised (Arrow, numpy) but for one Python call per group.
+
+    Steps 4-6 of the module's docstring in one pass over the partition's rows, without a sort, a cache
+    or a join in Spark: replay (per logical key the row with the highest (offset, partition) wins: Arrow's
+    hash group-by over the rows in that order, then tombstones drop out), the groups (every group with a
+    live row: rebuild_group for those with non-offset facts, simple_group for the rest, and the policy's
+    group patterns), and each offset's group columns by lookup."""
+    group_rows = group_rows_for(policy)
+
+    def assemble(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = list(batches)
+        table = pa.Table.from_batches(received) if received else DECODED_ARROW.empty_table()
+        scanned = int(pc.sum(table.column("records")).as_py() or 0)
+        decoded = pc.not_equal(table.column("type"), SKIPPED)
+        facts = table.filter(decoded)
+        skipped = table.num_rows - facts.num_rows
+        live = _replay_table(facts)
+        offsets_mask = pc.equal(live.column("type"), OFFSET_COMMIT)
+        group_ids = pc.unique(live.column("group"))
+        others = live.filter(pc.invert(offsets_mask)).select(FACT_COLUMNS)
+        by_group: dict[str, list[Fact]] = {}
+        for row in others.to_pylist():
+            by_group.setdefault(row["group"], []).append(_fact(row))
+        groups = group_rows(group_ids.to_pylist(), by_group)
+        offsets = live.filter(offsets_mask)
+        at = pc.index_in(offsets.column("group"), value_set=groups.column("group"))
+        columns = {name: offsets.column(name) for name in OFFSET_COLUMNS}
+        for name in GROUP_ARROW.names[1:]:
+            columns[name] = groups.column(name).take(at)
+        n = offsets.num_rows
+        for name in STATS_COLUMNS:
+            columns[name] = pa.nulls(n, pa.int64())
+        result = pa.Table.from_pydict(columns, schema=ASSEMBLED_ARROW).combine_chunks()
+        yield from result.to_batches(max_chunksize=BATCH_ROWS)
+        stats = {name: pa.nulls(1, t) for name, t in zip(ASSEMBLED_ARROW.names, ASSEMBLED_ARROW.types, strict=True)}
+        stats.update(
+            stats_records=pa.array([scanned], pa.int64()),
+            stats_skipped=pa.array([skipped], pa.int64()),
+            stats_groups=pa.array([len(group_ids)], pa.int64()),
+        )
+        yield pa.RecordBatch.from_pydict(stats, schema=ASSEMBLED_ARROW)
+
+    return assemble
+
+
+def _replay_table(facts: pa.Table) -> pa.Table:
+    """Per logical key the fact with the highest (record_offset, record_partition), tombstones dropped."""
+    if facts.num_rows == 0:
+        return facts
+    order = np.lexsort(
+        (
+            np.asarray(facts.column("record_partition").to_numpy(), np.int64),
+            np.asarray(facts.column("record_offset").to_numpy(), np.int64),
+        )
+    )
+    ordered = facts.take(order).append_column("_pos", pa.array(np.arange(facts.num_rows, dtype=np.int64)))
+    newest = ordered.group_by(LOGICAL_KEY, use_threads=False).aggregate([("_pos", "max")]).column("_pos_max")
+    winners = ordered.take(np.sort(np.asarray(newest.to_numpy(), np.int64)))
+    return winners.filter(pc.invert(winners.column("tombstone"))).drop_columns(["_pos"])
 
 
 def _fact(row: Mapping[str, Any]) -> Fact:
@@ -149,7 +240,7 @@ def decode(compacted: DataFrame) -> DataFrame:
 
 def replay(facts: DataFrame) -> DataFrame:
     """Per logical key the newest survivor wins; tombstones then delete."""
-    logical_key = ["group", "type", "topic", "partition", "member"]
+    logical_key = LOGICAL_KEY
     newest_first = Window.partitionBy(*logical_key).orderBy(
         F.desc("record_offset"), F.desc("record_partition")
     )
@@ -176,11 +267,16 @@ def decide(
     now_ms: int,
     retention_ms: int,
 ) -> DataFrame:
-    """Offsets joined with their group and the topics' existence, decided by rules_columns."""
-    offsets = live.where(F.col("type") == OFFSET_COMMIT).select(
-        "group", "topic", "partition", "committed_offset", "commit_timestamp", "expire_timestamp"
-    )
-    joined = offsets.join(groups, "group", "left")
+    """Offsets joined with their group and the topics' existence, decided by rules_columns (the plan before
+    assemble_for; kept for frames of live facts and groups from elsewhere)."""
+    offsets = live.where(F.col("type") == OFFSET_COMMIT).select(*OFFSET_COLUMNS)
+    return verdicts(offsets.join(groups, "group", "left"), topics, policy, now_ms, retention_ms)
+
+
+def verdicts(
+    joined: DataFrame, topics: DataFrame | None, policy: Policy, now_ms: int, retention_ms: int
+) -> DataFrame:
+    """Offsets with their group's columns (GROUP_ARROW's), decided by rules_columns: the result rows."""
     if topics is None:
         joined = joined.withColumn("topic_exists", F.lit(None).cast("boolean"))
     else:
@@ -280,37 +376,26 @@ def analyze_facts(
     """Runs the plan from compacted, decoded facts (columnar.DECODED_ARROW's columns); returns the report
     with "offsets" as OffsetRows."""
     spark = facts.sparkSession
-    cached: list[DataFrame] = []
-
-    def keep(frame: DataFrame) -> DataFrame:
-        cached.append(frame.persist())
-        return frame
-
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
+    assembled = (
+        facts.repartition(partitions, "group").mapInArrow(assemble_for(policy), _ddl(ASSEMBLED_ARROW)).persist()
+    )
     try:
-        by_group = keep(facts.repartition(partitions, "group"))
-        counts = by_group.agg(
-            F.sum("records").alias("scanned"), F.count(F.when(F.col("type") == SKIPPED, 1)).alias("skipped")
-        ).first()
-        records_scanned = (counts["scanned"] if counts is not None else 0) or 0
-        skipped = (counts["skipped"] if counts is not None else 0) or 0
-        live = keep(replay(by_group))
-        groups = keep(rebuild_groups(live, policy))
-        group_count = groups.count()
-        results = keep(
-            decide(live, groups, topics_frame(spark, existing_topics), policy, now_ms, retention_ms)
-        )
+        is_stats = F.col("stats_groups").isNotNull()
+        counts = assembled.where(is_stats).agg(*[F.sum(name).alias(name) for name in STATS_COLUMNS]).first()
+        offsets = assembled.where(~is_stats).drop(*STATS_COLUMNS)
+        results = verdicts(offsets, topics_frame(spark, existing_topics), policy, now_ms, retention_ms)
         reasons = {row["reason"]: row["count"] for row in results.groupBy("reason").count().collect()}
         rows = write_rows(results.where(F.col("candidate")) if candidates_only else results)
     finally:
-        for frame in reversed(cached):
-            frame.unpersist()
+        assembled.unpersist()
+    stats = {name: int((counts[name] if counts is not None else 0) or 0) for name in STATS_COLUMNS}
     return {
         "summary": summary(
-            records_scanned=int(records_scanned),
-            groups=group_count,
+            records_scanned=stats["stats_records"],
+            groups=stats["stats_groups"],
             reasons=reasons,
-            skipped_records=skipped,
+            skipped_records=stats["stats_skipped"],
             snapshot=snapshot or {},
         ),
         "offsets": rows,
