@@ -47,6 +47,7 @@ from .rules_columns import broker_expires_column, shape_column, verdict_columns
 FACT_COLUMNS = [name for name, _ in FACT_FIELDS]
 LOGICAL_KEY = ["type", "group", "topic", "partition", "member"]  # Fact.logical_key
 BATCH_ROWS = 20_000
+TOPICS_KNOWN = "topics_known"  # ship_topics
 
 GROUP_ARROW = pa.schema(
     [
@@ -165,9 +166,12 @@ def assemble_for(policy: Policy) -> Callable[[Iterator[pa.RecordBatch]], Iterato
         live = _replay_table(facts)
         offsets_mask = pc.equal(live.column("type"), OFFSET_COMMIT)
         group_ids = pc.unique(live.column("group"))
-        others = live.filter(pc.invert(offsets_mask)).select(FACT_COLUMNS)
+        others = live.filter(pc.invert(offsets_mask))
+        known = others.column(TOPICS_KNOWN).to_pylist() if TOPICS_KNOWN in others.column_names else None
         by_group: dict[str, list[Fact]] = {}
-        for row in others.to_pylist():
+        for i, row in enumerate(others.select(FACT_COLUMNS).to_pylist()):
+            if known is not None and not known[i]:
+                row["topics"] = None
             by_group.setdefault(row["group"], []).append(_fact(row))
         groups = group_rows(group_ids.to_pylist(), by_group)
         offsets = live.filter(offsets_mask)
@@ -189,6 +193,15 @@ def assemble_for(policy: Policy) -> Callable[[Iterator[pa.RecordBatch]], Iterato
         yield pa.RecordBatch.from_pydict(stats, schema=ASSEMBLED_ARROW)
 
     return assemble
+
+
+def ship_topics(facts: DataFrame) -> DataFrame:
+    """`topics` made non-null, with TOPICS_KNOWN saying whether it was: Spark 4.3 sends a null
+    array<string> from the JVM to Python at about 75 µs a row (measured here: 15 s for 200,000 null rows,
+    under 2 s non-null), and the column is null for every offset commit."""
+    return facts.withColumn(TOPICS_KNOWN, F.col("topics").isNotNull()).withColumn(
+        "topics", F.coalesce(F.col("topics"), F.array().cast("array<string>"))
+    )
 
 
 def _replay_table(facts: pa.Table) -> pa.Table:
@@ -378,7 +391,10 @@ def analyze_facts(
     spark = facts.sparkSession
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
     assembled = (
-        facts.repartition(partitions, "group").mapInArrow(assemble_for(policy), _ddl(ASSEMBLED_ARROW)).persist()
+        ship_topics(facts)
+        .repartition(partitions, "group")
+        .mapInArrow(assemble_for(policy), _ddl(ASSEMBLED_ARROW))
+        .persist()
     )
     try:
         is_stats = F.col("stats_groups").isNotNull()
