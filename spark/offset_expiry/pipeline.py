@@ -345,6 +345,28 @@ class OffsetRows:
                     if line:
                         yield line
 
+    def json_array_items(self) -> Iterator[str]:
+        """The lines as the items of a JSON array, one per line indented by two: "\n  " before the first,
+        ",\n  " between them; in blocks of megabytes (str.replace), not a Python call per line."""
+        first = True
+        for path in self.files():
+            with open(path, encoding="utf-8") as f:
+                rest = ""
+                while chunk := f.read(1 << 22):
+                    chunk = rest + chunk
+                    cut = chunk.rfind("\n") + 1
+                    rest = chunk[cut:]
+                    if cut:
+                        text = chunk[: cut - 1]
+                        if "\n\n" in text or text.startswith("\n") or not text:
+                            text = "\n".join(line for line in text.split("\n") if line)
+                        if text:
+                            yield ("\n  " if first else ",\n  ") + text.replace("\n", ",\n  ")
+                            first = False
+                if rest:
+                    yield ("\n  " if first else ",\n  ") + rest
+                    first = False
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for line in self.json_lines():
             yield json.loads(line)
