@@ -205,8 +205,11 @@ def ship_topics(facts: DataFrame) -> DataFrame:
 
 
 def _replay_table(facts: pa.Table) -> pa.Table:
-    """Per logical key the fact with the highest (record_offset, record_partition), tombstones dropped."""
-    if facts.num_rows == 0:
+    """Per logical key the fact with the highest (record_offset, record_partition), tombstones dropped.
+    The rows keep their order; when every logical key is unique (nearly always: the reader compacted each
+    partition by key already) nothing is copied but the tombstones' removal."""
+    n = facts.num_rows
+    if n == 0:
         return facts
     order = np.lexsort(
         (
@@ -214,10 +217,12 @@ def _replay_table(facts: pa.Table) -> pa.Table:
             np.asarray(facts.column("record_offset").to_numpy(), np.int64),
         )
     )
-    ordered = facts.take(order).append_column("_pos", pa.array(np.arange(facts.num_rows, dtype=np.int64)))
-    newest = ordered.group_by(LOGICAL_KEY, use_threads=False).aggregate([("_pos", "max")]).column("_pos_max")
-    winners = ordered.take(np.sort(np.asarray(newest.to_numpy(), np.int64)))
-    return winners.filter(pc.invert(winners.column("tombstone"))).drop_columns(["_pos"])
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n, dtype=np.int64)
+    keyed = facts.select(LOGICAL_KEY).append_column("_rank", pa.array(rank))
+    newest = keyed.group_by(LOGICAL_KEY, use_threads=False).aggregate([("_rank", "max")]).column("_rank_max")
+    winners = facts if len(newest) == n else facts.take(np.sort(order[np.asarray(newest.to_numpy(), np.int64)]))
+    return winners.filter(pc.invert(winners.column("tombstone")))
 
 
 def _fact(row: Mapping[str, Any]) -> Fact:
