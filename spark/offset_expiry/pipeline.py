@@ -8,15 +8,20 @@ The same steps as the reference (reference.py), as columnar work:
    The analysis' reader does both in its tasks (source.py, `decode=true`); `analyze_dataframe` does them
    here for raw records from elsewhere (tests);
 3. one shuffle by group: every later step is per group (or finer), so it runs without another exchange;
-4. replay: per logical key the survivor with the highest (offset, partition) wins (a window), then
-   tombstones drop out;
-5. rebuild groups: one row per group with its live non-offset facts (a handful, for most groups none)
-   turned into a GroupView by groups.rebuild_group, with the policy's group patterns applied
-   (Python, once per group, in Arrow batches);
-6. join each offset with its group and with the cluster's topics, decide it with rules_columns (the
-   column form of rules.verdict) in the JVM;
+4-6. per shuffle partition, one Python step (assemble_for, Arrow and numpy): replay (per logical key the
+   survivor with the highest (offset, partition) wins, then tombstones drop out), the groups (one row
+   per group with a live record: groups.rebuild_group for those with non-offset facts, simple_group for
+   the rest, the policy's group patterns), and each live offset with its group's columns; plus a row of
+   counts. Its output is the plan's one cache;
+6. the offsets are decided with rules_columns (the column form of rules.verdict) in the JVM, with the
+   cluster's topics broadcast;
 7. the results, sorted, are written as JSON lines by the executors (OffsetRows); the driver receives
-   only counts and streams the files when the report is written.
+   only counts and copies the files into the report in blocks.
+
+replay, rebuild_groups and decide, the earlier Spark SQL form of steps 4-6 (a window, a collect_list, a
+join, each cached), are no longer on the analysis' path: at a million live offsets they cost several
+times the Arrow step (docs/performance.md). They stay until the pending rule changes are merged (which
+edit them), then go.
 
 Nothing but a few counts reaches the driver's memory.
 """
