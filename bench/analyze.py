@@ -247,7 +247,7 @@ def reference_run(bootstrap: str, policy_spec: dict[str, Any], conn: Connection)
     snapshot = take_snapshot(bootstrap)
 
     def records() -> Iterator[RawRecord]:
-        fetcher = PartitionFetcher(bootstrap)
+        fetcher = PartitionFetcher(bootstrap, topic=OFFSETS_TOPIC)
         try:
             for partition, (start, end) in sorted(snapshot.ranges.items()):
                 for parsed in fetcher.fetch(OFFSETS_TOPIC, partition, start, end):
@@ -369,9 +369,9 @@ def run_shape(shape: str, target: int, seed: int, cores: list[int], ctx: Any, pr
     out = []
     try:
         plain = _in_process(ctx, plain_reader_run, bootstrap)
-        print(f"  plain reader {plain['seconds']:.1f}s", file=sys.stderr)
+        print(f"  plain reader {plain['seconds']:.1f}s (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
         reference = _in_process(ctx, reference_run, bootstrap, POLICY)
-        print(f"  reference {reference['seconds']:.1f}s", file=sys.stderr)
+        print(f"  reference {reference['seconds']:.1f}s (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
         stage = read_stage(bootstrap) if profile else {}
         for n in cores:
             t0 = time.perf_counter()
@@ -379,6 +379,7 @@ def run_shape(shape: str, target: int, seed: int, cores: list[int], ctx: Any, pr
             spark.range(1).count()
             startup_s = time.perf_counter() - t0
             rss_before = _rss_mb()
+            load_before = os.getloadavg()[0]
             summary, first_s, _ = _analyze(spark, bootstrap)
             summary, warm_s, size = _analyze(spark, bootstrap)
             driver_mb = _rss_mb()
@@ -404,7 +405,7 @@ def run_shape(shape: str, target: int, seed: int, cores: list[int], ctx: Any, pr
                     "driver_growth_mb": driver_mb - rss_before,
                     "jvm_mb": jvm_mb,
                     "plain_mb": plain["peak_rss_mb"],
-                    "load": os.getloadavg()[0],
+                    "load": f"{load_before:.1f}-{os.getloadavg()[0]:.1f}",
                     **stage,
                 }
             )
@@ -455,7 +456,7 @@ def main() -> None:
                     f"{r['driver_mb']:.0f} (+{r['driver_growth_mb']:.0f})",
                     f"{r['jvm_mb'] or 0:.0f}",
                     f"{r['plain_mb']:.0f}",
-                    f"{r['load']:.1f}",
+                    r["load"],
                 ]
             )
         )

@@ -11,11 +11,14 @@ network layer its consumer, producer and admin client share).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from .errors import InputError
 from .recordset import AbortedTransaction, ParsedRecords, parse_record_set
+from .recordset_arrays import RecordArrays, parse_record_arrays
+
+_P = TypeVar("_P", ParsedRecords, RecordArrays)
 
 FETCH_MAX_BYTES = 32 * 1024 * 1024
 PARTITION_MAX_BYTES = 16 * 1024 * 1024
@@ -75,13 +78,20 @@ def net_config(bootstrap_servers: str, settings: Mapping[str, Any] | None) -> di
 class PartitionFetcher:
     """Fetches [start, end) of one partition; one instance per Spark task."""
 
-    def __init__(self, bootstrap_servers: str, settings: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, bootstrap_servers: str, settings: Mapping[str, Any] | None = None, topic: str | None = None
+    ) -> None:
+        """`topic`: the topic to be read, named before the client's first metadata request so that it
+        answers for it too (otherwise the first fetch waits for a second metadata request, which
+        kafka-python holds back by retry_backoff_ms: 0.1 s per task)."""
         from kafka.errors import KafkaError
         from kafka.net.compat import KafkaNetClient
 
         self.bootstrap_servers = bootstrap_servers
         try:
             self.client = KafkaNetClient(**net_config(bootstrap_servers, settings))
+            if topic is not None:
+                self.client.cluster.add_topic(topic)
             self.client.get_broker_version(timeout_ms=30_000)
         except (KafkaError, OSError) as exc:
             raise FetchError(f"cannot connect to Kafka at {bootstrap_servers}: {exc}") from None
@@ -109,6 +119,15 @@ class PartitionFetcher:
 
     def fetch(self, topic: str, partition: int, start: int, end: int) -> Iterator[ParsedRecords]:
         """Parsed records with start <= offset < end, in offset order, one fetch response at a time."""
+        for parsed in self._fetch(topic, partition, start, end, parse_record_set):
+            yield _below(parsed, end)
+
+    def fetch_arrays(self, topic: str, partition: int, start: int, end: int) -> Iterator[RecordArrays]:
+        """fetch's records as arrays (recordset_arrays: the vectorised parser)."""
+        for parsed in self._fetch(topic, partition, start, end, parse_record_arrays):
+            yield parsed.below(end)
+
+    def _fetch(self, topic: str, partition: int, start: int, end: int, parse: Callable[..., _P]) -> Iterator[_P]:
         from kafka.errors import for_code
         from kafka.protocol.consumer import FetchRequest
 
@@ -161,7 +180,7 @@ class PartitionFetcher:
             aborted = [
                 AbortedTransaction(a.producer_id, a.first_offset) for a in data.aborted_transactions or ()
             ]
-            parsed = parse_record_set(bytes(data.records or b""), offset, aborted)
+            parsed = parse(bytes(data.records or b""), offset, aborted)
             if parsed.next_offset <= offset:
                 if time.monotonic() > deadline:
                     raise FetchError(
@@ -170,7 +189,7 @@ class PartitionFetcher:
                 continue
             deadline = time.monotonic() + RETRY_FOR_S
             offset = parsed.next_offset
-            yield _below(parsed, end)
+            yield parsed
 
 
 def _below(parsed: ParsedRecords, end: int) -> ParsedRecords:

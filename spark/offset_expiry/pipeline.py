@@ -8,15 +8,20 @@ The same steps as the reference (reference.py), as columnar work:
    The analysis' reader does both in its tasks (source.py, `decode=true`); `analyze_dataframe` does them
    here for raw records from elsewhere (tests);
 3. one shuffle by group: every later step is per group (or finer), so it runs without another exchange;
-4. replay: per logical key the survivor with the highest (offset, partition) wins (a window), then
-   tombstones drop out;
-5. rebuild groups: one row per group with its live non-offset facts (a handful, for most groups none)
-   turned into a GroupView by groups.rebuild_group, with the policy's group patterns applied
-   (Python, once per group, in Arrow batches);
-6. join each offset with its group and with the cluster's topics, decide it with rules_columns (the
-   column form of rules.verdict) in the JVM;
+4-6. per shuffle partition, one Python step (assemble_for, Arrow and numpy): replay (per logical key the
+   survivor with the highest (offset, partition) wins, then tombstones drop out), the groups (one row
+   per group with a live record other than GroupMetadata history, which alone makes no group:
+   groups.rebuild_group for those with non-offset facts, simple_group for the rest, the group patterns
+   of every policy of the run, the newest commit timestamp of the group's live offsets), and each live
+   offset with its group's columns; plus a row of counts. Its output is the plan's one cache, shared by
+   every policy of the run (issue 12: policies of one cluster share one scan);
+6. per policy, the offsets (with that policy's pattern answers, `for_policy`) are decided with
+   rules_columns (the column form of rules.verdict) in the JVM, with the cluster's topics broadcast;
 7. the results, sorted, are written as JSON lines by the executors (OffsetRows); the driver receives
-   only counts and streams the files when the report is written.
+   only counts and copies the files into the report in blocks.
+
+The earlier Spark SQL form of steps 4-6 (a window, a collect_list, a join, each cached) is gone: at a
+million live offsets it cost several times the Arrow step (docs/performance.md).
 
 Nothing but a few counts reaches the driver's memory.
 """
@@ -32,8 +37,10 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+import pyarrow.compute as pc  # type: ignore[import-untyped]
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .columnar import DECODED_ARROW, FACT_FIELDS, SKIPPED, decode_records
@@ -44,6 +51,9 @@ from .report import RESULT_FIELDS, summary
 from .rules_columns import broker_expires_column, shape_column, verdict_columns
 
 FACT_COLUMNS = [name for name, _ in FACT_FIELDS]
+LOGICAL_KEY = ["type", "group", "topic", "partition", "member"]  # Fact.logical_key
+BATCH_ROWS = 20_000
+TOPICS_KNOWN = "topics_known"  # ship_topics
 
 GROUP_ARROW = pa.schema(
     [
@@ -57,9 +67,22 @@ GROUP_ARROW = pa.schema(
         ("group_newest_commit", pa.int64()),
         ("group_uncertain", pa.list_(pa.string())),
         # One answer per policy of the run (issue 12: several policies share one scan); a policy's own
-        # columns `group_protected`/`group_selected` are projected from these by `groups_for`.
+        # columns `group_protected`/`group_selected` are projected from these by `for_policy`.
         ("group_protected_by", pa.list_(pa.bool_())),
         ("group_selected_by", pa.list_(pa.bool_())),
+    ]
+)
+
+
+OFFSET_COLUMNS = ["group", "topic", "partition", "committed_offset", "commit_timestamp", "expire_timestamp"]
+STATS_COLUMNS = ["stats_records", "stats_skipped", "stats_groups"]
+# assemble_for's rows: a live offset with its group's columns (stats_* null), or a partition's counts
+# (stats_* set, the rest null).
+ASSEMBLED_ARROW = pa.schema(
+    [
+        *[DECODED_ARROW.field(name) for name in OFFSET_COLUMNS],
+        *list(GROUP_ARROW)[1:],
+        *[pa.field(name, pa.int64()) for name in STATS_COLUMNS],
     ]
 )
 
@@ -93,43 +116,122 @@ def decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
         )
 
 
-def rebuild_batches_for(
+def group_rows_for(
     policies: Sequence[Policy],
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """(group, [live non-offset facts], newest commit) -> the group's state (once, whatever the number of
-    policies) and each policy's group patterns' answers."""
+) -> Callable[[Sequence[str], Mapping[str, list[Fact]], Sequence[int | None]], pa.RecordBatch]:
+    """(group ids, their live non-offset facts (GroupMetadata history included), their live offsets' newest
+    commit timestamp) -> one GROUP_ARROW row per group: its rebuilt state (once, whatever the number of
+    policies) and each policy's group patterns' answers (Python, once per group)."""
     protects = [policy.protect.protects for policy in policies]
     selects = [policy.groups.selects for policy in policies]
 
-    def rebuild_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            out: dict[str, list[Any]] = {name: [] for name in GROUP_ARROW.names}
-            facts_column = batch.column("facts")
-            newest = batch.column("newest_commit").to_pylist()
-            has_facts = facts_column.value_lengths().to_pylist()
-            for i, group_id in enumerate(batch.column("group").to_pylist()):
-                if has_facts[i]:
-                    view = rebuild_group(group_id, [_fact(f) for f in facts_column[i].as_py()])
-                else:
-                    view = simple_group(group_id)
-                out["group"].append(group_id)
-                out["group_type"].append(view.type.value)
-                out["group_state"].append(view.state)
-                out["group_protocol_type"].append(view.protocol_type)
-                out["group_state_timestamp"].append(view.current_state_timestamp)
-                out["group_subscribed"].append(
-                    None if view.subscribed_topics is None else sorted(view.subscribed_topics)
-                )
-                out["group_unresolved_regex"].append(view.unresolved_regex)
-                out["group_newest_commit"].append(newest[i])
-                out["group_uncertain"].append(
-                    None if view.uncertain_topics is None else sorted(view.uncertain_topics)
-                )
-                out["group_protected_by"].append([p(group_id) for p in protects])
-                out["group_selected_by"].append([s(group_id) for s in selects])
-            yield pa.RecordBatch.from_pydict(out, schema=GROUP_ARROW)
+    def group_rows(
+        group_ids: Sequence[str], facts: Mapping[str, list[Fact]], newest_commit: Sequence[int | None]
+    ) -> pa.RecordBatch:
+        out: dict[str, list[Any]] = {name: [] for name in GROUP_ARROW.names}
+        for group_id, newest in zip(group_ids, newest_commit, strict=True):
+            group_facts = facts.get(group_id)
+            view = rebuild_group(group_id, group_facts) if group_facts else simple_group(group_id)
+            out["group"].append(group_id)
+            out["group_type"].append(view.type.value)
+            out["group_state"].append(view.state)
+            out["group_protocol_type"].append(view.protocol_type)
+            out["group_state_timestamp"].append(view.current_state_timestamp)
+            out["group_subscribed"].append(None if view.subscribed_topics is None else sorted(view.subscribed_topics))
+            out["group_unresolved_regex"].append(view.unresolved_regex)
+            out["group_newest_commit"].append(newest)
+            out["group_uncertain"].append(None if view.uncertain_topics is None else sorted(view.uncertain_topics))
+            out["group_protected_by"].append([p(group_id) for p in protects])
+            out["group_selected_by"].append([s(group_id) for s in selects])
+        return pa.RecordBatch.from_pydict(out, schema=GROUP_ARROW)
 
-    return rebuild_batches
+    return group_rows
+
+
+def assemble_for(policies: Sequence[Policy]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A shuffle partition's decoded facts (every group whole) -> its live offsets, each with its group's
+    columns, and one row of counts; vectorised (Arrow, numpy) but for one Python call per group.
+
+    Steps 4-6 of the module's docstring in one pass over the partition's rows, without a sort, a cache
+    or a join in Spark: replay (per logical key the row with the highest (offset, partition) wins: Arrow's
+    hash group-by over the rows in that order, then tombstones drop out), the groups (every group with a
+    live row other than GroupMetadata history: rebuild_group for those with non-offset facts, history
+    included, simple_group for the rest, every policy's group patterns, and the newest commit timestamp of
+    its live offsets), and each offset's group columns by lookup."""
+    group_rows = group_rows_for(policies)
+
+    def assemble(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = list(batches)
+        table = pa.Table.from_batches(received) if received else DECODED_ARROW.empty_table()
+        scanned = int(pc.sum(table.column("records")).as_py() or 0)
+        decoded = pc.not_equal(table.column("type"), SKIPPED)
+        facts = table.filter(decoded)
+        skipped = table.num_rows - facts.num_rows
+        live = _replay_table(facts)
+        offsets_mask = pc.equal(live.column("type"), OFFSET_COMMIT)
+        makes_group = pc.not_equal(live.column("type"), GROUP_METADATA_HISTORY)  # history alone: no group
+        group_ids = pc.unique(live.filter(makes_group).column("group"))
+        others = live.filter(pc.invert(offsets_mask))
+        known = others.column(TOPICS_KNOWN).to_pylist() if TOPICS_KNOWN in others.column_names else None
+        by_group: dict[str, list[Fact]] = {}
+        for i, row in enumerate(others.select(FACT_COLUMNS).to_pylist()):
+            if known is not None and not known[i]:
+                row["topics"] = None
+            by_group.setdefault(row["group"], []).append(_fact(row))
+        offsets = live.filter(offsets_mask)
+        newest = offsets.group_by("group", use_threads=False).aggregate([("commit_timestamp", "max")])
+        newest_at = pc.index_in(group_ids, value_set=newest.column("group").combine_chunks())
+        groups = group_rows(
+            group_ids.to_pylist(), by_group, newest.column("commit_timestamp_max").take(newest_at).to_pylist()
+        )
+        at = pc.index_in(offsets.column("group"), value_set=groups.column("group"))
+        columns = {name: offsets.column(name) for name in OFFSET_COLUMNS}
+        for name in GROUP_ARROW.names[1:]:
+            columns[name] = groups.column(name).take(at)
+        n = offsets.num_rows
+        for name in STATS_COLUMNS:
+            columns[name] = pa.nulls(n, pa.int64())
+        result = pa.Table.from_pydict(columns, schema=ASSEMBLED_ARROW).combine_chunks()
+        yield from result.to_batches(max_chunksize=BATCH_ROWS)
+        stats = {name: pa.nulls(1, t) for name, t in zip(ASSEMBLED_ARROW.names, ASSEMBLED_ARROW.types, strict=True)}
+        stats.update(
+            stats_records=pa.array([scanned], pa.int64()),
+            stats_skipped=pa.array([skipped], pa.int64()),
+            stats_groups=pa.array([len(group_ids)], pa.int64()),
+        )
+        yield pa.RecordBatch.from_pydict(stats, schema=ASSEMBLED_ARROW)
+
+    return assemble
+
+
+def ship_topics(facts: DataFrame) -> DataFrame:
+    """`topics` made non-null, with TOPICS_KNOWN saying whether it was: Spark 4.3 sends a null
+    array<string> from the JVM to Python at about 75 µs a row (measured here: 15 s for 200,000 null rows,
+    under 2 s non-null), and the column is null for every offset commit."""
+    return facts.withColumn(TOPICS_KNOWN, F.col("topics").isNotNull()).withColumn(
+        "topics", F.coalesce(F.col("topics"), F.array().cast("array<string>"))
+    )
+
+
+def _replay_table(facts: pa.Table) -> pa.Table:
+    """Per logical key the fact with the highest (record_offset, record_partition), tombstones dropped.
+    The rows keep their order; when every logical key is unique (nearly always: the reader compacted each
+    partition by key already) nothing is copied but the tombstones' removal."""
+    n = facts.num_rows
+    if n == 0:
+        return facts
+    order = np.lexsort(
+        (
+            np.asarray(facts.column("record_partition").to_numpy(), np.int64),
+            np.asarray(facts.column("record_offset").to_numpy(), np.int64),
+        )
+    )
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n, dtype=np.int64)
+    keyed = facts.select(LOGICAL_KEY).append_column("_rank", pa.array(rank))
+    newest = keyed.group_by(LOGICAL_KEY, use_threads=False).aggregate([("_rank", "max")]).column("_rank_max")
+    winners = facts if len(newest) == n else facts.take(np.sort(order[np.asarray(newest.to_numpy(), np.int64)]))
+    return winners.filter(pc.invert(winners.column("tombstone")))
 
 
 def _fact(row: Mapping[str, Any]) -> Fact:
@@ -205,62 +307,20 @@ def decode(compacted: DataFrame) -> DataFrame:
     )
 
 
-def replay(facts: DataFrame) -> DataFrame:
-    """Per logical key the newest survivor wins; tombstones then delete."""
-    logical_key = ["group", "type", "topic", "partition", "member"]
-    newest_first = Window.partitionBy(*logical_key).orderBy(
-        F.desc("record_offset"), F.desc("record_partition")
-    )
-    return (
-        facts.where(F.col("type") != SKIPPED)
-        .withColumn("rank", F.row_number().over(newest_first))
-        .where((F.col("rank") == 1) & ~F.col("tombstone"))
-        .select(*FACT_COLUMNS)
-    )
-
-
-def rebuild_groups(live: DataFrame, policies: Sequence[Policy]) -> DataFrame:
-    """Every group with a live record, offsets-only (simple) groups included; the patterns of every policy
-    answered in the same pass (`groups_for` takes one policy's answers)."""
-    group_fact = F.when(F.col("type") != OFFSET_COMMIT, F.struct(*FACT_COLUMNS))
-    newest_commit = F.max(F.when(F.col("type") == OFFSET_COMMIT, F.col("commit_timestamp")))
-    makes_group = F.col("type") != GROUP_METADATA_HISTORY  # history alone makes no group (reference.py)
-    collected = (
-        live.groupBy("group")
-        .agg(
-            F.collect_list(group_fact).alias("facts"),
-            newest_commit.alias("newest_commit"),
-            F.max(makes_group).alias("makes_group"),
-        )
-        .where(F.col("makes_group"))
-        .select("group", "facts", "newest_commit")
-    )
-    return collected.mapInArrow(rebuild_batches_for(policies), _ddl(GROUP_ARROW))
-
-
-def groups_for(groups: DataFrame, index: int) -> DataFrame:
-    """The rebuilt groups as policy number `index` of the run sees them (its `group_protected` and
-    `group_selected`): a projection, no Python pass."""
-    return groups.select(
-        *[c for c in groups.columns if c not in ("group_protected_by", "group_selected_by")],
+def for_policy(offsets: DataFrame, index: int) -> DataFrame:
+    """The assembled offsets as policy number `index` of the run sees their groups (its `group_protected`
+    and `group_selected`): a projection, no Python pass."""
+    return offsets.select(
+        *[c for c in offsets.columns if c not in ("group_protected_by", "group_selected_by")],
         F.col("group_protected_by")[index].alias("group_protected"),
         F.col("group_selected_by")[index].alias("group_selected"),
     )
 
 
-def decide(
-    live: DataFrame,
-    groups: DataFrame,
-    topics: DataFrame | None,
-    policy: Policy,
-    now_ms: int,
-    retention_ms: int,
+def verdicts(
+    joined: DataFrame, topics: DataFrame | None, policy: Policy, now_ms: int, retention_ms: int
 ) -> DataFrame:
-    """Offsets joined with their group and the topics' existence, decided by rules_columns."""
-    offsets = live.where(F.col("type") == OFFSET_COMMIT).select(
-        "group", "topic", "partition", "committed_offset", "commit_timestamp", "expire_timestamp"
-    )
-    joined = offsets.join(groups, "group", "left")
+    """Offsets with their group's columns (GROUP_ARROW's), decided by rules_columns: the result rows."""
     if topics is None:
         joined = joined.withColumn("topic_exists", F.lit(None).cast("boolean"))
     else:
@@ -315,6 +375,28 @@ class OffsetRows:
                     line = line.rstrip("\n")
                     if line:
                         yield line
+
+    def json_array_items(self) -> Iterator[str]:
+        """The lines as the items of a JSON array, one per line indented by two: "\n  " before the first,
+        ",\n  " between them; in blocks of megabytes (str.replace), not a Python call per line."""
+        first = True
+        for path in self.files():
+            with open(path, encoding="utf-8") as f:
+                rest = ""
+                while chunk := f.read(1 << 22):
+                    chunk = rest + chunk
+                    cut = chunk.rfind("\n") + 1
+                    rest = chunk[cut:]
+                    if cut:
+                        text = chunk[: cut - 1]
+                        if "\n\n" in text or text.startswith("\n") or not text:
+                            text = "\n".join(line for line in text.split("\n") if line)
+                        if text:
+                            yield ("\n  " if first else ",\n  ") + text.replace("\n", ",\n  ")
+                            first = False
+                if rest:
+                    yield ("\n  " if first else ",\n  ") + rest
+                    first = False
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for line in self.json_lines():
@@ -392,49 +474,38 @@ def analyze_facts_many(
     shared, cached facts. Returns one report per policy, in order, each the report the policy would get
     alone on the same snapshot (the single-policy call is this one with one policy)."""
     spark = facts.sparkSession
-    cached: list[DataFrame] = []
-
-    def keep(frame: DataFrame) -> DataFrame:
-        cached.append(frame.persist())
-        return frame
-
-    def drop(frame: DataFrame) -> None:
-        frame.unpersist()
-        cached.remove(frame)
-
     partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
+    assembled = (
+        ship_topics(facts)
+        .repartition(partitions, "group")
+        .mapInArrow(assemble_for([run.policy for run in runs]), _ddl(ASSEMBLED_ARROW))
+        .persist()
+    )
     reports: list[dict[str, Any]] = []
     try:
-        by_group = keep(facts.repartition(partitions, "group"))
-        counts = by_group.agg(
-            F.sum("records").alias("scanned"), F.count(F.when(F.col("type") == SKIPPED, 1)).alias("skipped")
-        ).first()
-        records_scanned = (counts["scanned"] if counts is not None else 0) or 0
-        skipped = (counts["skipped"] if counts is not None else 0) or 0
-        live = keep(replay(by_group))
-        groups = keep(rebuild_groups(live, [run.policy for run in runs]))
-        group_count = groups.count()
+        is_stats = F.col("stats_groups").isNotNull()
+        counts = assembled.where(is_stats).agg(*[F.sum(name).alias(name) for name in STATS_COLUMNS]).first()
+        stats = {name: int((counts[name] if counts is not None else 0) or 0) for name in STATS_COLUMNS}
+        offsets = assembled.where(~is_stats).drop(*STATS_COLUMNS)
         topics = topics_frame(spark, existing_topics)
         for index, run in enumerate(runs):
-            results = keep(decide(live, groups_for(groups, index), topics, run.policy, now_ms, run.retention_ms))
+            results = verdicts(for_policy(offsets, index), topics, run.policy, now_ms, run.retention_ms)
             reasons = {row["reason"]: row["count"] for row in results.groupBy("reason").count().collect()}
             rows = write_rows(results.where(F.col("candidate")) if candidates_only else results)
-            drop(results)
             reports.append(
                 {
                     "summary": summary(
-                        records_scanned=int(records_scanned),
-                        groups=group_count,
+                        records_scanned=stats["stats_records"],
+                        groups=stats["stats_groups"],
                         reasons=reasons,
-                        skipped_records=skipped,
+                        skipped_records=stats["stats_skipped"],
                         snapshot=snapshot or {},
                     ),
                     "offsets": rows,
                 }
             )
     finally:
-        for frame in reversed(cached):
-            frame.unpersist()
+        assembled.unpersist()
     return reports
 
 

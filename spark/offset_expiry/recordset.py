@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from kafka.record.default_records import DefaultRecordBatch
@@ -25,6 +25,7 @@ from kafka.record.util import decode_varint
 
 # The RecordBatch v2 header as kafka-python lays it out (DefaultRecordBatch.java's field order).
 _HEADER = DefaultRecordBatch.HEADER_STRUCT
+_LENGTH = struct.Struct(">qi")
 HEADER_SIZE = _HEADER.size  # 61
 _LOG_OVERHEAD = DefaultRecordBatch.AFTER_LEN_OFFSET  # baseOffset + batchLength
 _MAGIC_AT = DefaultRecordBatch.CRC_OFFSET - 1
@@ -53,6 +54,87 @@ class ParsedRecords(NamedTuple):
     next_offset: int
 
 
+class Batch(NamedTuple):
+    """A batch whose records a parser must read: `kind` V2 (uncompressed v2: records from `pos` to `end`),
+    COMPRESSED (v2, the batch's bytes from `pos`) or LEGACY (v0/v1, from `pos`)."""
+
+    kind: int
+    pos: int
+    end: int
+    records: int
+    base_offset: int
+    base_ts: int
+
+
+V2, COMPRESSED, LEGACY = 0, 1, 2
+
+
+class BatchWalk:
+    """The batches of a record set a read_committed consumer reads (control batches and aborted
+    transactions dropped), in order; `next_offset` after the walk is where the next fetch starts (legacy
+    batches advance it by the offsets their parser finds: `legacy_read`)."""
+
+    def __init__(
+        self, data: bytes, fetch_offset: int, aborted: Iterable[AbortedTransaction], read_committed: bool
+    ) -> None:
+        self.data = data
+        self.fetch_offset = fetch_offset
+        self.next_offset = fetch_offset
+        self.pending_aborts = deque(sorted(aborted, key=lambda t: t.first_offset))
+        self.read_committed = read_committed
+
+    def legacy_read(self, last_offset: int | None) -> None:
+        if last_offset is not None:
+            self.next_offset = max(self.next_offset, last_offset + 1)
+
+    def __iter__(self) -> Iterator[Batch]:
+        data = self.data
+        pending_aborts = self.pending_aborts
+        aborted_producers: set[int] = set()
+        read_committed = self.read_committed
+        header = _HEADER.unpack_from
+        unpack_length = _LENGTH.unpack_from
+        pos = 0
+        size = len(data)
+        while pos + _LOG_OVERHEAD <= size:
+            base_offset, length = unpack_length(data, pos)
+            end = pos + _LOG_OVERHEAD + length
+            if end > size:
+                break  # a partial batch at the end of the response
+            if length < 0 or end < pos + _MAGIC_AT + 1:
+                raise CorruptRecordSet(f"batch at offset {base_offset} has length {length}")
+            magic = data[pos + _MAGIC_AT]
+            if magic == 2 and length < HEADER_SIZE - _LOG_OVERHEAD:
+                raise CorruptRecordSet(f"batch at offset {base_offset} has length {length}")
+            if magic != 2:
+                yield Batch(LEGACY, pos, end, 0, base_offset, 0)
+                pos = end
+                continue
+            (_, _, _, _, _, attributes, last_delta, base_ts, _, producer_id, _, _, count) = header(data, pos)
+            last_offset = base_offset + last_delta
+            if last_offset + 1 > self.next_offset:
+                self.next_offset = last_offset + 1
+            if read_committed and producer_id >= 0:
+                while pending_aborts and pending_aborts[0].first_offset <= last_offset:
+                    aborted_producers.add(pending_aborts.popleft().producer_id)
+                if attributes & _CONTROL:
+                    if _control_type(data, pos + HEADER_SIZE, end, base_offset) == _ABORT:
+                        aborted_producers.discard(producer_id)
+                    pos = end
+                    continue
+                if attributes & _TRANSACTIONAL and producer_id in aborted_producers:
+                    pos = end
+                    continue
+            if attributes & _CONTROL:
+                pos = end
+                continue
+            if attributes & _COMPRESSION_MASK:
+                yield Batch(COMPRESSED, pos, end, count, base_offset, base_ts)
+            else:
+                yield Batch(V2, pos + HEADER_SIZE, end, count, base_offset, base_ts)
+            pos = end
+
+
 def parse_record_set(
     data: bytes, fetch_offset: int, aborted: Iterable[AbortedTransaction] = (), read_committed: bool = True
 ) -> ParsedRecords:
@@ -62,62 +144,28 @@ def parse_record_set(
     timestamps: list[int] = []
     keys: list[bytes | None] = []
     values: list[bytes | None] = []
-    pending_aborts = deque(sorted(aborted, key=lambda t: t.first_offset))
-    aborted_producers: set[int] = set()
-    next_offset = fetch_offset
-    header = _HEADER.unpack_from
-    pos = 0
-    size = len(data)
-    while pos + _LOG_OVERHEAD <= size:
-        base_offset, length = struct.unpack_from(">qi", data, pos)
-        end = pos + _LOG_OVERHEAD + length
-        if end > size:
-            break  # a partial batch at the end of the response
-        if length < 0 or end < pos + _MAGIC_AT + 1:
-            raise CorruptRecordSet(f"batch at offset {base_offset} has length {length}")
-        magic = data[pos + _MAGIC_AT]
-        if magic == 2 and length < HEADER_SIZE - _LOG_OVERHEAD:
-            raise CorruptRecordSet(f"batch at offset {base_offset} has length {length}")
-        if magic != 2:
-            _legacy(data[pos:end], fetch_offset, offsets, timestamps, keys, values)
-            next_offset = max(next_offset, (offsets[-1] + 1) if offsets else next_offset)
-            pos = end
-            continue
-        (_, _, _, _, _, attributes, last_delta, base_ts, _, producer_id, _, _, count) = header(data, pos)
-        last_offset = base_offset + last_delta
-        next_offset = max(next_offset, last_offset + 1)
-        if read_committed and producer_id >= 0:
-            while pending_aborts and pending_aborts[0].first_offset <= last_offset:
-                aborted_producers.add(pending_aborts.popleft().producer_id)
-            if attributes & _CONTROL:
-                if _control_type(data, pos + HEADER_SIZE, end, base_offset) == _ABORT:
-                    aborted_producers.discard(producer_id)
-                pos = end
-                continue
-            if attributes & _TRANSACTIONAL and producer_id in aborted_producers:
-                pos = end
-                continue
-        if attributes & _CONTROL:
-            pos = end
-            continue
-        if attributes & _COMPRESSION_MASK:
-            _compressed(data[pos:end], fetch_offset, offsets, timestamps, keys, values)
-        else:
+    walk = BatchWalk(data, fetch_offset, aborted, read_committed)
+    for batch in walk:
+        if batch.kind == V2:
             _records(
                 data,
-                pos + HEADER_SIZE,
-                end,
-                count,
-                base_offset,
-                base_ts,
+                batch.pos,
+                batch.end,
+                batch.records,
+                batch.base_offset,
+                batch.base_ts,
                 fetch_offset,
                 offsets,
                 timestamps,
                 keys,
                 values,
             )
-        pos = end
-    return ParsedRecords(offsets, timestamps, keys, values, next_offset)
+        elif batch.kind == COMPRESSED:
+            _compressed(data[batch.pos : batch.end], fetch_offset, offsets, timestamps, keys, values)
+        else:
+            _legacy(data[batch.pos : batch.end], fetch_offset, offsets, timestamps, keys, values)
+            walk.legacy_read(offsets[-1] if offsets else None)
+    return ParsedRecords(offsets, timestamps, keys, values, walk.next_offset)
 
 
 def _records(

@@ -37,16 +37,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from .columnar import DECODED_ARROW, decode_records, last_per_key
 from .errors import InputError
-from .facts import is_group_metadata_key, same_generation_history
+from .facts import same_generation_history
 from .fetcher import CLIENT_SETTINGS as CLIENT_SETTINGS  # the settings "kafka.<name>" options may set
 from .fetcher import PartitionFetcher, typed_settings
 from .raw import OFFSETS_TOPIC
 from .recordset import ParsedRecords
+from .recordset_arrays import RecordArrays
 
 FORMAT = "kafka-snapshot"
 RAW_ARROW = pa.schema(
@@ -207,7 +210,7 @@ def read_task(
     """The records of every range of the task, over one connection."""
     if not task.ranges:
         return
-    fetcher = PartitionFetcher(bootstrap_servers, settings)
+    fetcher = PartitionFetcher(bootstrap_servers, settings, topic)
     try:
         for rng in task.ranges:
             sink: _Sink | _CompactingSink | _DecodingSink = (
@@ -217,8 +220,12 @@ def read_task(
                 if compact
                 else _Sink(rng.partition)
             )
-            for parsed in fetcher.fetch(topic, rng.partition, rng.start, rng.end):
-                yield from sink.add(parsed)
+            if isinstance(sink, _DecodingSink):
+                for arrays in fetcher.fetch_arrays(topic, rng.partition, rng.start, rng.end):
+                    sink.add_arrays(arrays)
+            else:
+                for parsed in fetcher.fetch(topic, rng.partition, rng.start, rng.end):
+                    yield from sink.add(parsed)
             yield from sink.finish()
     finally:
         fetcher.close()
@@ -283,62 +290,85 @@ class _CompactingSink:
 
 class _DecodingSink:
     """Compacts the range (the newest record per key, and how many it stands for) and decodes the
-    survivors into facts (columnar.decode_records), a batch of BATCH_ROWS at a time."""
+    survivors into facts (columnar.decode_records), a batch of BATCH_ROWS at a time. The records arrive
+    as arrays (recordset_arrays): no Python object per record."""
 
     def __init__(self, partition: int) -> None:
         self.partition = partition
-        self.offsets: list[int] = []
-        self.timestamps: list[int] = []
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
+        self.offsets: list[np.ndarray] = []
+        self.timestamps: list[np.ndarray] = []
+        self.keys: list[pa.Array] = []
+        self.values: list[pa.Array] = []
 
-    def add(self, parsed: ParsedRecords) -> Iterator[pa.RecordBatch]:
-        self.offsets.extend(parsed.offsets)
-        self.timestamps.extend(parsed.timestamps)
-        self.keys.extend(parsed.keys)
-        self.values.extend(parsed.values)
-        return iter(())
+    def add_arrays(self, arrays: RecordArrays) -> None:
+        if len(arrays):
+            self.offsets.append(arrays.offsets)
+            self.timestamps.append(arrays.timestamps)
+            self.keys.append(arrays.keys)
+            self.values.append(arrays.values)
 
     def finish(self) -> Iterator[pa.RecordBatch]:
-        all_keys = pa.array(self.keys, pa.binary()).fill_null(b"")
-        all_offsets = pa.array(self.offsets, pa.int64())
-        all_values = pa.array(self.values, pa.binary())
-        all_timestamps = pa.array(self.timestamps, pa.int64())
-        # Every GroupMetadata record of the range, the newest included, also goes out as history
-        # (columnar.decode_records' `history`; facts.GROUP_METADATA_HISTORY), counting no records.
-        by_key: dict[bytes, list[int]] = {}
-        for i, k in enumerate(self.keys):
-            if is_group_metadata_key(k):
-                by_key.setdefault(k or b"", []).append(i)
-        past = [
-            rows[j]
-            for rows in by_key.values()
-            for j in same_generation_history([(self.offsets[i], self.values[i]) for i in rows])
-        ]
-        last, counts = last_per_key(all_keys)
-        offsets = all_offsets.take(last)
-        values = all_values.take(last)
-        timestamps = all_timestamps.take(last)
-        keys = all_keys.take(last)
+        if not self.offsets:
+            return
+        all_keys = _concat(self.keys).cast(pa.binary())  # one copy of the bytes (Arrow cannot take() views)
+        if all_keys.null_count:  # rare: a record without a key is compacted as the empty key
+            all_keys = all_keys.fill_null(b"")
+        all_offsets = np.concatenate(self.offsets)
+        all_timestamps = np.concatenate(self.timestamps)
+        all_values = _concat(self.values).cast(pa.binary())
         self.offsets, self.timestamps, self.keys, self.values = [], [], [], []
-        if past:
-            index = pa.array(past, pa.int64())
+        past = _group_metadata_history(all_keys, all_offsets, all_values)
+        last, counts = last_per_key(all_keys)
+        offsets = pa.array(all_offsets[last])
+        timestamps = pa.array(all_timestamps[last])
+        values = all_values.take(last)
+        keys = all_keys.take(last)
+        if len(past):
+            # Older GroupMetadata records of the newest one's generation also go out as history
+            # (columnar.decode_records' `history`; facts.GROUP_METADATA_HISTORY), counting no records.
+            n = len(past)
             yield decode_records(
-                pa.array([self.partition] * len(past), pa.int32()),
-                all_offsets.take(index),
-                pa.array([0] * len(past), pa.int64()),
-                all_keys.take(index),
-                all_values.take(index),
-                all_timestamps.take(index),
-                pa.array([True] * len(past), pa.bool_()),
+                pa.array(np.full(n, self.partition, np.int32)),
+                pa.array(all_offsets[past]),
+                pa.array(np.zeros(n, np.int64)),
+                all_keys.take(past),
+                all_values.take(past),
+                pa.array(all_timestamps[past]),
+                pa.array(np.ones(n, bool)),
             )
-        partitions = pa.array([self.partition] * len(last), pa.int32())
-        records = pa.array(counts, pa.int64())
+        partitions = pa.array(np.full(len(last), self.partition, np.int32))
+        records = pa.array(counts.astype(np.int64))
         for i in range(0, len(last), BATCH_ROWS):
             j = i + BATCH_ROWS
             yield decode_records(
                 partitions[i:j], offsets[i:j], records[i:j], keys[i:j], values[i:j], timestamps[i:j]
             )
+
+
+def _concat(arrays: list[pa.Array]) -> pa.Array:
+    return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
+
+
+_GROUP_METADATA_PREFIX = pa.scalar(b"\x00\x02", pa.binary())  # facts.is_group_metadata_key
+
+
+def _group_metadata_history(keys: pa.Array, offsets: np.ndarray, values: pa.Array) -> np.ndarray:
+    """The rows (indexes, ascending) of a range's older GroupMetadata records worth keeping as history:
+    facts.same_generation_history per key. Only the GroupMetadata rows (few) become Python objects."""
+    mask = pc.equal(pc.binary_slice(keys, 0, 2), _GROUP_METADATA_PREFIX).fill_null(False)
+    rows = np.flatnonzero(np.asarray(mask, dtype=bool))
+    if len(rows) < 2:
+        return np.empty(0, np.int64)
+    by_key: dict[bytes, list[int]] = {}
+    for i, k in zip(rows.tolist(), keys.take(rows).to_pylist(), strict=True):
+        by_key.setdefault(k, []).append(i)
+    past = [
+        group[j]
+        for group in by_key.values()
+        if len(group) > 1
+        for j in same_generation_history([(int(offsets[i]), values[i].as_py()) for i in group])
+    ]
+    return np.sort(np.asarray(past, np.int64))
 
 
 def _batch(
