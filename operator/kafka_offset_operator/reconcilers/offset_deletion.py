@@ -28,9 +28,10 @@ from ..context import OperatorContext
 from ..decisions import deletion_steps as steps
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_spec import DeletionSpec, parse_spec
-from ..decisions.deletion_steps import Outcome, Step
+from ..decisions.deletion_steps import Step
 from ..decisions.kafka_answers import answer_lost
 from ..decisions.status_patch import changes, merge_patch
+from ..decisions.step_outcomes import Outcome
 from ..decisions.times import iso, parse_iso
 from ..engines.job import CancelFlag
 from ..model.api import DELETION_KIND, DELETIONS, POLICIES

@@ -31,9 +31,7 @@ from ..decisions import reset_steps as steps
 from ..decisions import workload_pause as pause
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_steps import (
-    Outcome,
     backup_not_stored,
-    frozen_fields,
     protecting_pattern,
     spec_problem,
     target_of,
@@ -51,6 +49,7 @@ from ..decisions.reset_plan import (
 from ..decisions.reset_spec import ResetSpec, parse_reset_spec
 from ..decisions.reset_steps import Step
 from ..decisions.status_patch import changes, merge_patch
+from ..decisions.step_outcomes import Outcome, frozen_fields
 from ..decisions.times import iso, parse_iso
 from ..engines.job import CancelFlag
 from ..model.api import POLICIES, RESET_KIND, RESETS
