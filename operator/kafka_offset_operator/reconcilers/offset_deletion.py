@@ -44,24 +44,11 @@ class DeletionReconciler(ObjectVisits):
     cancelled_text = "cancelled: deleted before its change was sent to Kafka"
     stopping_text = ("%s/%s: not continued here: this operator process is stopping or paused for another "
                      "(the one that acts next continues)")
+    sent_text = "its change was sent to Kafka"
 
-    def cancel(self, namespace: str, name: str) -> None:
-        """The resource is being deleted (Kopf's finalizer holds it until this returns). Waits for a step in
-        flight, then says what happened: cancelled before any change, or deleted after it (the backup stays)."""
-        with self._lock(namespace, name):
-            try:
-                body = self.kube.get_custom(DELETIONS, namespace, name)
-            except NotFound:
-                return
-            status = body.get("status") or {}
-            backup = (status.get("backup") or {}).get("name")
-            kept = f"; its backup stays in ConfigMap {backup}" if backup else ""
-            if status.get("deleteStartTime") or status.get("phase") in (steps.SUCCEEDED, steps.PARTIALLY_FAILED,
-                                                                         steps.RESTORED, steps.FAILED):
-                reason, text = Reason.DELETED_AFTER_CHANGE, f"deleted after its change was sent to Kafka{kept}"
-            else:
-                reason, text = Reason.CANCELLED, f"cancelled: deleted before any change was sent to Kafka{kept}"
-            self._say_deleted(body, namespace, name, reason, text)
+    def _change_sent(self, status: Mapping[str, Any], backup: str | None) -> bool:
+        return bool(status.get("deleteStartTime")) or status.get("phase") in (
+            steps.SUCCEEDED, steps.PARTIALLY_FAILED, steps.RESTORED, steps.FAILED)
 
     def _reconcile(self, body: dict[str, Any], stop: CancelFlag | None) -> None:
         namespace = body["metadata"]["namespace"]

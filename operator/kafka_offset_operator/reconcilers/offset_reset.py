@@ -72,6 +72,7 @@ class ResetReconciler(ObjectVisits):
     log = log
     cancelled_text = "cancelled: deleted before its OffsetCommit was sent to Kafka"
     stopping_text = "%s/%s: not continued here: this operator process is stopping or paused for another"
+    sent_text = "its OffsetCommit was sent to Kafka"
 
     def _shorten(self, patch: dict[str, Any]) -> dict[str, Any]:
         """A refused write also drops the plan's per-partition entries (the counts stay)."""
@@ -79,30 +80,20 @@ class ResetReconciler(ObjectVisits):
             patch["plan"] = {**patch["plan"], "entries": None}
         return patch
 
-    def cancel(self, namespace: str, name: str) -> None:
-        """The resource is being deleted (Kopf's finalizer holds it until this returns): waits for a step in
-        flight, then says what happened: cancelled before the commit, or deleted after it (the backup stays)."""
-        with self._lock(namespace, name):
-            try:
-                body = self.kube.get_custom(RESETS, namespace, name)
-            except NotFound:
-                return
-            status = body.get("status") or {}
-            backup = (status.get("backup") or {}).get("name")
-            kept = f"; its backup stays in ConfigMap {backup}" if backup else ""
-            if status.get("commitStartTime") or (status.get("phase") in steps.FINAL and backup):
-                reason, text = Reason.DELETED_AFTER_CHANGE, f"deleted after its OffsetCommit was sent to Kafka{kept}"
-            else:
-                reason, text = Reason.CANCELLED, f"cancelled: deleted before any change was sent to Kafka{kept}"
-            self._say_deleted(body, namespace, name, reason, text)
-            if pause.pending(status):  # the finalizer holds the object until its workloads are scaled back
-                try:
-                    status = self._restore_workloads(body, status)
-                except (KubeError, _WorkloadForbidden) as exc:
-                    raise kopf.TemporaryError(f"scaling the paused workloads back: {exc}",
-                                              delay=self.options.retry_interval) from None
-                if pause.pending(status):
-                    raise kopf.TemporaryError("paused workloads still to scale back", delay=self.options.retry_interval)
+    def _change_sent(self, status: Mapping[str, Any], backup: str | None) -> bool:
+        return bool(status.get("commitStartTime")) or (status.get("phase") in steps.FINAL and bool(backup))
+
+    def _after_cancel(self, body: Mapping[str, Any], status: dict[str, Any]) -> None:
+        """The finalizer holds the object until its paused workloads are scaled back."""
+        if not pause.pending(status):
+            return
+        try:
+            status = self._restore_workloads(body, status)
+        except (KubeError, _WorkloadForbidden) as exc:
+            raise kopf.TemporaryError(f"scaling the paused workloads back: {exc}",
+                                      delay=self.options.retry_interval) from None
+        if pause.pending(status):
+            raise kopf.TemporaryError("paused workloads still to scale back", delay=self.options.retry_interval)
 
     def _reconcile(self, body: dict[str, Any], stop: CancelFlag | None) -> None:
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]

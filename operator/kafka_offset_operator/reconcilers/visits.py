@@ -56,6 +56,7 @@ class ObjectVisits:
     log: ClassVar[logging.Logger]
     cancelled_text: ClassVar[str]  # the Event when deleted before its change was sent
     stopping_text: ClassVar[str]  # the log line when the process stops mid-visit (%s/%s: namespace, name)
+    sent_text: ClassVar[str]  # what was sent, in the Event when deleted after it ("deleted after ...")
 
     def __init__(self, ctx: OperatorContext) -> None:
         self.ctx = ctx
@@ -105,10 +106,31 @@ class ObjectVisits:
                     kopf.event(cast(Any, body), type="Warning", reason=str(Reason.WRITE_REFUSED),
                                message=str(refused)[:1000])
 
-    def _say_deleted(self, body: Mapping[str, Any], namespace: str, name: str, reason: Reason, text: str) -> None:
-        """cancel()'s word on a deleted object: the audit log and an Event."""
-        audit.log.info("%s %s/%s group=%s: %s", reason.value, namespace, name, group_of(body), text)
-        kopf.event(cast(Any, body), type="Normal", reason=str(reason), message=text)
+    def _change_sent(self, status: Mapping[str, Any], backup: str | None) -> bool:
+        """Whether the kind's change may have reached Kafka (its start time is recorded, or it is final)."""
+        raise NotImplementedError
+
+    def _after_cancel(self, body: Mapping[str, Any], status: dict[str, Any]) -> None:
+        """What the kind still undoes before Kopf's finalizer lets the object go (nothing by default)."""
+
+    def cancel(self, namespace: str, name: str) -> None:
+        """The resource is being deleted (Kopf's finalizer holds it until this returns). Waits for a step in
+        flight, then says what happened: cancelled before any change, or deleted after it (the backup stays)."""
+        with self._lock(namespace, name):
+            try:
+                body = self.kube.get_custom(self.plural, namespace, name)
+            except NotFound:
+                return
+            status = body.get("status") or {}
+            backup = (status.get("backup") or {}).get("name")
+            kept = f"; its backup stays in ConfigMap {backup}" if backup else ""
+            if self._change_sent(status, backup):
+                reason, text = Reason.DELETED_AFTER_CHANGE, f"deleted after {self.sent_text}{kept}"
+            else:
+                reason, text = Reason.CANCELLED, f"cancelled: deleted before any change was sent to Kafka{kept}"
+            audit.log.info("%s %s/%s group=%s: %s", reason.value, namespace, name, group_of(body), text)
+            kopf.event(cast(Any, body), type="Normal", reason=str(reason), message=text)
+            self._after_cancel(body, status)
 
     def _check_not_deleted(self, body: Mapping[str, Any], stop: CancelFlag | None) -> None:
         """Right before a call that changes offsets: a resource deleted meanwhile cancels it, and a process that
