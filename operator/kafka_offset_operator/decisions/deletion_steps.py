@@ -457,7 +457,6 @@ def finish_deletion(
 # -- results that fit the object (the limits are at the top)
 
 
-
 def bounded_results(
     previous: Sequence[Mapping[str, Any]], previous_summary: Mapping[str, Any] | None,
     new: Sequence[Mapping[str, Any]], done: str, limit: int = RESULTS_LIMIT, budget: int = RESULTS_BUDGET,

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from offset_expiry.errors import SpecError
-from offset_expiry.policy import Protection
 
 from ..adapters import audit, metrics
 from ..adapters.backup_store import BackupNotStored, backup_name
@@ -27,7 +26,7 @@ from ..decisions.deletion_steps import Step
 from ..decisions.kafka_answers import answer_lost
 from ..decisions.times import iso, parse_iso
 from ..engines.job import CancelFlag
-from ..model.api import DELETION_KIND, DELETIONS, POLICIES
+from ..model.api import DELETION_KIND, DELETIONS
 from ..model.backups import Action, BackupError, BackupRecord, Requester, parse_backup
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
 from ..model.reasons import Reason
@@ -269,26 +268,6 @@ class DeletionReconciler(ObjectVisits):
             requested_by=Requester(DELETION_KIND, meta["namespace"], meta["name"], str(meta.get("uid") or ""), reason),
             taken_at=now, expires_at=expires, extra=dict(extra or {}))
 
-    def _connection_spec(self, namespace: str, spec: DeletionSpec, status: Mapping[str, Any]
-                         ) -> tuple[Mapping[str, Any], tuple[str, Protection] | None]:
-        """The connection to use (the one recorded at approval once there is one) and, for a deletion that
-        references a policy, the policy's protection (None when the policy is gone: what it protected was
-        checked before the backup, and a started deletion finishes)."""
-        recorded = (status.get("target") or {}).get("kafka")
-        if spec.policy_ref is None:
-            return (recorded or spec.kafka or {}), None
-        try:
-            policy = self.kube.get_custom(POLICIES, namespace, spec.policy_ref)
-        except NotFound:
-            if recorded:
-                return recorded, None
-            raise SpecError(
-                "spec.policyRef.name", f"ConsumerGroupOffsetPolicy {spec.policy_ref!r} not found in namespace "
-                f"{namespace!r}", Reason.POLICY_NOT_FOUND) from None
-        policy_spec = policy.get("spec") or {}
-        protect = tuple(str(g) for g in ((policy_spec.get("protect") or {}).get("groups") or ()))
-        return (recorded or policy_spec.get("kafka") or {}), (spec.policy_ref, Protection(groups=protect))
-
     def _load_backup(self, body: Mapping[str, Any], status: Mapping[str, Any]) -> dict[TP, Committed]:
         """The stored backup (the one that outlives this resource); the status' copy if the store lost it."""
         backup = status.get("backup") or {}
@@ -300,7 +279,6 @@ class DeletionReconciler(ObjectVisits):
                     raise
                 log.warning("backup %s unreadable; using the status' copy", backup["name"])
         return parse_backup(backup.get("offsets") or [])
-
 
 
 def _where(spec: DeletionSpec) -> str:

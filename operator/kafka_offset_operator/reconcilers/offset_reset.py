@@ -18,7 +18,6 @@ from typing import Any
 import kopf
 
 from offset_expiry.errors import SpecError
-from offset_expiry.policy import Protection
 
 from ..adapters import audit, metrics
 from ..adapters.backup_store import BackupNotStored, backup_name
@@ -47,7 +46,7 @@ from ..decisions.reset_steps import Step
 from ..decisions.step_outcomes import frozen_fields
 from ..decisions.times import iso, parse_iso
 from ..engines.job import CancelFlag
-from ..model.api import POLICIES, RESET_KIND, RESETS
+from ..model.api import RESET_KIND, RESETS
 from ..model.backups import Action, BackupError, BackupRecord, Requester
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
 from ..model.reasons import Reason
@@ -388,25 +387,6 @@ class ResetReconciler(ObjectVisits):
             return self.store.read(body["metadata"]["namespace"], name)
         except (NotFound, BackupError) as exc:
             raise BackupNotStored(f"backup {name} cannot be read ({exc}); it holds the plan to commit") from None
-
-    def _connection_spec(self, namespace: str, spec: ResetSpec, status: Mapping[str, Any]
-                         ) -> tuple[Mapping[str, Any], tuple[str, Protection] | None]:
-        """The connection (the one recorded at approval once there is one) and the referenced policy's
-        protection (None when the policy is gone after approval: a started reset finishes)."""
-        recorded = (status.get("target") or {}).get("kafka")
-        if spec.policy_ref is None:
-            return (recorded or spec.kafka or {}), None
-        try:
-            policy = self.kube.get_custom(POLICIES, namespace, spec.policy_ref)
-        except NotFound:
-            if recorded:
-                return recorded, None
-            raise SpecError("spec.policyRef.name", f"ConsumerGroupOffsetPolicy {spec.policy_ref!r} not found in "
-                            f"namespace {namespace!r}", Reason.POLICY_NOT_FOUND) from None
-        policy_spec = policy.get("spec") or {}
-        protect = tuple(str(g) for g in ((policy_spec.get("protect") or {}).get("groups") or ()))
-        return (recorded or policy_spec.get("kafka") or {}), (spec.policy_ref, Protection(groups=protect))
-
 
 
 def _approved_target(recorded: Mapping[str, Any], spec: ResetSpec) -> ResetTarget:

@@ -12,9 +12,12 @@ import datetime
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Protocol, cast
 
 import kopf
+
+from offset_expiry.errors import SpecError
+from offset_expiry.policy import Protection
 
 from ..adapters import audit
 from ..adapters.backup_store import BackupStore
@@ -24,6 +27,7 @@ from ..decisions.deletion_steps import spec_problem, write_refused
 from ..decisions.status_patch import changes, merge_patch
 from ..decisions.step_outcomes import Outcome
 from ..engines.job import CancelFlag
+from ..model.api import POLICIES
 from ..model.reasons import Reason
 
 
@@ -38,6 +42,16 @@ def generation_of(body: Mapping[str, Any]) -> int | None:
 
 def group_of(body: Mapping[str, Any]) -> Any:
     return (body.get("spec") or {}).get("group")
+
+
+class ConnectionSpec(Protocol):
+    """What both kinds' parsed specs say about the connection: spec.kafka or spec.policyRef."""
+
+    @property
+    def kafka(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def policy_ref(self) -> str | None: ...
 
 
 class Cancelled(Exception):
@@ -144,6 +158,26 @@ class ObjectVisits:
             raise Cancelled() from None
         if current["metadata"].get("deletionTimestamp"):
             raise Cancelled()
+
+    def _connection_spec(self, namespace: str, spec: ConnectionSpec, status: Mapping[str, Any]
+                         ) -> tuple[Mapping[str, Any], tuple[str, Protection] | None]:
+        """The connection to use (the one recorded at approval once there is one) and, for an object that
+        references a policy, the policy's protection (None when the policy is gone after approval: what it
+        protected was checked before the backup, and a started change finishes)."""
+        recorded = (status.get("target") or {}).get("kafka")
+        if spec.policy_ref is None:
+            return (recorded or spec.kafka or {}), None
+        try:
+            policy = self.kube.get_custom(POLICIES, namespace, spec.policy_ref)
+        except NotFound:
+            if recorded:
+                return recorded, None
+            raise SpecError(
+                "spec.policyRef.name", f"ConsumerGroupOffsetPolicy {spec.policy_ref!r} not found in namespace "
+                f"{namespace!r}", Reason.POLICY_NOT_FOUND) from None
+        policy_spec = policy.get("spec") or {}
+        protect = tuple(str(g) for g in ((policy_spec.get("protect") or {}).get("groups") or ()))
+        return (recorded or policy_spec.get("kafka") or {}), (spec.policy_ref, Protection(groups=protect))
 
     def _shorten(self, patch: dict[str, Any]) -> dict[str, Any]:
         """A kind's own cut of a refused status patch, after write_refused's (none by default)."""
