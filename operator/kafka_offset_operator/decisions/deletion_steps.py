@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -31,9 +31,15 @@ from offset_expiry.policy import Protection
 from ..model.backups import BackupRecord, backup_entries
 from ..model.offsets import TP, Committed, GroupInfo, group_busy
 from ..model.reasons import Reason
-from .conditions import Condition, find, merge_conditions
+from . import step_outcomes as shared
+from .conditions import Condition, find
 from .deletion_spec import DeletionSpec
 from .kafka_answers import EXPLAIN
+from .step_outcomes import Event, Outcome, kafka_waiting, own_spec_invalid
+from .step_outcomes import conds as _conds
+from .step_outcomes import events_on_change as _events_on_change
+from .step_outcomes import frozen_fields as frozen_fields
+from .step_outcomes import spec_unfrozen as spec_unfrozen
 
 # Phases (status.phase); all but Pending are also the Ready condition's reason in that phase.
 PENDING = "Pending"
@@ -64,19 +70,6 @@ class Step(StrEnum):
     DONE = "done"
 
 
-@dataclass(frozen=True)
-class Event:
-    type: str  # Normal | Warning
-    reason: Reason
-    message: str
-
-
-@dataclass(frozen=True)
-class Outcome:
-    status: dict[str, Any] = field(default_factory=dict)  # a JSON merge patch of .status
-    events: tuple[Event, ...] = ()
-
-
 # -- where are we
 
 
@@ -101,7 +94,7 @@ def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None,
     degraded = find(status.get("conditions"), "Degraded")
     frozen = bool(frozen_fields(spec, status))
     if degraded is not None and degraded.get("status") == "True":
-        if _own_spec_invalid(degraded, status, generation):
+        if own_spec_invalid(degraded, status, generation):
             return False  # only a new spec can fix it: Kopf calls this again when the object changes
         if degraded.get("reason") == Reason.SPEC_FROZEN:
             if not frozen:
@@ -119,30 +112,7 @@ def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None,
     return False
 
 
-def _own_spec_invalid(degraded: Mapping[str, Any], status: Mapping[str, Any], generation: int | None) -> bool:
-    """InvalidSpec about this object's own spec (the message names a `spec.` field), for the generation
-    it describes. One about the referenced policy's connection is not: editing the policy fixes it."""
-    return (degraded.get("reason") == Reason.INVALID_SPEC and generation is not None
-            and status.get("observedGeneration") == generation
-            and str(degraded.get("message") or "").startswith("spec"))
-
-
 # -- outcomes that change no Kafka state
-
-
-def _conds(status: Mapping[str, Any], now: str, generation: int | None, *updates: Condition) -> dict[str, Any]:
-    patch: dict[str, Any] = {"conditions": merge_conditions(status.get("conditions"), updates, now, generation)}
-    if generation is not None:
-        patch["observedGeneration"] = generation
-    return patch
-
-
-def _events_on_change(status: Mapping[str, Any], cond: Condition, event: Event) -> tuple[Event, ...]:
-    """One event per change of a condition, not one per retry."""
-    old = find(status.get("conditions"), cond.type)
-    if old is not None and (old.get("status"), old.get("reason")) == (cond.status, cond.reason):
-        return ()
-    return (event,)
 
 
 def spec_problem(
@@ -163,16 +133,7 @@ def kafka_problem(
 ) -> Outcome:
     """Kafka unreachable or busy: nothing changed, try again later. An approved deletion that has not
     started says so in Ready too (it is no longer awaiting approval: it is waiting for Kafka)."""
-    text = f"{code}: {message}; retrying every {retry_seconds:g}s"
-    degraded = Condition("Degraded", "True", Reason.KAFKA_UNAVAILABLE, text)
-    updates = [degraded]
-    not_started = status.get("phase") in (None, PENDING, AWAITING)
-    if approved and not_started:
-        updates.append(Condition("Ready", "False", Reason.KAFKA_UNAVAILABLE, f"approved; waiting for Kafka: {text}"))
-    patch = _conds(status, now, generation, *updates)
-    if not status.get("phase") or (approved and not_started):
-        patch["phase"] = PENDING
-    return Outcome(patch, _events_on_change(status, degraded, Event("Warning", Reason.KAFKA_UNAVAILABLE, text)))
+    return kafka_waiting(status, code, message, retry_seconds, now, generation, approved=approved)
 
 
 def awaiting_approval(status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
@@ -186,10 +147,7 @@ def awaiting_approval(status: Mapping[str, Any], now: str, generation: int | Non
 def settled(status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
     """Nothing to do: clear a problem condition left from an earlier attempt, if any (a RestoreBlocked too,
     once spec.restore is withdrawn: nothing is blocked any more)."""
-    degraded = find(status.get("conditions"), "Degraded")
-    if degraded is None or degraded.get("status") != "True" or degraded.get("reason") not in _CLEARS_WHEN_SETTLED:
-        return Outcome()
-    return Outcome(_conds(status, now, generation, Condition("Degraded", "False", Reason.AS_EXPECTED, "")))
+    return shared.settled(status, _CLEARS_WHEN_SETTLED, now, generation)
 
 
 _CLEARS_WHEN_SETTLED = frozenset({Reason.INVALID_SPEC, Reason.SECRET_NOT_FOUND, Reason.POLICY_NOT_FOUND,
@@ -208,37 +166,14 @@ def protected(status: Mapping[str, Any], group: str, policy: str, pattern: str, 
     it, approved or not. Final: nothing was (or will be) deleted."""
     message = (f"group {group} is protected by ConsumerGroupOffsetPolicy {policy} (spec.protect.groups pattern "
                f"{pattern!r}); nothing deleted")
-    patch = _conds(status, now, generation, Condition("Ready", "False", Reason.PROTECTED, message),
-                   Condition("Degraded", "True", Reason.PROTECTED, message))
-    patch.update(phase=FAILED, completionTime=now, deleted=0)
-    return Outcome(patch, _events_on_change(status, Condition("Degraded", "True", Reason.PROTECTED, message),
-                                            Event("Warning", Reason.PROTECTED, message)))
+    return shared.protected(status, message, "deleted", now, generation, FAILED)
 
 
 def spec_frozen(status: Mapping[str, Any], fields: Sequence[str], now: str, generation: int | None) -> Outcome:
     """The spec changed after approval: the operator keeps acting on what was approved (status.target)."""
     message = (f"{', '.join(fields)} changed after approval; the operator acts on what was approved "
                "(status.target); only spec.restore may change: create a new OffsetDeletion for another target")
-    degraded = Condition("Degraded", "True", Reason.SPEC_FROZEN, message)
-    return Outcome(_conds(status, now, generation, degraded),
-                   _events_on_change(status, degraded, Event("Warning", Reason.SPEC_FROZEN, message)))
-
-
-def spec_unfrozen(status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
-    """The spec is as approved again: clear a SpecFrozen condition, if any."""
-    degraded = find(status.get("conditions"), "Degraded")
-    if degraded is None or degraded.get("reason") != Reason.SPEC_FROZEN:
-        return Outcome()
-    return Outcome(_conds(status, now, generation, Condition("Degraded", "False", Reason.AS_EXPECTED, "")))
-
-
-def frozen_fields(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[str]:
-    """The spec fields that differ from what was approved (empty before approval)."""
-    approved = (status.get("target") or {}).get("spec")
-    if not isinstance(approved, Mapping):
-        return []
-    keys = sorted((set(spec) | set(approved)) - {"restore", "approved"})
-    return [f"spec.{k}" for k in keys if spec.get(k) != approved.get(k)]
+    return shared.spec_frozen(status, message, now, generation)
 
 
 # -- backup
@@ -520,7 +455,6 @@ def finish_deletion(
 
 
 # -- results that fit the object (the limits are at the top)
-
 
 
 def bounded_results(

@@ -28,10 +28,15 @@ from ..model.api import API_VERSION, RESET_KIND
 from ..model.backups import BackupRecord
 from ..model.offsets import TP, Committed, GroupInfo, group_busy
 from ..model.reasons import Reason
-from .conditions import Condition, find, merge_conditions
-from .deletion_steps import RESULTS_BUDGET, Event, Outcome, bounded_results, frozen_fields
+from . import step_outcomes as shared
+from .conditions import Condition, find
+from .deletion_steps import RESULTS_BUDGET, bounded_results
 from .kafka_answers import EXPLAIN
 from .reset_plan import ResetPlan, ResetTarget
+from .step_outcomes import Event, Outcome, frozen_fields, own_spec_invalid
+from .step_outcomes import conds as _conds
+from .step_outcomes import events_on_change as _on_change
+from .step_outcomes import spec_unfrozen as spec_unfrozen
 
 PENDING = "Pending"
 AWAITING = Reason.AWAITING_APPROVAL.value
@@ -88,8 +93,7 @@ def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None,
         return True  # paused workloads to scale back
     if degraded is not None and degraded.get("status") == "True":
         reason = degraded.get("reason")
-        if (reason == Reason.INVALID_SPEC and generation is not None and status.get("observedGeneration") == generation
-                and str(degraded.get("message") or "").startswith("spec")):
+        if own_spec_invalid(degraded, status, generation):
             return False  # only a new spec fixes its own spec: Kopf asks again when the object changes
         if reason == Reason.SPEC_FROZEN:
             if not frozen:
@@ -114,21 +118,6 @@ _CLEARS_WHEN_SETTLED = frozenset({Reason.INVALID_SPEC, Reason.SECRET_NOT_FOUND, 
 
 
 # -- outcomes that change nothing in Kafka
-
-
-def _conds(status: Mapping[str, Any], now: str, generation: int | None, *updates: Condition) -> dict[str, Any]:
-    patch: dict[str, Any] = {"conditions": merge_conditions(status.get("conditions"), updates, now, generation)}
-    if generation is not None:
-        patch["observedGeneration"] = generation
-    return patch
-
-
-def _on_change(status: Mapping[str, Any], cond: Condition, event: Event) -> tuple[Event, ...]:
-    """One event per change of a condition, not one per retry."""
-    old = find(status.get("conditions"), cond.type)
-    if old is not None and (old.get("status"), old.get("reason")) == (cond.status, cond.reason):
-        return ()
-    return (event,)
 
 
 def plan_status(plan: ResetPlan, now: str, generation: int | None, *, approved: bool) -> dict[str, Any]:
@@ -215,24 +204,12 @@ def members_present(status: Mapping[str, Any], group: GroupInfo, retry_seconds: 
 def awaiting_kafka(status: Mapping[str, Any], code: str, message: str, retry_seconds: float, now: str,
                    generation: int | None, *, approved: bool) -> Outcome:
     """Kafka unreachable or busy: nothing changed, try again later (Ready says so once approved)."""
-    text = f"{code}: {message}; retrying every {retry_seconds:g}s"
-    degraded = Condition("Degraded", "True", Reason.KAFKA_UNAVAILABLE, text)
-    updates = [degraded]
-    not_started = status.get("phase") in (None, PENDING, AWAITING)
-    if approved and not_started:
-        updates.append(Condition("Ready", "False", Reason.KAFKA_UNAVAILABLE, f"approved; waiting for Kafka: {text}"))
-    patch = _conds(status, now, generation, *updates)
-    if not status.get("phase") or (approved and not_started):
-        patch["phase"] = PENDING
-    return Outcome(patch, _on_change(status, degraded, Event("Warning", Reason.KAFKA_UNAVAILABLE, text)))
+    return shared.kafka_waiting(status, code, message, retry_seconds, now, generation, approved=approved)
 
 
 def settled(status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
     """Nothing to do: clear a retried problem left from an earlier attempt, if any."""
-    degraded = find(status.get("conditions"), "Degraded")
-    if degraded is None or degraded.get("status") != "True" or degraded.get("reason") not in _CLEARS_WHEN_SETTLED:
-        return Outcome()
-    return Outcome(_conds(status, now, generation, Condition("Degraded", "False", Reason.AS_EXPECTED, "")))
+    return shared.settled(status, _CLEARS_WHEN_SETTLED, now, generation)
 
 
 def protected(status: Mapping[str, Any], group: str, policy: str, pattern: str, now: str,
@@ -240,26 +217,14 @@ def protected(status: Mapping[str, Any], group: str, policy: str, pattern: str, 
     """The referenced policy protects the group: refused, approved or not. Final: nothing changed."""
     message = (f"group {group} is protected by ConsumerGroupOffsetPolicy {policy} (spec.protect.groups pattern "
                f"{pattern!r}); nothing reset")
-    cond = Condition("Degraded", "True", Reason.PROTECTED, message)
-    patch = _conds(status, now, generation, Condition("Ready", "False", Reason.PROTECTED, message), cond)
-    patch.update(phase=FAILED, completionTime=now, reset=0)
-    return Outcome(patch, _on_change(status, cond, Event("Warning", Reason.PROTECTED, message)))
+    return shared.protected(status, message, "reset", now, generation, FAILED)
 
 
 def spec_frozen(status: Mapping[str, Any], fields: Sequence[str], now: str, generation: int | None) -> Outcome:
     """The spec changed after approval (an older CRD let it in): the approved target is acted on."""
     message = (f"{', '.join(fields)} changed after approval; the operator acts on what was approved "
                "(status.target and the plan stored with the backup): create a new OffsetReset for another target")
-    degraded = Condition("Degraded", "True", Reason.SPEC_FROZEN, message)
-    return Outcome(_conds(status, now, generation, degraded),
-                   _on_change(status, degraded, Event("Warning", Reason.SPEC_FROZEN, message)))
-
-
-def spec_unfrozen(status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
-    degraded = find(status.get("conditions"), "Degraded")
-    if degraded is None or degraded.get("reason") != Reason.SPEC_FROZEN:
-        return Outcome()
-    return Outcome(_conds(status, now, generation, Condition("Degraded", "False", Reason.AS_EXPECTED, "")))
+    return shared.spec_frozen(status, message, now, generation)
 
 
 # -- backup

@@ -25,8 +25,10 @@ from typing import Any
 from ..model.offsets import GroupInfo
 from ..model.reasons import Reason
 from .conditions import Condition, find
-from .deletion_steps import Event, Outcome
-from .reset_steps import FAILED, FINAL, MEMBERS_SHOWN, PAUSE_PENDING, PENDING, _conds, _on_change
+from .reset_steps import FAILED, FINAL, MEMBERS_SHOWN, PAUSE_PENDING, PENDING
+from .step_outcomes import Event, Outcome
+from .step_outcomes import conds as _conds
+from .step_outcomes import events_on_change as _on_change
 from .times import parse_iso
 
 RECORDED, SCALED_DOWN = PAUSE_PENDING  # replicas recorded, being scaled to zero; at zero

@@ -7,30 +7,14 @@ commit not yet sent.
 
 from __future__ import annotations
 
-from typing import Any
-
 import kopf
 
 from ..context import OperatorContext
 from ..decisions.reset_steps import needs_work
-from ..model.api import GROUP, RESETS, VERSION
+from ..model.api import RESETS
 from ..reconcilers.offset_reset import ResetReconciler
+from .visits import register_visits
 
 
 def register(registry: kopf.OperatorRegistry, ctx: OperatorContext) -> None:
-    reconciler = ResetReconciler(ctx)
-
-    @kopf.timer(GROUP, VERSION, RESETS, id="offsetreset", registry=registry,
-                interval=ctx.options.retry_interval, backoff=ctx.options.retry_interval,
-                when=lambda spec, status, meta, **_: needs_work(spec, status, meta.get("generation")))
-    def visit(namespace: str | None, name: str, **kwargs: Any) -> None:
-        # Kopf's `stopped` flag (see handlers/offset_deletion.py): no commit starts after it is set.
-        stopped: kopf.DaemonStopped | None = kwargs.get("stopped")
-        if namespace is not None:  # the CRD is namespaced
-            reconciler.reconcile(namespace, name, stopped)
-
-    @kopf.on.delete(GROUP, VERSION, RESETS, id="cancel", registry=registry)
-    def cancel(namespace: str | None, name: str, **_: Any) -> None:
-        """Kopf's finalizer holds the object until this returns: a step in flight finishes first."""
-        if namespace is not None:
-            reconciler.cancel(namespace, name)
+    register_visits(registry, ctx, RESETS, "offsetreset", ResetReconciler(ctx), needs_work)

@@ -609,6 +609,56 @@ GROUP_RESULT: Schema = {
 }
 
 
+def _result_items(statuses: list[str], status_description: str, error_example: str, message: str,
+                  count_description: str, between: Schema | None = None) -> Schema:
+    """One entry of a per-partition results list (OffsetDeletion's results and restoreResults, OffsetReset's
+    results): topic, partition, status, the kind's `between` fields, Kafka's error, a message, a count."""
+    return {
+        "type": "object",
+        "properties": {
+            "topic": _text("Topic name."),
+            "partition": {"type": "integer", "description": "Partition."},
+            "status": {"type": "string", "enum": statuses, "description": status_description},
+            **(between or {}),
+            "error": _text(f"Kafka's error name, e.g. {error_example}."),
+            "message": _text(message),
+            "count": _count(count_description),
+        },
+    }
+
+
+def _backup_status(description: str, offsets: Schema | None = None) -> Schema:
+    """status.backup: the backup store's ConfigMap this object's backup is in (and, for an OffsetDeletion,
+    a copy of its offsets)."""
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {
+            "name": _text("The backup's ConfigMap, in this namespace."),
+            "takenAt": _time("When the backup was read (OffsetFetch)."),
+            "expiresAt": _time("When the backup store deletes the backup."),
+            "partitions": _count("How many partitions the backup holds."),
+            **({"offsets": offsets} if offsets is not None else {}),
+        },
+    }
+
+
+def _target_status(description: str, spec: Schema) -> Schema:
+    """status.target: what the object acts on, recorded at approval and frozen."""
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {
+            "clusterId": _text("The Kafka cluster's id."),
+            "bootstrapServers": _text("Where the cluster was reached."),
+            "group": _text("The consumer group acted on."),
+            "kafka": {**KAFKA_CONNECTION,
+                      "description": "The connection used (spec.kafka or the policy's), as approved."},
+            "spec": spec,
+        },
+    }
+
+
 def _deletion_status() -> Schema:
     partition_offset = {
         "type": "object",
@@ -655,25 +705,13 @@ def _deletion_status() -> Schema:
             "results": {
                 "type": "array",
                 "description": "One entry per requested partition.",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "topic": _text("Topic name."),
-                        "partition": {"type": "integer", "description": "Partition."},
-                        "status": {
-                            "type": "string",
-                            "enum": ["Deleted", "Failed", "Skipped", "NotCommitted"],
-                            "description": "Deleted; Failed (see error); Skipped (committed since the scan); "
-                            "NotCommitted (there was nothing to delete).",
-                        },
-                        "error": _text("Kafka's error name, e.g. GROUP_SUBSCRIBED_TO_TOPIC."),
-                        "message": _text("What the error means here."),
-                        "count": _count(
-                            "For very large deletions (see resultsSummary), successful partitions of a topic are "
-                            "summed in one entry without a partition: how many."
-                        ),
-                    },
-                },
+                "items": _result_items(
+                    ["Deleted", "Failed", "Skipped", "NotCommitted"],
+                    "Deleted; Failed (see error); Skipped (committed since the scan); NotCommitted (there was "
+                    "nothing to delete).",
+                    "GROUP_SUBSCRIBED_TO_TOPIC", "What the error means here.",
+                    "For very large deletions (see resultsSummary), successful partitions of a topic are summed in "
+                    "one entry without a partition: how many."),
             },
             "resultsSummary": _results_summary("results"),
             "groupResult": GROUP_RESULT,
@@ -681,56 +719,25 @@ def _deletion_status() -> Schema:
             "restoreResults": {
                 "type": "array",
                 "description": "One entry per deleted partition, once a restore ran.",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "topic": _text("Topic name."),
-                        "partition": {"type": "integer", "description": "Partition."},
-                        "status": {
-                            "type": "string",
-                            "enum": ["Restored", "Skipped", "Failed"],
-                            "description": "Restored; Skipped (the group committed this partition since the "
-                            "deletion, so it was left as is); Failed (see error).",
-                        },
-                        "error": _text("Kafka's error name, e.g. UNKNOWN_TOPIC_OR_PARTITION."),
-                        "message": _text("What happened here."),
-                        "count": _count("For very large restores (see restoreResultsSummary), restored "
-                                        "partitions of a topic are summed in one entry without a partition."),
-                    },
-                },
+                "items": _result_items(
+                    ["Restored", "Skipped", "Failed"],
+                    "Restored; Skipped (the group committed this partition since the deletion, so it was left as "
+                    "is); Failed (see error).",
+                    "UNKNOWN_TOPIC_OR_PARTITION", "What happened here.",
+                    "For very large restores (see restoreResultsSummary), restored partitions of a topic are summed "
+                    "in one entry without a partition."),
             },
-            "backup": {
-                "type": "object",
-                "description": (
-                    "What was committed before the deletion, kept for restore. The backup itself is a ConfigMap "
-                    "of the backup store (owned by nothing: it outlives this OffsetDeletion and its policy; "
-                    "kubectl get configmaps -l kafkaoffsets.dev/backup=true); the status names it and, up to "
-                    "1000 partitions, copies its offsets."
-                ),
-                "properties": {
-                    "name": _text("The backup's ConfigMap, in this namespace."),
-                    "takenAt": _time("When the backup was read (OffsetFetch)."),
-                    "expiresAt": _time("When the backup store deletes the backup."),
-                    "partitions": _count("How many partitions the backup holds."),
-                    "offsets": {"type": "array", "items": partition_offset, "description": "The offsets."},
-                },
-            },
-            "target": {
-                "type": "object",
-                "description": (
-                    "What this deletion acts on, recorded at approval and frozen: the cluster (id from Kafka's "
-                    "Metadata, and the connection, Secrets by reference only), the group and the approved "
-                    "spec. The delete and a restore use it, never a later spec."
-                ),
-                "properties": {
-                    "clusterId": _text("The Kafka cluster's id."),
-                    "bootstrapServers": _text("Where the cluster was reached."),
-                    "group": _text("The consumer group acted on."),
-                    "kafka": {**KAFKA_CONNECTION,
-                              "description": "The connection used (spec.kafka or the policy's), as approved."},
-                    "spec": _approved_spec(),
-                },
-            },
+            "backup": _backup_status(
+                "What was committed before the deletion, kept for restore. The backup itself is a ConfigMap of the "
+                "backup store (owned by nothing: it outlives this OffsetDeletion and its policy; kubectl get "
+                "configmaps -l kafkaoffsets.dev/backup=true); the status names it and, up to 1000 partitions, "
+                "copies its offsets.",
+                {"type": "array", "items": partition_offset, "description": "The offsets."}),
+            "target": _target_status(
+                "What this deletion acts on, recorded at approval and frozen: the cluster (id from Kafka's "
+                "Metadata, and the connection, Secrets by reference only), the group and the approved spec. The "
+                "delete and a restore use it, never a later spec.",
+                _approved_spec()),
         },
     }
 
@@ -944,40 +951,21 @@ def _reset_status() -> Schema:
             "results": {
                 "type": "array",
                 "description": "One entry per partition of the plan, once committed.",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "topic": _text("Topic name."),
-                        "partition": {"type": "integer", "description": "Partition."},
-                        "status": {
-                            "type": "string",
-                            "enum": ["Reset", "Unchanged", "Skipped", "Failed"],
-                            "description": "Reset; Unchanged (already at the new offset); Skipped (committed since "
-                                           "the backup: left as is); Failed (see error).",
-                        },
-                        "before": {**offset, "description": "The committed offset before (absent: none)."},
-                        "after": {**offset, "description": "The committed offset after, as OffsetFetch reads it."},
-                        "error": _text("Kafka's error name, e.g. UNKNOWN_TOPIC_OR_PARTITION."),
-                        "message": _text("What the error means here."),
-                        "count": _count("For very large resets (see resultsSummary), reset partitions of a topic "
-                                        "are summed in one entry without a partition: how many."),
-                    },
-                },
+                "items": _result_items(
+                    ["Reset", "Unchanged", "Skipped", "Failed"],
+                    "Reset; Unchanged (already at the new offset); Skipped (committed since the backup: left as "
+                    "is); Failed (see error).",
+                    "UNKNOWN_TOPIC_OR_PARTITION", "What the error means here.",
+                    "For very large resets (see resultsSummary), reset partitions of a topic are summed in one "
+                    "entry without a partition: how many.",
+                    between={"before": {**offset, "description": "The committed offset before (absent: none)."},
+                             "after": {**offset,
+                                       "description": "The committed offset after, as OffsetFetch reads it."}}),
             },
             "resultsSummary": _results_summary("results"),
-            "backup": {
-                "type": "object",
-                "description": (
-                    "The offsets committed before the reset, in a ConfigMap of the backup store (owned by nothing: "
-                    "it outlives this OffsetReset; kubectl get configmaps -l kafkaoffsets.dev/backup=true)."
-                ),
-                "properties": {
-                    "name": _text("The backup's ConfigMap, in this namespace."),
-                    "takenAt": _time("When the backup was read (OffsetFetch)."),
-                    "expiresAt": _time("When the backup store deletes the backup."),
-                    "partitions": _count("How many partitions the backup holds."),
-                },
-            },
+            "backup": _backup_status(
+                "The offsets committed before the reset, in a ConfigMap of the backup store (owned by nothing: it "
+                "outlives this OffsetReset; kubectl get configmaps -l kafkaoffsets.dev/backup=true)."),
             "pausedWorkloads": {
                 "type": "array",
                 "description": (
@@ -1010,23 +998,12 @@ def _reset_status() -> Schema:
                     "command": _text("The same with the CLI, which prints the plan; add --execute to commit."),
                 },
             },
-            "target": {
-                "type": "object",
-                "description": (
-                    "What this reset acts on, recorded at approval and frozen: the cluster (id from Kafka's "
-                    "Metadata, and the connection, Secrets by reference only), the group and the approved spec. "
-                    "The commit uses it, never a later spec."
-                ),
-                "properties": {
-                    "clusterId": _text("The Kafka cluster's id."),
-                    "bootstrapServers": _text("Where the cluster was reached."),
-                    "group": _text("The consumer group acted on."),
-                    "kafka": {**KAFKA_CONNECTION,
-                              "description": "The connection used (spec.kafka or the policy's), as approved."},
-                    "spec": {"type": "object", "description": "The spec as approved (without approved).",
-                             "properties": {k: v for k, v in _reset_spec()["properties"].items() if k != "approved"}},
-                },
-            },
+            "target": _target_status(
+                "What this reset acts on, recorded at approval and frozen: the cluster (id from Kafka's Metadata, "
+                "and the connection, Secrets by reference only), the group and the approved spec. The commit uses "
+                "it, never a later spec.",
+                {"type": "object", "description": "The spec as approved (without approved).",
+                 "properties": {k: v for k, v in _reset_spec()["properties"].items() if k != "approved"}}),
         },
     }
 

@@ -8,135 +8,46 @@ changes offsets.
 
 from __future__ import annotations
 
-import datetime
 import logging
-import threading
 import time
 from collections.abc import Mapping
-from typing import Any, cast
-
-import kopf
+from typing import Any
 
 from offset_expiry.errors import SpecError
-from offset_expiry.policy import Protection
 
 from ..adapters import audit, metrics
-from ..adapters.backup_store import BackupNotStored, BackupStore, backup_name
+from ..adapters.backup_store import BackupNotStored, backup_name
 from ..adapters.kafka_admin import KafkaAdmin
-from ..adapters.kube import KubeError, NotFound, Refused
-from ..context import OperatorContext
+from ..adapters.kube import NotFound
 from ..decisions import deletion_steps as steps
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_spec import DeletionSpec, parse_spec
-from ..decisions.deletion_steps import Outcome, Step
+from ..decisions.deletion_steps import Step
 from ..decisions.kafka_answers import answer_lost
-from ..decisions.status_patch import changes, merge_patch
 from ..decisions.times import iso, parse_iso
 from ..engines.job import CancelFlag
-from ..model.api import DELETION_KIND, DELETIONS, POLICIES
+from ..model.api import DELETION_KIND, DELETIONS
 from ..model.backups import Action, BackupError, BackupRecord, Requester, parse_backup
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
 from ..model.reasons import Reason
+from .visits import ObjectVisits
+from .visits import generation_of as _generation
+from .visits import now as _now
 
 log = logging.getLogger(__name__)
 
 
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+class DeletionReconciler(ObjectVisits):
+    plural = DELETIONS
+    log = log
+    cancelled_text = "cancelled: deleted before its change was sent to Kafka"
+    stopping_text = ("%s/%s: not continued here: this operator process is stopping or paused for another "
+                     "(the one that acts next continues)")
+    sent_text = "its change was sent to Kafka"
 
-
-class _Cancelled(Exception):
-    """The resource was deleted before its change was sent: nothing more is started."""
-
-
-class _Stopping(Exception):
-    """This process stops, or pauses for another operator process (peering): it starts no change of offsets;
-    the process that acts next continues from the status."""
-
-
-class DeletionReconciler:
-    def __init__(self, ctx: OperatorContext) -> None:
-        self.ctx = ctx
-        self.kube = ctx.kube
-        self.options = ctx.options
-        self.store = BackupStore(ctx.kube)
-        self._locks: dict[tuple[str, str], threading.Lock] = {}
-        self._locks_guard = threading.Lock()
-        self._refused: dict[tuple[str, str], str] = {}  # objects no status fits, by the version seen
-
-    def _lock(self, namespace: str, name: str) -> threading.Lock:
-        with self._locks_guard:
-            return self._locks.setdefault((namespace, name), threading.Lock())
-
-    # -- one visit
-
-    def reconcile(self, namespace: str, name: str, stop: CancelFlag | None = None) -> None:
-        """One visit. `stop` (Kopf's timer flag) is set when this process stops or pauses for a peer: checked
-        right before each call that changes offsets, so none starts after it."""
-        with self._lock(namespace, name):
-            try:
-                body = self.kube.get_custom(DELETIONS, namespace, name)
-            except NotFound:
-                return
-            if body["metadata"].get("deletionTimestamp"):
-                return  # being deleted: cancel() says what happened; nothing more starts
-            version = str(body["metadata"].get("resourceVersion") or "")
-            if self._refused.get((namespace, name)) == version:
-                return  # no status could be written for this object as it is: wait until it changes
-            try:
-                self._reconcile(body, stop)
-            except _Stopping:
-                log.info("%s/%s: not continued here: this operator process is stopping or paused for another "
-                         "(the one that acts next continues)", namespace, name)
-                return
-            except _Cancelled:
-                text = "cancelled: deleted before its change was sent to Kafka"
-                audit.log.info("Cancelled %s/%s group=%s: %s", namespace, name, (body.get("spec") or {}).get("group"), text)
-                kopf.event(cast(Any, body), type="Normal", reason=str(Reason.CANCELLED), message=text)
-                return
-            except KubeError as exc:
-                try:
-                    self._apply(body, steps.spec_problem(body.get("status") or {}, "kubernetes", str(exc),
-                                                        Reason.KUBERNETES_API_ERROR, _now(), _generation(body)))
-                except Refused as refused:  # not even a condition fits: say it once, visit again when it changes
-                    self._refused[(namespace, name)] = version
-                    log.error("%s/%s: the API server refuses every status write (%s); not visited again until "
-                              "the object changes", namespace, name, refused)
-                    kopf.event(cast(Any, body), type="Warning", reason=str(Reason.WRITE_REFUSED),
-                               message=str(refused)[:1000])
-
-    def cancel(self, namespace: str, name: str) -> None:
-        """The resource is being deleted (Kopf's finalizer holds it until this returns). Waits for a step in
-        flight, then says what happened: cancelled before any change, or deleted after it (the backup stays)."""
-        with self._lock(namespace, name):
-            try:
-                body = self.kube.get_custom(DELETIONS, namespace, name)
-            except NotFound:
-                return
-            status = body.get("status") or {}
-            backup = (status.get("backup") or {}).get("name")
-            kept = f"; its backup stays in ConfigMap {backup}" if backup else ""
-            if status.get("deleteStartTime") or status.get("phase") in (steps.SUCCEEDED, steps.PARTIALLY_FAILED,
-                                                                         steps.RESTORED, steps.FAILED):
-                reason, text = Reason.DELETED_AFTER_CHANGE, f"deleted after its change was sent to Kafka{kept}"
-            else:
-                reason, text = Reason.CANCELLED, f"cancelled: deleted before any change was sent to Kafka{kept}"
-            audit.log.info("%s %s/%s group=%s: %s", reason.value, namespace, name,
-                           (body.get("spec") or {}).get("group"), text)
-            kopf.event(cast(Any, body), type="Normal", reason=str(reason), message=text)
-
-    def _check_not_deleted(self, body: Mapping[str, Any], stop: CancelFlag | None) -> None:
-        """Right before a call that changes offsets: a resource deleted meanwhile cancels it, and a process that
-        stops or pauses for a peer leaves it to the process that acts next."""
-        if stop is not None and stop.is_set():
-            raise _Stopping()
-        meta = body["metadata"]
-        try:
-            current = self.kube.get_custom(DELETIONS, meta["namespace"], meta["name"])
-        except NotFound:
-            raise _Cancelled() from None
-        if current["metadata"].get("deletionTimestamp"):
-            raise _Cancelled()
+    def _change_sent(self, status: Mapping[str, Any], backup: str | None) -> bool:
+        return bool(status.get("deleteStartTime")) or status.get("phase") in (
+            steps.SUCCEEDED, steps.PARTIALLY_FAILED, steps.RESTORED, steps.FAILED)
 
     def _reconcile(self, body: dict[str, Any], stop: CancelFlag | None) -> None:
         namespace = body["metadata"]["namespace"]
@@ -357,26 +268,6 @@ class DeletionReconciler:
             requested_by=Requester(DELETION_KIND, meta["namespace"], meta["name"], str(meta.get("uid") or ""), reason),
             taken_at=now, expires_at=expires, extra=dict(extra or {}))
 
-    def _connection_spec(self, namespace: str, spec: DeletionSpec, status: Mapping[str, Any]
-                         ) -> tuple[Mapping[str, Any], tuple[str, Protection] | None]:
-        """The connection to use (the one recorded at approval once there is one) and, for a deletion that
-        references a policy, the policy's protection (None when the policy is gone: what it protected was
-        checked before the backup, and a started deletion finishes)."""
-        recorded = (status.get("target") or {}).get("kafka")
-        if spec.policy_ref is None:
-            return (recorded or spec.kafka or {}), None
-        try:
-            policy = self.kube.get_custom(POLICIES, namespace, spec.policy_ref)
-        except NotFound:
-            if recorded:
-                return recorded, None
-            raise SpecError(
-                "spec.policyRef.name", f"ConsumerGroupOffsetPolicy {spec.policy_ref!r} not found in namespace "
-                f"{namespace!r}", Reason.POLICY_NOT_FOUND) from None
-        policy_spec = policy.get("spec") or {}
-        protect = tuple(str(g) for g in ((policy_spec.get("protect") or {}).get("groups") or ()))
-        return (recorded or policy_spec.get("kafka") or {}), (spec.policy_ref, Protection(groups=protect))
-
     def _load_backup(self, body: Mapping[str, Any], status: Mapping[str, Any]) -> dict[TP, Committed]:
         """The stored backup (the one that outlives this resource); the status' copy if the store lost it."""
         backup = status.get("backup") or {}
@@ -389,29 +280,6 @@ class DeletionReconciler:
                 log.warning("backup %s unreadable; using the status' copy", backup["name"])
         return parse_backup(backup.get("offsets") or [])
 
-    def _apply(self, body: Mapping[str, Any], outcome: Outcome, status: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Write the status patch (only if it changes something), then post the events. Returns the status."""
-        meta = body["metadata"]
-        current = dict(status if status is not None else body.get("status") or {})
-        if changes(current, outcome.status):
-            patch = outcome.status
-            try:
-                self.kube.patch_status(DELETIONS, meta["namespace"], meta["name"], patch)
-            except Refused as exc:  # too large or invalid: the same facts without the per-partition details
-                log.warning("%s/%s: status write refused, writing it without per-partition details: %s",
-                            meta["namespace"], meta["name"], exc)
-                patch = steps.write_refused(current, patch, str(exc), _now(), _generation(body))
-                self.kube.patch_status(DELETIONS, meta["namespace"], meta["name"], patch)
-            current = merge_patch(current, patch)
-        for event in outcome.events:
-            kopf.event(cast(Any, dict(body)), type=event.type, reason=str(event.reason), message=event.message)
-        return current
-
 
 def _where(spec: DeletionSpec) -> str:
     return "spec.kafka" if spec.policy_ref is None else f"ConsumerGroupOffsetPolicy {spec.policy_ref} spec.kafka"
-
-
-def _generation(body: Mapping[str, Any]) -> int | None:
-    value = (body.get("metadata") or {}).get("generation")
-    return value if isinstance(value, int) else None

@@ -10,34 +10,27 @@ fromBackup (the backup store) or fromGroup (that group's OffsetFetch).
 
 from __future__ import annotations
 
-import datetime
 import logging
-import threading
 import time
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 import kopf
 
 from offset_expiry.errors import SpecError
-from offset_expiry.policy import Protection
 
 from ..adapters import audit, metrics
-from ..adapters.backup_store import BackupNotStored, BackupStore, backup_name
+from ..adapters.backup_store import BackupNotStored, backup_name
 from ..adapters.kafka_admin import KafkaAdmin
-from ..adapters.kube import Forbidden, KubeError, NotFound, Refused
-from ..context import OperatorContext
+from ..adapters.kube import Forbidden, KubeError, NotFound
 from ..decisions import reset_steps as steps
 from ..decisions import workload_pause as pause
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_steps import (
-    Outcome,
     backup_not_stored,
-    frozen_fields,
     protecting_pattern,
     spec_problem,
     target_of,
-    write_refused,
 )
 from ..decisions.reset_plan import (
     FROM_SOURCE,
@@ -50,28 +43,19 @@ from ..decisions.reset_plan import (
 )
 from ..decisions.reset_spec import ResetSpec, parse_reset_spec
 from ..decisions.reset_steps import Step
-from ..decisions.status_patch import changes, merge_patch
+from ..decisions.step_outcomes import frozen_fields
 from ..decisions.times import iso, parse_iso
 from ..engines.job import CancelFlag
-from ..model.api import POLICIES, RESET_KIND, RESETS
+from ..model.api import RESET_KIND, RESETS
 from ..model.backups import Action, BackupError, BackupRecord, Requester
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
 from ..model.reasons import Reason
 from .reset_reads import read_plan
+from .visits import ObjectVisits
+from .visits import generation_of as _generation
+from .visits import now as _now
 
 log = logging.getLogger(__name__)
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class _Cancelled(Exception):
-    """The resource was deleted before its commit was sent: nothing more is started."""
-
-
-class _Stopping(Exception):
-    """This process stops or pauses for another (peering): no commit starts here."""
 
 
 class _WorkloadForbidden(Exception):
@@ -82,90 +66,33 @@ class _WorkloadForbidden(Exception):
         self.workload, self.verb, self.answer = workload, verb, answer
 
 
-class ResetReconciler:
-    def __init__(self, ctx: OperatorContext) -> None:
-        self.ctx = ctx
-        self.kube = ctx.kube
-        self.options = ctx.options
-        self.store = BackupStore(ctx.kube)
-        self._locks: dict[tuple[str, str], threading.Lock] = {}
-        self._locks_guard = threading.Lock()
-        self._refused: dict[tuple[str, str], str] = {}
+class ResetReconciler(ObjectVisits):
+    plural = RESETS
+    log = log
+    cancelled_text = "cancelled: deleted before its OffsetCommit was sent to Kafka"
+    stopping_text = "%s/%s: not continued here: this operator process is stopping or paused for another"
+    sent_text = "its OffsetCommit was sent to Kafka"
 
-    def _lock(self, namespace: str, name: str) -> threading.Lock:
-        with self._locks_guard:
-            return self._locks.setdefault((namespace, name), threading.Lock())
+    def _shorten(self, patch: dict[str, Any]) -> dict[str, Any]:
+        """A refused write also drops the plan's per-partition entries (the counts stay)."""
+        if isinstance(patch.get("plan"), Mapping):
+            patch["plan"] = {**patch["plan"], "entries": None}
+        return patch
 
-    # -- one visit
+    def _change_sent(self, status: Mapping[str, Any], backup: str | None) -> bool:
+        return bool(status.get("commitStartTime")) or (status.get("phase") in steps.FINAL and bool(backup))
 
-    def reconcile(self, namespace: str, name: str, stop: CancelFlag | None = None) -> None:
-        with self._lock(namespace, name):
-            try:
-                body = self.kube.get_custom(RESETS, namespace, name)
-            except NotFound:
-                return
-            if body["metadata"].get("deletionTimestamp"):
-                return  # being deleted: cancel() says what happened
-            version = str(body["metadata"].get("resourceVersion") or "")
-            if self._refused.get((namespace, name)) == version:
-                return
-            try:
-                self._reconcile(body, stop)
-            except _Stopping:
-                log.info("%s/%s: not continued here: this operator process is stopping or paused for another",
-                         namespace, name)
-            except _Cancelled:
-                text = "cancelled: deleted before its OffsetCommit was sent to Kafka"
-                audit.log.info("Cancelled %s/%s group=%s: %s", namespace, name, _group_of(body), text)
-                kopf.event(cast(Any, body), type="Normal", reason=str(Reason.CANCELLED), message=text)
-            except KubeError as exc:
-                try:
-                    self._apply(body, spec_problem(body.get("status") or {}, "kubernetes", str(exc),
-                                                   Reason.KUBERNETES_API_ERROR, _now(), _generation(body)))
-                except Refused as refused:
-                    self._refused[(namespace, name)] = version
-                    log.error("%s/%s: the API server refuses every status write (%s); not visited again until "
-                              "the object changes", namespace, name, refused)
-                    kopf.event(cast(Any, body), type="Warning", reason=str(Reason.WRITE_REFUSED),
-                               message=str(refused)[:1000])
-
-    def cancel(self, namespace: str, name: str) -> None:
-        """The resource is being deleted (Kopf's finalizer holds it until this returns): waits for a step in
-        flight, then says what happened: cancelled before the commit, or deleted after it (the backup stays)."""
-        with self._lock(namespace, name):
-            try:
-                body = self.kube.get_custom(RESETS, namespace, name)
-            except NotFound:
-                return
-            status = body.get("status") or {}
-            backup = (status.get("backup") or {}).get("name")
-            kept = f"; its backup stays in ConfigMap {backup}" if backup else ""
-            if status.get("commitStartTime") or (status.get("phase") in steps.FINAL and backup):
-                reason, text = Reason.DELETED_AFTER_CHANGE, f"deleted after its OffsetCommit was sent to Kafka{kept}"
-            else:
-                reason, text = Reason.CANCELLED, f"cancelled: deleted before any change was sent to Kafka{kept}"
-            audit.log.info("%s %s/%s group=%s: %s", reason.value, namespace, name, _group_of(body), text)
-            kopf.event(cast(Any, body), type="Normal", reason=str(reason), message=text)
-            if pause.pending(status):  # the finalizer holds the object until its workloads are scaled back
-                try:
-                    status = self._restore_workloads(body, status)
-                except (KubeError, _WorkloadForbidden) as exc:
-                    raise kopf.TemporaryError(f"scaling the paused workloads back: {exc}",
-                                              delay=self.options.retry_interval) from None
-                if pause.pending(status):
-                    raise kopf.TemporaryError("paused workloads still to scale back", delay=self.options.retry_interval)
-
-    def _check_not_deleted(self, body: Mapping[str, Any], stop: CancelFlag | None) -> None:
-        """Right before the commit: a resource deleted meanwhile cancels it; a stopping process leaves it."""
-        if stop is not None and stop.is_set():
-            raise _Stopping()
-        meta = body["metadata"]
+    def _after_cancel(self, body: Mapping[str, Any], status: dict[str, Any]) -> None:
+        """The finalizer holds the object until its paused workloads are scaled back."""
+        if not pause.pending(status):
+            return
         try:
-            current = self.kube.get_custom(RESETS, meta["namespace"], meta["name"])
-        except NotFound:
-            raise _Cancelled() from None
-        if current["metadata"].get("deletionTimestamp"):
-            raise _Cancelled()
+            status = self._restore_workloads(body, status)
+        except (KubeError, _WorkloadForbidden) as exc:
+            raise kopf.TemporaryError(f"scaling the paused workloads back: {exc}",
+                                      delay=self.options.retry_interval) from None
+        if pause.pending(status):
+            raise kopf.TemporaryError("paused workloads still to scale back", delay=self.options.retry_interval)
 
     def _reconcile(self, body: dict[str, Any], stop: CancelFlag | None) -> None:
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
@@ -461,44 +388,6 @@ class ResetReconciler:
         except (NotFound, BackupError) as exc:
             raise BackupNotStored(f"backup {name} cannot be read ({exc}); it holds the plan to commit") from None
 
-    def _connection_spec(self, namespace: str, spec: ResetSpec, status: Mapping[str, Any]
-                         ) -> tuple[Mapping[str, Any], tuple[str, Protection] | None]:
-        """The connection (the one recorded at approval once there is one) and the referenced policy's
-        protection (None when the policy is gone after approval: a started reset finishes)."""
-        recorded = (status.get("target") or {}).get("kafka")
-        if spec.policy_ref is None:
-            return (recorded or spec.kafka or {}), None
-        try:
-            policy = self.kube.get_custom(POLICIES, namespace, spec.policy_ref)
-        except NotFound:
-            if recorded:
-                return recorded, None
-            raise SpecError("spec.policyRef.name", f"ConsumerGroupOffsetPolicy {spec.policy_ref!r} not found in "
-                            f"namespace {namespace!r}", Reason.POLICY_NOT_FOUND) from None
-        policy_spec = policy.get("spec") or {}
-        protect = tuple(str(g) for g in ((policy_spec.get("protect") or {}).get("groups") or ()))
-        return (recorded or policy_spec.get("kafka") or {}), (spec.policy_ref, Protection(groups=protect))
-
-    def _apply(self, body: Mapping[str, Any], outcome: Outcome, status: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Write the status patch (only if it changes something), then post the events. Returns the status."""
-        meta = body["metadata"]
-        current = dict(status if status is not None else body.get("status") or {})
-        if changes(current, outcome.status):
-            patch = outcome.status
-            try:
-                self.kube.patch_status(RESETS, meta["namespace"], meta["name"], patch)
-            except Refused as exc:
-                log.warning("%s/%s: status write refused, writing it without per-partition details: %s",
-                            meta["namespace"], meta["name"], exc)
-                patch = write_refused(current, patch, str(exc), _now(), _generation(body))
-                if isinstance(patch.get("plan"), Mapping):
-                    patch["plan"] = {**patch["plan"], "entries": None}
-                self.kube.patch_status(RESETS, meta["namespace"], meta["name"], patch)
-            current = merge_patch(current, patch)
-        for event in outcome.events:
-            kopf.event(cast(Any, dict(body)), type=event.type, reason=str(event.reason), message=event.message)
-        return current
-
 
 def _approved_target(recorded: Mapping[str, Any], spec: ResetSpec) -> ResetTarget:
     """The target as approved (status.target.spec), for messages; the spec's if none was recorded."""
@@ -511,12 +400,3 @@ def _approved_target(recorded: Mapping[str, Any], spec: ResetSpec) -> ResetTarge
 
 def _where(spec: ResetSpec) -> str:
     return "spec.kafka" if spec.policy_ref is None else f"ConsumerGroupOffsetPolicy {spec.policy_ref} spec.kafka"
-
-
-def _group_of(body: Mapping[str, Any]) -> Any:
-    return (body.get("spec") or {}).get("group")
-
-
-def _generation(body: Mapping[str, Any]) -> int | None:
-    value = (body.get("metadata") or {}).get("generation")
-    return value if isinstance(value, int) else None

@@ -1,0 +1,202 @@
+"""The bookkeeping an OffsetDeletion and an OffsetReset visit share (reconcilers/offset_deletion.py,
+reconcilers/offset_reset.py): one visit at a time per object, an object whose every status write is refused
+left alone until it changes, a visit cut short by the process stopping or by the object's deletion, the
+check right before a call that changes offsets, and the status write with its fallback when the API server
+refuses it. Each kind says its own words (`cancelled_text`, `stopping_text`) and does its own steps
+(`_reconcile`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any, ClassVar, Protocol, cast
+
+import kopf
+
+from offset_expiry.errors import SpecError
+from offset_expiry.policy import Protection
+
+from ..adapters import audit
+from ..adapters.backup_store import BackupStore
+from ..adapters.kube import KubeError, NotFound, Refused
+from ..context import OperatorContext
+from ..decisions.deletion_steps import spec_problem, write_refused
+from ..decisions.status_patch import changes, merge_patch
+from ..decisions.step_outcomes import Outcome
+from ..engines.job import CancelFlag
+from ..model.api import POLICIES
+from ..model.reasons import Reason
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def generation_of(body: Mapping[str, Any]) -> int | None:
+    value = (body.get("metadata") or {}).get("generation")
+    return value if isinstance(value, int) else None
+
+
+def group_of(body: Mapping[str, Any]) -> Any:
+    return (body.get("spec") or {}).get("group")
+
+
+class ConnectionSpec(Protocol):
+    """What both kinds' parsed specs say about the connection: spec.kafka or spec.policyRef."""
+
+    @property
+    def kafka(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def policy_ref(self) -> str | None: ...
+
+
+class Cancelled(Exception):
+    """The resource was deleted before its change was sent: nothing more is started."""
+
+
+class Stopping(Exception):
+    """This process stops, or pauses for another operator process (peering): it starts no change of offsets;
+    the process that acts next continues from the status."""
+
+
+class ObjectVisits:
+    """One kind's visits: a subclass names its `plural`, its logger and words, and implements `_reconcile`."""
+
+    plural: ClassVar[str]
+    log: ClassVar[logging.Logger]
+    cancelled_text: ClassVar[str]  # the Event when deleted before its change was sent
+    stopping_text: ClassVar[str]  # the log line when the process stops mid-visit (%s/%s: namespace, name)
+    sent_text: ClassVar[str]  # what was sent, in the Event when deleted after it ("deleted after ...")
+
+    def __init__(self, ctx: OperatorContext) -> None:
+        self.ctx = ctx
+        self.kube = ctx.kube
+        self.options = ctx.options
+        self.store = BackupStore(ctx.kube)
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        self._refused: dict[tuple[str, str], str] = {}  # objects no status fits, by the version seen
+
+    def _lock(self, namespace: str, name: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault((namespace, name), threading.Lock())
+
+    def _reconcile(self, body: dict[str, Any], stop: CancelFlag | None) -> None:
+        raise NotImplementedError
+
+    def reconcile(self, namespace: str, name: str, stop: CancelFlag | None = None) -> None:
+        """One visit. `stop` (Kopf's timer flag) is set when this process stops or pauses for a peer: checked
+        right before each call that changes offsets, so none starts after it."""
+        with self._lock(namespace, name):
+            try:
+                body = self.kube.get_custom(self.plural, namespace, name)
+            except NotFound:
+                return
+            if body["metadata"].get("deletionTimestamp"):
+                return  # being deleted: cancel() says what happened; nothing more starts
+            version = str(body["metadata"].get("resourceVersion") or "")
+            if self._refused.get((namespace, name)) == version:
+                return  # no status could be written for this object as it is: wait until it changes
+            try:
+                self._reconcile(body, stop)
+            except Stopping:
+                self.log.info(self.stopping_text, namespace, name)
+            except Cancelled:
+                text = self.cancelled_text
+                audit.log.info("Cancelled %s/%s group=%s: %s", namespace, name, group_of(body), text)
+                kopf.event(cast(Any, body), type="Normal", reason=str(Reason.CANCELLED), message=text)
+            except KubeError as exc:
+                try:
+                    self._apply(body, spec_problem(body.get("status") or {}, "kubernetes", str(exc),
+                                                   Reason.KUBERNETES_API_ERROR, now(), generation_of(body)))
+                except Refused as refused:  # not even a condition fits: say it once, visit again when it changes
+                    self._refused[(namespace, name)] = version
+                    self.log.error("%s/%s: the API server refuses every status write (%s); not visited again "
+                                   "until the object changes", namespace, name, refused)
+                    kopf.event(cast(Any, body), type="Warning", reason=str(Reason.WRITE_REFUSED),
+                               message=str(refused)[:1000])
+
+    def _change_sent(self, status: Mapping[str, Any], backup: str | None) -> bool:
+        """Whether the kind's change may have reached Kafka (its start time is recorded, or it is final)."""
+        raise NotImplementedError
+
+    def _after_cancel(self, body: Mapping[str, Any], status: dict[str, Any]) -> None:
+        """What the kind still undoes before Kopf's finalizer lets the object go (nothing by default)."""
+
+    def cancel(self, namespace: str, name: str) -> None:
+        """The resource is being deleted (Kopf's finalizer holds it until this returns). Waits for a step in
+        flight, then says what happened: cancelled before any change, or deleted after it (the backup stays)."""
+        with self._lock(namespace, name):
+            try:
+                body = self.kube.get_custom(self.plural, namespace, name)
+            except NotFound:
+                return
+            status = body.get("status") or {}
+            backup = (status.get("backup") or {}).get("name")
+            kept = f"; its backup stays in ConfigMap {backup}" if backup else ""
+            if self._change_sent(status, backup):
+                reason, text = Reason.DELETED_AFTER_CHANGE, f"deleted after {self.sent_text}{kept}"
+            else:
+                reason, text = Reason.CANCELLED, f"cancelled: deleted before any change was sent to Kafka{kept}"
+            audit.log.info("%s %s/%s group=%s: %s", reason.value, namespace, name, group_of(body), text)
+            kopf.event(cast(Any, body), type="Normal", reason=str(reason), message=text)
+            self._after_cancel(body, status)
+
+    def _check_not_deleted(self, body: Mapping[str, Any], stop: CancelFlag | None) -> None:
+        """Right before a call that changes offsets: a resource deleted meanwhile cancels it, and a process that
+        stops or pauses for a peer leaves it to the process that acts next."""
+        if stop is not None and stop.is_set():
+            raise Stopping()
+        meta = body["metadata"]
+        try:
+            current = self.kube.get_custom(self.plural, meta["namespace"], meta["name"])
+        except NotFound:
+            raise Cancelled() from None
+        if current["metadata"].get("deletionTimestamp"):
+            raise Cancelled()
+
+    def _connection_spec(self, namespace: str, spec: ConnectionSpec, status: Mapping[str, Any]
+                         ) -> tuple[Mapping[str, Any], tuple[str, Protection] | None]:
+        """The connection to use (the one recorded at approval once there is one) and, for an object that
+        references a policy, the policy's protection (None when the policy is gone after approval: what it
+        protected was checked before the backup, and a started change finishes)."""
+        recorded = (status.get("target") or {}).get("kafka")
+        if spec.policy_ref is None:
+            return (recorded or spec.kafka or {}), None
+        try:
+            policy = self.kube.get_custom(POLICIES, namespace, spec.policy_ref)
+        except NotFound:
+            if recorded:
+                return recorded, None
+            raise SpecError(
+                "spec.policyRef.name", f"ConsumerGroupOffsetPolicy {spec.policy_ref!r} not found in namespace "
+                f"{namespace!r}", Reason.POLICY_NOT_FOUND) from None
+        policy_spec = policy.get("spec") or {}
+        protect = tuple(str(g) for g in ((policy_spec.get("protect") or {}).get("groups") or ()))
+        return (recorded or policy_spec.get("kafka") or {}), (spec.policy_ref, Protection(groups=protect))
+
+    def _shorten(self, patch: dict[str, Any]) -> dict[str, Any]:
+        """A kind's own cut of a refused status patch, after write_refused's (none by default)."""
+        return patch
+
+    def _apply(self, body: Mapping[str, Any], outcome: Outcome, status: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Write the status patch (only if it changes something), then post the events. Returns the status."""
+        meta = body["metadata"]
+        current = dict(status if status is not None else body.get("status") or {})
+        if changes(current, outcome.status):
+            patch = outcome.status
+            try:
+                self.kube.patch_status(self.plural, meta["namespace"], meta["name"], patch)
+            except Refused as exc:  # too large or invalid: the same facts without the per-partition details
+                self.log.warning("%s/%s: status write refused, writing it without per-partition details: %s",
+                                 meta["namespace"], meta["name"], exc)
+                patch = self._shorten(write_refused(current, patch, str(exc), now(), generation_of(body)))
+                self.kube.patch_status(self.plural, meta["namespace"], meta["name"], patch)
+            current = merge_patch(current, patch)
+        for event in outcome.events:
+            kopf.event(cast(Any, dict(body)), type=event.type, reason=str(event.reason), message=event.message)
+        return current
