@@ -207,7 +207,9 @@ def shape_of(group: GroupView, topic: str) -> Shape:
         if group.is_empty:
             return Shape.EMPTY_GROUP
         if group.subscribed_topics is None:
-            return Shape.NO_CONDITION
+            # The topology record does not decode here, but the broker decodes it and expires, by commit
+            # time, every topic outside its source topics: any topic may or may not be one of them.
+            return Shape.MAYBE_SUBSCRIBED
         return Shape.SUBSCRIBED if topic in group.subscribed_topics else Shape.UNSUBSCRIBED
     return Shape.NO_CONDITION
 

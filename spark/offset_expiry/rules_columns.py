@@ -58,7 +58,7 @@ def shape_column() -> Column:
     )
     streams = (
         F.when(state == "Empty", _lit(Shape.EMPTY_GROUP.value))
-        .when(subscribed.isNull(), _lit(Shape.NO_CONDITION.value))
+        .when(subscribed.isNull(), _lit(Shape.MAYBE_SUBSCRIBED.value))  # an undecodable topology
         .when(topic_subscribed, _lit(Shape.SUBSCRIBED.value))
         .otherwise(_lit(Shape.UNSUBSCRIBED.value))
     )

@@ -72,7 +72,8 @@ def offset(topic: str = "orders", commit: int = T0, expire: int | None = None) -
         (STREAMS_LIVE, offset("orders"), None),
         (STREAMS_LIVE, offset("app-rep"), None),
         (STREAMS_LIVE, offset("payments", commit=T0 + H), T0 + H + RETENTION),
-        (STREAMS_UNDECODED, offset(), None),
+        # An undecodable topology: the broker decodes it and expires topics outside it by commit time.
+        (STREAMS_UNDECODED, offset(), T0 + RETENTION),
         (STREAMS_REGEX, offset("audit-1"), T0 + RETENTION),  # regexes are not in sourceTopicMap
         (SHARE, offset(), None),
         # An explicit v1 expireTimestamp wins over the base, but not over a subscription.
