@@ -85,6 +85,10 @@ def rebuild_group(group_id: str, facts: Iterable[Fact]) -> GroupView:
             # offsetExpirationCondition is empty and computeSubscribedTopics unknown.
             return GroupView(group_id, GroupType.CLASSIC, "Stable", "", meta.state_timestamp, None)
         subscribed = None if meta.topics is None else frozenset(meta.topics)
+        if subscribed is None:
+            subscribed, uncertain = _doubt_behind_unknown(meta, history)
+        else:
+            uncertain = _same_generation_doubt(meta, subscribed, history)
         return GroupView(
             group_id,
             GroupType.CLASSIC,
@@ -92,7 +96,7 @@ def rebuild_group(group_id: str, facts: Iterable[Fact]) -> GroupView:
             protocol_type,
             meta.state_timestamp,
             subscribed,
-            uncertain_topics=_same_generation_doubt(meta, subscribed, history),
+            uncertain_topics=uncertain,
         )
     return simple_group(group_id)
 
@@ -114,13 +118,34 @@ def _same_generation_doubt(
     """
     if subscribed is None or meta.generation is None:
         return frozenset()
-    same = [h for h in history if h.generation == meta.generation and (h.protocol_type or "") == meta.protocol_type]
+    same = _same_generation(meta, history)
     doubtful: set[str] = set()
     for record in same:
         if record.topics is None:
             return None
         doubtful.update(subscribed.symmetric_difference(record.topics))
     return frozenset(doubtful)
+
+
+def _same_generation(meta: Fact, history: Iterable[Fact]) -> list[Fact]:
+    return [h for h in history if h.generation == meta.generation and (h.protocol_type or "") == meta.protocol_type]
+
+
+def _doubt_behind_unknown(
+    meta: Fact, history: Iterable[Fact]
+) -> tuple[frozenset[str] | None, frozenset[str] | None]:
+    """(subscribed, uncertain_topics) of a group whose newest GroupMetadata record's subscriptions do not
+    parse. A broker that reloaded the group cannot parse them either (no expiration condition), but one
+    that has not still holds the subscriptions of an older record of the same generation
+    (`_same_generation_doubt`): the topics every such readable record subscribes are kept by all of
+    them, every other topic may expire (uncertain None: every topic outside the subscribed ones).
+    Without such a record: unknown, no doubt (None, empty set)."""
+    if meta.generation is None:
+        return None, frozenset()
+    known = [frozenset(h.topics) for h in _same_generation(meta, history) if h.topics is not None]
+    if not known:
+        return None, frozenset()
+    return frozenset.intersection(*known), None
 
 
 def _consumer_group(group_id: str, by_type: dict[int, list[Fact]]) -> GroupView:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from offset_expiry.codec import encode_value
-from offset_expiry.facts import group_metadata_generation, same_generation_history
+from offset_expiry.facts import (
+    GROUP_METADATA,
+    GROUP_METADATA_HISTORY,
+    Fact,
+    group_metadata_generation,
+    same_generation_history,
+)
+from offset_expiry.groups import rebuild_group
+from offset_expiry.rules import OffsetView, Shape, broker_expires_at, shape_of
 
 
 def value(generation: int, version: int = 3, protocol_type: str = "consumer") -> bytes:
@@ -42,3 +50,28 @@ def test_only_older_records_of_the_newest_generation_are_history() -> None:
     assert same_generation_history([versions[2], versions[1]]) == [1]  # by offset, not by position
     assert same_generation_history(versions) == [1, 2]  # generations restart after a deletion: conservative
     assert same_generation_history([(1, value(4))]) == []
+
+
+def _meta(generation: int, topics: tuple[str, ...] | None) -> Fact:
+    return Fact(GROUP_METADATA, "g", protocol_type="consumer", member_count=1, topics=topics, generation=generation)
+
+
+def test_unparseable_newest_subscriptions_leave_the_older_records_doubt() -> None:
+    # The newest record of generation 7 does not parse; a broker that has not reloaded the group still
+    # holds an older record's subscriptions: their common topics are kept, every other may expire.
+    newest = _meta(7, None)
+    older = [
+        _meta(7, ("orders", "payments"))._replace(type=GROUP_METADATA_HISTORY),
+        _meta(7, ("orders",))._replace(type=GROUP_METADATA_HISTORY),
+        _meta(7, None)._replace(type=GROUP_METADATA_HISTORY),
+        _meta(6, ("audit",))._replace(type=GROUP_METADATA_HISTORY),
+    ]
+    group = rebuild_group("g", [*older, newest])
+    assert (group.subscribed_topics, group.uncertain_topics) == (frozenset({"orders"}), None)
+    assert shape_of(group, "orders") is Shape.SUBSCRIBED
+    assert shape_of(group, "payments") is Shape.MAYBE_SUBSCRIBED
+    assert broker_expires_at(group, OffsetView("payments", 0, 1, 1_000), 500) == 1_500
+    # Without a readable record of its generation the group's subscriptions stay unknown: no condition.
+    alone = rebuild_group("g", [older[2], older[3], newest])
+    assert (alone.subscribed_topics, alone.uncertain_topics) == (None, frozenset())
+    assert shape_of(alone, "payments") is Shape.NO_CONDITION
