@@ -277,6 +277,8 @@ class OffsetManager:
         retention = self.s.config.offsets_retention_ms
         earliest: int | None = None
         for group_id, group in self.s.groups.items():
+            if isinstance(group, ConsumerGroup) and not group.should_expire():
+                continue  # a share group: cleanup skips it (Group.shouldExpire)
             offsets = self.s.offsets.group(group_id)
             if not offsets:
                 if group.is_empty:

@@ -226,6 +226,15 @@ def test_an_empty_streams_group_expires_everything_and_is_deleted_with_its_tombs
     ]
 
 
+def test_an_empty_share_group_without_offsets_schedules_no_cleanup() -> None:
+    """cleanup() skips share groups (ShareGroup.shouldExpire is false), so next_due must not call one
+    due: an Empty share group without offsets would make the cleanup run at every interval."""
+    h = Harness()
+    h.coord.load([(*r, T0) for r in share_group("sharers", [])])
+    assert h.coord.offsets.next_due() is None
+    assert h.coord.offsets.cleanup().deleted_groups == []
+
+
 def test_a_share_group_is_never_expired_and_refuses_offset_apis() -> None:
     """ShareGroup.shouldExpire is false; validateOffsetCommit/Fetch/Delete throw GroupIdNotFound."""
     h = Harness()
@@ -234,6 +243,7 @@ def test_a_share_group_is_never_expired_and_refuses_offset_apis() -> None:
     h.clock.advance(days=100)
     report = h.coord.offsets.cleanup()
     assert (report.expired_offsets, report.deleted_groups) == ([], [])
+    assert h.coord.offsets.next_due() is None  # nothing to do: the cleanup runs on no schedule for it
     [listed] = h.coord.list_groups()
     assert (listed.group_type, listed.state) == ("share", "Empty")
     assert h.commit("sharers", {("orders", 0): 2}) == {("orders", 0): Errors.GroupIdNotFoundError}
