@@ -332,9 +332,9 @@ def verdicts(
     candidate, reason = verdict_columns(policy, now_ms, shape)
     columns: dict[str, Column] = {
         "group": F.col("group"),
-        "groupType": F.coalesce(F.col("group_type"), F.lit("classic")),
-        "groupState": F.coalesce(F.col("group_state"), F.lit("Empty")),
-        "protocolType": F.coalesce(F.col("group_protocol_type"), F.lit("")),
+        "groupType": F.col("group_type"),
+        "groupState": F.col("group_state"),
+        "protocolType": F.col("group_protocol_type"),
         "topic": F.col("topic"),
         "partition": F.col("partition"),
         "offset": F.col("committed_offset"),

@@ -7,11 +7,13 @@ and the record-for-record agreement tests (tests/integration/spark/test_pipeline
 the two to each other. A change to a rule changes both.
 
 The group-level parts that need Python (the policy's glob patterns: protected, selected) are computed
-once per group (pipeline.rebuild_batches) and arrive as the boolean columns `group_protected` and
-`group_selected`.
+once per group (pipeline.group_rows_for, in pipeline.assemble_for) and arrive as the boolean columns
+`group_protected` and `group_selected`.
 
-Input columns: topic, commit_timestamp, expire_timestamp, group_type (null: no group record, a simple
-group), group_state, group_protocol_type, group_state_timestamp, group_subscribed (null: unknown),
+Input columns (pipeline.assemble_for gives every offset its group's row, a simple group's included: a
+classic group with protocol type "", so no group column below is null unless it says so): topic,
+commit_timestamp, expire_timestamp, group_type, group_state, group_protocol_type, group_state_timestamp
+(null: unknown), group_subscribed (null: unknown),
 group_unresolved_regex, group_uncertain (null: every unsubscribed topic), group_newest_commit,
 group_protected, group_selected, topic_exists (null: topics unknown).
 """
@@ -63,8 +65,7 @@ def shape_column() -> Column:
         .otherwise(_lit(Shape.UNSUBSCRIBED.value))
     )
     return (
-        F.when(gtype.isNull(), _lit(Shape.STANDALONE.value))  # rules.simple_group
-        .when(gtype == GroupType.CLASSIC.value, classic)
+        F.when(gtype == GroupType.CLASSIC.value, classic)
         .when(gtype == GroupType.CONSUMER.value, consumer)
         .when(gtype == GroupType.STREAMS.value, streams)
         .otherwise(_lit(Shape.NO_CONDITION.value))
@@ -94,13 +95,13 @@ def stale_column(policy: Policy, now_ms: int) -> Column:
         return F.lit(False)
     gtype = F.col("group_type")
     newest = F.col("group_newest_commit")
-    simple = gtype.isNull() | ((gtype == GroupType.CLASSIC.value) & (F.col("group_protocol_type") == ""))
+    simple = (gtype == GroupType.CLASSIC.value) & (F.col("group_protocol_type") == "")
     since = (
         F.when(newest.isNull(), F.lit(None).cast("long"))
         .when(simple, newest)
         .otherwise(policy_base_column(F.lit(Shape.EMPTY_GROUP.value), newest))
     )
-    empty = F.coalesce(F.col("group_state"), F.lit("Empty")) == "Empty"
+    empty = F.col("group_state") == "Empty"
     return F.coalesce(empty & since.isNotNull() & (F.lit(now_ms) - since >= F.lit(empty_for)), F.lit(False))
 
 
@@ -128,7 +129,7 @@ def verdict_columns(policy: Policy, now_ms: int, shape: Column) -> tuple[Column,
         Shape.UNSUBSCRIBED: Reason.UNSUBSCRIBED_TOPIC,
     }
     expire = F.col("expire_timestamp")
-    unresolved = F.coalesce(F.col("group_unresolved_regex"), F.lit(False))
+    unresolved = F.col("group_unresolved_regex")
     deleted = (
         (F.col("topic_exists") == F.lit(False))
         if rules.deleted_topics is DeletedTopics.DELETE
