@@ -273,14 +273,15 @@ def is_stale(group: GroupView, policy: Policy, now_ms: int) -> bool:
     return since is not None and now_ms - since >= empty_for
 
 
-_RULE_REASON = {
+RULE_REASON = {  # the reason each shape's own retention rule gives (rules_columns uses it too)
     Shape.EMPTY_GROUP: Reason.EMPTY_GROUP,
     Shape.STANDALONE: Reason.STANDALONE,
     Shape.UNSUBSCRIBED: Reason.UNSUBSCRIBED_TOPIC,
 }
 
 
-def _rule_retention(policy: Policy, shape: Shape) -> int | None:
+def rule_retention(policy: Policy, shape: Shape) -> int | None:
+    """The policy's retention for an offset of this shape (EmptyGroup, Standalone, else UnsubscribedTopic)."""
     if shape is Shape.EMPTY_GROUP:
         return policy.rules.empty_group_retention_ms
     if shape is Shape.STANDALONE:
@@ -310,7 +311,7 @@ def verdict(
         return True, Reason.STALE_GROUP
     if topic_exists is False and policy.rules.deleted_topics is DeletedTopics.DELETE:
         return True, Reason.DELETED_TOPIC
-    retention = _rule_retention(policy, shape)
+    retention = rule_retention(policy, shape)
     if retention is None:
         return False, Reason.WITHIN_RETENTION
     if offset.expire_timestamp is not None:
@@ -318,7 +319,7 @@ def verdict(
             return True, Reason.EXPIRE_TIMESTAMP
         return False, Reason.WITHIN_RETENTION
     if now_ms - policy_base_timestamp(group, shape, offset) >= retention:
-        return True, _RULE_REASON[shape]
+        return True, RULE_REASON[shape]
     return False, Reason.WITHIN_RETENTION
 
 

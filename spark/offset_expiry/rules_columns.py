@@ -24,7 +24,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from .policy import DeletedTopics, Policy
-from .rules import CANDIDATE_REASONS, CONSUMER_PROTOCOL, GroupType, Reason, Shape
+from .rules import CANDIDATE_REASONS, CONSUMER_PROTOCOL, RULE_REASON, GroupType, Reason, Shape, rule_retention
 
 
 def _lit(value: object) -> Column:
@@ -118,16 +118,6 @@ def broker_expires_column(shape: Column, retention_ms: int) -> Column:
 def verdict_columns(policy: Policy, now_ms: int, shape: Column) -> tuple[Column, Column]:
     """rules.verdict: (candidate, reason)."""
     rules = policy.rules
-    retention = {
-        Shape.EMPTY_GROUP: rules.empty_group_retention_ms,
-        Shape.STANDALONE: rules.standalone_retention_ms,
-        Shape.UNSUBSCRIBED: rules.unsubscribed_topic_retention_ms,
-    }
-    rule_reason = {
-        Shape.EMPTY_GROUP: Reason.EMPTY_GROUP,
-        Shape.STANDALONE: Reason.STANDALONE,
-        Shape.UNSUBSCRIBED: Reason.UNSUBSCRIBED_TOPIC,
-    }
     expire = F.col("expire_timestamp")
     unresolved = F.col("group_unresolved_regex")
     deleted = (
@@ -138,12 +128,12 @@ def verdict_columns(policy: Policy, now_ms: int, shape: Column) -> tuple[Column,
     now = F.lit(now_ms)
 
     def by_rule(s: Shape) -> Column:
-        ms = retention[s]
+        ms = rule_retention(policy, s)
         if ms is None:
             return _lit(Reason.WITHIN_RETENTION.value)
         return (
             F.when(expire.isNotNull(), F.when(now >= expire, _lit(Reason.EXPIRE_TIMESTAMP.value)))
-            .when(now - policy_base_column(shape) >= F.lit(ms), _lit(rule_reason[s].value))
+            .when(now - policy_base_column(shape) >= F.lit(ms), _lit(RULE_REASON[s].value))
             .otherwise(_lit(Reason.WITHIN_RETENTION.value))
         )
 
