@@ -22,6 +22,9 @@ Readers yield Arrow record batches (partition, offset, timestamp, key, value, re
 tuples are several times slower. `records` is how many records of the range a row stands for: 1,
 unless the option `compact=true` asks the reader to keep only the newest record per key of its range
 (a map-side combine of the pipeline's compaction: it ships one row per key instead of one per commit).
+Its output keeps no GroupMetadata history (the older records of a group's newest generation,
+facts.GROUP_METADATA_HISTORY), so it is not an analysis input equal to the reference's: the analysis
+reads with `decode=true`.
 
 With `decode=true` (what the analysis uses) the reader does the whole of log compaction and decoding:
 each partition is read by one task, unsplit, so the newest record per key of the partition is the
@@ -432,7 +435,8 @@ class KafkaSnapshotReader(DataSourceReader):
 class KafkaSnapshotDataSource(DataSource):
     """Options: bootstrap.servers (required), topic (default __consumer_offsets), snapshot (JSON from
     Snapshot.to_json; taken at planning time if absent), split.records, tasks (0: one per range),
-    compact (true|false), kafka.<client setting>."""
+    compact (true|false: newest record per key of each range, without GroupMetadata history, so not an
+    input for the analysis), decode (true|false: what the analysis reads), kafka.<client setting>."""
 
     @classmethod
     def name(cls) -> str:
