@@ -160,6 +160,20 @@ class ResetReconciler(ObjectVisits):
             self._apply(body, backup_not_stored(status, str(exc), self.options.retry_interval, _now(), generation),
                         status)
         except SpecError as exc:  # found while planning: a backup or topic the spec names is not there
+            if (spec.approved and Reason(exc.reason) is Reason.INVALID_SPEC and pause.pending(status)
+                    and status.get("phase") not in (steps.RUNNING, *steps.FINAL)):
+                # the approved spec is frozen: nothing can fix it, and the consumers are at zero
+                status = self._apply(body, steps.invalid_while_paused(status, exc.field, exc.problem, _now(),
+                                                                      generation), status)
+                metrics.reset_finished(steps.FAILED, 0)
+                try:
+                    self._restore_workloads(body, status)
+                except _WorkloadForbidden as denied:
+                    current = self.kube.get_custom(RESETS, namespace, name).get("status") or {}
+                    self._apply(body, pause.access_denied(current, denied.workload, denied.verb, namespace,
+                                                          denied.answer, _now(), generation,
+                                                          self.options.retry_interval), current)
+                return
             self._apply(body, spec_problem(status, exc.field, exc.problem, Reason(exc.reason), _now(), generation),
                         status)
 

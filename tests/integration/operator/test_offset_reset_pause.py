@@ -391,3 +391,19 @@ def test_the_api_refuses_a_bad_or_changed_pause_list_naming_the_field(world: Wor
     assert error.value.status == 422 and "frozen" in str(error.value)
     world.kube.delete(GROUP_VERSION, RESETS, "frozen-pause")
     wait_until(lambda: world.kube.find(GROUP_VERSION, RESETS, "frozen-pause") is None, what="the reset gone")
+
+
+def test_an_approved_plan_refused_by_its_frozen_spec_after_the_scale_down_ends_failed_and_scales_back(
+        world: World) -> None:
+    make_topics(world.broker, {"nobackup": 1})
+    admin_commit(world.broker.bootstrap_servers, "nobackup-app", {("nobackup", 0): 1})
+    world.workload("Deployment", "nobackup-api", 2)
+    world.kube.create(RESETS, reset("nobackup", "nobackup-app", {"fromBackup": "no-such-backup"}, world.kafka,
+                                    [("Deployment", "nobackup-api")]))
+    status = world.phase("nobackup", *FINAL)
+    degraded = condition(status, "Degraded")
+    assert (status["phase"], degraded["reason"]) == ("Failed", "InvalidSpec"), status
+    assert degraded["message"].startswith("spec.target.fromBackup")
+    world.wait("nobackup", lambda s: s["pausedWorkloads"][0]["state"] == "Restored", "restored")
+    assert world.replicas("Deployment", "nobackup-api") == 2 and len(_scale_patches(world.cluster, "nobackup-api")) == 2
+    assert world.offsets("nobackup-app") == {("nobackup", 0): 1} and "backup" not in status

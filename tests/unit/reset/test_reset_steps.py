@@ -95,6 +95,23 @@ def test_needs_work_stops_the_timer_once_the_dry_run_is_shown_and_when_done() ->
         assert steps.needs_work(spec, None)  # type: ignore[arg-type]
 
 
+def test_needs_work_while_paused_workloads_are_at_zero_even_with_an_invalid_spec() -> None:
+    invalid = {"phase": "Pending", "observedGeneration": 1, "conditions": [
+        {"type": "Degraded", "status": "True", "reason": "InvalidSpec", "message": "spec.target.fromBackup: gone"}],
+        "pausedWorkloads": [{"kind": "Deployment", "name": "api", "replicas": 2, "state": "ScaledDown"}]}
+    assert steps.needs_work(raw_spec(approved=True), invalid, 1)
+    restored = {**invalid, "pausedWorkloads": [{**invalid["pausedWorkloads"][0], "state": "Restored"}]}
+    assert not steps.needs_work(raw_spec(approved=True), restored, 1)
+
+
+def test_an_invalid_spec_found_with_workloads_paused_ends_failed_with_nothing_changed() -> None:
+    out = steps.invalid_while_paused({"phase": "Pending"}, "spec.target.fromBackup", "no backup 'x'", NOW, 1)
+    assert (out.status["phase"], out.status["reset"], out.status["failed"]) == ("Failed", 0, 0)
+    assert cond(out.status, "Degraded")["reason"] == "InvalidSpec"
+    assert cond(out.status, "Degraded")["message"].startswith("spec.target.fromBackup: no backup 'x'")
+    assert cond(out.status, "Ready")["reason"] == "Failed" and "scaled back" in cond(out.status, "Ready")["message"]
+
+
 # -- the dry run
 
 
