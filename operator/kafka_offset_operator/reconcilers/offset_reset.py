@@ -252,6 +252,10 @@ class ResetReconciler(ObjectVisits):
         now, generation, interval = _now(), _generation(body), self.options.retry_interval
         group = admin.describe_group(group_id)
         if group.active:
+            if pause.applies(status) and pause.expired(status, spec.pause_timeout_ms, int(time.time() * 1000)):
+                outcome = pause.timed_out(status, group, None, spec.pause_timeout, now, generation)
+                metrics.reset_finished(steps.FAILED, 0)
+                return self._apply(body, outcome, status)  # the caller scales them back
             return self._apply(body, steps.members_present(status, group, interval, now, generation), status)
         current = admin.committed_offsets(group_id)
         todo = steps.plan_commit(record.offsets, reset, current, started=bool(status.get("commitStartTime")))
@@ -344,7 +348,7 @@ class ResetReconciler(ObjectVisits):
                 if pause.pending(status):
                     self._restore_workloads(body, status)
                 return False  # then settle conditions as usual
-            if status.get("phase") == steps.RUNNING:
+            if not pause.applies(status):  # Running with commitStartTime: finish first, then scale back
                 return False
             try:
                 spec = parse_reset_spec(body.get("spec") or {})

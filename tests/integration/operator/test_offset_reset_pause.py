@@ -407,3 +407,25 @@ def test_an_approved_plan_refused_by_its_frozen_spec_after_the_scale_down_ends_f
     world.wait("nobackup", lambda s: s["pausedWorkloads"][0]["state"] == "Restored", "restored")
     assert world.replicas("Deployment", "nobackup-api") == 2 and len(_scale_patches(world.cluster, "nobackup-api")) == 2
     assert world.offsets("nobackup-app") == {("nobackup", 0): 1} and "backup" not in status
+
+
+def test_members_back_after_the_backup_end_a_running_reset_at_pause_timeout_and_scale_back(world: World) -> None:
+    make_topics(world.broker, {"rejoin": 1})
+    admin_commit(world.broker.bootstrap_servers, "rejoin-app", {("rejoin", 0): 1})
+    world.workload("Deployment", "rejoin-api", 2)
+    # The third DescribeGroups of the group is _commit's (after _pause's and _backup's): held while a consumer
+    # joins, so the reset is Running, backed up, with a member in the group.
+    held = world.broker.faults.hold("DescribeGroups", group="rejoin-app", after=2)
+    world.kube.create(RESETS, reset("rejoin", "rejoin-app", {"earliest": True}, world.kafka,
+                                    [("Deployment", "rejoin-api")], timeout="2s"))
+    held.wait()
+    assert world.status("rejoin")["phase"] == "Running"
+    world.consumer("rejoin-app", "rejoin", "rejoin-outside-1")
+    held.release()
+    status = world.phase("rejoin", *FINAL)
+    degraded = condition(status, "Degraded")
+    assert (status["phase"], degraded["reason"]) == ("Failed", "PauseTimedOut"), status
+    assert "rejoin-outside-1" in degraded["message"] and "no OffsetCommit sent" in degraded["message"]
+    assert status["backup"]["name"] and "commitStartTime" not in status
+    world.wait("rejoin", lambda s: s["pausedWorkloads"][0]["state"] == "Restored", "restored")
+    assert world.replicas("Deployment", "rejoin-api") == 2 and world.offsets("rejoin-app") == {("rejoin", 0): 1}
