@@ -100,8 +100,10 @@ class ResetReconciler(ObjectVisits):
         generation = _generation(body)
         raw_spec: Mapping[str, Any] = body.get("spec") or {}
         now = _now()
-        if pause.recorded(status) and self._unpause_first(body, status):
-            return
+        if pause.recorded(status):
+            done, status = self._unpause_first(body, status)
+            if done:
+                return
         try:
             spec = parse_reset_spec(raw_spec)
             kafka, protection = self._connection_spec(namespace, spec, status)
@@ -338,18 +340,19 @@ class ResetReconciler(ObjectVisits):
             return status, True
         return self._apply(body, pause.waiting(status, group, deadline, _now(), generation), status), False
 
-    def _unpause_first(self, body: dict[str, Any], status: dict[str, Any]) -> bool:
+    def _unpause_first(self, body: dict[str, Any], status: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
         """Paused workloads come back whatever else is wrong (a Secret or the spec no longer readable, Kafka
         gone): a final reset scales them back here, and one still waiting past pauseTimeout (its spec read as
-        well as it can be) times out. True when the visit is over."""
+        well as it can be) times out. (True when the visit is over, the status now): the visit goes on from the
+        status written here, so a scale back is not done (and said) twice."""
         namespace, generation = body["metadata"]["namespace"], _generation(body)
         try:
             if status.get("phase") in steps.FINAL:
                 if pause.pending(status):
-                    self._restore_workloads(body, status)
-                return False  # then settle conditions as usual
+                    status = self._restore_workloads(body, status)
+                return False, status  # then settle conditions as usual
             if not pause.applies(status):  # Running with commitStartTime: finish first, then scale back
-                return False
+                return False, status
             try:
                 spec = parse_reset_spec(body.get("spec") or {})
                 timeout_ms, timeout = spec.pause_timeout_ms, spec.pause_timeout
@@ -357,14 +360,14 @@ class ResetReconciler(ObjectVisits):
                 timeout_ms, timeout = pause.DEFAULT_TIMEOUT_MS, "5m"
             problem = pause.last_problem(status)  # none: waiting for members, which _pause names at its deadline
             if problem is None or not pause.expired(status, timeout_ms, int(time.time() * 1000)):
-                return False
+                return False, status
             outcome = pause.timed_out(status, None, problem, timeout, _now(), generation)
-            self._restore_workloads(body, self._apply(body, outcome, status))
-            return True
+            return True, self._restore_workloads(body, self._apply(body, outcome, status))
         except _WorkloadForbidden as exc:
-            self._apply(body, pause.access_denied(status, exc.workload, exc.verb, namespace, exc.answer, _now(),
-                                                  generation, self.options.retry_interval), status)
-            return True
+            current = self.kube.get_custom(RESETS, namespace, body["metadata"]["name"]).get("status") or {}
+            return True, self._apply(body, pause.access_denied(current, exc.workload, exc.verb, namespace, exc.answer,
+                                                               _now(), generation, self.options.retry_interval),
+                                     current)
 
     def _restore_workloads(self, body: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         """Scale each paused workload back to its recorded replicas, unless someone scaled it meanwhile; the

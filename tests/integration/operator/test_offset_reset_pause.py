@@ -429,3 +429,25 @@ def test_members_back_after_the_backup_end_a_running_reset_at_pause_timeout_and_
     assert status["backup"]["name"] and "commitStartTime" not in status
     world.wait("rejoin", lambda s: s["pausedWorkloads"][0]["state"] == "Restored", "restored")
     assert world.replicas("Deployment", "rejoin-api") == 2 and world.offsets("rejoin-app") == {("rejoin", 0): 1}
+
+
+def test_a_final_reset_scales_each_workload_back_once_per_visit(world: World) -> None:
+    """A final reset found with a workload at zero (the scale back of an earlier visit failed, or the operator
+    stopped right after the final write): scaled back once, one WorkloadsRestored Event, and the entry says
+    what was done ("scaled back"), not what a second pass over a stale status would find."""
+    make_topics(world.broker, {"once": 1})
+    world.workload("Deployment", "once-api", 0)
+    body = reset("once", "once-app", {"latest": True}, world.kafka, [("Deployment", "once-api")])
+    body["spec"]["approved"] = False
+    world.kube.create(RESETS, body)
+    world.phase("once", "AwaitingApproval")
+    world.kube.patch(GROUP_VERSION, RESETS, "once", {"status": {
+        "phase": "Failed", "completionTime": "2026-01-01T00:00:00Z", "pauseStartTime": "2026-01-01T00:00:00Z",
+        "pausedWorkloads": [{"kind": "Deployment", "name": "once-api", "replicas": 2, "state": "ScaledDown"}]}},
+        subresource="status")
+    wait_until(lambda: [e for e in world.events("once") if e["reason"] == "WorkloadsRestored"], what="restored")
+    assert world.replicas("Deployment", "once-api") == 2
+    gets = world.cluster.requests(lambda r: r.subresource == "scale" and r.name == "once-api" and r.method == "GET")
+    assert len(gets) == 1, gets
+    assert world.status("once")["pausedWorkloads"][0]["message"] == "scaled back to 2 replicas"
+    assert [e["reason"] for e in world.events("once")].count("WorkloadsRestored") == 1
