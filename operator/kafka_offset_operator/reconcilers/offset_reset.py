@@ -131,7 +131,8 @@ class ResetReconciler(ObjectVisits):
                     status = self._restore_workloads(body, status)
                 self._apply(body, steps.settled(status, now, generation), status)
                 return
-            with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
+            # the process-wide Kafka limit (context.kafka_gate), as an OffsetDeletion's visit and a policy's
+            with self.ctx.kafka_gate, KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
                 if step is Step.PLAN:
                     plan = self._plan(namespace, spec, admin)
                     self._apply(body, steps.plan_shown(status, plan, _now(), generation), status)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -451,3 +451,34 @@ def test_a_final_reset_scales_each_workload_back_once_per_visit(world: World) ->
     assert len(gets) == 1, gets
     assert world.status("once")["pausedWorkloads"][0]["message"] == "scaled back to 2 replicas"
     assert [e["reason"] for e in world.events("once")].count("WorkloadsRestored") == 1
+
+
+def test_reset_visits_wait_for_the_kafka_concurrency_gate(world: World) -> None:
+    """With --kafka-concurrency 1, a reset whose visit is at the broker holds the only slot: another reset's
+    visit does not talk to Kafka until it is released (as OffsetDeletion visits and policies)."""
+    make_topics(world.broker, {"gate-a": 1, "gate-b": 1})
+    admin_commit(world.broker.bootstrap_servers, "gate-a-app", {("gate-a", 0): 0})
+    admin_commit(world.broker.bootstrap_servers, "gate-b-app", {("gate-b", 0): 0})
+    world.operator.stop(graceful=True)
+    world.operator = world.operators.start(replace(world.operators.options, kafka_concurrency=1))
+    try:
+        first = world.broker.faults.hold("DescribeGroups", group="gate-a-app")
+        approved = reset("gate-a", "gate-a-app", {"earliest": True}, world.kafka, [])
+        del approved["spec"]["pauseWorkloads"]
+        world.kube.create(RESETS, approved)
+        first.wait()
+        second = world.broker.faults.hold("OffsetFetch", group="gate-b-app")
+        body = reset("gate-b", "gate-b-app", {"earliest": True}, world.kafka, [])
+        body["spec"]["approved"] = False
+        del body["spec"]["pauseWorkloads"]
+        world.kube.create(RESETS, body)
+        with pytest.raises(AssertionError, match="no OffsetFetch request arrived"):
+            second.wait(timeout=1.0)  # bounded: the slot is taken, so it must not arrive at all
+        first.release()
+        second.wait().release()
+        world.phase("gate-b", "AwaitingApproval")
+        assert world.phase("gate-a", *FINAL)["phase"] == "Succeeded"
+    finally:
+        world.broker.faults.clear()
+        world.operator.stop(graceful=True)
+        world.operator = world.operators.start()
