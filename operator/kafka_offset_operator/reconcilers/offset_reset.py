@@ -33,7 +33,6 @@ from ..decisions.deletion_steps import (
     target_of,
 )
 from ..decisions.reset_plan import (
-    FROM_SOURCE,
     ResetPlan,
     ResetRefused,
     ResetTarget,
@@ -197,9 +196,9 @@ class ResetReconciler(ObjectVisits):
                 check_source(spec.group, target, None)
             return read_plan(admin, spec.group, target, spec.scope, int(time.time() * 1000), backup)
         except ResetRefused as exc:
-            if target.kind in FROM_SOURCE and "topic" not in str(exc):  # only a new spec can fix the source
-                raise SpecError(f"spec.target.{target.kind.value}", str(exc)) from None
-            raise SpecError("spec.topics", str(exc), Reason.PLAN_REFUSED) from None  # a topic may be created
+            if exc.field.startswith("spec.target."):  # only a new spec can fix the source
+                raise SpecError(exc.field, str(exc)) from None
+            raise SpecError(exc.field, str(exc), Reason.PLAN_REFUSED) from None  # a topic may be created
 
     def _source_backup(self, namespace: str, name: str) -> BackupRecord:
         try:
