@@ -110,6 +110,13 @@ def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None,
     return False
 
 
+def commit_sent(status: Mapping[str, Any]) -> bool:
+    """Whether an OffsetCommit may have reached Kafka: only once commitStartTime is recorded (written right
+    before it is sent). A final phase with a backup is not enough: a reset refused or timed out after its
+    backup (PlanRefused, PauseTimedOut, ...) never sent one."""
+    return bool(status.get("commitStartTime"))
+
+
 _CLEARS_WHEN_SETTLED = frozenset({Reason.INVALID_SPEC, Reason.SECRET_NOT_FOUND, Reason.POLICY_NOT_FOUND,
                                   Reason.KAFKA_UNAVAILABLE, Reason.KUBERNETES_API_ERROR, Reason.GROUP_HAS_MEMBERS,
                                   Reason.CLUSTER_MISMATCH, Reason.BACKUP_NOT_STORED, Reason.WORKLOAD_NOT_FOUND,

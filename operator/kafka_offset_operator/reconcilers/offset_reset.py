@@ -79,7 +79,7 @@ class ResetReconciler(ObjectVisits):
         return patch
 
     def _change_sent(self, status: Mapping[str, Any], backup: str | None) -> bool:
-        return bool(status.get("commitStartTime")) or (status.get("phase") in steps.FINAL and bool(backup))
+        return steps.commit_sent(status)
 
     def _after_cancel(self, body: Mapping[str, Any], status: dict[str, Any]) -> None:
         """The finalizer holds the object until its paused workloads are scaled back."""

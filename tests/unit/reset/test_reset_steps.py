@@ -241,3 +241,12 @@ def test_protect_and_a_frozen_spec_say_what_was_refused() -> None:
     assert cond(frozen, "Degraded")["reason"] == "SpecFrozen" and "spec.target" in cond(frozen, "Degraded")["message"]
     cleared = steps.spec_unfrozen({"conditions": frozen["conditions"]}, NOW, 1).status
     assert cond(cleared, "Degraded")["status"] == "False" and cond(cleared, "Stalled") == {}
+
+
+def test_only_a_recorded_commit_start_means_the_offset_commit_may_have_been_sent() -> None:
+    backed_up = {"backup": {"name": "offset-backup-x"}, "startTime": NOW}
+    for phase in ("Running", "Failed"):  # e.g. PlanRefused or PauseTimedOut after the backup: nothing sent
+        assert not steps.commit_sent({**backed_up, "phase": phase})
+    assert steps.commit_sent({**backed_up, "phase": "Running", "commitStartTime": NOW})
+    assert steps.commit_sent({**backed_up, "phase": "Succeeded", "commitStartTime": NOW})
+    assert not steps.commit_sent({"phase": "Succeeded"})  # every partition already there: nothing was sent
