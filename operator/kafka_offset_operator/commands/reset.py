@@ -253,6 +253,7 @@ def _write_backup(kube: Kube, args: argparse.Namespace, servers: str, cluster_id
     has nothing to keep: the backup lists it under extra.uncommitted), stored and read back first."""
     from ..adapters.backup_store import BackupNotStored, BackupStore, backup_name
     from ..adapters.kube import KubeError, current_namespace
+    from ..decisions.reset_steps import uncommitted
     from ..decisions.times import iso
     from ..model.backups import Action, BackupRecord, Requester
 
@@ -266,9 +267,7 @@ def _write_backup(kube: Kube, args: argparse.Namespace, servers: str, cluster_id
         requested_by=Requester("ResetCommand", namespace, _who(), uid,
                                f"kafka-offset-operator reset --execute: {plan.target.describe()}"),
         taken_at=iso(now_ms), expires_at=iso(now_ms + retention_ms),
-        extra={"target": plan.target.describe(),
-               "uncommitted": [{"topic": r.topic, "partition": r.partition} for r in plan.rows
-                               if r.new is not None and r.current is None]})
+        extra={"target": plan.target.describe(), "uncommitted": uncommitted(plan)})
     try:
         return BackupStore(kube).write(record)
     except (KubeError, BackupNotStored) as exc:

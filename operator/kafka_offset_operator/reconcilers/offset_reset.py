@@ -50,7 +50,7 @@ from ..model.backups import Action, BackupError, BackupRecord, Requester
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
 from ..model.reasons import Reason
 from .reset_reads import read_plan
-from .visits import ObjectVisits
+from .visits import ObjectVisits, connection_where
 from .visits import generation_of as _generation
 from .visits import now as _now
 
@@ -106,7 +106,7 @@ class ResetReconciler(ObjectVisits):
         try:
             spec = parse_reset_spec(raw_spec)
             kafka, protection = self._connection_spec(namespace, spec, status)
-            where = "status.target.kafka" if status.get("target") else _where(spec)
+            where = "status.target.kafka" if status.get("target") else connection_where(spec.policy_ref)
             settings = connection_from_spec(kafka, lambda secret: self.kube.secret_data(namespace, secret), where,
                                             self.kube.strimzi_reader(namespace))
         except SpecError as exc:
@@ -270,11 +270,8 @@ class ResetReconciler(ObjectVisits):
                 answers = admin.commit_offsets(group_id, todo.to_commit)
             except KafkaFailure as failure:
                 if failure.code in OUTCOME_UNKNOWN:
-                    audit.changed("OffsetCommit", body, group_id, before, todo.to_commit, {}, failure.code, record.name)
-                    raise KafkaFailure(failure.code, (
-                        f"the OffsetCommit of {len(todo.to_commit)} offsets was sent but its answer was lost "
-                        f"({failure.message}); Kafka may or may not have applied it: the next attempt re-reads the "
-                        "group's offsets and commits only partitions still at their backed-up offset"), True) from None
+                    self._answer_lost("OffsetCommit", body, group_id, before, todo.to_commit, failure, record.name,
+                                      then="commits only partitions still at their backed-up offset")
                 raise
             audit.changed("OffsetCommit", body, group_id, before, todo.to_commit, answers, None, record.name)
         for error in answers.values():
@@ -418,6 +415,3 @@ def _approved_target(recorded: Mapping[str, Any], spec: ResetSpec) -> ResetTarge
     except SpecError:
         return spec.target
 
-
-def _where(spec: ResetSpec) -> str:
-    return "spec.kafka" if spec.policy_ref is None else f"ConsumerGroupOffsetPolicy {spec.policy_ref} spec.kafka"

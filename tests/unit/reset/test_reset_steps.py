@@ -250,3 +250,16 @@ def test_only_a_recorded_commit_start_means_the_offset_commit_may_have_been_sent
     assert steps.commit_sent({**backed_up, "phase": "Running", "commitStartTime": NOW})
     assert steps.commit_sent({**backed_up, "phase": "Succeeded", "commitStartTime": NOW})
     assert not steps.commit_sent({"phase": "Succeeded"})  # every partition already there: nothing was sent
+
+
+def test_the_shared_words_of_a_lost_answer_and_of_a_connections_origin() -> None:
+    from kafka_offset_operator.decisions.kafka_answers import answer_lost
+    from kafka_offset_operator.reconcilers.visits import connection_where
+
+    reset = answer_lost("OffsetCommit", 2, "timed out", "commits only partitions still at their backed-up offset")
+    assert reset == ("the OffsetCommit of 2 offsets was sent but its answer was lost (timed out); Kafka may or may "
+                     "not have applied it: the next attempt re-reads the group's offsets and commits only partitions "
+                     "still at their backed-up offset")  # as the OffsetReset said before it shared the helper
+    assert answer_lost("OffsetCommit", 2, "x").endswith("commits only partitions that still have no offset")
+    assert connection_where(None) == "spec.kafka"
+    assert connection_where("nightly") == "ConsumerGroupOffsetPolicy nightly spec.kafka"
