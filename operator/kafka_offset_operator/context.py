@@ -42,8 +42,8 @@ class OperatorContext:
 
     options: OperatorOptions
     kube: Kube
-    # Held while an OffsetDeletion's visit, or a policy's re-check of one group, talks to Kafka: at most
-    # options.kafka_concurrency at once in this process, however many objects are due.
+    # Held while an OffsetDeletion's or OffsetReset's visit, or a policy's re-check of one group, talks to
+    # Kafka: at most options.kafka_concurrency at once in this process, however many objects are due.
     kafka_gate: threading.BoundedSemaphore = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -30,6 +30,7 @@ from ..errors import UserError
 if TYPE_CHECKING:  # imported where used: `--help` and bad arguments load no Kafka or Kubernetes client
     from ..adapters.kube import Kube
     from ..decisions.reset_plan import ResetPlan, ResetScope, ResetTarget
+    from ..decisions.reset_steps import CommitPlan
     from ..model.backups import BackupRecord
     from ..model.offsets import TP
 
@@ -159,6 +160,7 @@ def _reset(args: argparse.Namespace, target: ResetTarget, scope: ResetScope, ret
            kube: Kube | None, backup: BackupRecord | None) -> int:
     from ..adapters.kafka_admin import KafkaAdmin
     from ..decisions.reset_plan import FROM_SOURCE, ResetRefused, check_source, plan_csv, plan_table
+    from ..decisions.reset_steps import plan_commit
     from ..model.connection import ConnectionSettings
     from ..model.offsets import OUTCOME_UNKNOWN, KafkaFailure
     from ..reconcilers.reset_reads import read_plan
@@ -168,6 +170,9 @@ def _reset(args: argparse.Namespace, target: ResetTarget, scope: ResetScope, ret
     try:
         with KafkaAdmin(ConnectionSettings(servers), timeout_ms=10_000) as admin:
             cluster_id = admin.cluster_id()
+            # the group's state first, its offsets after: a commit made before an Empty answer is in the plan (and
+            # the backup); one made after it is caught by the re-read right before the commit
+            group = admin.describe_group(args.group)
             try:
                 check_source(args.group, target, cluster_id, backup.group if backup else None,
                              backup.cluster_id if backup else None)
@@ -175,7 +180,6 @@ def _reset(args: argparse.Namespace, target: ResetTarget, scope: ResetScope, ret
                                  backup.offsets if backup else None)
             except ResetRefused as exc:
                 raise UserError(str(exc)) from None
-            group = admin.describe_group(args.group)
             members = ", ".join(f"{m.client_id}@{m.client_host}" for m in group.members) or group.state
             print(f"reset of group {args.group} ({group.state}) on cluster {cluster_id or servers} to "
                   f"{target.describe()}")
@@ -203,14 +207,16 @@ def _reset(args: argparse.Namespace, target: ResetTarget, scope: ResetScope, ret
             stored = _write_backup(kube, args, admin.settings.bootstrap_servers, cluster_id, plan, retention_ms)
             print(f"backup {stored.requested_by.namespace}/{stored.name} written ({stored.partitions} offsets as "
                   "they were)")
-            answers = admin.commit_offsets(args.group, plan.to_commit)
+            # right before the commit: only partitions still as planned (and backed up), as an OffsetReset does
+            todo = plan_commit(plan.before, plan.to_commit, admin.committed_offsets(args.group), started=False)
+            answers = admin.commit_offsets(args.group, todo.to_commit) if todo.to_commit else {}
     except KafkaFailure as exc:
         if stored is not None and exc.code in OUTCOME_UNKNOWN:
             raise UserError(f"the OffsetCommit was sent but its answer was lost ({exc.code}): Kafka may or may not "
                             f"have applied it; backup {stored.requested_by.namespace}/{stored.name} holds the offsets "
                             "before") from None
         raise UserError(f"Kafka at {servers}: {exc.code}: {exc.message}") from None
-    return _results(args, plan, answers, f"{stored.requested_by.namespace}/{stored.name}")
+    return _results(args, plan, todo, answers, f"{stored.requested_by.namespace}/{stored.name}")
 
 
 def _kube(args: argparse.Namespace) -> Kube:
@@ -247,6 +253,7 @@ def _write_backup(kube: Kube, args: argparse.Namespace, servers: str, cluster_id
     has nothing to keep: the backup lists it under extra.uncommitted), stored and read back first."""
     from ..adapters.backup_store import BackupNotStored, BackupStore, backup_name
     from ..adapters.kube import KubeError, current_namespace
+    from ..decisions.reset_steps import uncommitted
     from ..decisions.times import iso
     from ..model.backups import Action, BackupRecord, Requester
 
@@ -260,16 +267,17 @@ def _write_backup(kube: Kube, args: argparse.Namespace, servers: str, cluster_id
         requested_by=Requester("ResetCommand", namespace, _who(), uid,
                                f"kafka-offset-operator reset --execute: {plan.target.describe()}"),
         taken_at=iso(now_ms), expires_at=iso(now_ms + retention_ms),
-        extra={"target": plan.target.describe(),
-               "uncommitted": [{"topic": r.topic, "partition": r.partition} for r in plan.rows
-                               if r.new is not None and r.current is None]})
+        extra={"target": plan.target.describe(), "uncommitted": uncommitted(plan)})
     try:
         return BackupStore(kube).write(record)
     except (KubeError, BackupNotStored) as exc:
         raise UserError(f"no backup could be written, nothing changed: {exc}") from None
 
 
-def _results(args: argparse.Namespace, plan: ResetPlan, answers: Mapping[TP, str | None], backup: str) -> int:
+def _results(args: argparse.Namespace, plan: ResetPlan, todo: CommitPlan, answers: Mapping[TP, str | None],
+             backup: str) -> int:
+    """Kafka's answer for each partition committed; a partition committed by someone else since the plan was
+    read (found at another offset right before the commit) was not sent, and says so."""
     from ..decisions.reset_plan import format_table
 
     table = [["GROUP", "TOPIC", "PARTITION", "BEFORE", "AFTER", "RESULT"]]
@@ -277,14 +285,22 @@ def _results(args: argparse.Namespace, plan: ResetPlan, answers: Mapping[TP, str
     for r in plan.rows:
         if r.new is None:
             continue
-        error = answers.get(r.tp, "NO_ANSWER")
-        failed += error is not None
+        if r.tp in todo.to_commit:
+            error = answers.get(r.tp, "NO_ANSWER")
+            failed += error is not None
+            result = "committed" if error is None else f"failed: {error}"
+        else:
+            result = "skipped: " + next((str(x.get("message")) for x in todo.results
+                                         if (x.get("topic"), x.get("partition")) == r.tp), "not sent")
         table.append([args.group, r.topic, str(r.partition), "-" if r.current is None else str(r.current),
-                      str(r.new), "committed" if error is None else f"failed: {error}"])
+                      str(r.new), result])
     for line in format_table(table):
         print(line)
-    print(f"committed {len(plan.to_commit) - failed} offsets of group {args.group}"
-          + (f"; {failed} failed" if failed else ""))
+    skipped = len(plan.to_commit) - len(todo.to_commit)
+    print(f"committed {len(todo.to_commit) - failed} offsets of group {args.group}"
+          + (f"; {failed} failed" if failed else "")
+          + (f"; {skipped} skipped: committed by someone else since the plan was read, left as they are"
+             if skipped else ""))
     fresh = [f"{r.topic}-{r.partition}" for r in plan.rows if r.new is not None and r.current is None]
     if len(fresh) < len(plan.to_commit):
         print(f"undo: kafka-offset-operator reset --bootstrap-server {args.bootstrap_server} --group {args.group} "

@@ -18,11 +18,12 @@ EXPLAIN = {
 }
 
 
-def answer_lost(call: str, partitions: int, why: str) -> str:
+def answer_lost(call: str, partitions: int, why: str, then: str | None = None) -> str:
     """What a condition says when a request that changes offsets was sent and its answer lost (model.offsets.
-    OUTCOME_UNKNOWN): neither success nor failure is claimed; the next attempt re-reads what Kafka has."""
-    then = {"OffsetDelete": "deletes only offsets still at their backed-up value",
-            "OffsetCommit": "commits only partitions that still have no offset",
-            "DeleteGroups": "deletes the group only if it still has exactly the backed-up offsets"}[call]
+    OUTCOME_UNKNOWN): neither success nor failure is claimed; the next attempt re-reads what Kafka has.
+    `then`: what that attempt does, when not the OffsetDeletion's (an OffsetReset's OffsetCommit)."""
+    then = then or {"OffsetDelete": "deletes only offsets still at their backed-up value",
+                    "OffsetCommit": "commits only partitions that still have no offset",
+                    "DeleteGroups": "deletes the group only if it still has exactly the backed-up offsets"}[call]
     return (f"the {call} of {partitions} offsets was sent but its answer was lost ({why}); Kafka may or may not "
             f"have applied it: the next attempt re-reads the group's offsets and {then}")

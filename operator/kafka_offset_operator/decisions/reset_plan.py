@@ -321,7 +321,13 @@ def _iso_ms(ms: int) -> str:
 
 class ResetRefused(ValueError):
     """No plan can be made: the scope names a topic that does not exist, or the source is not one to copy
-    from (the group itself, a backup of another group or cluster). Nothing is reset; the message says why."""
+    from (the group itself, a backup of another group or cluster). Nothing is reset; the message says why,
+    `field` which part of an OffsetReset's spec it is about: `spec.topics` (a topic may still be created) or
+    `spec.target.fromGroup` / `spec.target.fromBackup` (only a new spec fixes it)."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def check_source(group: str, target: ResetTarget, cluster_id: str | None,
@@ -330,15 +336,16 @@ def check_source(group: str, target: ResetTarget, cluster_id: str | None,
     another group (fromGroup copies another group's offsets) or taken on another Kafka cluster (its offsets
     mean nothing here; a backup without a cluster id is taken as it is, as `restore` does)."""
     if target.kind is TargetKind.FROM_GROUP and target.group == group:
-        raise ResetRefused(f"fromGroup names group {group} itself: nothing to copy")
+        raise ResetRefused(f"fromGroup names group {group} itself: nothing to copy",
+                           f"spec.target.{TargetKind.FROM_GROUP.value}")
     if target.kind is not TargetKind.FROM_BACKUP:
         return
     if backup_group is not None and backup_group != group:
         raise ResetRefused(f"backup {target.backup} holds offsets of group {backup_group}, not of {group}; "
-                           "to copy another group's offsets use fromGroup")
+                           "to copy another group's offsets use fromGroup", f"spec.target.{TargetKind.FROM_BACKUP.value}")
     if backup_cluster_id and cluster_id and backup_cluster_id != cluster_id:
         raise ResetRefused(f"backup {target.backup} was taken on Kafka cluster {backup_cluster_id}, "
-                           f"this is cluster {cluster_id}")
+                           f"this is cluster {cluster_id}", f"spec.target.{TargetKind.FROM_BACKUP.value}")
 
 
 def partitions_to_reset(
@@ -375,7 +382,8 @@ def partitions_to_reset(
         elif topic.name in topic_partitions:
             out.extend((topic.name, p) for p in topic_partitions[topic.name])
         else:
-            raise ResetRefused(f"topic {topic.name} does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
+            raise ResetRefused(f"topic {topic.name} does not exist (UNKNOWN_TOPIC_OR_PARTITION)",
+                               "spec.topics")
     return sorted(set(out))
 
 

@@ -88,9 +88,8 @@ def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None,
     phase = status.get("phase")
     degraded = find(status.get("conditions"), "Degraded")
     frozen = bool(frozen_fields(spec, status))
-    if phase in FINAL and any(isinstance(w, Mapping) and w.get("state") in PAUSE_PENDING
-                              for w in status.get("pausedWorkloads") or ()):
-        return True  # paused workloads to scale back
+    if any(isinstance(w, Mapping) and w.get("state") in PAUSE_PENDING for w in status.get("pausedWorkloads") or ()):
+        return True  # paused workloads to scale back (or a pause under way): never left at zero, whatever else
     if degraded is not None and degraded.get("status") == "True":
         reason = degraded.get("reason")
         if own_spec_invalid(degraded, status, generation):
@@ -109,6 +108,13 @@ def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None,
     if phase == AWAITING:
         return bool(spec.get("approved")) or (status.get("plan") or {}).get("observedGeneration") != generation
     return False
+
+
+def commit_sent(status: Mapping[str, Any]) -> bool:
+    """Whether an OffsetCommit may have reached Kafka: only once commitStartTime is recorded (written right
+    before it is sent). A final phase with a backup is not enough: a reset refused or timed out after its
+    backup (PlanRefused, PauseTimedOut, ...) never sent one."""
+    return bool(status.get("commitStartTime"))
 
 
 _CLEARS_WHEN_SETTLED = frozenset({Reason.INVALID_SPEC, Reason.SECRET_NOT_FOUND, Reason.POLICY_NOT_FOUND,
@@ -179,6 +185,19 @@ def plan_refused(status: Mapping[str, Any], plan: ResetPlan, now: str, generatio
     patch.update(phase=FAILED, completionTime=now, reset=0, failed=0,
                  plan=plan_status(plan, now, generation, approved=True))
     return Outcome(patch, (Event("Warning", Reason.PLAN_REFUSED, message),))
+
+
+def invalid_while_paused(status: Mapping[str, Any], field_path: str, problem: str, now: str,
+                         generation: int | None) -> Outcome:
+    """Approved, workloads scaled down, and the plan cannot be made from the (frozen) spec: e.g. the fromBackup
+    it names is gone. Only a new spec could fix it and an approved spec cannot change, so waiting would keep
+    the consumers at zero for ever: Failed, nothing backed up or changed (the caller then scales them back)."""
+    message = (f"{field_path}: {problem}; nothing changed; the paused workloads are scaled back to their recorded "
+               "replicas (status.pausedWorkloads); create a new OffsetReset with a spec that can be carried out")
+    degraded = Condition("Degraded", "True", Reason.INVALID_SPEC, message)
+    patch = _conds(status, now, generation, Condition("Ready", "False", Reason.FAILED, message), degraded)
+    patch.update(phase=FAILED, completionTime=now, reset=0, failed=0)
+    return Outcome(patch, (Event("Warning", Reason.INVALID_SPEC, message),))
 
 
 def members_present(status: Mapping[str, Any], group: GroupInfo, retry_seconds: float, now: str,

@@ -25,7 +25,7 @@ from typing import Any
 from ..model.offsets import GroupInfo
 from ..model.reasons import Reason
 from .conditions import Condition, find
-from .reset_steps import FAILED, FINAL, MEMBERS_SHOWN, PAUSE_PENDING, PENDING
+from .reset_steps import AWAITING, FAILED, FINAL, MEMBERS_SHOWN, PAUSE_PENDING, PENDING, RUNNING
 from .step_outcomes import Event, Outcome
 from .step_outcomes import conds as _conds
 from .step_outcomes import events_on_change as _on_change
@@ -126,6 +126,14 @@ def expired(status: Mapping[str, Any], timeout_ms: int, now_ms: int) -> bool:
     return deadline is not None and now_ms >= deadline
 
 
+def applies(status: Mapping[str, Any]) -> bool:
+    """Whether pauseTimeout still bounds the wait: workloads were paused and no OffsetCommit may have been sent
+    (Pending, or Running before commitStartTime: waiting for members or Kafka after the backup). Once the
+    commit may have been sent the reset finishes first, then scales back."""
+    return (bool(recorded(status)) and status.get("phase") in (None, PENDING, AWAITING, RUNNING)
+            and not status.get("commitStartTime"))
+
+
 def last_problem(status: Mapping[str, Any]) -> str | None:
     """The retried problem the status shows (Degraded), for a timeout that is not the members' fault."""
     degraded = find(status.get("conditions"), "Degraded")
@@ -161,6 +169,9 @@ def timed_out(status: Mapping[str, Any], group: GroupInfo | None, problem: str |
         left = f"group {group.group_id} is Empty but the reset did not start ({problem or 'retried in vain'})"
     else:
         left = f"the reset could not go on ({problem})"
+    backup = (status.get("backup") or {}).get("name") if isinstance(status.get("backup"), Mapping) else None
+    if backup:
+        left += f"; backup {backup} kept, no OffsetCommit sent"
     message = (f"pauseTimeout {timeout} passed: {left}; nothing reset; the paused workloads are scaled back to "
                "their recorded replicas (status.pausedWorkloads). Consumers outside spec.pauseWorkloads? Stop "
                "them too, or list their workloads, and create a new OffsetReset")

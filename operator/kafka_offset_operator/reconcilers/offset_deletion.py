@@ -23,14 +23,13 @@ from ..decisions import deletion_steps as steps
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_spec import DeletionSpec, parse_spec
 from ..decisions.deletion_steps import Step
-from ..decisions.kafka_answers import answer_lost
 from ..decisions.times import iso, parse_iso
 from ..engines.job import CancelFlag
 from ..model.api import DELETION_KIND, DELETIONS
 from ..model.backups import Action, BackupError, BackupRecord, Requester, parse_backup
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
 from ..model.reasons import Reason
-from .visits import ObjectVisits
+from .visits import ObjectVisits, connection_where
 from .visits import generation_of as _generation
 from .visits import now as _now
 
@@ -58,7 +57,7 @@ class DeletionReconciler(ObjectVisits):
             spec = parse_spec(raw_spec)
             kafka, protection = self._connection_spec(namespace, spec, status)
             settings = connection_from_spec(kafka, lambda secret: self.kube.secret_data(namespace, secret),
-                                            "status.target.kafka" if status.get("target") else _where(spec),
+                                            "status.target.kafka" if status.get("target") else connection_where(spec.policy_ref),
                                             self.kube.strimzi_reader(namespace))
         except SpecError as exc:
             self._apply(body, steps.spec_problem(status, exc.field, exc.problem, Reason(exc.reason), _now(), generation))
@@ -248,14 +247,6 @@ class DeletionReconciler(ObjectVisits):
 
     # -- helpers
 
-    @staticmethod
-    def _answer_lost(call: str, body: Mapping[str, Any], group: str, before: Mapping[TP, Committed] | None,
-                     after: Mapping[TP, Committed] | None, failure: KafkaFailure, backup: str | None) -> None:
-        """A request that changes offsets was sent and its answer lost: the audit line says it was sent (with
-        no outcome), and the failure raised says neither success nor failure; the next attempt re-reads."""
-        audit.changed(call, body, group, before, after, {}, failure.code, backup)
-        raise KafkaFailure(failure.code, answer_lost(call, len(before or after or {}), failure.message), True)
-
     def _record(self, body: Mapping[str, Any], action: Action, cluster_id: str | None, admin: KafkaAdmin,
                 group: str, offsets: Mapping[TP, Committed], reason: str, now: str,
                 extra: Mapping[str, Any] | None = None) -> BackupRecord:
@@ -280,6 +271,3 @@ class DeletionReconciler(ObjectVisits):
                 log.warning("backup %s unreadable; using the status' copy", backup["name"])
         return parse_backup(backup.get("offsets") or [])
 
-
-def _where(spec: DeletionSpec) -> str:
-    return "spec.kafka" if spec.policy_ref is None else f"ConsumerGroupOffsetPolicy {spec.policy_ref} spec.kafka"

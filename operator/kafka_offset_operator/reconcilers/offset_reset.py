@@ -33,7 +33,6 @@ from ..decisions.deletion_steps import (
     target_of,
 )
 from ..decisions.reset_plan import (
-    FROM_SOURCE,
     ResetPlan,
     ResetRefused,
     ResetTarget,
@@ -51,7 +50,7 @@ from ..model.backups import Action, BackupError, BackupRecord, Requester
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
 from ..model.reasons import Reason
 from .reset_reads import read_plan
-from .visits import ObjectVisits
+from .visits import ObjectVisits, connection_where
 from .visits import generation_of as _generation
 from .visits import now as _now
 
@@ -80,7 +79,7 @@ class ResetReconciler(ObjectVisits):
         return patch
 
     def _change_sent(self, status: Mapping[str, Any], backup: str | None) -> bool:
-        return bool(status.get("commitStartTime")) or (status.get("phase") in steps.FINAL and bool(backup))
+        return steps.commit_sent(status)
 
     def _after_cancel(self, body: Mapping[str, Any], status: dict[str, Any]) -> None:
         """The finalizer holds the object until its paused workloads are scaled back."""
@@ -100,12 +99,14 @@ class ResetReconciler(ObjectVisits):
         generation = _generation(body)
         raw_spec: Mapping[str, Any] = body.get("spec") or {}
         now = _now()
-        if pause.recorded(status) and self._unpause_first(body, status):
-            return
+        if pause.recorded(status):
+            done, status = self._unpause_first(body, status)
+            if done:
+                return
         try:
             spec = parse_reset_spec(raw_spec)
             kafka, protection = self._connection_spec(namespace, spec, status)
-            where = "status.target.kafka" if status.get("target") else _where(spec)
+            where = "status.target.kafka" if status.get("target") else connection_where(spec.policy_ref)
             settings = connection_from_spec(kafka, lambda secret: self.kube.secret_data(namespace, secret), where,
                                             self.kube.strimzi_reader(namespace))
         except SpecError as exc:
@@ -129,7 +130,8 @@ class ResetReconciler(ObjectVisits):
                     status = self._restore_workloads(body, status)
                 self._apply(body, steps.settled(status, now, generation), status)
                 return
-            with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
+            # the process-wide Kafka limit (context.kafka_gate), as an OffsetDeletion's visit and a policy's
+            with self.ctx.kafka_gate, KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
                 if step is Step.PLAN:
                     plan = self._plan(namespace, spec, admin)
                     self._apply(body, steps.plan_shown(status, plan, _now(), generation), status)
@@ -160,6 +162,20 @@ class ResetReconciler(ObjectVisits):
             self._apply(body, backup_not_stored(status, str(exc), self.options.retry_interval, _now(), generation),
                         status)
         except SpecError as exc:  # found while planning: a backup or topic the spec names is not there
+            if (spec.approved and Reason(exc.reason) is Reason.INVALID_SPEC and pause.pending(status)
+                    and status.get("phase") not in (steps.RUNNING, *steps.FINAL)):
+                # the approved spec is frozen: nothing can fix it, and the consumers are at zero
+                status = self._apply(body, steps.invalid_while_paused(status, exc.field, exc.problem, _now(),
+                                                                      generation), status)
+                metrics.reset_finished(steps.FAILED, 0)
+                try:
+                    self._restore_workloads(body, status)
+                except _WorkloadForbidden as denied:
+                    current = self.kube.get_custom(RESETS, namespace, name).get("status") or {}
+                    self._apply(body, pause.access_denied(current, denied.workload, denied.verb, namespace,
+                                                          denied.answer, _now(), generation,
+                                                          self.options.retry_interval), current)
+                return
             self._apply(body, spec_problem(status, exc.field, exc.problem, Reason(exc.reason), _now(), generation),
                         status)
 
@@ -180,9 +196,9 @@ class ResetReconciler(ObjectVisits):
                 check_source(spec.group, target, None)
             return read_plan(admin, spec.group, target, spec.scope, int(time.time() * 1000), backup)
         except ResetRefused as exc:
-            if target.kind in FROM_SOURCE and "topic" not in str(exc):  # only a new spec can fix the source
-                raise SpecError(f"spec.target.{target.kind.value}", str(exc)) from None
-            raise SpecError("spec.topics", str(exc), Reason.PLAN_REFUSED) from None  # a topic may be created
+            if exc.field.startswith("spec.target."):  # only a new spec can fix the source
+                raise SpecError(exc.field, str(exc)) from None
+            raise SpecError(exc.field, str(exc), Reason.PLAN_REFUSED) from None  # a topic may be created
 
     def _source_backup(self, namespace: str, name: str) -> BackupRecord:
         try:
@@ -238,6 +254,10 @@ class ResetReconciler(ObjectVisits):
         now, generation, interval = _now(), _generation(body), self.options.retry_interval
         group = admin.describe_group(group_id)
         if group.active:
+            if pause.applies(status) and pause.expired(status, spec.pause_timeout_ms, int(time.time() * 1000)):
+                outcome = pause.timed_out(status, group, None, spec.pause_timeout, now, generation)
+                metrics.reset_finished(steps.FAILED, 0)
+                return self._apply(body, outcome, status)  # the caller scales them back
             return self._apply(body, steps.members_present(status, group, interval, now, generation), status)
         current = admin.committed_offsets(group_id)
         todo = steps.plan_commit(record.offsets, reset, current, started=bool(status.get("commitStartTime")))
@@ -250,11 +270,8 @@ class ResetReconciler(ObjectVisits):
                 answers = admin.commit_offsets(group_id, todo.to_commit)
             except KafkaFailure as failure:
                 if failure.code in OUTCOME_UNKNOWN:
-                    audit.changed("OffsetCommit", body, group_id, before, todo.to_commit, {}, failure.code, record.name)
-                    raise KafkaFailure(failure.code, (
-                        f"the OffsetCommit of {len(todo.to_commit)} offsets was sent but its answer was lost "
-                        f"({failure.message}); Kafka may or may not have applied it: the next attempt re-reads the "
-                        "group's offsets and commits only partitions still at their backed-up offset"), True) from None
+                    self._answer_lost("OffsetCommit", body, group_id, before, todo.to_commit, failure, record.name,
+                                      then="commits only partitions still at their backed-up offset")
                 raise
             audit.changed("OffsetCommit", body, group_id, before, todo.to_commit, answers, None, record.name)
         for error in answers.values():
@@ -320,18 +337,19 @@ class ResetReconciler(ObjectVisits):
             return status, True
         return self._apply(body, pause.waiting(status, group, deadline, _now(), generation), status), False
 
-    def _unpause_first(self, body: dict[str, Any], status: dict[str, Any]) -> bool:
+    def _unpause_first(self, body: dict[str, Any], status: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
         """Paused workloads come back whatever else is wrong (a Secret or the spec no longer readable, Kafka
         gone): a final reset scales them back here, and one still waiting past pauseTimeout (its spec read as
-        well as it can be) times out. True when the visit is over."""
+        well as it can be) times out. (True when the visit is over, the status now): the visit goes on from the
+        status written here, so a scale back is not done (and said) twice."""
         namespace, generation = body["metadata"]["namespace"], _generation(body)
         try:
             if status.get("phase") in steps.FINAL:
                 if pause.pending(status):
-                    self._restore_workloads(body, status)
-                return False  # then settle conditions as usual
-            if status.get("phase") == steps.RUNNING:
-                return False
+                    status = self._restore_workloads(body, status)
+                return False, status  # then settle conditions as usual
+            if not pause.applies(status):  # Running with commitStartTime: finish first, then scale back
+                return False, status
             try:
                 spec = parse_reset_spec(body.get("spec") or {})
                 timeout_ms, timeout = spec.pause_timeout_ms, spec.pause_timeout
@@ -339,14 +357,14 @@ class ResetReconciler(ObjectVisits):
                 timeout_ms, timeout = pause.DEFAULT_TIMEOUT_MS, "5m"
             problem = pause.last_problem(status)  # none: waiting for members, which _pause names at its deadline
             if problem is None or not pause.expired(status, timeout_ms, int(time.time() * 1000)):
-                return False
+                return False, status
             outcome = pause.timed_out(status, None, problem, timeout, _now(), generation)
-            self._restore_workloads(body, self._apply(body, outcome, status))
-            return True
+            return True, self._restore_workloads(body, self._apply(body, outcome, status))
         except _WorkloadForbidden as exc:
-            self._apply(body, pause.access_denied(status, exc.workload, exc.verb, namespace, exc.answer, _now(),
-                                                  generation, self.options.retry_interval), status)
-            return True
+            current = self.kube.get_custom(RESETS, namespace, body["metadata"]["name"]).get("status") or {}
+            return True, self._apply(body, pause.access_denied(current, exc.workload, exc.verb, namespace, exc.answer,
+                                                               _now(), generation, self.options.retry_interval),
+                                     current)
 
     def _restore_workloads(self, body: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         """Scale each paused workload back to its recorded replicas, unless someone scaled it meanwhile; the
@@ -397,6 +415,3 @@ def _approved_target(recorded: Mapping[str, Any], spec: ResetSpec) -> ResetTarge
     except SpecError:
         return spec.target
 
-
-def _where(spec: ResetSpec) -> str:
-    return "spec.kafka" if spec.policy_ref is None else f"ConsumerGroupOffsetPolicy {spec.policy_ref} spec.kafka"

@@ -12,7 +12,7 @@ import datetime
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, NoReturn, Protocol, cast
 
 import kopf
 
@@ -24,10 +24,12 @@ from ..adapters.backup_store import BackupStore
 from ..adapters.kube import KubeError, NotFound, Refused
 from ..context import OperatorContext
 from ..decisions.deletion_steps import spec_problem, write_refused
+from ..decisions.kafka_answers import answer_lost
 from ..decisions.status_patch import changes, merge_patch
 from ..decisions.step_outcomes import Outcome
 from ..engines.job import CancelFlag
 from ..model.api import POLICIES
+from ..model.offsets import TP, Committed, KafkaFailure
 from ..model.reasons import Reason
 
 
@@ -71,6 +73,17 @@ class ObjectVisits:
     cancelled_text: ClassVar[str]  # the Event when deleted before its change was sent
     stopping_text: ClassVar[str]  # the log line when the process stops mid-visit (%s/%s: namespace, name)
     sent_text: ClassVar[str]  # what was sent, in the Event when deleted after it ("deleted after ...")
+
+    @staticmethod
+    def _answer_lost(call: str, body: Mapping[str, Any], group: str, before: Mapping[TP, Committed] | None,
+                     after: Mapping[TP, Committed] | None, failure: KafkaFailure, backup: str | None,
+                     then: str | None = None) -> NoReturn:
+        """A request that changes offsets was sent and its answer lost: the audit line says it was sent (with
+        no outcome), and the failure raised says neither success nor failure; the next attempt re-reads
+        (`then`: what it does, when not the OffsetDeletion's words for `call`)."""
+        audit.changed(call, body, group, before, after, {}, failure.code, backup)
+        raise KafkaFailure(failure.code, answer_lost(call, len(before or after or {}), failure.message, then),
+                           True) from None
 
     def __init__(self, ctx: OperatorContext) -> None:
         self.ctx = ctx
@@ -200,3 +213,9 @@ class ObjectVisits:
         for event in outcome.events:
             kopf.event(cast(Any, dict(body)), type=event.type, reason=str(event.reason), message=event.message)
         return current
+
+
+def connection_where(policy_ref: str | None) -> str:
+    """Where a connection that cannot be used comes from, for its condition: the object's own spec.kafka, or
+    the spec.kafka of the policy it references (OffsetDeletion and OffsetReset alike)."""
+    return "spec.kafka" if policy_ref is None else f"ConsumerGroupOffsetPolicy {policy_ref} spec.kafka"

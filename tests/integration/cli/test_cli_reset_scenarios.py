@@ -6,6 +6,7 @@ process itself is tests/integration/cli/test_cli_reset_process.py."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -258,3 +259,34 @@ def test_undo_of_a_deletion_into_a_group_without_offsets(capsys: pytest.CaptureF
     code = cli.main(["reset", "--bootstrap-server", world.bootstrap_servers, "--group", "billing", "--kubeconfig",
                      str(kubeconfig), "--all-topics", "--from-backup", "offset-backup-od-delete"])
     assert code == 2 and "holds offsets of group gone, not of billing" in capsys.readouterr().err
+
+
+def test_a_commit_made_after_the_plan_was_read_is_not_overwritten(capsys: pytest.CaptureFixture[str],
+                                                                  world: SandboxBroker, kubeconfig: Path) -> None:
+    """The group's offsets are read again right before the commit (the second OffsetFetch of billing): a
+    partition someone committed since the plan was read is not reset (it is not in the backup either), it is
+    reported as skipped; the others are committed."""
+    held = world.faults.hold("OffsetFetch", group="billing", after=1)
+
+    def commit_meanwhile() -> None:
+        try:
+            held.wait(10)
+        except AssertionError:
+            return  # no re-read: the assertions below say what went wrong
+        admin_commit(world.bootstrap_servers, "billing", {O1: 3})
+        held.release()
+
+    meanwhile = threading.Thread(target=commit_meanwhile)
+    meanwhile.start()
+    try:
+        code, out, err = reset(capsys, world, kubeconfig, "--all-topics", "--to-earliest", "--execute")
+    finally:
+        world.faults.clear()  # a hold that never came (a command without the re-read) is released
+        meanwhile.join(30)
+    assert (code, err) == (0, ""), err
+    assert committed(world.bootstrap_servers, "billing") == {O0: 2, O1: 3}  # orders-1 as committed meanwhile
+    [backup] = backups(kubeconfig)
+    assert backup.offsets == {O0: Committed(5), O1: Committed(1)}
+    row = [line for line in out.splitlines() if line.split()[:3] == ["billing", "orders", "1"]][-1]  # results
+    assert "skipped: committed since the backup (offset 3, backed up 1); left as is" in row
+    assert "committed 1 offsets of group billing; 1 skipped" in out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -391,3 +391,94 @@ def test_the_api_refuses_a_bad_or_changed_pause_list_naming_the_field(world: Wor
     assert error.value.status == 422 and "frozen" in str(error.value)
     world.kube.delete(GROUP_VERSION, RESETS, "frozen-pause")
     wait_until(lambda: world.kube.find(GROUP_VERSION, RESETS, "frozen-pause") is None, what="the reset gone")
+
+
+def test_an_approved_plan_refused_by_its_frozen_spec_after_the_scale_down_ends_failed_and_scales_back(
+        world: World) -> None:
+    make_topics(world.broker, {"nobackup": 1})
+    admin_commit(world.broker.bootstrap_servers, "nobackup-app", {("nobackup", 0): 1})
+    world.workload("Deployment", "nobackup-api", 2)
+    world.kube.create(RESETS, reset("nobackup", "nobackup-app", {"fromBackup": "no-such-backup"}, world.kafka,
+                                    [("Deployment", "nobackup-api")]))
+    status = world.phase("nobackup", *FINAL)
+    degraded = condition(status, "Degraded")
+    assert (status["phase"], degraded["reason"]) == ("Failed", "InvalidSpec"), status
+    assert degraded["message"].startswith("spec.target.fromBackup")
+    world.wait("nobackup", lambda s: s["pausedWorkloads"][0]["state"] == "Restored", "restored")
+    assert world.replicas("Deployment", "nobackup-api") == 2 and len(_scale_patches(world.cluster, "nobackup-api")) == 2
+    assert world.offsets("nobackup-app") == {("nobackup", 0): 1} and "backup" not in status
+
+
+def test_members_back_after_the_backup_end_a_running_reset_at_pause_timeout_and_scale_back(world: World) -> None:
+    make_topics(world.broker, {"rejoin": 1})
+    admin_commit(world.broker.bootstrap_servers, "rejoin-app", {("rejoin", 0): 1})
+    world.workload("Deployment", "rejoin-api", 2)
+    # The third DescribeGroups of the group is _commit's (after _pause's and _backup's): held while a consumer
+    # joins, so the reset is Running, backed up, with a member in the group.
+    held = world.broker.faults.hold("DescribeGroups", group="rejoin-app", after=2)
+    world.kube.create(RESETS, reset("rejoin", "rejoin-app", {"earliest": True}, world.kafka,
+                                    [("Deployment", "rejoin-api")], timeout="2s"))
+    held.wait()
+    assert world.status("rejoin")["phase"] == "Running"
+    world.consumer("rejoin-app", "rejoin", "rejoin-outside-1")
+    held.release()
+    status = world.phase("rejoin", *FINAL)
+    degraded = condition(status, "Degraded")
+    assert (status["phase"], degraded["reason"]) == ("Failed", "PauseTimedOut"), status
+    assert "rejoin-outside-1" in degraded["message"] and "no OffsetCommit sent" in degraded["message"]
+    assert status["backup"]["name"] and "commitStartTime" not in status
+    world.wait("rejoin", lambda s: s["pausedWorkloads"][0]["state"] == "Restored", "restored")
+    assert world.replicas("Deployment", "rejoin-api") == 2 and world.offsets("rejoin-app") == {("rejoin", 0): 1}
+
+
+def test_a_final_reset_scales_each_workload_back_once_per_visit(world: World) -> None:
+    """A final reset found with a workload at zero (the scale back of an earlier visit failed, or the operator
+    stopped right after the final write): scaled back once, one WorkloadsRestored Event, and the entry says
+    what was done ("scaled back"), not what a second pass over a stale status would find."""
+    make_topics(world.broker, {"once": 1})
+    world.workload("Deployment", "once-api", 0)
+    body = reset("once", "once-app", {"latest": True}, world.kafka, [("Deployment", "once-api")])
+    body["spec"]["approved"] = False
+    world.kube.create(RESETS, body)
+    world.phase("once", "AwaitingApproval")
+    world.kube.patch(GROUP_VERSION, RESETS, "once", {"status": {
+        "phase": "Failed", "completionTime": "2026-01-01T00:00:00Z", "pauseStartTime": "2026-01-01T00:00:00Z",
+        "pausedWorkloads": [{"kind": "Deployment", "name": "once-api", "replicas": 2, "state": "ScaledDown"}]}},
+        subresource="status")
+    wait_until(lambda: [e for e in world.events("once") if e["reason"] == "WorkloadsRestored"], what="restored")
+    assert world.replicas("Deployment", "once-api") == 2
+    gets = world.cluster.requests(lambda r: r.subresource == "scale" and r.name == "once-api" and r.method == "GET")
+    assert len(gets) == 1, gets
+    assert world.status("once")["pausedWorkloads"][0]["message"] == "scaled back to 2 replicas"
+    assert [e["reason"] for e in world.events("once")].count("WorkloadsRestored") == 1
+
+
+def test_reset_visits_wait_for_the_kafka_concurrency_gate(world: World) -> None:
+    """With --kafka-concurrency 1, a reset whose visit is at the broker holds the only slot: another reset's
+    visit does not talk to Kafka until it is released (as OffsetDeletion visits and policies)."""
+    make_topics(world.broker, {"gate-a": 1, "gate-b": 1})
+    admin_commit(world.broker.bootstrap_servers, "gate-a-app", {("gate-a", 0): 0})
+    admin_commit(world.broker.bootstrap_servers, "gate-b-app", {("gate-b", 0): 0})
+    world.operator.stop(graceful=True)
+    world.operator = world.operators.start(replace(world.operators.options, kafka_concurrency=1))
+    try:
+        first = world.broker.faults.hold("DescribeGroups", group="gate-a-app")
+        approved = reset("gate-a", "gate-a-app", {"earliest": True}, world.kafka, [])
+        del approved["spec"]["pauseWorkloads"]
+        world.kube.create(RESETS, approved)
+        first.wait()
+        second = world.broker.faults.hold("OffsetFetch", group="gate-b-app")
+        body = reset("gate-b", "gate-b-app", {"earliest": True}, world.kafka, [])
+        body["spec"]["approved"] = False
+        del body["spec"]["pauseWorkloads"]
+        world.kube.create(RESETS, body)
+        with pytest.raises(AssertionError, match="no OffsetFetch request arrived"):
+            second.wait(timeout=1.0)  # bounded: the slot is taken, so it must not arrive at all
+        first.release()
+        second.wait().release()
+        world.phase("gate-b", "AwaitingApproval")
+        assert world.phase("gate-a", *FINAL)["phase"] == "Succeeded"
+    finally:
+        world.broker.faults.clear()
+        world.operator.stop(graceful=True)
+        world.operator = world.operators.start()

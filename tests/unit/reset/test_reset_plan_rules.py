@@ -175,3 +175,21 @@ def test_sources_that_cannot_be_meant_are_refused() -> None:
     with pytest.raises(ResetRefused, match="taken on Kafka cluster c2, this is cluster c1"):
         check_source("g", undo, "c1", "g", "c2")
     check_source("g", parse_target({"earliest": True}), "c1", "h", "c2")  # no source: nothing to check
+
+
+def test_a_refusal_names_the_field_it_is_about_whatever_its_message_says() -> None:
+    """The OffsetReset's condition (and whether a new spec is needed) follows the field, not words in the
+    message: a backup whose name holds "topic" is still a refused spec.target.fromBackup."""
+    with pytest.raises(ResetRefused) as other_group:
+        check_source("g", parse_target({"fromBackup": "topic-orders-backup"}), "c1", "h", "c1")
+    assert other_group.value.field == "spec.target.fromBackup"
+    with pytest.raises(ResetRefused) as other_cluster:
+        check_source("g", parse_target({"fromBackup": "b"}), "c1", "g", "c2")
+    assert other_cluster.value.field == "spec.target.fromBackup"
+    with pytest.raises(ResetRefused) as itself:
+        check_source("topics", parse_target({"fromGroup": "topics"}), "c1")
+    assert itself.value.field == "spec.target.fromGroup"
+    with pytest.raises(ResetRefused) as missing:
+        partitions_to_reset(parse_scope({"topics": [{"name": "c"}]}), parse_target({"earliest": True}), COMMITTED,
+                            {"a": [0]})
+    assert missing.value.field == "spec.topics"

@@ -95,6 +95,23 @@ def test_needs_work_stops_the_timer_once_the_dry_run_is_shown_and_when_done() ->
         assert steps.needs_work(spec, None)  # type: ignore[arg-type]
 
 
+def test_needs_work_while_paused_workloads_are_at_zero_even_with_an_invalid_spec() -> None:
+    invalid = {"phase": "Pending", "observedGeneration": 1, "conditions": [
+        {"type": "Degraded", "status": "True", "reason": "InvalidSpec", "message": "spec.target.fromBackup: gone"}],
+        "pausedWorkloads": [{"kind": "Deployment", "name": "api", "replicas": 2, "state": "ScaledDown"}]}
+    assert steps.needs_work(raw_spec(approved=True), invalid, 1)
+    restored = {**invalid, "pausedWorkloads": [{**invalid["pausedWorkloads"][0], "state": "Restored"}]}
+    assert not steps.needs_work(raw_spec(approved=True), restored, 1)
+
+
+def test_an_invalid_spec_found_with_workloads_paused_ends_failed_with_nothing_changed() -> None:
+    out = steps.invalid_while_paused({"phase": "Pending"}, "spec.target.fromBackup", "no backup 'x'", NOW, 1)
+    assert (out.status["phase"], out.status["reset"], out.status["failed"]) == ("Failed", 0, 0)
+    assert cond(out.status, "Degraded")["reason"] == "InvalidSpec"
+    assert cond(out.status, "Degraded")["message"].startswith("spec.target.fromBackup: no backup 'x'")
+    assert cond(out.status, "Ready")["reason"] == "Failed" and "scaled back" in cond(out.status, "Ready")["message"]
+
+
 # -- the dry run
 
 
@@ -224,3 +241,25 @@ def test_protect_and_a_frozen_spec_say_what_was_refused() -> None:
     assert cond(frozen, "Degraded")["reason"] == "SpecFrozen" and "spec.target" in cond(frozen, "Degraded")["message"]
     cleared = steps.spec_unfrozen({"conditions": frozen["conditions"]}, NOW, 1).status
     assert cond(cleared, "Degraded")["status"] == "False" and cond(cleared, "Stalled") == {}
+
+
+def test_only_a_recorded_commit_start_means_the_offset_commit_may_have_been_sent() -> None:
+    backed_up = {"backup": {"name": "offset-backup-x"}, "startTime": NOW}
+    for phase in ("Running", "Failed"):  # e.g. PlanRefused or PauseTimedOut after the backup: nothing sent
+        assert not steps.commit_sent({**backed_up, "phase": phase})
+    assert steps.commit_sent({**backed_up, "phase": "Running", "commitStartTime": NOW})
+    assert steps.commit_sent({**backed_up, "phase": "Succeeded", "commitStartTime": NOW})
+    assert not steps.commit_sent({"phase": "Succeeded"})  # every partition already there: nothing was sent
+
+
+def test_the_shared_words_of_a_lost_answer_and_of_a_connections_origin() -> None:
+    from kafka_offset_operator.decisions.kafka_answers import answer_lost
+    from kafka_offset_operator.reconcilers.visits import connection_where
+
+    reset = answer_lost("OffsetCommit", 2, "timed out", "commits only partitions still at their backed-up offset")
+    assert reset == ("the OffsetCommit of 2 offsets was sent but its answer was lost (timed out); Kafka may or may "
+                     "not have applied it: the next attempt re-reads the group's offsets and commits only partitions "
+                     "still at their backed-up offset")  # as the OffsetReset said before it shared the helper
+    assert answer_lost("OffsetCommit", 2, "x").endswith("commits only partitions that still have no offset")
+    assert connection_where(None) == "spec.kafka"
+    assert connection_where("nightly") == "ConsumerGroupOffsetPolicy nightly spec.kafka"

@@ -124,3 +124,16 @@ def test_the_undo_stops_the_same_consumers() -> None:
 
     spec = yaml.safe_load(undo_of("ns", "r", approved, "backup-1")["manifest"])["spec"]
     assert (spec["pauseWorkloads"], spec["pauseTimeout"], spec["approved"]) == (approved["pauseWorkloads"], "2m", False)
+
+
+def test_pause_timeout_bounds_a_running_reset_until_its_commit_may_have_been_sent() -> None:
+    status = _recorded()
+    assert pause.applies(status)  # Pending
+    running = {**status, "phase": "Running", "backup": {"name": "offsetreset-x"}}
+    assert pause.applies(running)  # backed up, waiting for members or Kafka: the consumers are still down
+    assert not pause.applies({**running, "commitStartTime": NOW})  # may have been sent: finish first
+    assert not pause.applies({**running, "phase": "Succeeded"}) and not pause.applies({"phase": "Running"})
+    out = pause.timed_out(running, _group(("billing-7d9f", "/10.0.0.7")), None, "2s", NOW, 1).status
+    assert (out["phase"], out["reset"]) == ("Failed", 0) and "backup" not in out  # the backup stays as it is
+    message = out["conditions"][-1]["message"]
+    assert "billing-7d9f" in message and "backup offsetreset-x kept, no OffsetCommit sent" in message
