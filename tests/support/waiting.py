@@ -7,6 +7,7 @@ always reads the same way: what was awaited, for how long, and the last value se
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -26,3 +27,12 @@ def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
         time.sleep(interval)  # the polling cadence, not a synchronisation: the deadline decides
+
+
+def wait_past(timestamp: str, timeout: float = 5.0) -> None:
+    """Wait until the clock is past the second of `timestamp` (RFC 3339, as status times are written: whole
+    seconds), so that a time written from now on differs from it: a test that tells runs apart by their
+    completionTime must not start the next one within the same second."""
+    then = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).replace(microsecond=0)
+    wait_until(lambda: datetime.datetime.now(datetime.UTC) >= then + datetime.timedelta(seconds=1), timeout,
+               f"the clock to pass {timestamp}")

@@ -21,7 +21,7 @@ from install_renders import cluster_wide_rules
 from kafka_clients import committed as committed_at
 from kafka_clients import empty_group as empty_group_at
 from operator_harness import GROUP_VERSION, NAMESPACE, EmulatedCluster, Kube, OperatorThread
-from waiting import wait_until
+from waiting import wait_past, wait_until
 
 from kafka_offset_operator.adapters.offsets_topic import OffsetsTopicReader
 from kafka_offset_operator.decisions.proposals import POLICY_UID
@@ -254,6 +254,7 @@ def test_auto_approves_a_waiting_proposal_of_its_own_and_not_one_of_another_poli
     foreign = proposed["g-b"]["metadata"]["name"]
     kube.patch(GROUP_VERSION, DELETIONS, foreign, {"metadata": {"annotations": {POLICY_UID: "an-earlier-policy"}}})
 
+    wait_past(last)  # runs are told apart by completionTime, in whole seconds
     kube.patch(GROUP_VERSION, PLURAL, POLICY, {"spec": {"mode": "Auto"}})
     status = wait_run(kube, last)
     assert status["lastRun"]["deletionsCreated"] == 0  # the same proposals, found again

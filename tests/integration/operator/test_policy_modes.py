@@ -28,7 +28,7 @@ from operator_harness import (
     emulated_cluster,
     fast_options,
 )
-from waiting import wait_until
+from waiting import wait_past, wait_until
 
 from kafka_offset_demo.story import POLICY_SPEC, Story, story_clock
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
@@ -121,6 +121,7 @@ class Approve:
 @pytest.fixture(scope="module")
 def approve(played: Played, dry_run: DryRun) -> Approve:
     kube = played.kube
+    wait_past(dry_run.status["lastRun"]["completionTime"])  # runs are told apart by completionTime (seconds)
     set_mode(kube, "Approve")
     status = wait_run(kube, dry_run.status["lastRun"]["completionTime"], "the Approve analysis")
     proposed = deletions(kube)
@@ -157,6 +158,7 @@ class Auto:
 @pytest.fixture(scope="module")
 def auto(played: Played, approve: Approve, late_commit: LateCommit) -> Auto:
     kube = played.kube
+    wait_past(approve.status["lastRun"]["completionTime"])  # runs are told apart by completionTime (seconds)
     set_mode(kube, "Auto")
     status = wait_run(kube, approve.status["lastRun"]["completionTime"], "the Auto analysis")
     found = deletions(kube)
