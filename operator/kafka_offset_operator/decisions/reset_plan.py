@@ -14,7 +14,11 @@ getLogTimestampOffsets):
 - `datetime` and `duration` take ListOffsets' answer for the timestamp unclamped, and a partition with no
   record at or after that time (offset -1) falls back to the log end offset;
 - `shiftBy` of a partition without a committed offset is refused ("Cannot shift offset ... since there is
-  no current committed offset").
+  no current committed offset");
+- `current` (the CLI's --to-current) takes the committed offset as it is (unclamped, without its metadata or
+  leader epoch), and the log end offset for a partition without one;
+- `fromFile` (the CLI's --from-file) takes the offsets of a CSV file the tool's --export wrote
+  (decisions/reset_file.py), clamped like `offset`.
 """
 
 from __future__ import annotations
@@ -54,11 +58,15 @@ class TargetKind(StrEnum):
     OFFSET = "offset"
     FROM_BACKUP = "fromBackup"
     FROM_GROUP = "fromGroup"
+    CURRENT = "current"  # the CLI's only (--to-current)
+    FROM_FILE = "fromFile"  # the CLI's only (--from-file); a resource undoes with fromBackup
 
 
 # Targets that ask ListOffsets for a timestamp, and those that copy offsets from elsewhere.
 BY_TIME = frozenset({TargetKind.DATETIME, TargetKind.DURATION})
-FROM_SOURCE = frozenset({TargetKind.FROM_BACKUP, TargetKind.FROM_GROUP})
+FROM_SOURCE = frozenset({TargetKind.FROM_BACKUP, TargetKind.FROM_GROUP, TargetKind.FROM_FILE})
+# What an OffsetReset's spec.target takes; the CLI takes every TargetKind.
+RESOURCE_TARGETS = tuple(k for k in TargetKind if k not in (TargetKind.CURRENT, TargetKind.FROM_FILE))
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,7 @@ class ResetTarget:
     backup: str | None = None  # fromBackup: the backup's name (ConfigMap) in the store
     backup_namespace: str | None = None  # fromBackup given as NAMESPACE/NAME (the CLI); else the resource's
     group: str | None = None  # fromGroup: the group whose committed offsets are copied
+    file: str | None = None  # fromFile: the CSV file's path (its offsets come to the plan as its source)
 
     def timestamp_ms(self, now_ms: int) -> int | None:
         """The time to ask ListOffsets for (datetime, duration back from `now_ms`); None for other targets."""
@@ -100,6 +109,10 @@ class ResetTarget:
             return f"the offsets of backup {where}{self.backup}"
         if self.kind is TargetKind.FROM_GROUP:
             return f"the committed offsets of group {self.group}"
+        if self.kind is TargetKind.FROM_FILE:
+            return f"the offsets of file {self.file}"
+        if self.kind is TargetKind.CURRENT:
+            return "the committed offset (the log end offset where there is none)"
         return f"the {self.kind.value} offset"
 
 
@@ -111,7 +124,7 @@ class TopicScope:
 
 @dataclass(frozen=True)
 class ResetScope:
-    """Which partitions: every partition the group has offsets for (`all_topics`; with fromBackup/fromGroup:
+    """Which partitions: every partition the group has offsets for (`all_topics`; with fromBackup/fromGroup/fromFile:
     every partition the source holds), or the listed topics, each with optional partitions."""
 
     all_topics: bool
@@ -184,22 +197,25 @@ class ResetPlan:
 # -- parsing
 
 
-def parse_target(raw: Mapping[str, Any], path: str = "spec.target") -> ResetTarget:
-    """`spec.target` (or the CLI's flags as the same mapping): exactly one of earliest: true, latest: true,
-    datetime: RFC 3339, duration: "1h30m", shiftBy: int, offset: int, fromBackup: name, fromGroup: group."""
+def parse_target(raw: Mapping[str, Any], path: str = "spec.target",
+                 allowed: Sequence[TargetKind] = RESOURCE_TARGETS) -> ResetTarget:
+    """`spec.target` (or the CLI's flags as the same mapping, `allowed` every TargetKind): exactly one of
+    earliest: true, latest: true, datetime: RFC 3339, duration: "1h30m", shiftBy: int, offset: int,
+    fromBackup: name, fromGroup: group (and for the CLI current: true, fromFile: path)."""
+    names = ", ".join(k.value for k in allowed)
     if not isinstance(raw, Mapping):
-        raise SpecError(path, "must be an object with one of " + ", ".join(k.value for k in TargetKind))
+        raise SpecError(path, "must be an object with one of " + names)
     given = [k for k in raw if raw[k] is not None]
-    unknown = [k for k in given if k not in TargetKind.__members__.values()]
+    unknown = [k for k in given if k not in {k.value for k in allowed}]
     if unknown:
-        raise SpecError(f"{path}.{unknown[0]}", "is not a target; use one of " + ", ".join(k.value for k in TargetKind))
+        raise SpecError(f"{path}.{unknown[0]}", "is not a target; use one of " + names)
     if len(given) != 1:
         what = "none" if not given else " and ".join(given)
-        raise SpecError(path, f"needs exactly one of {', '.join(k.value for k in TargetKind)} (got {what})")
+        raise SpecError(path, f"needs exactly one of {names} (got {what})")
     kind = TargetKind(given[0])
     value = raw[kind.value]
     where = f"{path}.{kind.value}"
-    if kind in (TargetKind.EARLIEST, TargetKind.LATEST):
+    if kind in (TargetKind.EARLIEST, TargetKind.LATEST, TargetKind.CURRENT):
         if value is not True:
             raise SpecError(where, "must be true")
         return ResetTarget(kind)
@@ -228,6 +244,10 @@ def parse_target(raw: Mapping[str, Any], path: str = "spec.target") -> ResetTarg
         if not _DNS_SUBDOMAIN.match(name):
             raise SpecError(where, f"{name!r} is not a ConfigMap name")
         return ResetTarget(kind, backup=name, backup_namespace=namespace or None)
+    if kind is TargetKind.FROM_FILE:
+        if not isinstance(value, str) or not value:
+            raise SpecError(where, "must be the path of a CSV file (topic,partition,offset)")
+        return ResetTarget(kind, file=value)
     return ResetTarget(kind, group=check_group(value, where))
 
 
@@ -360,7 +380,7 @@ def partitions_to_reset(
     topic (`topic_partitions`: its partitions from Metadata, for the topics the scope names); listed
     partitions are taken as they are (plan_reset refuses those that do not exist).
 
-    For fromBackup and fromGroup, `allTopics` is every partition of the source (the group may have none:
+    For fromBackup, fromGroup and fromFile, `allTopics` is every partition of the source (the group may have none:
     the undo of a deletion), and a topic without partitions is the source's partitions of that topic."""
     if target.kind in FROM_SOURCE:
         held = sorted(source or {})
@@ -435,9 +455,16 @@ def _row(tp: TP, target: ResetTarget, current: Committed | None, log: LogRange |
     if kind is TargetKind.OFFSET:
         assert target.offset is not None
         return _clamped(topic, partition, now, target.offset, log)
+    if kind is TargetKind.CURRENT:
+        # ConsumerGroupCommand: the committed offset as it is (no range check), a new OffsetAndMetadata of
+        # the offset alone; without one, the log end offset (getLogEndOffsets)
+        if current is None:
+            return ResetRow(topic, partition, None, log.end,
+                            note=f"no committed offset: the log end offset {log.end}")
+        return ResetRow(topic, partition, now, current.offset)
     held = source.get(tp)
     if held is None:
-        what = "backup" if kind is TargetKind.FROM_BACKUP else f"group {target.group}"
+        what = {TargetKind.FROM_BACKUP: "backup", TargetKind.FROM_FILE: "file"}.get(kind, f"group {target.group}")
         return ResetRow(topic, partition, now, None, note=f"not in the {what}: left as it is")
     row = _clamped(topic, partition, now, held.offset, log)
     if row.clamped:
