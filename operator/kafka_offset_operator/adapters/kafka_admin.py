@@ -182,15 +182,15 @@ def _connect_failure(exc: BaseException, fatal: BaseException | None, settings: 
     if isinstance(fatal, _ClosedDuringLogin):
         text = (f"Kafka closed the connection during the SASL/{settings.sasl_mechanism} login of user "
                 f"{settings.username!r} with {where}, as it does when it refuses the credentials (or does not "
-                "enable that mechanism: spec.kafka.sasl.mechanism); its answer was lost with the connection. "
+                f"enable that mechanism: {settings.names.mechanism}); its answer was lost with the connection. "
                 "This lasts until the Secret or the Kafka user changes")
         return KafkaFailure("SASL_AUTHENTICATION_FAILED", settings.redact(text), False)
     if isinstance(fatal, kerrors.UnsupportedSaslMechanismError):
         return KafkaFailure(error_name(fatal), f"the brokers do not enable SASL mechanism {settings.sasl_mechanism} "
-                            "(spec.kafka.sasl.mechanism)", False)
+                            f"({settings.names.mechanism})", False)
     if isinstance(fatal, kerrors.IllegalSaslStateError):
         return KafkaFailure(error_name(fatal), f"the listener at {settings.bootstrap_servers} does not take SASL "
-                            f"(spec.kafka.securityProtocol is {settings.security_protocol})", False)
+                            f"({settings.names.protocol} is {settings.security_protocol})", False)
     if tls_error is not None:
         return KafkaFailure(SSL_HANDSHAKE_FAILED, _tls_problem(tls_error, settings), False)
     return _failure(exc)
@@ -203,13 +203,13 @@ def _tls_problem(error: ssl.SSLError, settings: ConnectionSettings) -> str:
     if isinstance(error, ssl.SSLCertVerificationError):
         if error.verify_code in (62, 64):  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
             return f"the certificate of {servers} does not name that host: {reason}"
-        trust = f"the CA in {sources.ca}" if sources.ca else "the system's CAs (spec.kafka.tls.caSecretRef is not set)"
+        trust = f"the CA in {sources.ca}" if sources.ca else f"the system's CAs ({settings.names.ca} is not set)"
         return f"the certificate of {servers} is not trusted by {trust}: {reason}"
     if "ALERT" in str(error.reason or "") and sources.cert:
         return f"the broker at {servers} refused the client certificate in {sources.cert}: {reason}"
     if error.reason == "WRONG_VERSION_NUMBER" or isinstance(error, ssl.SSLEOFError):
         return (f"{servers} does not complete a TLS handshake ({reason}): does it take "
-                f"spec.kafka.securityProtocol {settings.security_protocol}?")
+                f"{settings.names.protocol} {settings.security_protocol}?")
     return f"TLS handshake with {servers} failed: {reason}"
 
 
@@ -254,7 +254,7 @@ class KafkaAdmin:
                           sasl_plain_password=settings.password)
         if settings.tls is not None:
             self._tmpdir, files = write_private_files(settings.tls)
-            config.update(files)
+            config.update(files, ssl_check_hostname=settings.check_hostname)
         factory = _ClientFactory()
         try:
             self._client = KafkaAdminClient(**config, kafka_client=factory)

@@ -1,12 +1,16 @@
 """`reset`: move a consumer group's committed offsets, as `kafka-consumer-groups.sh --reset-offsets` does,
 with a backup first (docs/offset-reset.md).
 
-Targets: --to-earliest, --to-latest, --to-datetime (RFC 3339), --by-duration (back from now, e.g. 1h30m),
---shift-by N, --to-offset N, --from-backup NAMESPACE/NAME (a backup of the backup store: the undo of a
+Targets: --to-earliest, --to-latest, --to-current (the committed offset; the log end offset where there is
+none), --to-datetime (RFC 3339), --by-duration (back from now, e.g. 1h30m), --shift-by N, --to-offset N,
+--from-file FILE (the CSV Kafka's tool and --export write: topic,partition,offset, or
+group,topic,partition,offset), --from-backup NAMESPACE/NAME (a backup of the backup store: the undo of a
 deletion or of another reset), --from-group GROUP (copy another group's committed offsets). Scope:
---all-topics (every partition the group has an offset for; with --from-backup/--from-group every partition
-of the source) or --topic TOPIC[:P,P] (repeatable). New offsets are clamped to each partition's log as
-Kafka's tool clamps them.
+--all-topics (every partition the group has an offset for; with --from-file/--from-backup/--from-group every
+partition of the source) or --topic TOPIC[:P,P] (repeatable); --from-file without a scope takes the whole
+file. New offsets are clamped to each partition's log as Kafka's tool clamps them.
+
+Security: --command-config FILE, the properties file Kafka's tools take (SASL PLAIN/SCRAM, PEM TLS).
 
 A dry run unless --execute: the plan is printed (GROUP TOPIC PARTITION CURRENT NEW) and nothing changes.
 With --execute, the group's current offsets are written to the backup store first (a ConfigMap, read with
@@ -26,18 +30,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from . import kafka_connection
 
 if TYPE_CHECKING:  # imported where used: `--help` and bad arguments load no Kafka or Kubernetes client
     from ..adapters.kube import Kube
     from ..decisions.reset_plan import ResetPlan, ResetScope, ResetTarget
     from ..decisions.reset_steps import CommitPlan
     from ..model.backups import BackupRecord
-    from ..model.offsets import TP
+    from ..model.connection import ConnectionSettings
+    from ..model.offsets import TP, Committed
 
 # The flags behind each field of a target and a scope, for one-line errors naming what the user typed.
 _TARGET_FLAGS = {"earliest": "--to-earliest", "latest": "--to-latest", "datetime": "--to-datetime",
                  "duration": "--by-duration", "shiftBy": "--shift-by", "offset": "--to-offset",
-                 "fromBackup": "--from-backup", "fromGroup": "--from-group"}
+                 "fromBackup": "--from-backup", "fromGroup": "--from-group", "current": "--to-current",
+                 "fromFile": "--from-file"}
 DEFAULT_RETENTION = "30d"  # as the operator's backups (OperatorOptions.backup_retention_s)
 
 
@@ -50,7 +57,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]", help="the Kafka cluster")
     p.add_argument("--group", required=True, help="the consumer group to reset")
-    scope = p.add_mutually_exclusive_group(required=True)
+    scope = p.add_mutually_exclusive_group()  # required, except with --from-file (parse_args)
     scope.add_argument("--all-topics", action="store_true",
                        help="every partition the group has an offset for (or the source has)")
     scope.add_argument("--topic", action="append", metavar="TOPIC[:P,P]",
@@ -58,12 +65,18 @@ def add_parser(sub: Any) -> None:
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--to-earliest", action="store_true", help="the log start offset")
     target.add_argument("--to-latest", action="store_true", help="the log end offset")
+    target.add_argument("--to-current", action="store_true",
+                        help="the committed offset as it is (the log end offset where the group has none)")
     target.add_argument("--to-datetime", metavar="RFC3339", help="the first offset at or after this time")
     target.add_argument("--by-duration", metavar="DURATION", help="the first offset at or after this long ago (1h30m)")
     target.add_argument("--shift-by", type=int, metavar="N", help="the committed offset plus N (negative: back)")
     target.add_argument("--to-offset", type=int, metavar="N", help="offset N")
     target.add_argument("--from-backup", metavar="NAMESPACE/NAME", help="the offsets of a backup (an undo)")
     target.add_argument("--from-group", metavar="GROUP", help="another group's committed offsets")
+    target.add_argument("--from-file", type=Path, metavar="FILE",
+                        help="the offsets of a CSV file as Kafka's tool --export writes it (topic,partition,offset; "
+                        "or group,topic,partition,offset)")
+    kafka_connection.add_arguments(p)
     p.add_argument("--execute", action="store_true", help="write the backup and commit (without it, only print the plan)")
     p.add_argument("--export", type=Path, metavar="FILE",
                    help="also write the plan as Kafka's tool exports it (CSV: topic,partition,offset)")
@@ -82,12 +95,15 @@ def add_parser(sub: Any) -> None:
 def _target_raw(args: argparse.Namespace) -> dict[str, Any]:
     return {"earliest": args.to_earliest or None, "latest": args.to_latest or None, "datetime": args.to_datetime,
             "duration": args.by_duration, "shiftBy": args.shift_by, "offset": args.to_offset,
-            "fromBackup": args.from_backup, "fromGroup": args.from_group}
+            "fromBackup": args.from_backup, "fromGroup": args.from_group, "current": args.to_current or None,
+            "fromFile": None if args.from_file is None else str(args.from_file)}
 
 
 def _scope_raw(args: argparse.Namespace) -> dict[str, Any]:
-    if args.all_topics:
+    if args.all_topics or (args.topic is None and args.from_file is not None):  # Kafka's tool: the whole file
         return {"allTopics": True}
+    if args.topic is None:
+        raise UserError("one of the arguments --all-topics --topic is required (with --from-file, leave both out for the whole file)")
     topics: list[dict[str, Any]] = []
     for arg in args.topic:
         name, colon, parts = str(arg).partition(":")
@@ -108,11 +124,11 @@ def parse_args(args: argparse.Namespace) -> tuple[ResetTarget, ResetScope, int]:
     from offset_expiry.durations import parse_duration_ms
     from offset_expiry.errors import SpecError
 
-    from ..decisions.reset_plan import check_group, parse_scope, parse_target
+    from ..decisions.reset_plan import TargetKind, check_group, parse_scope, parse_target
 
     try:
         check_group(args.group, "--group")
-        target = parse_target(_target_raw(args), "target")
+        target = parse_target(_target_raw(args), "target", tuple(TargetKind))
         scope = parse_scope(_scope_raw(args), "scope")
     except SpecError as exc:
         field = exc.field
@@ -146,29 +162,49 @@ def run(args: argparse.Namespace) -> int:
     target, scope, retention_ms = parse_args(args)
     from ..decisions.reset_plan import TargetKind
 
+    # Every file is read and checked before any call: the offsets of --from-file, the --command-config.
+    from_file = _read_reset_file(args.from_file, args.group) if target.kind is TargetKind.FROM_FILE else None
+    settings = kafka_connection.connection(args, args.bootstrap_server)
     # The backup store is reached before Kafka: a kubeconfig that does not work is found before any Kafka call.
     kube = _kube(args) if args.execute or target.kind is TargetKind.FROM_BACKUP else None
     try:
         backup = _read_backup(kube, args, target) if kube is not None and target.kind is TargetKind.FROM_BACKUP else None
-        return _reset(args, target, scope, retention_ms, kube, backup)
+        source = backup.offsets if backup is not None else from_file
+        return _reset(args, settings, target, scope, retention_ms, kube, backup, source)
     finally:
         if kube is not None:
             kube.close()
 
 
-def _reset(args: argparse.Namespace, target: ResetTarget, scope: ResetScope, retention_ms: int,
-           kube: Kube | None, backup: BackupRecord | None) -> int:
+def _read_reset_file(path: Path, group: str) -> dict[TP, Committed]:
+    """The offsets --from-file gives `group`, every line checked before anything else happens."""
+    from ..decisions.reset_file import ResetFileError, parse_reset_file
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"--from-file: cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"--from-file: {path} is not UTF-8 text (a CSV of topic,partition,offset)") from None
+    try:
+        return parse_reset_file(text, group)
+    except ResetFileError as exc:
+        raise UserError(f"--from-file {path}: {exc}") from None
+
+
+def _reset(args: argparse.Namespace, settings: ConnectionSettings, target: ResetTarget, scope: ResetScope,
+           retention_ms: int, kube: Kube | None, backup: BackupRecord | None,
+           source: Mapping[TP, Committed] | None) -> int:
     from ..adapters.kafka_admin import KafkaAdmin
     from ..decisions.reset_plan import FROM_SOURCE, ResetRefused, check_source, plan_csv, plan_table
     from ..decisions.reset_steps import plan_commit
-    from ..model.connection import ConnectionSettings
     from ..model.offsets import OUTCOME_UNKNOWN, KafkaFailure
     from ..reconcilers.reset_reads import read_plan
 
     servers = args.bootstrap_server
     stored: BackupRecord | None = None
     try:
-        with KafkaAdmin(ConnectionSettings(servers), timeout_ms=10_000) as admin:
+        with KafkaAdmin(settings, timeout_ms=10_000) as admin:
             cluster_id = admin.cluster_id()
             # the group's state first, its offsets after: a commit made before an Empty answer is in the plan (and
             # the backup); one made after it is caught by the re-read right before the commit
@@ -176,8 +212,7 @@ def _reset(args: argparse.Namespace, target: ResetTarget, scope: ResetScope, ret
             try:
                 check_source(args.group, target, cluster_id, backup.group if backup else None,
                              backup.cluster_id if backup else None)
-                plan = read_plan(admin, args.group, target, scope, int(time.time() * 1000),
-                                 backup.offsets if backup else None)
+                plan = read_plan(admin, args.group, target, scope, int(time.time() * 1000), source)
             except ResetRefused as exc:
                 raise UserError(str(exc)) from None
             members = ", ".join(f"{m.client_id}@{m.client_host}" for m in group.members) or group.state
@@ -303,8 +338,9 @@ def _results(args: argparse.Namespace, plan: ResetPlan, todo: CommitPlan, answer
              if skipped else ""))
     fresh = [f"{r.topic}-{r.partition}" for r in plan.rows if r.new is not None and r.current is None]
     if len(fresh) < len(plan.to_commit):
-        print(f"undo: kafka-offset-operator reset --bootstrap-server {args.bootstrap_server} --group {args.group} "
-              f"--all-topics --from-backup {backup} --execute")
+        config = f" --command-config {args.command_config}" if args.command_config is not None else ""
+        print(f"undo: kafka-offset-operator reset --bootstrap-server {args.bootstrap_server}{config} --group "
+              f"{args.group} --all-topics --from-backup {backup} --execute")
     if fresh:
         shown = ", ".join(fresh[:5]) + (", ..." if len(fresh) > 5 else "")
         print(f"the group had no offset before for {len(fresh)} of them ({shown}): an undo leaves those as they "

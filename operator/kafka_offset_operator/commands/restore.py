@@ -2,7 +2,8 @@
 
 The backup comes from the backup store (`--backup NAMESPACE/NAME`, read with the kubeconfig) or from a
 file (`--file`, the ConfigMap's `backup.json.gz` or its JSON). The cluster and group are the backup's;
-nothing of the OffsetDeletion or the policy that made it is needed. A dry run unless --execute: the plan
+nothing of the OffsetDeletion or the policy that made it is needed (a secured cluster: --command-config,
+the properties file Kafka's tools take). A dry run unless --execute: the plan
 is printed first. Kafka's rule holds: an admin OffsetCommit is accepted only while the group has no
 members, and only partitions without a committed offset are restored (a newer commit is never
 overwritten).
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from . import kafka_connection
 
 
 def add_parser(sub: Any) -> None:
@@ -32,6 +34,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--kubeconfig", type=Path, metavar="PATH", help="for --backup (default: KUBECONFIG or in-cluster)")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT",
                    help="reach the cluster here instead of the backup's address (the cluster id must still match)")
+    kafka_connection.add_arguments(p)
     p.add_argument("--execute", action="store_true", help="commit the offsets (without it, only print the plan)")
     p.set_defaults(run=run)
 
@@ -71,15 +74,15 @@ def run(args: argparse.Namespace) -> int:
     record = _read(args)
     from ..adapters.kafka_admin import KafkaAdmin
     from ..decisions.deletion_steps import plan_restore
-    from ..model.connection import ConnectionSettings
     from ..model.offsets import KafkaFailure
 
     servers = args.bootstrap_server or record.bootstrap_servers
+    settings = kafka_connection.connection(args, servers)  # before any Kafka call
     print(f"backup {record.name}: {record.action} of group {record.group} on cluster {record.cluster_id} "
           f"({record.partitions} partitions, taken {record.taken_at} for {record.requested_by.kind}/"
           f"{record.requested_by.name})")
     try:
-        with KafkaAdmin(ConnectionSettings(servers), timeout_ms=10_000) as admin:
+        with KafkaAdmin(settings, timeout_ms=10_000) as admin:
             found = admin.cluster_id()
             if record.cluster_id and found != record.cluster_id:
                 raise UserError(f"{servers} is cluster {found}, not the backup's cluster {record.cluster_id}")

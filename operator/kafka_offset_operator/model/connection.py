@@ -33,6 +33,16 @@ class SecretKey:
 
 
 @dataclass(frozen=True)
+class FileProperty(SecretKey):
+    """Where a secret value came from for the CLI: a property of its --command-config file (`field` the
+    property, `secret` the file's path, `key` what of the property: a JAAS option, or the property itself)."""
+
+    def __str__(self) -> str:
+        what = f"{self.key} of " if self.key != self.field else ""
+        return f"{what}{self.field} in {self.secret}"
+
+
+@dataclass(frozen=True)
 class SecretSources:
     """The SecretKey of each secret-backed setting that is set."""
 
@@ -41,6 +51,16 @@ class SecretSources:
     ca: SecretKey | None = None
     cert: SecretKey | None = None
     key: SecretKey | None = None
+
+
+@dataclass(frozen=True)
+class SettingNames:
+    """The names a connection error gives the settings to fix: a resource's spec.kafka fields, or the CLI's
+    --command-config properties."""
+
+    protocol: str = "spec.kafka.securityProtocol"
+    mechanism: str = "spec.kafka.sasl.mechanism"
+    ca: str = "spec.kafka.tls.caSecretRef"
 
 
 @dataclass(frozen=True)
@@ -61,6 +81,8 @@ class ConnectionSettings:
     password: Masked | None = field(default=None, repr=False)
     tls: TlsFiles | None = None
     sources: SecretSources = field(default_factory=SecretSources, compare=False)
+    names: SettingNames = field(default_factory=SettingNames, compare=False)
+    check_hostname: bool = True  # the broker's certificate must name the host (Kafka's default "https")
 
     @property
     def secrets(self) -> tuple[str, ...]:

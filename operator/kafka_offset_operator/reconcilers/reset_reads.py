@@ -25,15 +25,15 @@ from ..model.offsets import TP, Committed
 def read_plan(admin: KafkaAdmin, group: str, target: ResetTarget, scope: ResetScope, now_ms: int,
               backup: Mapping[TP, Committed] | None = None) -> ResetPlan:
     """The plan of a reset of `group` as Kafka's offsets are now. `backup`: the offsets of the backup a
-    fromBackup target names (the caller reads the backup store and checks it with reset_plan.check_source);
-    fromGroup's source is read here. Raises reset_plan.ResetRefused for a topic that does not exist, and
+    fromBackup target names (the caller reads the backup store and checks it with reset_plan.check_source),
+    or of the file a fromFile target names (the CLI reads it); fromGroup's source is read here. Raises reset_plan.ResetRefused for a topic that does not exist, and
     KafkaFailure when Kafka refuses a request."""
     committed = admin.committed_offsets(group)
     source: Mapping[TP, Committed] | None = None
     if target.kind is TargetKind.FROM_GROUP:
         assert target.group is not None
         source = admin.committed_offsets(target.group)
-    elif target.kind is TargetKind.FROM_BACKUP:
+    elif target.kind in (TargetKind.FROM_BACKUP, TargetKind.FROM_FILE):
         source = backup or {}
     unlisted = [] if scope.all_topics or target.kind in FROM_SOURCE else [
         t.name for t in scope.topics if t.partitions is None]

@@ -42,6 +42,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
         (["--all-topics", "--to-latest", "--kubeconfig", "/nonexistent/kubeconfig"], "--kubeconfig: /nonexistent/kubeconfig is not a file"),
         (["--all-topics", "--to-latest", "--export", "/nonexistent/dir/plan.csv"], "--export: the directory /nonexistent/dir does not exist"),
         (["--all-topics", "--to-latest", "--export", "/"], "--export: / is a directory"),
+        (["--to-current", "--from-file", "plan.csv"], "argument --from-file: not allowed with argument --to-current"),
+        (["--to-current"], "one of the arguments --all-topics --topic is required (with --from-file, leave both out"),
+        (["--from-file", "/nonexistent/plan.csv"], "--from-file: cannot read /nonexistent/plan.csv: No such file"),
     ],
 )
 def test_a_bad_argument_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:

@@ -1,0 +1,132 @@
+"""`reset --to-current` and `reset --from-file` over the wire on the sandbox broker, checked against the
+offsets ListOffsets and OffsetFetch report (asked with kafka-python's own admin client) and Kafka's rules
+(ConsumerGroupCommand.prepareOffsetsToReset, parseResetPlan, checkOffsetsRange: docs/kafka-semantics.md).
+In-process through cli.main, as test_cli_reset_scenarios.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kafka import KafkaAdminClient, TopicPartition
+from kafka.admin import OffsetSpec
+from kafka_clients import admin_commit, committed
+
+from kafka_offset_demo.emulated_cluster import EmulatedCluster
+from kafka_offset_operator import cli
+from kafka_offset_operator.adapters.backup_store import BackupStore
+from kafka_offset_operator.adapters.kube import Kube, load_config
+from kafka_offset_operator.model.offsets import Committed
+from kafka_sandbox import SandboxBroker
+
+NAMESPACE = "kafka"  # the emulated kubeconfig's context namespace
+O0, O1, O2 = ("orders", 0), ("orders", 1), ("orders", 2)
+
+
+@pytest.fixture
+def kubeconfig(tmp_path: Path) -> Iterator[Path]:
+    cluster = EmulatedCluster().start()
+    try:
+        yield cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def world(broker: SandboxBroker) -> SandboxBroker:
+    """orders-0: offsets 2..10 (retention took 0 and 1); orders-1: 0..4; orders-2: 0..6. billing committed
+    orders-0 at 5 and orders-1 at 1, nothing on orders-2; it has no members."""
+    broker.create_topic("orders", 3)
+    for p, count in ((0, 10), (1, 4), (2, 6)):
+        broker.append_records("orders", p, [(None, b"r", 1_767_225_600_000 + i) for i in range(count)])
+    log = broker.ctx.topics.partition("orders", 0)
+    broker.call(lambda: setattr(log, "log_start_offset", 2))
+    admin_commit(broker.bootstrap_servers, "billing", {O0: 5, O1: 1})
+    return broker
+
+
+def log_ends(broker: SandboxBroker) -> dict[tuple[str, int], int]:
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        raw = admin.list_partition_offsets({TopicPartition(*tp): OffsetSpec.LATEST for tp in (O0, O1, O2)})
+        return {(tp.topic, tp.partition): found.offset for tp, found in raw.items()}
+    finally:
+        admin.close()
+
+
+def reset(capsys: pytest.CaptureFixture[str], broker: SandboxBroker, kubeconfig: Path, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["reset", "--bootstrap-server", broker.bootstrap_servers, "--group", "billing",
+                     "--kubeconfig", str(kubeconfig), *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def plan_of(out: str) -> dict[tuple[str, int], int]:
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("GROUP "))
+    rows = {}
+    for line in lines[start + 1:]:
+        cells = line.split()
+        if len(cells) < 5 or cells[0] != "billing":
+            break
+        rows[(cells[1], int(cells[2]))] = int(cells[4])
+    return rows
+
+
+def backups(kubeconfig: Path) -> list[dict[tuple[str, int], Committed]]:
+    kube = Kube(load_config(kubeconfig))
+    try:
+        return [b.offsets for b in BackupStore(kube).find(NAMESPACE)]
+    finally:
+        kube.close()
+
+
+def test_to_current_with_and_without_committed_offsets(capsys: pytest.CaptureFixture[str], world: SandboxBroker,
+                                                        kubeconfig: Path) -> None:
+    """Committed partitions keep their offset; orders-2, without one, gets the log end offset."""
+    assert log_ends(world) == {O0: 10, O1: 4, O2: 6}
+    code, out, err = reset(capsys, world, kubeconfig, "--all-topics", "--to-current")
+    assert (code, err) == (0, ""), err
+    assert plan_of(out) == {O0: 5, O1: 1}  # --all-topics: the partitions the group has offsets for
+    assert "dry run: 2 offsets would be committed (0 of them change)" in out
+
+    code, out, err = reset(capsys, world, kubeconfig, "--topic", "orders", "--to-current", "--execute")
+    assert (code, err) == (0, ""), err
+    assert plan_of(out) == {O0: 5, O1: 1, O2: 6} and "no committed offset: the log end offset 6" in out
+    assert committed(world.bootstrap_servers, "billing") == {O0: 5, O1: 1, O2: 6}
+    assert backups(kubeconfig) == [{O0: Committed(5), O1: Committed(1)}]  # orders-2 had nothing to keep
+
+
+def test_from_file_reads_the_export_and_is_clamped(capsys: pytest.CaptureFixture[str], world: SandboxBroker,
+                                                   kubeconfig: Path, tmp_path: Path) -> None:
+    exported = tmp_path / "plan.csv"
+    code, _, err = reset(capsys, world, kubeconfig, "--all-topics", "--to-offset", "3", "--export", str(exported))
+    assert code == 0 and exported.read_text() == "orders,0,3\norders,1,3\n", err
+    code, out, err = reset(capsys, world, kubeconfig, "--from-file", str(exported), "--execute")
+    assert (code, err) == (0, ""), err
+    assert committed(world.bootstrap_servers, "billing") == {O0: 3, O1: 3}
+    assert backups(kubeconfig) == [{O0: Committed(5), O1: Committed(1)}]
+
+    several = tmp_path / "groups.csv"  # the export of several groups; offsets beyond the logs are clamped
+    several.write_text("other,orders,0,9\nbilling,orders,0,0\nbilling,orders,2,99\n")
+    code, out, err = reset(capsys, world, kubeconfig, "--from-file", str(several))
+    assert (code, err) == (0, ""), err
+    assert plan_of(out) == {O0: 2, O2: 6} and "clamped to the log start offset 2 (asked 0)" in out
+    code, out, err = reset(capsys, world, kubeconfig, "--topic", "orders:2", "--from-file", str(several), "--execute")
+    assert (code, err) == (0, "") and plan_of(out) == {O2: 6}, err  # a scope narrows the file
+    assert committed(world.bootstrap_servers, "billing") == {O0: 3, O1: 3, O2: 6}
+
+
+def test_a_bad_file_is_refused_before_anything(capsys: pytest.CaptureFixture[str], world: SandboxBroker,
+                                               kubeconfig: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    for text, message in (("orders,0,5\norders,one,3\n", f"--from-file {bad}: line 2: the partition 'one' is not"),
+                          ("other,orders,0,9\n", "no line of group billing (the file has groups other)"),
+                          ("orders,0,5\norders,9,3\n", "orders-9: the partition does not exist")):
+        bad.write_text(text)
+        code, out, err = reset(capsys, world, kubeconfig, "--from-file", str(bad), "--execute")
+        assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err and message in err, (out, err)
+    code, _, err = reset(capsys, world, kubeconfig, "--from-file", str(tmp_path / "none.csv"))
+    assert code == 2 and "--from-file: cannot read" in err
+    assert committed(world.bootstrap_servers, "billing") == {O0: 5, O1: 1} and backups(kubeconfig) == []
