@@ -177,13 +177,13 @@ def _connect_failure(exc: BaseException, fatal: BaseException | None, settings: 
     if isinstance(fatal, kerrors.SaslAuthenticationFailedError):
         said = str(fatal.args[0] if fatal.args else "").removeprefix("SaslAuthenticationFailedError: ")
         text = (f"Kafka refused the SASL/{settings.sasl_mechanism} login of user {settings.username!r} with {where}"
-                f"{': ' + said if said else ''}. This lasts until the Secret or the Kafka user changes")
+                f"{': ' + said if said else ''}. This lasts until {settings.names.credentials} or the Kafka user changes")
         return KafkaFailure(error_name(fatal), settings.redact(text), False)
     if isinstance(fatal, _ClosedDuringLogin):
         text = (f"Kafka closed the connection during the SASL/{settings.sasl_mechanism} login of user "
                 f"{settings.username!r} with {where}, as it does when it refuses the credentials (or does not "
                 f"enable that mechanism: {settings.names.mechanism}); its answer was lost with the connection. "
-                "This lasts until the Secret or the Kafka user changes")
+                f"This lasts until {settings.names.credentials} or the Kafka user changes")
         return KafkaFailure("SASL_AUTHENTICATION_FAILED", settings.redact(text), False)
     if isinstance(fatal, kerrors.UnsupportedSaslMechanismError):
         return KafkaFailure(error_name(fatal), f"the brokers do not enable SASL mechanism {settings.sasl_mechanism} "

@@ -218,7 +218,7 @@ def connection_from_properties(text: str, path: str, bootstrap_servers: str,
     except SpecError as exc:
         raise CommandConfigError(f"{_property(exc.field)}: {exc.problem}") from None
     names = SettingNames(f"security.protocol in {path}", f"sasl.mechanism in {path}",
-                         f"ssl.truststore.location in {path}")
+                         f"ssl.truststore.location in {path}", f"the password in {path}")
     return dataclasses.replace(settings, sources=SecretSources(**sources), names=names,
                                check_hostname=algorithm == "https"), ignored
 

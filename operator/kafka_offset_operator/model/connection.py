@@ -38,8 +38,7 @@ class FileProperty(SecretKey):
     property, `secret` the file's path, `key` what of the property: a JAAS option, or the property itself)."""
 
     def __str__(self) -> str:
-        what = f"{self.key} of " if self.key != self.field else ""
-        return f"{what}{self.field} in {self.secret}"
+        return f"{self.field} in {self.secret}"
 
 
 @dataclass(frozen=True)
@@ -61,6 +60,7 @@ class SettingNames:
     protocol: str = "spec.kafka.securityProtocol"
     mechanism: str = "spec.kafka.sasl.mechanism"
     ca: str = "spec.kafka.tls.caSecretRef"
+    credentials: str = "the Secret"  # what holds the SASL password
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ def test_sasl_scram_over_tls_with_a_pem_trust_and_key_store() -> None:
     assert str.__str__(conn.password) == PASSWORD and PASSWORD not in repr(conn)  # type: ignore[arg-type]
     assert conn.tls is not None and (conn.tls.ca, conn.tls.cert, conn.tls.key) == (CA, CA, KEY)
     assert conn.check_hostname is False and ignored == ["client.id", "request.timeout.ms"]
-    assert str(conn.sources.password) == "password of sasl.jaas.config in client.properties"
+    assert str(conn.sources.password) == "sasl.jaas.config in client.properties"
     assert conn.names.protocol == "security.protocol in client.properties"
 
 
