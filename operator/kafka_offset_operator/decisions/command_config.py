@@ -262,9 +262,8 @@ def _trust_store(props: Mapping[str, str], read_file: FileReader) -> tuple[bytes
     if location:
         _store_type(props, "ssl.truststore.type")
         name, pem = "ssl.truststore.location", _read(props, "ssl.truststore.location", read_file)
-    else:
-        if "ssl.truststore.type" in props:
-            _store_type(props, "ssl.truststore.type")
+    else:  # DefaultSslEngineFactory.createTruststore: inline certificates only with type PEM
+        _store_type(props, "ssl.truststore.type")
         name, pem = "ssl.truststore.certificates", props["ssl.truststore.certificates"].encode()
     if b"-----BEGIN CERTIFICATE-----" not in pem:
         raise CommandConfigError(f"{name}: holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
@@ -293,9 +292,8 @@ def _key_store(props: Mapping[str, str], read_file: FileReader) -> tuple[bytes, 
             raise CommandConfigError(f"{name}: holds {len(keys)} PEM private keys; a PEM key store holds one key "
                                      "and its certificate chain")
         key, chain, key_name, chain_name = keys[0].group(0), _PRIVATE_KEY.sub(b"", pem), name, name
-    else:
-        if "ssl.keystore.type" in props:
-            _store_type(props, "ssl.keystore.type")
+    else:  # DefaultSslEngineFactory.createKeystore: an inline key only with type PEM
+        _store_type(props, "ssl.keystore.type")
         if len(inline) != 2:
             missing = ({"ssl.keystore.certificate.chain", "ssl.keystore.key"} - set(inline)).pop()
             raise CommandConfigError(f"{missing}: is required with {inline[0]}")

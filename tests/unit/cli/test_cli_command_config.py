@@ -62,7 +62,7 @@ def test_sasl_scram_over_tls_with_a_pem_trust_and_key_store() -> None:
 
 def test_inline_pem_and_plain() -> None:
     ca = CA.decode().replace("\n", "\\n\\\n")
-    conn, _ = settings("security.protocol=ssl\n" f"ssl.truststore.certificates={ca}\n")
+    conn, _ = settings("security.protocol=ssl\nssl.truststore.type=PEM\n" f"ssl.truststore.certificates={ca}\n")
     assert conn.security_protocol == "SSL" and conn.tls is not None and conn.tls.ca == CA and conn.check_hostname
     conn, _ = settings("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
                        "org.apache.kafka.common.security.plain.PlainLoginModule required username=u password=p;\n")
@@ -86,7 +86,8 @@ def test_inline_pem_and_plain() -> None:
     ("security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location=/pki/client.pem\nssl.truststore.password=x\n", "ssl.truststore.password: a PEM trust store has no password"),
     ("security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.location=/pki/ca.pem\n", "ssl.keystore.location: holds 0 PEM private keys"),
     (f"security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.location=/pki/client.pem\nssl.key.password={PASSWORD}\n", "ssl.key.password: encrypted private keys are not supported"),
-    ("security.protocol=SSL\nssl.keystore.key=-----BEGIN PRIVATE KEY-----\n", "ssl.keystore.certificate.chain: is required with ssl.keystore.key"),
+    ("security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.key=-----BEGIN PRIVATE KEY-----\n", "ssl.keystore.certificate.chain: is required with ssl.keystore.key"),
+    ("security.protocol=SSL\nssl.truststore.certificates=-----BEGIN CERTIFICATE-----\n", "ssl.truststore.type: JKS (Kafka's default when it is not set) is not supported"),
     ("security.protocol=SSL\nssl.endpoint.identification.algorithm=ldap\n", "ssl.endpoint.identification.algorithm: 'ldap' is not https or empty"),
     ("security.protocol=SSL\nssl.enabled.protocols=TLSv1.3\n", "ssl.enabled.protocols: is not supported by this command"),
     ("security.protocol=PLAINTEXT\nssl.truststore.type=PEM\nssl.truststore.location=/pki/ca.pem\n", "security.protocol: is PLAINTEXT, but tls is set"),
