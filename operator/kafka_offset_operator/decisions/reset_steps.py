@@ -268,7 +268,7 @@ def undo_of(namespace: str, name: str, approved_spec: Mapping[str, Any], backup:
             bootstrap_servers: str = "HOST:PORT") -> dict[str, str]:
     """How to undo this reset: a new OffsetReset (a dry run until approved) that resets the same group from
     the backup this one wrote; the `reset` command that does the same (a dry run: it prints the plan; add
-    --execute to commit; it connects in PLAINTEXT only)."""
+    --execute to commit; on a secured cluster it needs --command-config with the connection as properties)."""
     spec: dict[str, Any] = {}
     if "policyRef" in approved_spec:  # the connection as the reset had it, whatever it holds
         spec["policyRef"] = dict(approved_spec["policyRef"] or {})
