@@ -232,6 +232,21 @@ def write_private_files(tls: TlsFiles) -> tuple[str, dict[str, str]]:
     return tmpdir, out
 
 
+def security_config(settings: ConnectionSettings) -> tuple[dict[str, Any], str | None]:
+    """kafka-python's security settings for `settings` (the password stays Masked: kafka-python's DEBUG log
+    of its configuration shows asterisks), and the private directory of the TLS files (None without TLS;
+    the caller removes it)."""
+    config: dict[str, Any] = {"security_protocol": settings.security_protocol}
+    if settings.sasl_mechanism:
+        config.update(sasl_mechanism=settings.sasl_mechanism, sasl_plain_username=settings.username,
+                      sasl_plain_password=settings.password)
+    if settings.tls is None:
+        return config, None
+    tmpdir, files = write_private_files(settings.tls)
+    config.update(files, ssl_check_hostname=settings.check_hostname)
+    return config, tmpdir
+
+
 class KafkaAdmin:
     """A connected admin client for one reconcile step; use as a context manager.
 
@@ -241,20 +256,14 @@ class KafkaAdmin:
 
     def __init__(self, settings: ConnectionSettings, timeout_ms: int = 10_000, client_id: str = "kafka-offset-operator") -> None:
         self.settings = settings
-        self._tmpdir: str | None = None
+        security, self._tmpdir = security_config(settings)
         config: dict[str, Any] = {
             "bootstrap_servers": settings.bootstrap_servers.split(","),
             "client_id": client_id,
-            "security_protocol": settings.security_protocol,
             "request_timeout_ms": timeout_ms,
             "bootstrap_timeout_ms": timeout_ms,
+            **security,
         }
-        if settings.sasl_mechanism:
-            config.update(sasl_mechanism=settings.sasl_mechanism, sasl_plain_username=settings.username,
-                          sasl_plain_password=settings.password)
-        if settings.tls is not None:
-            self._tmpdir, files = write_private_files(settings.tls)
-            config.update(files, ssl_check_hostname=settings.check_hostname)
         factory = _ClientFactory()
         try:
             self._client = KafkaAdminClient(**config, kafka_client=factory)

@@ -6,6 +6,7 @@ Read committed: transactional offset commits only count once their COMMIT marker
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from offset_expiry.raw import OFFSETS_TOPIC
 from offset_expiry.reachability import check_reachable
 
 from ..errors import UserError
+from ..model.connection import ConnectionSettings
+from .kafka_admin import security_config
 
 IDLE_TIMEOUT_S = 30.0
 
@@ -37,12 +40,13 @@ class OffsetsTopicReader:
     """A group-less consumer assigned to `__consumer_offsets` partitions. The connect check is analyze's
     (offset_expiry.reachability): a wrong address fails the same way, in the same time, for both."""
 
-    def __init__(self, bootstrap_server: str) -> None:
+    def __init__(self, bootstrap_server: str, settings: ConnectionSettings | None = None) -> None:
         self.bootstrap_server = bootstrap_server
         try:
             check_reachable(bootstrap_server)
         except InputError as exc:
             raise UserError(str(exc)) from None
+        security, self._tmpdir = security_config(settings or ConnectionSettings(bootstrap_server))
         try:
             self._consumer = KafkaConsumer(
                 bootstrap_servers=bootstrap_server,
@@ -50,20 +54,34 @@ class OffsetsTopicReader:
                 enable_auto_commit=False,
                 isolation_level="read_committed",
                 request_timeout_ms=30000,
+                **security,
             )
         except (KafkaError, ValueError) as exc:
-            raise UserError(f"cannot connect to Kafka at {bootstrap_server}: {exc}") from None
+            self._cleanup()
+            text = settings.redact(str(exc)) if settings is not None else str(exc)
+            raise UserError(f"cannot connect to Kafka at {bootstrap_server}: {text}") from None
         partitions = self._consumer.partitions_for_topic(OFFSETS_TOPIC)
         if not partitions:
-            self._consumer.close()
+            self.close()
             raise UserError(f"topic {OFFSETS_TOPIC} does not exist on {bootstrap_server}")
         self.partitions = sorted(partitions)
+
+    def _cleanup(self) -> None:
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    def close(self) -> None:
+        try:
+            self._consumer.close()
+        finally:
+            self._cleanup()
 
     def __enter__(self) -> OffsetsTopicReader:
         return self
 
     def __exit__(self, *exc: object | TracebackType) -> None:
-        self._consumer.close()
+        self.close()
 
     def partition_for(self, group: str) -> int:
         return partition_for(group, len(self.partitions))

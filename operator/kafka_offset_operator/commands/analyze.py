@@ -8,8 +8,10 @@ a missing topic or a bad flag fails in seconds with one line.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import shutil
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from offset_expiry.cli_args import add_arguments, request_from_args
 from offset_expiry.errors import InputError
@@ -17,6 +19,10 @@ from offset_expiry.policy import regex_pattern_warnings
 from offset_expiry.progress import Progress
 
 from ..errors import UserError
+from . import kafka_connection
+
+if TYPE_CHECKING:
+    from ..model.connection import ConnectionSettings
 
 
 def add_parser(sub: Any) -> None:
@@ -28,6 +34,7 @@ def add_parser(sub: Any) -> None:
         "ConsumerGroupOffsetPolicy makes it a deletion candidate now. Runs Spark in local mode.",
     )
     add_arguments(p)
+    kafka_connection.add_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -37,8 +44,15 @@ def run(args: argparse.Namespace) -> int:
     from offset_expiry.output import emit, spark_failure_message, unmatched_patterns
     from offset_expiry.session import JavaMissing, local_session
 
+    tmpdir = None
+    settings: ConnectionSettings | None = None
     try:
         request = request_from_args(args)
+        settings = kafka_connection.connection(args, request.bootstrap_servers)
+        if args.command_config is not None:
+            kafka_connection.check_login(settings)
+            client, tmpdir = _client_settings(settings)
+            request = dataclasses.replace(request, client_settings=client)
         for line in regex_pattern_warnings(request.policy):
             warn(line)
         with Progress() as progress:
@@ -50,13 +64,30 @@ def run(args: argparse.Namespace) -> int:
             except InputError:
                 raise
             except Exception as exc:  # a Spark failure: JVM and worker tracebacks, reduced to one line
-                raise UserError(spark_failure_message(exc)) from None
+                raise UserError(settings.redact(spark_failure_message(exc))) from None
         for line in unmatched_patterns(analysis, request.policy, request.candidates_only):
             warn(line)
         emit(analysis, fmt=args.format, output=args.output)
     except (InputError, JavaMissing) as exc:
-        raise UserError(str(exc)) from None
+        raise UserError(settings.redact(str(exc)) if settings is not None else str(exc)) from None
+    finally:
+        if tmpdir is not None:
+            shutil.rmtree(tmpdir, ignore_errors=True)
     return 0
+
+
+def _client_settings(settings: ConnectionSettings) -> tuple[dict[str, str], str | None]:
+    """The analysis' kafka-python settings (offset_expiry.fetcher.CLIENT_SETTINGS, as strings) of a
+    --command-config, as the operator's Local engine gives them (engines/job.client_settings), and the
+    private directory of its TLS files (removed when the run ends)."""
+    from ..adapters.kafka_admin import write_private_files
+    from ..engines.job import client_settings
+
+    tmpdir, paths = write_private_files(settings.tls) if settings.tls is not None else (None, {})
+    client = client_settings(settings, paths)
+    if settings.tls is not None:
+        client["ssl_check_hostname"] = str(settings.check_hostname).lower()
+    return client, tmpdir
 
 
 def warn(line: str) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 
 from offset_expiry.codec import CodecError, decode_record, to_jsonable
 
+from . import kafka_connection
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -26,6 +28,7 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="stop at the end offsets seen at start instead of waiting for new records",
     )
+    kafka_connection.add_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -38,9 +41,12 @@ def record_group(record: dict[str, Any]) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from ..adapters.offsets_topic import OffsetsTopicReader  # kafka-python takes ~1.5 s to import: only here
 
+    settings = kafka_connection.connection(args, args.bootstrap_server)
+    if args.command_config is not None:
+        kafka_connection.check_login(settings)
     skipped = 0
     first_error = ""
-    with OffsetsTopicReader(args.bootstrap_server) as reader:
+    with OffsetsTopicReader(args.bootstrap_server, settings) as reader:
         partitions = None if args.group is None else [reader.partition_for(args.group)]
         for raw in reader.records(partitions, from_beginning=args.from_beginning, follow=not args.no_follow):
             try:

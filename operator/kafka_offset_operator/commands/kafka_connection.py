@@ -48,3 +48,25 @@ def connection(args: argparse.Namespace, bootstrap_servers: str) -> ConnectionSe
 
 def _read_file(location: str) -> bytes:
     return Path(location).read_bytes()
+
+
+def check_login(settings: ConnectionSettings) -> None:
+    """For the commands whose own Kafka clients are plain kafka-python (`dump`, `analyze`: they retry a
+    refused login or an untrusted certificate until their bootstrap timeout, 30 s, then say only "Unable to
+    bootstrap"): the address is tried (offset_expiry.reachability, as they do), then one login with the
+    operator's admin client, which stops at the first refusal and names the property to fix."""
+    from offset_expiry.errors import InputError
+    from offset_expiry.reachability import check_reachable
+
+    from ..adapters.kafka_admin import KafkaAdmin
+    from ..model.offsets import KafkaFailure
+
+    try:
+        check_reachable(settings.bootstrap_servers)
+    except InputError as exc:
+        raise UserError(str(exc)) from None
+    try:
+        with KafkaAdmin(settings, timeout_ms=10_000) as admin:
+            admin.cluster_id()
+    except KafkaFailure as exc:
+        raise UserError(f"Kafka at {settings.bootstrap_servers}: {exc.code}: {exc.message}") from None
