@@ -25,6 +25,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import javaproperties
+
 from offset_expiry.errors import SpecError
 
 from ..model.connection import ConnectionSettings, FileProperty, SecretSources, SettingNames
@@ -56,61 +58,6 @@ _WHY_NOT = {
     "ssl.key.password": "encrypted private keys are not supported: give an unencrypted PKCS#8 key",
     "ssl.truststore.password": "a PEM trust store has no password (Kafka refuses one too)",
 }
-
-
-# -- Java's properties format (java.util.Properties.load)
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Keys and values as java.util.Properties.load reads them: `#`/`!` comments, `key=value`, `key: value`
-    or `key value`, a backslash at the end of a line continues it, `\\uXXXX` and `\\t \\n \\r \\f` escapes;
-    a key given twice keeps its last value."""
-    out: dict[str, str] = {}
-    logical = ""
-    for raw in re.split(r"\r\n|\r|\n", text):
-        line = raw.lstrip(" \t\f")
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2:
-            logical += line[:-1]
-            continue
-        logical += line
-        key, value = _split(logical)
-        out[_unescape(key)] = _unescape(value)
-        logical = ""
-    if logical:
-        key, value = _split(logical)
-        out[_unescape(key)] = _unescape(value)
-    return out
-
-
-def _split(line: str) -> tuple[str, str]:
-    """The key (up to the first unescaped `=`, `:` or white space) and the value (after one separator)."""
-    i = 0
-    while i < len(line) and line[i] not in "=: \t\f":
-        i += 2 if line[i] == "\\" else 1
-    key = line[:i]
-    if i < len(line) and line[i] in "=:":
-        i += 1
-    else:
-        while i < len(line) and line[i] in " \t\f":
-            i += 1
-        if i < len(line) and line[i] in "=:":
-            i += 1
-    while i < len(line) and line[i] in " \t\f":
-        i += 1
-    return key, line[i:]
-
-
-def _unescape(text: str) -> str:
-    def one(m: re.Match[str]) -> str:
-        c = m.group(1)
-        if c.startswith("u"):
-            return chr(int(c[1:], 16))
-        return {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(c, c)
-
-    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", one, text, flags=re.DOTALL)
 
 
 # -- Kafka's JAAS configuration string (org.apache.kafka.common.security.JaasConfig)
@@ -155,7 +102,7 @@ def connection_from_properties(text: str, path: str, bootstrap_servers: str,
     """The connection the properties in `text` (the file at `path`) describe for `bootstrap_servers`, and
     the names of the properties ignored (not security settings: the caller warns about them). Raises
     CommandConfigError naming the property."""
-    props = parse_properties(text)
+    props = dict(javaproperties.loads(text))
     ignored = []
     for name in sorted(props):
         if name in _TAKEN:

@@ -14,7 +14,6 @@ from kafka_offset_operator.decisions.command_config import (
     CommandConfigError,
     connection_from_properties,
     parse_jaas,
-    parse_properties,
 )
 
 PASSWORD = "Hq9-never-shown-in-output-2Lx"
@@ -34,11 +33,6 @@ def files(path: str) -> bytes:
 
 def settings(text: str):  # type: ignore[no-untyped-def]
     return connection_from_properties(text, "client.properties", "k:9093", files)
-
-
-def test_javas_properties_format() -> None:
-    text = "# comment\n! another\na=1\nb : 2\nc 3\nd=x\\\n   y\ne\\:f = g\\u0041\\t\n  key.with.space   =   v  \n"
-    assert parse_properties(text) == {"a": "1", "b": "2", "c": "3", "d": "xy", "e:f": "gA\t", "key.with.space": "v  "}
 
 
 def test_kafkas_jaas_string() -> None:
