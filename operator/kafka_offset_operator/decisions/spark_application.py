@@ -283,16 +283,19 @@ def encode_members(members: Sequence[Member]) -> str:
 
 
 def members_of(app: Mapping[str, Any]) -> list[Member]:
-    """A shared application's members, from its annotation (none when it is missing or unreadable)."""
-    text = ((app.get("metadata") or {}).get("annotations") or {}).get(MEMBERS_ANNOTATION) or "[]"
+    """A shared application's members, from its annotation (none when it is missing or unreadable). The
+    results ConfigMap is the one the operator named by the member's place, whatever the annotation says: the
+    operator deletes it, and an edited annotation must not point it at another ConfigMap (a backup)."""
+    meta = app.get("metadata") or {}
+    text = (meta.get("annotations") or {}).get(MEMBERS_ANNOTATION) or "[]"
     try:
         doc = json.loads(text)
     except json.JSONDecodeError:
         return []
     if not isinstance(doc, list):
         return []
-    return [Member(str(m.get("name", "")), str(m.get("uid", "")), str(m.get("results", "")))
-            for m in doc if isinstance(m, dict)]
+    return [Member(str(m.get("name", "")), str(m.get("uid", "")), member_results_name(str(meta.get("name", "")), i))
+            for i, m in enumerate(doc) if isinstance(m, dict)]
 
 
 def member_of(app: Mapping[str, Any], uid: str) -> Member | None:

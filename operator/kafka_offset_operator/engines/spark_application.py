@@ -33,6 +33,7 @@ import yaml
 
 from offset_expiry import results_sink
 
+from ..adapters import metrics
 from ..adapters.kube import Kube, NotFound, owner_reference
 from ..decisions import spark_application as sparkapp
 from ..decisions.scan_sharing import Waiting, next_scan
@@ -71,7 +72,6 @@ class SparkApplicationEngine:
         self._waiting: dict[int, _Ticket] = {}
         self._numbers = itertools.count(1)
         self._dispatcher: threading.Thread | None = None
-        self.applications = 0  # applications started (tests count them)
 
     def run(self, job: Job, cancel: CancelFlag) -> Report:
         meta = job.policy_body["metadata"]
@@ -134,7 +134,7 @@ class SparkApplicationEngine:
                                        meta["labels"])
         created = self.kube.create_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL,
                                           meta["namespace"], body)
-        self.applications += 1
+        metrics.scan_started("SparkApplication", 1)
         return created or body
 
     def _results(self, namespace: str, app: str, results: str | None = None) -> Report:
@@ -244,8 +244,13 @@ class SparkApplicationEngine:
                          "labels": dict(meta["labels"]), "ownerReferences": [dict(r.owner) for r in runs]},
             "binaryData": policies,
         })
-        self.kube.create_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL, namespace, body)
-        self.applications += 1
+        try:
+            self.kube.create_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL, namespace, body)
+        except Exception:
+            with contextlib.suppress(Exception):  # no application lists it: nobody else would delete it
+                self.kube.delete_configmap(namespace, sparkapp.policy_configmap_name(name))
+            raise
+        metrics.scan_started("SparkApplication", len(tickets))
         log.info("SparkApplication %s/%s: one scan of __consumer_offsets for %d policies: %s", namespace, name,
                  len(tickets), ", ".join(t.job.policy_body["metadata"]["name"] for t in tickets))
         return str(name)

@@ -84,6 +84,12 @@ def test_when_a_shared_application_goes(phase: Phase, alive: set[str], unread: s
     assert sparkapp.batch_disposal(phase, MEMBERS, alive, unread, keep_failed=keep_failed) is dispose
 
 
+def test_a_members_results_configmap_is_named_by_its_place_whatever_the_annotation_says() -> None:
+    app = {"metadata": {"name": "shared-analysis-1", "annotations": {
+        sparkapp.MEMBERS_ANNOTATION: '[{"name": "a", "uid": "u", "results": "kafka-offset-backup-x"}]'}}}
+    assert sparkapp.members_of(app) == [sparkapp.Member("a", "u", "shared-analysis-1-results-0")]
+
+
 def test_an_unreadable_members_annotation_lists_no_member() -> None:
     assert sparkapp.members_of({"metadata": {"annotations": {sparkapp.MEMBERS_ANNOTATION: "{nope"}}}) == []
     assert sparkapp.members_of({"metadata": {}}) == []
