@@ -231,7 +231,9 @@ def test_a_restart_mid_run_adopts_the_shared_application_and_delivers_each_membe
     # The driver's part: each member's results where its --results says, then COMPLETED.
     args = app["spec"]["arguments"]
     urls = [args[i + 1] for i, a in enumerate(args) if a == "--results"]
-    for url, group in zip(urls, ("team-a-0", "team-b-1"), strict=True):
+    groups = {"a": "team-a-0", "b": "team-b-1"}
+    for url, member in zip(urls, sparkapp.members_of(app), strict=True):  # in the members' order
+        group = groups[member.name]
         summary = {"recordsScanned": 12, "byReason": {"Standalone": 1}, "now": int(time.time() * 1000),
                    "brokerRetentionMs": 7 * DAY_MS}
         row = {"group": group, "groupType": "classic", "topic": "orders", "partition": 0, "offset": 1,
