@@ -78,6 +78,7 @@ class SparkApplicationEngine:
         namespace, policy = meta["namespace"], meta["name"]
         if job.share_key is not None:
             return self._run_shared(job, cancel)
+        self._leave_batches(namespace, str(meta.get("uid") or ""))
         app = self._adopt(namespace, policy) or self._submit(job)
         return self._follow(namespace, app["metadata"]["name"], cancel)
 
@@ -301,6 +302,15 @@ class SparkApplicationEngine:
             if phase is sparkapp.Phase.RUNNING or (phase is sparkapp.Phase.COMPLETED and self._unread(namespace, member)):
                 found = str(app["metadata"]["name"])
         return found
+
+    def _leave_batches(self, namespace: str, uid: str) -> None:
+        """A run that does not share (sharing turned off) reads no shared results any more: its unread ones
+        in finished shared applications go, so they do not keep those applications; then the sweep."""
+        for app in self._batches(namespace):
+            member = sparkapp.member_of(app, uid)
+            if member is not None and sparkapp.state_of(app).phase is not sparkapp.Phase.RUNNING:
+                self._delete_results(namespace, member.results)
+            self._dispose(namespace, app, keep_failed=False)
 
     def _release(self, namespace: str, name: str) -> None:
         """A member is done with a shared application (read its results, or its policy is deleted): the

@@ -62,8 +62,8 @@ log = logging.getLogger(__name__)
 
 RETENTION_CONFIG = "offsets.retention.minutes"
 MAIN_FILE_ENV = "KAFKA_OFFSET_OPERATOR_SPARK_MAIN_FILE"
-# Visits under way at once when Local runs share scans: each waits in its own thread for its report, so this
-# bounds how many policies one scan can serve in one go (the others join the next scan).
+# Visits under way at once when runs share scans (either engine): each waits in its own thread for its report,
+# so this bounds how many policies one scan can serve in one go (the others join the next scan).
 SHARED_VISITS = 128
 
 

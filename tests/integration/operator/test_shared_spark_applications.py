@@ -272,3 +272,54 @@ def test_a_restart_mid_run_adopts_the_shared_application_and_delivers_each_membe
     b = wait_until(lambda: ready(kube, "b"), 30, "policy b's results")
     assert candidate_groups(a) == {"team-a-0"} and candidate_groups(b) == {"team-b-1"}  # each its own
     wait_until(lambda: app_names(kube) == [] and run_configmaps(kube) == [], 30, "the run cleaned up")
+
+
+# -- shared applications nobody needs any more (no Spark: made by the test as an older operator left them)
+
+
+def leftover(kube: Kube, name: str, members: list[tuple[str, str]], state: str) -> list[str]:
+    """A shared application with its policies ConfigMap and each member's results manifest, in `state`;
+    returns the ConfigMaps' names."""
+    kube.create("sparkapplications", {
+        "apiVersion": APPS, "kind": "SparkApplication",
+        "metadata": {"name": name, "labels": sparkapp.batch_labels("k" * 64, name[-8:]),
+                     "annotations": {sparkapp.MEMBERS_ANNOTATION: json.dumps([{"name": n, "uid": u} for n, u in members])}},
+        "spec": {"type": "Python"}})
+    kube.patch(APPS, "sparkapplications", name, {"status": {"applicationState": {"state": state}}}, subresource="status")
+    configmaps = [sparkapp.policy_configmap_name(name)] + [sparkapp.member_results_name(name, i) for i in range(len(members))]
+    for cm in configmaps:
+        kube.create("configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
+                                   "metadata": {"name": cm, "labels": {"kafkaoffsets.dev/run": name[-8:]}}, "data": {}})
+    return configmaps
+
+
+def configmap_names(kube: Kube) -> set[str]:
+    return {cm["metadata"]["name"] for cm in kube.list("v1", "configmaps")}
+
+
+@pytest.mark.slow  # the operator under Kopf
+def test_the_next_shared_run_deletes_an_orphaned_shared_application_and_keeps_one_a_live_member_still_needs(
+        broker: SandboxBroker, kube: Kube, start_operator: Any) -> None:
+    kube.create(POLICIES, {"apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+                           "metadata": {"name": "idle", "namespace": NAMESPACE},
+                           "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers, "securityProtocol": "SASL_PLAINTEXT",
+                                              "sasl": {"mechanism": "PLAIN", "secretRef": {"name": "missing"}}}}})  # never runs
+    idle = kube.get(GROUP_VERSION, POLICIES, "idle")["metadata"]["uid"]
+    orphan = leftover(kube, "shared-analysis-00000001", [("gone-a", "u-a"), ("gone-b", "u-b")], "RUNNING")
+    needed = leftover(kube, "shared-analysis-00000002", [("idle", idle), ("gone-a", "u-a")], "COMPLETED")
+    start_operator()
+    new_policy(kube, "a", broker.bootstrap_servers, "team-a")  # its run sweeps the namespace first
+    wait_until(lambda: any(n.startswith("a-analysis-") for n in app_names(kube)), 30, "policy a's own application")
+    assert "shared-analysis-00000001" not in app_names(kube) and not set(orphan) & configmap_names(kube)  # swept first
+    assert "shared-analysis-00000002" in app_names(kube) and set(needed) <= configmap_names(kube)
+
+
+@pytest.mark.slow  # the operator under Kopf
+def test_a_member_that_no_longer_shares_lets_go_of_its_unread_shared_results(
+        broker: SandboxBroker, kube: Kube, kubeconfig: Path, start_operator: Any) -> None:
+    new_policy(kube, "a", broker.bootstrap_servers, "team-a")
+    uid = kube.get(GROUP_VERSION, POLICIES, "a")["metadata"]["uid"]
+    left = leftover(kube, "shared-analysis-00000003", [("a", uid)], "COMPLETED")
+    start_operator(fast_options(kubeconfig, spark_image=IMAGE, scan_share_window_s=None))  # sharing off
+    wait_until(lambda: "shared-analysis-00000003" not in app_names(kube) and not set(left) & configmap_names(kube),
+               30, "the shared application deleted, with its ConfigMaps")
