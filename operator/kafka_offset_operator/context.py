@@ -24,9 +24,9 @@ class OperatorOptions:
     backup_retention_s: float = 30 * 86_400.0  # how long the backup store keeps a backup
     backup_sweep_interval_s: float = 3600.0  # how often expired backups are looked for
     spark_image: str | None = None  # the SparkApplication engine's default image (else the environment's)
-    # Local engine: policies of one cluster (and the same credentials) whose runs start within this many seconds
-    # share one scan of __consumer_offsets (issue 12, decisions/scan_sharing.py); None: each scans alone, one
-    # policy visit at a time (as before sharing).
+    # Policies of one cluster (and the same credentials; with the SparkApplication engine also one namespace and
+    # one application shape) whose runs start within this many seconds share one scan of __consumer_offsets
+    # (issue 12, decisions/scan_sharing.py); None: each scans alone, one policy visit at a time (as before sharing).
     scan_share_window_s: float | None = 5.0
     kafka_concurrency: int = 8  # OffsetDeletions and policy re-checks talking to Kafka at once
     # One actor at a time (Kopf's peering, docs/operator.md): the ClusterKopfPeering object this process

@@ -22,7 +22,10 @@ if TYPE_CHECKING:
 FORMATS = ("table", "json")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser, *, repeatable: bool = False) -> None:
+    """`repeatable` (job.py): --policy and --broker-retention may be given once per policy of a shared run
+    (their values are then lists)."""
+    many = {"action": "append"} if repeatable else {}
     parser.add_argument(
         "--bootstrap-server", required=True, metavar="HOST:PORT", help="a broker to connect to"
     )
@@ -30,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--policy",
         metavar="PATH",
         help="a ConsumerGroupOffsetPolicy (the resource or just its spec) in YAML; default: no rules, "
-        "report what the broker will expire",
+        "report what the broker will expire" + ("; once per policy of a shared run" if repeatable else ""),
+        **many,  # type: ignore[arg-type]
     )
     parser.add_argument(
         "--now",
@@ -42,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--broker-retention",
         metavar="DURATION",
         help="the broker's offsets.retention.minutes as a duration (e.g. 7d); default: read it from the "
-        "cluster with DescribeConfigs",
+        "cluster with DescribeConfigs" + ("; once per --policy, in the same order, for a shared run" if repeatable else ""),
+        **many,  # type: ignore[arg-type]
     )
     parser.add_argument(
         "--format", choices=FORMATS, default="table", help="table (for people, default) or json"

@@ -152,10 +152,12 @@ def write(url: str, summary: Mapping[str, Any], rows: Iterable[Mapping[str, Any]
 
 
 def read_text(url: str, key: str = POLICY_KEY) -> str:
-    """A text file kept in a ConfigMap's data or binaryData (the policy for --policy configmap://NS/NAME)."""
+    """A text file kept in a ConfigMap's data or binaryData (the policy for --policy configmap://NS/NAME);
+    `?key=K` in the URL names the key (a shared run's ConfigMap holds one policy per member)."""
     from kubernetes.client.exceptions import ApiException
 
     target = parse_target(url)
+    key = dict(parse_qsl(urlsplit(url).query)).get("key") or key
     api = _core_api()
     try:
         cm = api.read_namespaced_config_map(target.name, target.namespace)

@@ -35,9 +35,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--backup-retention", type=_duration, default=30 * 86_400.0, metavar="DURATION",
                    help="how long the backup store keeps the backup of each change of offsets (default 30d)")
     p.add_argument("--scan-share-window", type=_window, default=5.0, metavar="SECONDS",
-                   help="Local engine: policies of the same Kafka cluster and credentials whose runs start within this "
-                        "many seconds of each other share one scan of __consumer_offsets; 'off': each scans alone "
-                        "(default 5)")
+                   help="policies of the same Kafka cluster and credentials whose runs start within this many seconds "
+                        "of each other share one scan of __consumer_offsets (SparkApplication engine: one application "
+                        "per namespace); 'off': each scans alone (default 5)")
     p.add_argument("--kafka-concurrency", type=_concurrency, default=8, metavar="N",
                    help="at most N OffsetDeletions and policy re-checks talk to Kafka at once (default 8)")
     p.add_argument("--log-format", choices=("text", "json"), default="text",

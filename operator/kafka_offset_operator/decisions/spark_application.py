@@ -7,6 +7,14 @@ offset_expiry/job.py in the cluster (kubeflow spark-operator), and what its stat
   ConfigMaps (`--results configmap://...`, offset_expiry/results_sink.py); credentials come from the
   policy's Secrets as environment variables and mounted files (offset_expiry/client_env.py), on the driver
   and the executors (both read Kafka). The driver's service account needs get/create on ConfigMaps.
+- Shared runs (issue 12): the policies of ONE namespace whose runs may share a scan (the same
+  scan_sharing.share_key: cluster and credentials) and whose applications would be alike (image, service
+  account, driver and executor: `batch_key`) run as one application `shared-analysis-<run id>` owned by all
+  of them (one ownerReference each, none a controller: Kubernetes deletes it once every owner is gone), its
+  members (name, uid, results ConfigMap) in an annotation, so any member finds it again after an operator
+  restart. `job.py` gets `--policy`, `--results` and `--broker-retention` once per member, in the same order;
+  the policies travel in one ConfigMap, one key per member; each member's results in its own ConfigMaps,
+  owned by that member. `batch_disposal` says when the operator deletes a shared application.
 - spark-operator's states (status.applicationState.state): "" and SUBMITTED, RUNNING, PENDING_RERUN,
   INVALIDATING, SUCCEEDING, UNKNOWN are still running; COMPLETED is done; FAILED, SUBMISSION_FAILED and
   FAILING are failures (applicationState.errorMessage says why).
@@ -14,8 +22,10 @@ offset_expiry/job.py in the cluster (kubeflow spark-operator), and what its stat
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -23,7 +33,7 @@ from urllib.parse import urlencode
 
 from offset_expiry.client_env import PREFIX
 
-from ..model.api import MANAGED_BY, POLICY_LABEL, RUN_LABEL
+from ..model.api import GROUP, MANAGED_BY, POLICY_LABEL, RUN_LABEL
 from ..model.connection import ConnectionSettings, SecretKey
 from .policy_spec import PodResources, PolicySpec
 from .times import iso
@@ -59,6 +69,11 @@ def _dns_label(text: str) -> str:
     return out if out[:1].isalpha() else f"p-{out}"
 
 
+BATCH_LABEL = f"{GROUP}/batch"  # on a shared application: its batch key (cut to a label value)
+MEMBERS_ANNOTATION = f"{GROUP}/members"  # on a shared application: its members, JSON
+MAX_SHARE = 100  # policies in one application: bounds its arguments (three per member) and the policies' ConfigMap
+
+
 def application_name(policy: str, run_id: str) -> str:
     return f"{_dns_label(policy)[:40].rstrip('-')}-analysis-{run_id[:8]}"
 
@@ -75,8 +90,10 @@ def run_labels(policy: str, run_id: str) -> dict[str, str]:
     return {**MANAGED_BY, POLICY_LABEL: policy, RUN_LABEL: run_id}
 
 
-def results_url(policy_body: Mapping[str, Any], owner: Mapping[str, Any], app: str, run_id: str) -> str:
-    """Where the driver writes the results: ConfigMaps owned like the application (`owner`)."""
+def results_url(policy_body: Mapping[str, Any], owner: Mapping[str, Any], app: str, run_id: str,
+                results: str | None = None) -> str:
+    """Where the driver writes the results (ConfigMap `results`, default `<app>-results`): ConfigMaps owned
+    like the application (`owner`; a shared run's member: by that member)."""
     meta = policy_body["metadata"]
     query = {
         "ownerApiVersion": owner["apiVersion"],
@@ -86,7 +103,7 @@ def results_url(policy_body: Mapping[str, Any], owner: Mapping[str, Any], app: s
         "runId": run_id,
         **{f"label.{k}": v for k, v in run_labels(meta["name"], run_id).items()},
     }
-    return f"configmap://{meta['namespace']}/{results_configmap_name(app)}?{urlencode(query)}"
+    return f"configmap://{meta['namespace']}/{results or results_configmap_name(app)}?{urlencode(query)}"
 
 
 def credential_env(settings: ConnectionSettings) -> list[dict[str, Any]]:
@@ -149,6 +166,12 @@ def manifest(policy_body: Mapping[str, Any], owner: Mapping[str, Any], spec: Pol
         arguments += ["--broker-retention", f"{retention_ms // 60_000}m"]
     if now_ms is not None:
         arguments += ["--now", _iso_ms(now_ms)]
+    return _application(app, namespace, labels, {}, [dict(owner)], arguments, spec, settings, image, main_file)
+
+
+def _application(app: str, namespace: str, labels: Mapping[str, str], annotations: Mapping[str, str],
+                 owners: list[dict[str, Any]], arguments: list[str], spec: PolicySpec, settings: ConnectionSettings,
+                 image: str, main_file: str) -> dict[str, Any]:
     env = credential_env(settings)
     secrets = tls_secrets(settings)
     driver = _pod(spec.spark.driver, env, secrets, labels)
@@ -156,11 +179,13 @@ def manifest(policy_body: Mapping[str, Any], owner: Mapping[str, Any], spec: Pol
         driver["serviceAccount"] = spec.spark.service_account
     executor = _pod(spec.spark.executor, env, secrets, labels)
     executor["instances"] = spec.spark.executor.instances
+    metadata: dict[str, Any] = {"name": app, "namespace": namespace, "labels": dict(labels), "ownerReferences": owners}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
     return {
         "apiVersion": f"{SPARK_GROUP}/{SPARK_VERSION}",
         "kind": "SparkApplication",
-        "metadata": {"name": app, "namespace": namespace, "labels": labels,
-                     "ownerReferences": [dict(owner)]},
+        "metadata": metadata,
         "spec": {
             "type": "Python",
             "pythonVersion": "3",
@@ -178,6 +203,127 @@ def manifest(policy_body: Mapping[str, Any], owner: Mapping[str, Any], spec: Pol
             "executor": executor,
         },
     }
+
+
+# -- shared runs (issue 12)
+
+
+def batch_key(namespace: str, share_key: str, spec: PolicySpec, image: str) -> str:
+    """Equal for two runs exactly when they may share one application: the same namespace (ownerReferences,
+    the Secrets the application reads and the driver's service account are all namespaced), the same cluster
+    and credentials (`share_key`: then the first member's Secrets hold what every member's hold), and the
+    same application (image, service account, driver and executor)."""
+    spark = spec.spark
+    parts = [namespace, share_key, image, spark.service_account or "",
+             [spark.driver.cores, spark.driver.memory], [spark.executor.cores, spark.executor.memory,
+                                                        spark.executor.instances]]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def shared_application_name(run_id: str) -> str:
+    return f"shared-analysis-{run_id[:8]}"
+
+
+def member_results_name(app: str, index: int) -> str:
+    return f"{app}-results-{index}"
+
+
+def member_policy_key(index: int) -> str:
+    return f"policy-{index}.yaml"
+
+
+@dataclass(frozen=True)
+class Member:
+    """One policy of a shared application: who it is (the uid tells a re-created policy of the same name
+    apart) and where its results go."""
+
+    name: str
+    uid: str
+    results: str
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    """One member's part of a shared run, as the engine gives it: the policy, the owner reference built for it,
+    its analysis spec (the ConfigMap's content) and its broker retention."""
+
+    body: Mapping[str, Any]
+    owner: Mapping[str, Any]
+    retention_ms: int
+
+
+def batch_manifest(runs: Sequence[BatchRun], spec: PolicySpec, settings: ConnectionSettings, run_id: str, key: str,
+                   *, image: str, main_file: str = DEFAULT_MAIN_FILE) -> dict[str, Any]:
+    """The shared application of `runs` (one namespace, one batch key): the first member's connection and
+    Secrets (the same share key: the same credentials), every member's policy, results and retention."""
+    namespace = runs[0].body["metadata"]["namespace"]
+    app = shared_application_name(run_id)
+    labels = batch_labels(key, run_id)
+    arguments = ["--bootstrap-server", settings.bootstrap_servers]
+    members = []
+    for index, run in enumerate(runs):
+        results = member_results_name(app, index)
+        arguments += [
+            "--policy", f"configmap://{namespace}/{policy_configmap_name(app)}?{urlencode({'key': member_policy_key(index)})}",
+            "--results", results_url(run.body, run.owner, app, run_id, results),
+            "--broker-retention", f"{run.retention_ms // 60_000}m",
+        ]
+        members.append(Member(run.body["metadata"]["name"], str(run.body["metadata"].get("uid") or ""), results))
+    annotations = {MEMBERS_ANNOTATION: encode_members(members)}
+    return _application(app, namespace, labels, annotations, [dict(r.owner) for r in runs], arguments, spec, settings,
+                        image, main_file)
+
+
+def batch_labels(key: str, run_id: str) -> dict[str, str]:
+    return {**MANAGED_BY, BATCH_LABEL: key[:63], RUN_LABEL: run_id}
+
+
+def encode_members(members: Sequence[Member]) -> str:
+    return json.dumps([{"name": m.name, "uid": m.uid, "results": m.results} for m in members], separators=(",", ":"))
+
+
+def members_of(app: Mapping[str, Any]) -> list[Member]:
+    """A shared application's members, from its annotation (none when it is missing or unreadable). The
+    results ConfigMap is the one the operator named by the member's place, whatever the annotation says: the
+    operator deletes it, and an edited annotation must not point it at another ConfigMap (a backup)."""
+    meta = app.get("metadata") or {}
+    text = (meta.get("annotations") or {}).get(MEMBERS_ANNOTATION) or "[]"
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        return []
+    if not isinstance(doc, list):
+        return []
+    return [Member(str(m.get("name", "")), str(m.get("uid", "")), member_results_name(str(meta.get("name", "")), i))
+            for i, m in enumerate(doc) if isinstance(m, dict)]
+
+
+def member_of(app: Mapping[str, Any], uid: str) -> Member | None:
+    return next((m for m in members_of(app) if m.uid == uid), None)
+
+
+def batch_disposal(phase: Phase, members: Collection[str], alive: Collection[str], unread: Collection[str],
+                   *, keep_failed: bool) -> bool:
+    """Whether the operator deletes a shared application now (with its ConfigMaps). `members`: the uids of
+    its members; `alive`: those whose policy still exists and is not being deleted; `unread`: those whose
+    results manifest is still there (written, not yet read).
+
+    - Once every member is gone, whatever the phase: nobody waits for it (Kubernetes' garbage collector
+      would delete it too, once every owner is gone).
+    - A running application of a live member stays: deleting one member never cancels the others' run.
+    - A completed one stays while a live member has not read its results (it reads them after an operator
+      restart), then goes.
+    - A failed one stays for its driver's logs until the next run of one of its members (`keep_failed`
+      False) sweeps it, as a policy's own failed application stays until its next run.
+    """
+    live = set(members) & set(alive)
+    if not live:
+        return True
+    if phase is Phase.RUNNING:
+        return False
+    if phase is Phase.COMPLETED:
+        return not (live & set(unread))
+    return not keep_failed
 
 
 def _iso_ms(ms: int) -> str:

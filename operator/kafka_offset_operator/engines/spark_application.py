@@ -3,28 +3,63 @@
 cleans up. A deleted policy deletes its running application; a stopping operator leaves it running, and the
 next operator adopts it (a run found in the cluster when a policy's worker starts is watched, not started
 again). Blocking (reconcilers call it in a thread) and cancellable (`cancel.is_set()` is polled).
+
+Shared runs (issue 12), for runs given a `share_key`: they wait in a queue, and a dispatcher thread starts
+one application per batch (decisions/scan_sharing.next_scan, keyed by spark_application.batch_key: one
+namespace, one cluster and credentials, one application shape), the same window as the Local engine. A batch
+of one is a policy's own application, as without sharing. Each member then follows the shared application on
+its own: reads its own results once it COMPLETED, deletes them, and the application goes (with its
+ConfigMaps) once no live member needs it (`batch_disposal`). Nothing is kept in memory that a restart
+would lose: the members are in the application's annotation, "read" means "its results ConfigMaps are
+gone", so the next operator adopts the batch for each member and finishes what is left. A deleted member
+only leaves the batch: the others' run goes on.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import itertools
 import json
+import logging
+import threading
 import time
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 import kopf
 import yaml
 
 from offset_expiry import results_sink
 
+from ..adapters import metrics
 from ..adapters.kube import Kube, NotFound, owner_reference
 from ..decisions import spark_application as sparkapp
-from ..model.api import POLICY_LABEL
+from ..decisions.scan_sharing import Waiting, next_scan
+from ..model.api import MANAGED_BY, POLICIES, POLICY_LABEL
 from ..model.reasons import Reason
 from ..model.report import Report, ReportError, from_rows
 from .job import AnalysisFailed, CancelFlag, Cancelled, Job, new_run_id
 
+log = logging.getLogger(__name__)
+
 DEFAULT_IMAGE_ENV = "KAFKA_OFFSET_OPERATOR_SPARK_IMAGE"
+
+
+@dataclass(eq=False)
+class _Ticket:
+    """A shared run waiting for its application; `done` is set once `app` (or `error`) is."""
+
+    number: int
+    job: Job
+    image: str
+    key: str
+    arrived_ms: int
+    done: threading.Event = field(default_factory=threading.Event)
+    app: str | None = None
+    shared: bool = False
+    error: BaseException | None = None
 
 
 class SparkApplicationEngine:
@@ -33,12 +68,22 @@ class SparkApplicationEngine:
         self.default_image = default_image
         self.main_file = main_file
         self.poll_s = poll_s
+        self._cond = threading.Condition()  # guards the queue and the dispatcher
+        self._waiting: dict[int, _Ticket] = {}
+        self._numbers = itertools.count(1)
+        self._dispatcher: threading.Thread | None = None
 
     def run(self, job: Job, cancel: CancelFlag) -> Report:
         meta = job.policy_body["metadata"]
         namespace, policy = meta["namespace"], meta["name"]
+        if job.share_key is not None:
+            return self._run_shared(job, cancel)
+        self._leave_batches(namespace, str(meta.get("uid") or ""))
         app = self._adopt(namespace, policy) or self._submit(job)
-        name = app["metadata"]["name"]
+        return self._follow(namespace, app["metadata"]["name"], cancel)
+
+    def _follow(self, namespace: str, name: str, cancel: CancelFlag) -> Report:
+        """A policy's own application, until it ends."""
         while True:
             if cancel.is_set():
                 if not operator_leaving(cancel):  # the policy is gone: so is its run
@@ -71,11 +116,15 @@ class SparkApplicationEngine:
                 self._cleanup(namespace, app["metadata"]["name"])
         return found
 
-    def _submit(self, job: Job) -> dict[str, Any]:
+    def _image(self, job: Job) -> str:
         image = job.spec.spark.image or self.default_image
         if not image:
             raise AnalysisFailed(Reason.INVALID_SPEC, "spec.analysis.sparkApplication.image: is required (the operator has "
                                  f"no default image: set {DEFAULT_IMAGE_ENV})")
+        return image
+
+    def _submit(self, job: Job) -> dict[str, Any]:
+        image = self._image(job)
         run_id = new_run_id()
         body = sparkapp.manifest(job.policy_body, owner_reference(job.policy_body), job.spec, job.settings, run_id, image=image,
                                  main_file=self.main_file, retention_ms=job.retention_ms)
@@ -86,10 +135,11 @@ class SparkApplicationEngine:
                                        meta["labels"])
         created = self.kube.create_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL,
                                           meta["namespace"], body)
+        metrics.scan_started("SparkApplication", 1)
         return created or body
 
-    def _results(self, namespace: str, app: str) -> Report:
-        name = sparkapp.results_configmap_name(app)
+    def _results(self, namespace: str, app: str, results: str | None = None) -> Report:
+        name = results or sparkapp.results_configmap_name(app)
         try:
             manifest = json.loads(self.kube.get_configmap_binary(namespace, name, results_sink.MANIFEST_KEY))
             parts = [self.kube.get_configmap_binary(namespace, f"{name}-part-{i}", results_sink.PART_KEY)
@@ -103,16 +153,219 @@ class SparkApplicationEngine:
     def _cleanup_configmaps(self, namespace: str, app: str) -> None:
         """The run's ConfigMaps, by name (no `list` permission needed): the parts are numbered from 0."""
         self.kube.delete_configmap(namespace, sparkapp.policy_configmap_name(app))
-        results = sparkapp.results_configmap_name(app)
+        self._delete_results(namespace, sparkapp.results_configmap_name(app))
+
+    def _delete_results(self, namespace: str, results: str) -> None:
+        """The manifest first (so the results read as absent at once), then the parts."""
+        self.kube.delete_configmap(namespace, results)
         part = 0
         while self.kube.delete_configmap(namespace, f"{results}-part-{part}"):
             part += 1
-        self.kube.delete_configmap(namespace, results)
+
+    # -- shared runs (issue 12)
+
+    def _run_shared(self, job: Job, cancel: CancelFlag) -> Report:
+        """A run that may share an application with other policies' runs of the same batch key: a run of this
+        policy still going (its own, or a batch it is a member of) is adopted; otherwise it waits for the
+        dispatcher to start an application for its batch, then follows it."""
+        assert job.share_key is not None
+        meta = job.policy_body["metadata"]
+        namespace, policy, uid = meta["namespace"], meta["name"], str(meta.get("uid") or "")
+        own = self._adopt(namespace, policy)
+        if own is not None:
+            return self._follow(namespace, own["metadata"]["name"], cancel)
+        batch = self._adopt_batch(namespace, uid)
+        if batch is not None:
+            return self._follow_batch(namespace, batch, uid, cancel)
+        image = self._image(job)
+        with self._cond:
+            ticket = _Ticket(next(self._numbers), job, image,
+                             sparkapp.batch_key(namespace, job.share_key, job.spec, image), _now_ms())
+            self._waiting[ticket.number] = ticket
+            if self._dispatcher is None:
+                self._dispatcher = threading.Thread(target=self._dispatch, daemon=True, name="sparkapp-batches")
+                self._dispatcher.start()
+            self._cond.notify_all()
+        while not ticket.done.wait(self.poll_s):
+            if cancel.is_set():
+                with self._cond:
+                    if self._waiting.pop(ticket.number, None) is not None:  # not submitted yet: just leave
+                        self._cond.notify_all()
+                        raise Cancelled()
+        if ticket.error is not None:
+            raise ticket.error
+        assert ticket.app is not None
+        if not ticket.shared:
+            return self._follow(namespace, ticket.app, cancel)
+        return self._follow_batch(namespace, ticket.app, uid, cancel)
+
+    def _dispatch(self) -> None:
+        """Starts an application per batch once its window has passed (not one at a time: they run in the
+        cluster)."""
+        while True:
+            with self._cond:
+                if not self._waiting:
+                    self._dispatcher = None
+                    return
+                waiting = [Waiting(t.number, t.key, t.arrived_ms, t.job.share_window_ms) for t in self._waiting.values()]
+                plan = next_scan(waiting, _now_ms(), sparkapp.MAX_SHARE)
+                if not plan.start:
+                    self._cond.wait(None if plan.wait_ms is None else max(plan.wait_ms, 1) / 1000)
+                    continue
+                tickets = [self._waiting.pop(n) for n in plan.start]
+            try:
+                if len(tickets) == 1:
+                    app = self._submit(tickets[0].job)["metadata"]["name"]
+                else:
+                    app = self._submit_batch(tickets)
+            except Exception as exc:  # said to each member: its visit turns it into a condition
+                for t in tickets:
+                    t.error = exc
+                    t.done.set()
+                continue
+            for t in tickets:
+                t.app, t.shared = app, len(tickets) > 1
+                t.done.set()
+
+    def _submit_batch(self, tickets: list[_Ticket]) -> str:
+        first = tickets[0]
+        runs = [sparkapp.BatchRun(t.job.policy_body, shared_owner(t.job.policy_body), t.job.retention_ms)
+                for t in tickets]
+        run_id = new_run_id()
+        body = sparkapp.batch_manifest(runs, first.job.spec, first.job.settings, run_id, first.key, image=first.image,
+                                       main_file=self.main_file)
+        meta = body["metadata"]
+        namespace, name = meta["namespace"], meta["name"]
+        policies = {sparkapp.member_policy_key(i): base64.b64encode(
+            yaml.safe_dump(dict(t.job.spec.analysis_spec), sort_keys=False).encode()).decode()
+            for i, t in enumerate(tickets)}
+        self.kube.create_configmap(namespace, {
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": sparkapp.policy_configmap_name(name), "namespace": namespace,
+                         "labels": dict(meta["labels"]), "ownerReferences": [dict(r.owner) for r in runs]},
+            "binaryData": policies,
+        })
+        try:
+            self.kube.create_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL, namespace, body)
+        except Exception:
+            with contextlib.suppress(Exception):  # no application lists it: nobody else would delete it
+                self.kube.delete_configmap(namespace, sparkapp.policy_configmap_name(name))
+            raise
+        metrics.scan_started("SparkApplication", len(tickets))
+        log.info("SparkApplication %s/%s: one scan of __consumer_offsets for %d policies: %s", namespace, name,
+                 len(tickets), ", ".join(t.job.policy_body["metadata"]["name"] for t in tickets))
+        return str(name)
+
+    def _follow_batch(self, namespace: str, name: str, uid: str, cancel: CancelFlag) -> Report:
+        """A shared application, for one of its members, until it ends."""
+        while True:
+            if cancel.is_set():
+                if not operator_leaving(cancel):  # this policy is gone: it leaves the batch, the others' run goes on
+                    self._release(namespace, name)
+                raise Cancelled()
+            try:
+                app = self.kube.get_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL, namespace, name)
+            except NotFound:
+                raise AnalysisFailed(Reason.SPARK_APPLICATION_FAILED, f"SparkApplication {name} was deleted while it ran") from None
+            member = sparkapp.member_of(app, uid)
+            if member is None:
+                raise AnalysisFailed(Reason.SPARK_APPLICATION_FAILED, f"SparkApplication {name} does not list this policy")
+            state = sparkapp.state_of(app)
+            if state.phase is sparkapp.Phase.COMPLETED:
+                try:
+                    return self._results(namespace, name, member.results)
+                finally:
+                    self._delete_results(namespace, member.results)  # read: what tells a restart it is done
+                    self._release(namespace, name)
+            if state.phase is sparkapp.Phase.FAILED:  # the application stays for its logs until a member's next run
+                raise AnalysisFailed(Reason.SPARK_APPLICATION_FAILED, f"SparkApplication {name} {state.state}: {state.message}")
+            time.sleep(self.poll_s)
+
+    def _batches(self, namespace: str) -> list[dict[str, Any]]:
+        apps = self.kube.list_objects(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL, namespace,
+                                      MANAGED_BY)
+        batches = [a for a in apps if sparkapp.BATCH_LABEL in (a["metadata"].get("labels") or {})]
+        return sorted(batches, key=lambda a: a["metadata"].get("creationTimestamp") or "")
+
+    def _adopt_batch(self, namespace: str, uid: str) -> str | None:
+        """A shared application this policy is a member of and still needs (the operator restarted): running,
+        or completed with its results unread. Before that, shared applications nobody needs any more go
+        (`_dispose`)."""
+        found = None
+        for app in self._batches(namespace):
+            if self._dispose(namespace, app, keep_failed=False):
+                continue
+            member = sparkapp.member_of(app, uid)
+            if member is None or found is not None:
+                continue
+            phase = sparkapp.state_of(app).phase
+            if phase is sparkapp.Phase.RUNNING or (phase is sparkapp.Phase.COMPLETED and self._unread(namespace, member)):
+                found = str(app["metadata"]["name"])
+        return found
+
+    def _leave_batches(self, namespace: str, uid: str) -> None:
+        """A run that does not share (sharing turned off) reads no shared results any more: its unread ones
+        in finished shared applications go, so they do not keep those applications; then the sweep."""
+        for app in self._batches(namespace):
+            member = sparkapp.member_of(app, uid)
+            if member is not None and sparkapp.state_of(app).phase is not sparkapp.Phase.RUNNING:
+                self._delete_results(namespace, member.results)
+            self._dispose(namespace, app, keep_failed=False)
+
+    def _release(self, namespace: str, name: str) -> None:
+        """A member is done with a shared application (read its results, or its policy is deleted): the
+        application goes if no live member needs it any more."""
+        try:
+            app = self.kube.get_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL, namespace, name)
+        except NotFound:
+            return
+        self._dispose(namespace, app, keep_failed=True)
+
+    def _dispose(self, namespace: str, app: dict[str, Any], *, keep_failed: bool) -> bool:
+        members = sparkapp.members_of(app)
+        alive = {m.uid for m in members if self._alive(namespace, m)}
+        unread = {m.uid for m in members if m.uid in alive and self._unread(namespace, m)}
+        if not sparkapp.batch_disposal(sparkapp.state_of(app).phase, {m.uid for m in members}, alive, unread,
+                                       keep_failed=keep_failed):
+            return False
+        name = str(app["metadata"]["name"])
+        with contextlib.suppress(NotFound):
+            self.kube.delete_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL, namespace, name)
+        self.kube.delete_configmap(namespace, sparkapp.policy_configmap_name(name))
+        for m in members:
+            self._delete_results(namespace, m.results)
+        return True
+
+    def _alive(self, namespace: str, member: sparkapp.Member) -> bool:
+        """The member's policy exists (the same one: its uid) and is not being deleted."""
+        try:
+            body = self.kube.get_custom(POLICIES, namespace, member.name)
+        except NotFound:
+            return False
+        meta = body.get("metadata") or {}
+        return str(meta.get("uid") or "") == member.uid and not meta.get("deletionTimestamp")
+
+    def _unread(self, namespace: str, member: sparkapp.Member) -> bool:
+        try:
+            self.kube.get_configmap(namespace, member.results)
+        except NotFound:
+            return False
+        return True
 
     def _cleanup(self, namespace: str, app: str) -> None:
         with contextlib.suppress(NotFound):
             self.kube.delete_object(sparkapp.SPARK_GROUP, sparkapp.SPARK_VERSION, sparkapp.SPARK_PLURAL, namespace, app)
         self._cleanup_configmaps(namespace, app)
+
+
+def shared_owner(body: Mapping[str, Any]) -> dict[str, Any]:
+    """An ownerReference that is not a controller's: an object has at most one controller, and a shared
+    application has one owner per member (Kubernetes deletes it once every owner is gone)."""
+    return dict(kopf.build_owner_reference(cast(Any, body), controller=False, block_owner_deletion=False))
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def operator_leaving(cancel: CancelFlag) -> bool:

@@ -62,8 +62,8 @@ log = logging.getLogger(__name__)
 
 RETENTION_CONFIG = "offsets.retention.minutes"
 MAIN_FILE_ENV = "KAFKA_OFFSET_OPERATOR_SPARK_MAIN_FILE"
-# Visits under way at once when Local runs share scans: each waits in its own thread for its report, so this
-# bounds how many policies one scan can serve in one go (the others join the next scan).
+# Visits under way at once when runs share scans (either engine): each waits in its own thread for its report,
+# so this bounds how many policies one scan can serve in one go (the others join the next scan).
 SHARED_VISITS = 128
 
 
@@ -80,9 +80,10 @@ class PolicyRunner:
             poll_s=min(2.0, self.tick_s),
         )
         self.failures: dict[tuple[str, str], int] = {}
-        # One analysis at a time in this operator (each takes all cores): a SparkApplication run, or any run
-        # when scans are not shared. Shared Local runs do not take it: the Local engine queues them itself,
-        # and policies of one cluster due together must be in its queue together to share a scan (issue 12).
+        # One analysis at a time in this operator when scans are not shared. Shared runs do not take it: the
+        # engines queue them themselves (Local: one scan at a time in the operator; SparkApplication: one
+        # application per batch, in the cluster), and policies of one cluster due together must be in the
+        # engine's queue together to share a scan (issue 12).
         self.slot = asyncio.Lock()
         self.sharing = ctx.options.scan_share_window_s is not None
         self.kafka_gate = ctx.kafka_gate
@@ -127,8 +128,8 @@ class PolicyRunner:
                 metrics.forget_policy(namespace, name, list(CANDIDATE_REASONS))
 
     def _slot(self, body: Mapping[str, Any]) -> contextlib.AbstractAsyncContextManager[Any]:
-        """The operator-wide slot, unless this is a Local run that may share its scan."""
-        if self.sharing and _engine(body) is Engine.LOCAL:
+        """The operator-wide slot, unless this run may share its scan (either engine)."""
+        if self.sharing and _engine(body) is not None:
             return contextlib.nullcontext()
         return self.slot
 
@@ -277,7 +278,7 @@ class PolicyRunner:
         self._patch(body, policy_status.running(_status(body), spec.engine.value, started, _generation(body)))
         try:
             retention_ms, cluster_id = self._preflight(spec, settings)
-            shared = self.sharing and spec.engine is Engine.LOCAL
+            shared = self.sharing
             window_ms = int((self.options.scan_share_window_s or 0) * 1000)
             report = run_analysis(Job(body, spec, settings, retention_ms,
                                       share_key=share_key(settings, cluster_id) if shared else None,
@@ -321,7 +322,7 @@ class PolicyRunner:
         when the spec does not give it: DescribeConfigs may not be allowed); with the cluster's id when the
         run may share its scan (the key of decisions/scan_sharing)."""
         with self.kafka_gate, KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
-            cluster_id = admin.cluster_id() if self.sharing and spec.engine is Engine.LOCAL else None
+            cluster_id = admin.cluster_id() if self.sharing else None
             if spec.broker_retention_ms is not None:
                 return spec.broker_retention_ms, cluster_id
             configs = admin.broker_configs([RETENTION_CONFIG])
