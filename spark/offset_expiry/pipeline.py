@@ -43,6 +43,7 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from .codec import partition_for
 from .columnar import DECODED_ARROW, FACT_FIELDS, SKIPPED, decode_records
 from .facts import GROUP_METADATA_HISTORY, OFFSET_COMMIT, Fact, same_generation_history
 from .groups import rebuild_group, simple_group
@@ -75,7 +76,8 @@ GROUP_ARROW = pa.schema(
 
 
 OFFSET_COLUMNS = ["group", "topic", "partition", "committed_offset", "commit_timestamp", "expire_timestamp"]
-STATS_COLUMNS = ["stats_records", "stats_skipped", "stats_groups"]
+# stats_stray: rows a reader task found away from their group's home partition (assemble_at_home).
+STATS_COLUMNS = ["stats_records", "stats_skipped", "stats_groups", "stats_stray"]
 # assemble_for's rows: a live offset with its group's columns (stats_* null), or a partition's counts
 # (stats_* set, the rest null).
 ASSEMBLED_ARROW = pa.schema(
@@ -87,7 +89,7 @@ ASSEMBLED_ARROW = pa.schema(
 )
 
 
-def _ddl(schema: pa.Schema) -> str:
+def ddl(schema: pa.Schema) -> str:
     names = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string", pa.bool_(): "boolean", pa.binary(): "binary"}
 
     def spark_type(t: pa.DataType) -> str:
@@ -198,10 +200,53 @@ def assemble_for(policies: Sequence[Policy]) -> Callable[[Iterator[pa.RecordBatc
             stats_records=pa.array([scanned], pa.int64()),
             stats_skipped=pa.array([skipped], pa.int64()),
             stats_groups=pa.array([len(group_ids)], pa.int64()),
+            stats_stray=pa.array([0], pa.int64()),
         )
         yield pa.RecordBatch.from_pydict(stats, schema=ASSEMBLED_ARROW)
 
     return assemble
+
+
+def assemble_at_home(
+    policies: Sequence[Policy], partitions: int
+) -> Callable[[int, Sequence[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """(a `__consumer_offsets` partition number, that whole partition's decoded facts) -> assemble_for's
+    rows, in the reader's task, without a shuffle: Kafka writes every record of a group to the partition
+    `abs(groupId.hashCode) % partitions` (codec.partition_for), so a partition whose every record is at
+    its group's home holds each of its groups whole. A partition with a record away from home (the
+    topic's partition count changed) gives only a row of counts with `stats_stray` set: the home
+    partition of that record's group cannot know of it, so the run regroups every fact by a shuffle
+    instead (analysis.execute_many)."""
+    assemble = assemble_for(policies)
+
+    def run(partition: int, batches: Sequence[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        stray = sum(
+            _strays(batch.column("group").filter(pc.not_equal(batch.column("type"), SKIPPED)), partition, partitions)
+            for batch in batches
+        )
+        if not stray:
+            yield from assemble(iter(batches))
+            return
+        stats = {name: pa.nulls(1, t) for name, t in zip(ASSEMBLED_ARROW.names, ASSEMBLED_ARROW.types, strict=True)}
+        stats.update({name: pa.array([0], pa.int64()) for name in STATS_COLUMNS})
+        stats["stats_stray"] = pa.array([stray], pa.int64())
+        yield pa.RecordBatch.from_pydict(stats, schema=ASSEMBLED_ARROW)
+
+    return run
+
+
+def _strays(groups: pa.Array, partition: int, partitions: int) -> int:
+    """How many of these groups' rows (of decoded records: one that did not decode has no group and is
+    counted where it is) have a home other than `partition`."""
+    encoded = groups.dictionary_encode()
+    names = encoded.dictionary.to_pylist()
+    if not names:
+        return 0
+    away = np.fromiter((partition_for(name, partitions) != partition for name in names), bool, len(names))
+    if not away.any():
+        return 0
+    codes = encoded.indices.fill_null(0)
+    return int(np.count_nonzero(away[np.asarray(codes, np.int64)] & np.asarray(encoded.indices.is_valid())))
 
 
 def ship_topics(facts: DataFrame) -> DataFrame:
@@ -265,7 +310,7 @@ def compact(raw: DataFrame) -> DataFrame:
         .groupBy("partition", "key")
         .agg(F.collect_list(F.struct("offset", "timestamp", "value")).alias("versions"))
     )
-    history = versions.mapInArrow(_same_generation_batches, _ddl(_HISTORY_ARROW))
+    history = versions.mapInArrow(_same_generation_batches, ddl(_HISTORY_ARROW))
     return compacted.unionByName(history)
 
 
@@ -303,7 +348,7 @@ def _same_generation_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.R
 
 def decode(compacted: DataFrame) -> DataFrame:
     return compacted.select("partition", "offset", "records", "key", "value", "timestamp", "history").mapInArrow(
-        decode_batches, _ddl(DECODED_ARROW)
+        decode_batches, ddl(DECODED_ARROW)
     )
 
 
@@ -478,14 +523,41 @@ def analyze_facts_many(
     assembled = (
         ship_topics(facts)
         .repartition(partitions, "group")
-        .mapInArrow(assemble_for([run.policy for run in runs]), _ddl(ASSEMBLED_ARROW))
-        .persist()
+        .mapInArrow(assemble_for([run.policy for run in runs]), ddl(ASSEMBLED_ARROW))
     )
+    reports = analyze_assembled_many(
+        assembled,
+        runs,
+        now_ms=now_ms,
+        existing_topics=existing_topics,
+        snapshot=snapshot,
+        candidates_only=candidates_only,
+    )
+    assert reports is not None  # the shuffle brings every group whole: no strays
+    return reports
+
+
+def analyze_assembled_many(
+    assembled: DataFrame,
+    runs: Sequence[PolicyRun],
+    *,
+    now_ms: int,
+    existing_topics: Collection[str] | None,
+    snapshot: Mapping[int, int] | None = None,
+    candidates_only: bool = False,
+) -> list[dict[str, Any]] | None:
+    """Steps 6-7 from assemble_for's rows (ASSEMBLED_ARROW's, by the shuffle of analyze_facts_many or
+    by the reader's tasks, assemble_at_home): one report per policy; None if a reader found records
+    away from their group's home partition (`stats_stray`), which the caller then regroups."""
+    spark = assembled.sparkSession
+    assembled = assembled.persist()
     reports: list[dict[str, Any]] = []
     try:
         is_stats = F.col("stats_groups").isNotNull()
         counts = assembled.where(is_stats).agg(*[F.sum(name).alias(name) for name in STATS_COLUMNS]).first()
         stats = {name: int((counts[name] if counts is not None else 0) or 0) for name in STATS_COLUMNS}
+        if stats["stats_stray"]:
+            return None
         offsets = assembled.where(~is_stats).drop(*STATS_COLUMNS)
         topics = topics_frame(spark, existing_topics)
         for index, run in enumerate(runs):
