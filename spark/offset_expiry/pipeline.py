@@ -28,6 +28,7 @@ Nothing but a few counts reaches the driver's memory.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import shutil
@@ -403,45 +404,45 @@ def topics_frame(spark: SparkSession, existing_topics: Collection[str] | None) -
 class OffsetRows:
     """The result rows, sorted by group, topic and partition, as JSON lines in files the executors
     wrote (one object per line, Spark's to_json): iterating yields dicts, `json_lines` the text as it is.
+    With `runs`, each file is sorted on its own and no group has rows in two files (write_rows): the
+    files are merged by group as they are read; otherwise they are read one after the other.
     The files are deleted with this object (or by `close`)."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, *, runs: bool = False) -> None:
         self.directory = directory
+        self.runs = runs
         self._cleanup = weakref.finalize(self, shutil.rmtree, directory, True)
 
     def files(self) -> list[str]:
         names = sorted(n for n in os.listdir(self.directory) if n.startswith("part-"))
         return [os.path.join(self.directory, n) for n in names]
 
+    def line_blocks(self) -> Iterator[list[str]]:
+        """The lines in order, in blocks (lists of lines, none empty)."""
+        if self.runs:
+            yield from merge_runs([_file_blocks(path) for path in self.files()])
+        else:
+            for path in self.files():
+                yield from _file_blocks(path)
+
     def json_lines(self) -> Iterator[str]:
-        for path in self.files():
-            with open(path, encoding="utf-8") as f:
-                for line in f:
-                    line = line.rstrip("\n")
-                    if line:
-                        yield line
+        for block in self.line_blocks():
+            yield from block
 
     def json_array_items(self) -> Iterator[str]:
         """The lines as the items of a JSON array, one per line indented by two: "\n  " before the first,
-        ",\n  " between them; in blocks of megabytes (str.replace), not a Python call per line."""
+        ",\n  " between them; in blocks of megabytes (str.join), not a Python call per line."""
         first = True
-        for path in self.files():
-            with open(path, encoding="utf-8") as f:
-                rest = ""
-                while chunk := f.read(1 << 22):
-                    chunk = rest + chunk
-                    cut = chunk.rfind("\n") + 1
-                    rest = chunk[cut:]
-                    if cut:
-                        text = chunk[: cut - 1]
-                        if "\n\n" in text or text.startswith("\n") or not text:
-                            text = "\n".join(line for line in text.split("\n") if line)
-                        if text:
-                            yield ("\n  " if first else ",\n  ") + text.replace("\n", ",\n  ")
-                            first = False
-                if rest:
-                    yield ("\n  " if first else ",\n  ") + rest
-                    first = False
+        pending: list[str] = []
+        size = 0
+        for block in self.line_blocks():
+            pending.append(",\n  ".join(block))
+            size += len(pending[-1])
+            if size >= 1 << 22:
+                yield ("\n  " if first else ",\n  ") + ",\n  ".join(pending)
+                first, pending, size = False, [], 0
+        if pending:
+            yield ("\n  " if first else ",\n  ") + ",\n  ".join(pending)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for line in self.json_lines():
@@ -451,15 +452,74 @@ class OffsetRows:
         self._cleanup()
 
 
+def _file_blocks(path: str) -> Iterator[list[str]]:
+    """A file's non-empty lines, about 4 MB at a time."""
+    with open(path, encoding="utf-8") as f:
+        rest = ""
+        while chunk := f.read(1 << 22):
+            lines = (rest + chunk).split("\n")
+            rest = lines.pop()
+            lines = [line for line in lines if line] if "" in lines else lines
+            if lines:
+                yield lines
+        if rest:
+            yield [rest]
+
+
+_GROUP_END = '","groupType":'
+
+
+def group_of_line(line: str) -> str:
+    """The group of a result row's JSON line (to_json of RESULT_FIELDS: `{"group":"...","groupType":`),
+    unescaped when it holds an escape (Spark sorts the group itself)."""
+    text = line[10 : line.index(_GROUP_END)]
+    return text if "\\" not in text else str(json.loads(f'"{text}"'))
+
+
+def merge_runs(runs: Sequence[Iterator[list[str]]]) -> Iterator[list[str]]:
+    """Sorted runs of result lines whose groups are disjoint (a group's rows are all in one run) -> the
+    lines in (group, topic, partition) order. A run's lines up to the smallest group another run holds
+    next go out as one slice, found by bisection: a few key reads a block, not one a line."""
+    heads: list[tuple[list[str], int, Iterator[list[str]]]] = []  # (block, position, rest of the run)
+    for run in runs:
+        block = next(run, None)
+        if block is not None:
+            heads.append((block, 0, run))
+    while heads:
+        keys = [group_of_line(block[at]) for block, at, _ in heads]
+        i = min(range(len(heads)), key=keys.__getitem__)
+        block, at, rest = heads[i]
+        if len(heads) == 1:
+            yield block[at:]
+            yield from rest
+            return
+        bound = min(k for j, k in enumerate(keys) if j != i)
+        end = max(at + 1, bisect.bisect_left(block, bound, lo=at, key=group_of_line))
+        yield block[at:end]
+        if end < len(block):
+            heads[i] = (block, end, rest)
+            continue
+        following = next(rest, None)
+        if following is None:
+            del heads[i]
+        else:
+            heads[i] = (following, 0, rest)
+
+
 def write_rows(results: DataFrame) -> OffsetRows:
-    """Sorted result rows as JSON lines: written by the executors in local mode (the driver shares their
-    file system); elsewhere streamed to the driver a partition at a time into a local file."""
+    """Result rows as JSON lines, in (group, topic, partition) order: in local mode each partition's rows
+    sorted and written by the executors (the driver shares their file system; every partition holds its
+    groups whole: the readers' or the shuffle's, by group), merged as the report is copied
+    (OffsetRows.runs); elsewhere sorted across partitions and streamed to the driver a partition at a
+    time into a local file."""
     spark = results.sparkSession
-    ordered = results.orderBy("group", "topic", "partition")
-    lines = ordered.select(F.to_json(F.struct(*RESULT_FIELDS), {"ignoreNullFields": "false"}).alias("value"))
     directory = tempfile.mkdtemp(prefix="offset-expiry-results-")
-    rows = OffsetRows(directory)
-    if (spark.sparkContext.master or "").startswith("local"):
+    order = ("group", "topic", "partition")
+    local = (spark.sparkContext.master or "").startswith("local")
+    ordered = results.sortWithinPartitions(*order) if local else results.orderBy(*order)
+    lines = ordered.select(F.to_json(F.struct(*RESULT_FIELDS), {"ignoreNullFields": "false"}).alias("value"))
+    rows = OffsetRows(directory, runs=local)
+    if local:
         lines.write.mode("overwrite").text(os.path.join(directory, "spark"))
         out = os.path.join(directory, "spark")
         for name in sorted(os.listdir(out)):
