@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from .codec import partition_for
@@ -50,6 +50,7 @@ from .facts import GROUP_METADATA_HISTORY, OFFSET_COMMIT, Fact, same_generation_
 from .groups import rebuild_group, simple_group
 from .policy import Policy
 from .report import RESULT_FIELDS, summary
+from .rules import Reason
 from .rules_columns import broker_expires_column, shape_column, verdict_columns
 
 FACT_COLUMNS = [name for name, _ in FACT_FIELDS]
@@ -608,22 +609,52 @@ def analyze_assembled_many(
 ) -> list[dict[str, Any]] | None:
     """Steps 6-7 from assemble_for's rows (ASSEMBLED_ARROW's, by the shuffle of analyze_facts_many or
     by the reader's tasks, assemble_at_home): one report per policy; None if a reader found records
-    away from their group's home partition (`stats_stray`), which the caller then regroups."""
+    away from their group's home partition (`stats_stray`), which the caller then regroups.
+
+    One policy in local mode: one Spark job, the write of the report, whose counts and reasons are
+    observed on the way (Observation: no cache, no second pass of the verdicts). Several policies (or a
+    cluster, whose report is streamed to the driver): the assembled rows are cached and counted first."""
     spark = assembled.sparkSession
-    assembled = assembled.persist()
+    local = (spark.sparkContext.master or "").startswith("local")
+    cached = len(runs) > 1 or not local
+    is_stats = F.col("stats_groups").isNotNull()
+    stats_sums = [F.sum(name).alias(name) for name in STATS_COLUMNS]
+    if cached:
+        assembled = assembled.persist()
     reports: list[dict[str, Any]] = []
     try:
-        is_stats = F.col("stats_groups").isNotNull()
-        counts = assembled.where(is_stats).agg(*[F.sum(name).alias(name) for name in STATS_COLUMNS]).first()
-        stats = {name: int((counts[name] if counts is not None else 0) or 0) for name in STATS_COLUMNS}
-        if stats["stats_stray"]:
-            return None
+        stats: dict[str, int] | None = None
+        stats_seen: Observation | None = None
+        if cached:
+            stats = _ints(assembled.where(is_stats).agg(*stats_sums).first(), STATS_COLUMNS)
+            if stats["stats_stray"]:
+                return None
+        else:
+            stats_seen = Observation()
+            assembled = assembled.observe(stats_seen, *stats_sums)  # the stats rows only have them set
         offsets = assembled.where(~is_stats).drop(*STATS_COLUMNS)
         topics = topics_frame(spark, existing_topics)
         for index, run in enumerate(runs):
             results = verdicts(for_policy(offsets, index), topics, run.policy, now_ms, run.retention_ms)
-            reasons = {row["reason"]: row["count"] for row in results.groupBy("reason").count().collect()}
+            if local:
+                reasons_seen = Observation()
+                results = results.observe(
+                    reasons_seen, *[F.count_if(F.col("reason") == r.value).alias(r.value) for r in Reason]
+                )
+            else:
+                counted = results.groupBy("reason").count().collect()
             rows = write_rows(results.where(F.col("candidate")) if candidates_only else results)
+            reasons = (
+                _ints(reasons_seen.get, [r.value for r in Reason])
+                if local
+                else {row["reason"]: row["count"] for row in counted}
+            )
+            if stats is None:
+                assert stats_seen is not None
+                stats = _ints(stats_seen.get, STATS_COLUMNS)
+                if stats["stats_stray"]:
+                    rows.close()
+                    return None
             reports.append(
                 {
                     "summary": summary(
@@ -637,8 +668,14 @@ def analyze_assembled_many(
                 }
             )
     finally:
-        assembled.unpersist()
+        if cached:
+            assembled.unpersist()
     return reports
+
+
+def _ints(values: Any, names: Sequence[str]) -> dict[str, int]:
+    """A Row or a dict of sums (None when summing no rows) as ints."""
+    return {name: int((values[name] if values is not None else 0) or 0) for name in names}
 
 
 def analyze_dataframe(
