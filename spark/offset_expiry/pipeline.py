@@ -7,18 +7,22 @@ The same steps as the reference (reference.py), as columnar work:
    offset commits, the Python row path for the rest; undecodable records become "skipped" rows).
    The analysis' reader does both in its tasks (source.py, `decode=true`); `analyze_dataframe` does them
    here for raw records from elsewhere (tests);
-3. one shuffle by group: every later step is per group (or finer), so it runs without another exchange;
-4-6. per shuffle partition, one Python step (assemble_for, Arrow and numpy): replay (per logical key the
-   survivor with the highest (offset, partition) wins, then tombstones drop out), the groups (one row
-   per group with a live record other than GroupMetadata history, which alone makes no group:
-   groups.rebuild_group for those with non-offset facts, simple_group for the rest, the group patterns
-   of every policy of the run, the newest commit timestamp of the group's live offsets), and each live
-   offset with its group's columns; plus a row of counts. Its output is the plan's one cache, shared by
-   every policy of the run (issue 12: policies of one cluster share one scan);
+3. by group: Kafka writes a group's records to its home partition (codec.partition_for), so the
+   analysis' reader assembles each topic partition in its own task (assemble_at_home, source.py
+   `assemble`); a record away from home (a changed partition count) sends the run to one shuffle by
+   group instead (analyze_facts_many; every later step is per group or finer);
+4-5. per topic partition (or shuffle partition), one Python step (assemble_for, Arrow and numpy): replay
+   (per logical key the survivor with the highest (offset, partition) wins, then tombstones drop out),
+   the groups (one row per group with a live record other than GroupMetadata history, which alone makes
+   no group: groups.rebuild_group for those with non-offset facts, simple_group for the rest, the group
+   patterns of every policy of the run, the newest commit timestamp of the group's live offsets), and
+   each live offset with its group's columns; plus a row of counts;
 6. per policy, the offsets (with that policy's pattern answers, `for_policy`) are decided with
    rules_columns (the column form of rules.verdict) in the JVM, with the cluster's topics broadcast;
-7. the results, sorted, are written as JSON lines by the executors (OffsetRows); the driver receives
-   only counts and copies the files into the report in blocks.
+7. the results, each task's sorted, are written as JSON lines by the executors (OffsetRows), and merged
+   by group as the driver copies them into the report; the counts and the reasons are observed during
+   that write (one job per run); several policies of one cluster (issue 12) share a cache of step 6's
+   input instead.
 
 The earlier Spark SQL form of steps 4-6 (a window, a collect_list, a join, each cached) is gone: at a
 million live offsets it cost several times the Arrow step (docs/performance.md).
