@@ -32,7 +32,6 @@ Nothing but a few counts reaches the driver's memory.
 
 from __future__ import annotations
 
-import bisect
 import json
 import os
 import shutil
@@ -40,7 +39,7 @@ import tempfile
 import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -422,32 +421,33 @@ class OffsetRows:
         names = sorted(n for n in os.listdir(self.directory) if n.startswith("part-"))
         return [os.path.join(self.directory, n) for n in names]
 
-    def line_blocks(self) -> Iterator[list[str]]:
-        """The lines in order, in blocks (lists of lines, none empty)."""
+    def segments(self) -> Iterator[bytes]:
+        """The lines in order, as UTF-8 segments of whole lines joined by b"\\n" (none empty)."""
         if self.runs:
-            yield from merge_runs([_file_blocks(path) for path in self.files()])
+            yield from merge_runs([file_chunks(path) for path in self.files()])
         else:
             for path in self.files():
-                yield from _file_blocks(path)
+                for chunk in file_chunks(path):
+                    yield chunk.data[:-1]
 
     def json_lines(self) -> Iterator[str]:
-        for block in self.line_blocks():
-            yield from block
+        for segment in self.segments():
+            yield from segment.decode("utf-8").split("\n")
 
     def json_array_items(self) -> Iterator[str]:
-        """The lines as the items of a JSON array, one per line indented by two: "\n  " before the first,
-        ",\n  " between them; in blocks of megabytes (str.join), not a Python call per line."""
+        """The lines as the items of a JSON array, one per line indented by two: "\\n  " before the first,
+        ",\\n  " between them; in blocks of megabytes (bytes.replace and join), not a Python call per line."""
         first = True
-        pending: list[str] = []
+        pending: list[bytes] = []
         size = 0
-        for block in self.line_blocks():
-            pending.append(",\n  ".join(block))
-            size += len(pending[-1])
+        for segment in self.segments():
+            pending.append(segment)
+            size += len(segment)
             if size >= 1 << 22:
-                yield ("\n  " if first else ",\n  ") + ",\n  ".join(pending)
+                yield ("\n  " if first else ",\n  ") + b"\n".join(pending).replace(b"\n", b",\n  ").decode("utf-8")
                 first, pending, size = False, [], 0
         if pending:
-            yield ("\n  " if first else ",\n  ") + ",\n  ".join(pending)
+            yield ("\n  " if first else ",\n  ") + b"\n".join(pending).replace(b"\n", b",\n  ").decode("utf-8")
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for line in self.json_lines():
@@ -457,52 +457,83 @@ class OffsetRows:
         self._cleanup()
 
 
-def _file_blocks(path: str) -> Iterator[list[str]]:
-    """A file's non-empty lines, about 4 MB at a time."""
-    with open(path, encoding="utf-8") as f:
-        rest = ""
-        while chunk := f.read(1 << 22):
-            lines = (rest + chunk).split("\n")
-            rest = lines.pop()
-            lines = [line for line in lines if line] if "" in lines else lines
-            if lines:
-                yield lines
-        if rest:
-            yield [rest]
+class Chunk(NamedTuple):
+    """Whole lines of a file, each ending in b"\\n", none empty; a line is named by the position of its
+    first byte."""
+
+    data: bytes
+
+    @classmethod
+    def of(cls, data: bytes) -> Chunk | None:
+        """`data`: lines ending in b"\\n" (Spark's text files of to_json: never an empty line)."""
+        return cls(data) if data else None
+
+    def group(self, at: int) -> bytes:
+        """The group of the line at `at` (to_json of RESULT_FIELDS: `{"group":"...","groupType":`) as
+        UTF-8, unescaped when it holds an escape: Spark sorted the group's bytes."""
+        start = at + 10
+        text = self.data[start : self.data.index(_GROUP_END, start)]
+        return text if b"\\" not in text else str(json.loads(b'"' + text + b'"')).encode("utf-8")
+
+    def first_from(self, bound: bytes, at: int) -> int:
+        """The first line after the one at `at` (whose group is below `bound`) with a group >= bound, or
+        the chunk's end: a bisection over the bytes, each probe the line starting at or after its
+        middle."""
+        data = self.data
+        lo, hi = at, len(data)  # the line at lo is below bound; hi is a line at or above it, or the end
+        while True:
+            after = data.index(b"\n", lo) + 1
+            if after >= hi:
+                return hi
+            probe = data.index(b"\n", (lo + hi) // 2 - 1) + 1
+            if probe >= hi:
+                probe = after
+            if self.group(probe) < bound:
+                lo = probe
+            else:
+                hi = probe
 
 
-_GROUP_END = '","groupType":'
+_GROUP_END = b'","groupType":'
 
 
-def group_of_line(line: str) -> str:
-    """The group of a result row's JSON line (to_json of RESULT_FIELDS: `{"group":"...","groupType":`),
-    unescaped when it holds an escape (Spark sorts the group itself)."""
-    text = line[10 : line.index(_GROUP_END)]
-    return text if "\\" not in text else str(json.loads(f'"{text}"'))
+def file_chunks(path: str) -> Iterator[Chunk]:
+    """A file's lines, about 4 MB at a time."""
+    with open(path, "rb") as f:
+        rest = b""
+        while block := f.read(1 << 22):
+            data = rest + block
+            cut = data.rfind(b"\n") + 1
+            rest = data[cut:]
+            if cut and (chunk := Chunk.of(data[:cut])) is not None:
+                yield chunk
+        if rest and (chunk := Chunk.of(rest + b"\n")) is not None:
+            yield chunk
 
 
-def merge_runs(runs: Sequence[Iterator[list[str]]]) -> Iterator[list[str]]:
+def merge_runs(runs: Sequence[Iterator[Chunk]]) -> Iterator[bytes]:
     """Sorted runs of result lines whose groups are disjoint (a group's rows are all in one run) -> the
-    lines in (group, topic, partition) order. A run's lines up to the smallest group another run holds
-    next go out as one slice, found by bisection: a few key reads a block, not one a line."""
-    heads: list[tuple[list[str], int, Iterator[list[str]]]] = []  # (block, position, rest of the run)
+    lines in (group, topic, partition) order, as segments of whole lines joined by b"\\n". A run's lines
+    up to the smallest group another run holds next go out as one slice, found by bisection: a few key
+    reads a slice, not one a line."""
+    heads: list[tuple[Chunk, int, Iterator[Chunk]]] = []  # (chunk, its next line, rest of the run)
     for run in runs:
-        block = next(run, None)
-        if block is not None:
-            heads.append((block, 0, run))
+        chunk = next(run, None)
+        if chunk is not None:
+            heads.append((chunk, 0, run))
     while heads:
-        keys = [group_of_line(block[at]) for block, at, _ in heads]
+        keys = [chunk.group(at) for chunk, at, _ in heads]
         i = min(range(len(heads)), key=keys.__getitem__)
-        block, at, rest = heads[i]
+        chunk, at, rest = heads[i]
         if len(heads) == 1:
-            yield block[at:]
-            yield from rest
+            yield chunk.data[at:-1]
+            for following in rest:
+                yield following.data[:-1]
             return
-        bound = min(k for j, k in enumerate(keys) if j != i)
-        end = max(at + 1, bisect.bisect_left(block, bound, lo=at, key=group_of_line))
-        yield block[at:end]
-        if end < len(block):
-            heads[i] = (block, end, rest)
+        end = chunk.first_from(min(k for j, k in enumerate(keys) if j != i), at)
+        yield chunk.data[at : end - 1]
+        if end < len(chunk.data):
+            heads[i] = (chunk, end, rest)
             continue
         following = next(rest, None)
         if following is None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from offset_expiry.pipeline import OffsetRows, merge_runs
+from offset_expiry.pipeline import Chunk, OffsetRows, merge_runs
 from offset_expiry.report import write_json
 
 
@@ -78,5 +78,11 @@ def test_sorted_runs_merge_by_group(tmp_path: Path) -> None:
     write_json(lines, {"summary": {}, "offsets": _Lines(got)})
     assert blocks.getvalue() == lines.getvalue()
     # Small blocks: slices cross block boundaries.
-    runs = [iter([f[i : i + 7] for i in range(0, len(f), 7)]) for f in files]
-    assert [line for block in merge_runs(runs) for line in block] == got
+    runs = [iter([_chunk(f[i : i + 7]) for i in range(0, len(f), 7)]) for f in files]
+    assert b"\n".join(merge_runs(runs)).decode().split("\n") == got
+
+
+def _chunk(lines: list[str]) -> Chunk:
+    chunk = Chunk.of("".join(line + "\n" for line in lines).encode())
+    assert chunk is not None
+    return chunk
