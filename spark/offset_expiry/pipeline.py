@@ -535,11 +535,11 @@ def merge_runs(runs: Sequence[Iterator[Chunk]]) -> Iterator[bytes]:
         if end < len(chunk.data):
             heads[i] = (chunk, end, rest)
             continue
-        following = next(rest, None)
-        if following is None:
+        after = next(rest, None)
+        if after is None:
             del heads[i]
         else:
-            heads[i] = (following, 0, rest)
+            heads[i] = (after, 0, rest)
 
 
 def write_rows(results: DataFrame) -> OffsetRows:
