@@ -138,3 +138,15 @@ def _group(record: RawRecord) -> str | None:
         return fact_from_record(record.key, record.value).group
     except CodecError:  # a corrupt record has no group
         return None
+
+
+def test_an_empty_topic_is_one_job_with_no_rows(spark: SparkSession, broker: SandboxBroker) -> None:
+    """A brand-new cluster: the readers have nothing to assemble, and the counts and reasons observed
+    during the write are still there (zeros), as the reference's."""
+    request = AnalysisRequest(broker.bootstrap_servers, POLICY, now_ms=NOW_MS, retention_ms=RETENTION)
+    got = _as_report(run_analysis(spark, request).report)
+    snapshot = take_snapshot(broker.bootstrap_servers).end_offsets
+    expected = analyze_records(
+        [], POLICY, now_ms=NOW_MS, retention_ms=RETENTION, existing_topics=set(), snapshot=snapshot
+    )
+    assert got == expected
