@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.synthetic import DAY_MS, generate
-from offset_expiry.analysis import AnalysisRequest, run_analysis
+from offset_expiry.analysis import AnalysisRequest, execute_many, prepare, run_analysis
 from offset_expiry.codec import CodecError, partition_for
 from offset_expiry.facts import fact_from_record
 from offset_expiry.pipeline import PolicyRun, analyze_assembled_many, analyze_facts_many, results_as_dicts
@@ -150,3 +150,26 @@ def test_an_empty_topic_is_one_job_with_no_rows(spark: SparkSession, broker: San
         [], POLICY, now_ms=NOW_MS, retention_ms=RETENTION, existing_topics=set(), snapshot=snapshot
     )
     assert got == expected
+
+
+def test_several_policies_share_the_readers_assembly(
+    spark: SparkSession, seeded: tuple[SandboxBroker, list[RawRecord], list[RawRecord]]
+) -> None:
+    """Issue 12's shared scan over the readers' assembly (the cached path): each policy gets the
+    reference's report for it alone."""
+    broker, home, _ = seeded
+    other = parse_policy({"groups": {"include": ["classic-*"]}, "rules": {"emptyGroupRetention": "1d"}})
+    request = AnalysisRequest(broker.bootstrap_servers, POLICY, now_ms=NOW_MS, retention_ms=RETENTION)
+    prepared = prepare(request)
+    runs = [PolicyRun(POLICY, RETENTION), PolicyRun(other, DAY_MS)]
+    analyses = execute_many(spark, prepared, runs)
+    for run, analysis in zip(runs, analyses, strict=True):
+        expected = analyze_records(
+            home,
+            run.policy,
+            now_ms=NOW_MS,
+            retention_ms=run.retention_ms,
+            existing_topics=prepared.topics,
+            snapshot=prepared.snapshot.end_offsets,
+        )
+        assert _as_report(analysis.report) == expected
