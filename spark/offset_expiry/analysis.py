@@ -12,11 +12,18 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from .cluster import DEFAULT_CHECK_INTERVAL_MS, describe_cluster
-from .pipeline import PolicyRun, analyze_facts_many
+from .pipeline import PolicyRun, analyze_assembled_many, analyze_facts_many
 from .policy import Policy
 from .progress import Progress
 from .raw import OFFSETS_TOPIC
-from .source import DEFAULT_SPLIT_RECORDS, FORMAT, KafkaSnapshotDataSource, Snapshot, take_snapshot
+from .source import (
+    DEFAULT_SPLIT_RECORDS,
+    FORMAT,
+    KafkaSnapshotDataSource,
+    Snapshot,
+    policies_option,
+    take_snapshot,
+)
 
 
 @dataclass(frozen=True)
@@ -126,14 +133,21 @@ def execute_many(
     total = sum(end - start for start, end in snapshot.ranges.values())
     progress.phase(f"analysing {request.topic} ({len(snapshot.ranges)} partitions)")
     progress.watch(spark, total)
-    reports = analyze_facts_many(
-        reader.load(),
-        runs,
-        now_ms=prepared.now_ms,
-        existing_topics=prepared.topics,
-        snapshot=snapshot.end_offsets,
-        candidates_only=request.candidates_only,
-    )
+    args: dict[str, Any] = {
+        "now_ms": prepared.now_ms,
+        "existing_topics": prepared.topics,
+        "snapshot": snapshot.end_offsets,
+        "candidates_only": request.candidates_only,
+    }
+    # Each reader task assembles the groups of its partitions (they are whole there: Kafka writes a
+    # group's records to its home partition); a record found away from home sends the run to the
+    # shuffle by group, which reads the topic again.
+    assembled = reader.option("assemble", policies_option([run.policy for run in runs])).load()
+    reports = analyze_assembled_many(assembled, runs, **args)
+    if reports is None:
+        progress.phase(f"{request.topic} has records away from their group's partition: regrouping them")
+        progress.watch(spark, total)
+        reports = analyze_facts_many(reader.option("assemble", "").load(), runs, **args)  # the facts
     return [
         Analysis(report, prepared.now_ms, run.retention_ms, prepared.check_interval_ms, prepared.check_interval_known)
         for report, run in zip(reports, runs, strict=True)

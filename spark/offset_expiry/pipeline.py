@@ -7,18 +7,22 @@ The same steps as the reference (reference.py), as columnar work:
    offset commits, the Python row path for the rest; undecodable records become "skipped" rows).
    The analysis' reader does both in its tasks (source.py, `decode=true`); `analyze_dataframe` does them
    here for raw records from elsewhere (tests);
-3. one shuffle by group: every later step is per group (or finer), so it runs without another exchange;
-4-6. per shuffle partition, one Python step (assemble_for, Arrow and numpy): replay (per logical key the
-   survivor with the highest (offset, partition) wins, then tombstones drop out), the groups (one row
-   per group with a live record other than GroupMetadata history, which alone makes no group:
-   groups.rebuild_group for those with non-offset facts, simple_group for the rest, the group patterns
-   of every policy of the run, the newest commit timestamp of the group's live offsets), and each live
-   offset with its group's columns; plus a row of counts. Its output is the plan's one cache, shared by
-   every policy of the run (issue 12: policies of one cluster share one scan);
+3. by group: Kafka writes a group's records to its home partition (codec.partition_for), so the
+   analysis' reader assembles each topic partition in its own task (assemble_at_home, source.py
+   `assemble`); a record away from home (a changed partition count) sends the run to one shuffle by
+   group instead (analyze_facts_many; every later step is per group or finer);
+4-5. per topic partition (or shuffle partition), one Python step (assemble_for, Arrow and numpy): replay
+   (per logical key the survivor with the highest (offset, partition) wins, then tombstones drop out),
+   the groups (one row per group with a live record other than GroupMetadata history, which alone makes
+   no group: groups.rebuild_group for those with non-offset facts, simple_group for the rest, the group
+   patterns of every policy of the run, the newest commit timestamp of the group's live offsets), and
+   each live offset with its group's columns; plus a row of counts;
 6. per policy, the offsets (with that policy's pattern answers, `for_policy`) are decided with
    rules_columns (the column form of rules.verdict) in the JVM, with the cluster's topics broadcast;
-7. the results, sorted, are written as JSON lines by the executors (OffsetRows); the driver receives
-   only counts and copies the files into the report in blocks.
+7. the results, each task's sorted, are written as JSON lines by the executors (OffsetRows), and merged
+   by group as the driver copies them into the report; the counts and the reasons are observed during
+   that write (one job per run); several policies of one cluster (issue 12) share a cache of step 6's
+   input instead.
 
 The earlier Spark SQL form of steps 4-6 (a window, a collect_list, a join, each cached) is gone: at a
 million live offsets it cost several times the Arrow step (docs/performance.md).
@@ -35,19 +39,21 @@ import tempfile
 import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from .codec import partition_for
 from .columnar import DECODED_ARROW, FACT_FIELDS, SKIPPED, decode_records
 from .facts import GROUP_METADATA_HISTORY, OFFSET_COMMIT, Fact, same_generation_history
 from .groups import rebuild_group, simple_group
 from .policy import Policy
 from .report import RESULT_FIELDS, summary
+from .rules import Reason
 from .rules_columns import broker_expires_column, shape_column, verdict_columns
 
 FACT_COLUMNS = [name for name, _ in FACT_FIELDS]
@@ -75,7 +81,8 @@ GROUP_ARROW = pa.schema(
 
 
 OFFSET_COLUMNS = ["group", "topic", "partition", "committed_offset", "commit_timestamp", "expire_timestamp"]
-STATS_COLUMNS = ["stats_records", "stats_skipped", "stats_groups"]
+# stats_stray: rows a reader task found away from their group's home partition (assemble_at_home).
+STATS_COLUMNS = ["stats_records", "stats_skipped", "stats_groups", "stats_stray"]
 # assemble_for's rows: a live offset with its group's columns (stats_* null), or a partition's counts
 # (stats_* set, the rest null).
 ASSEMBLED_ARROW = pa.schema(
@@ -87,7 +94,7 @@ ASSEMBLED_ARROW = pa.schema(
 )
 
 
-def _ddl(schema: pa.Schema) -> str:
+def ddl(schema: pa.Schema) -> str:
     names = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string", pa.bool_(): "boolean", pa.binary(): "binary"}
 
     def spark_type(t: pa.DataType) -> str:
@@ -198,10 +205,53 @@ def assemble_for(policies: Sequence[Policy]) -> Callable[[Iterator[pa.RecordBatc
             stats_records=pa.array([scanned], pa.int64()),
             stats_skipped=pa.array([skipped], pa.int64()),
             stats_groups=pa.array([len(group_ids)], pa.int64()),
+            stats_stray=pa.array([0], pa.int64()),
         )
         yield pa.RecordBatch.from_pydict(stats, schema=ASSEMBLED_ARROW)
 
     return assemble
+
+
+def assemble_at_home(
+    policies: Sequence[Policy], partitions: int
+) -> Callable[[int, Sequence[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """(a `__consumer_offsets` partition number, that whole partition's decoded facts) -> assemble_for's
+    rows, in the reader's task, without a shuffle: Kafka writes every record of a group to the partition
+    `abs(groupId.hashCode) % partitions` (codec.partition_for), so a partition whose every record is at
+    its group's home holds each of its groups whole. A partition with a record away from home (the
+    topic's partition count changed) gives only a row of counts with `stats_stray` set: the home
+    partition of that record's group cannot know of it, so the run regroups every fact by a shuffle
+    instead (analysis.execute_many)."""
+    assemble = assemble_for(policies)
+
+    def run(partition: int, batches: Sequence[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        stray = sum(
+            _strays(batch.column("group").filter(pc.not_equal(batch.column("type"), SKIPPED)), partition, partitions)
+            for batch in batches
+        )
+        if not stray:
+            yield from assemble(iter(batches))
+            return
+        stats = {name: pa.nulls(1, t) for name, t in zip(ASSEMBLED_ARROW.names, ASSEMBLED_ARROW.types, strict=True)}
+        stats.update({name: pa.array([0], pa.int64()) for name in STATS_COLUMNS})
+        stats["stats_stray"] = pa.array([stray], pa.int64())
+        yield pa.RecordBatch.from_pydict(stats, schema=ASSEMBLED_ARROW)
+
+    return run
+
+
+def _strays(groups: pa.Array, partition: int, partitions: int) -> int:
+    """How many of these groups' rows (of decoded records: one that did not decode has no group and is
+    counted where it is) have a home other than `partition`."""
+    encoded = groups.dictionary_encode()
+    names = encoded.dictionary.to_pylist()
+    if not names:
+        return 0
+    away = np.fromiter((partition_for(name, partitions) != partition for name in names), bool, len(names))
+    if not away.any():
+        return 0
+    codes = encoded.indices.fill_null(0)
+    return int(np.count_nonzero(away[np.asarray(codes, np.int64)] & np.asarray(encoded.indices.is_valid())))
 
 
 def ship_topics(facts: DataFrame) -> DataFrame:
@@ -265,7 +315,7 @@ def compact(raw: DataFrame) -> DataFrame:
         .groupBy("partition", "key")
         .agg(F.collect_list(F.struct("offset", "timestamp", "value")).alias("versions"))
     )
-    history = versions.mapInArrow(_same_generation_batches, _ddl(_HISTORY_ARROW))
+    history = versions.mapInArrow(_same_generation_batches, ddl(_HISTORY_ARROW))
     return compacted.unionByName(history)
 
 
@@ -303,7 +353,7 @@ def _same_generation_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.R
 
 def decode(compacted: DataFrame) -> DataFrame:
     return compacted.select("partition", "offset", "records", "key", "value", "timestamp", "history").mapInArrow(
-        decode_batches, _ddl(DECODED_ARROW)
+        decode_batches, ddl(DECODED_ARROW)
     )
 
 
@@ -358,45 +408,46 @@ def topics_frame(spark: SparkSession, existing_topics: Collection[str] | None) -
 class OffsetRows:
     """The result rows, sorted by group, topic and partition, as JSON lines in files the executors
     wrote (one object per line, Spark's to_json): iterating yields dicts, `json_lines` the text as it is.
+    With `runs`, each file is sorted on its own and no group has rows in two files (write_rows): the
+    files are merged by group as they are read; otherwise they are read one after the other.
     The files are deleted with this object (or by `close`)."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, *, runs: bool = False) -> None:
         self.directory = directory
+        self.runs = runs
         self._cleanup = weakref.finalize(self, shutil.rmtree, directory, True)
 
     def files(self) -> list[str]:
         names = sorted(n for n in os.listdir(self.directory) if n.startswith("part-"))
         return [os.path.join(self.directory, n) for n in names]
 
+    def segments(self) -> Iterator[bytes]:
+        """The lines in order, as UTF-8 segments of whole lines joined by b"\\n" (none empty)."""
+        if self.runs:
+            yield from merge_runs([file_chunks(path) for path in self.files()])
+        else:
+            for path in self.files():
+                for chunk in file_chunks(path):
+                    yield chunk.data[:-1]
+
     def json_lines(self) -> Iterator[str]:
-        for path in self.files():
-            with open(path, encoding="utf-8") as f:
-                for line in f:
-                    line = line.rstrip("\n")
-                    if line:
-                        yield line
+        for segment in self.segments():
+            yield from segment.decode("utf-8").split("\n")
 
     def json_array_items(self) -> Iterator[str]:
-        """The lines as the items of a JSON array, one per line indented by two: "\n  " before the first,
-        ",\n  " between them; in blocks of megabytes (str.replace), not a Python call per line."""
+        """The lines as the items of a JSON array, one per line indented by two: "\\n  " before the first,
+        ",\\n  " between them; in blocks of megabytes (bytes.replace and join), not a Python call per line."""
         first = True
-        for path in self.files():
-            with open(path, encoding="utf-8") as f:
-                rest = ""
-                while chunk := f.read(1 << 22):
-                    chunk = rest + chunk
-                    cut = chunk.rfind("\n") + 1
-                    rest = chunk[cut:]
-                    if cut:
-                        text = chunk[: cut - 1]
-                        if "\n\n" in text or text.startswith("\n") or not text:
-                            text = "\n".join(line for line in text.split("\n") if line)
-                        if text:
-                            yield ("\n  " if first else ",\n  ") + text.replace("\n", ",\n  ")
-                            first = False
-                if rest:
-                    yield ("\n  " if first else ",\n  ") + rest
-                    first = False
+        pending: list[bytes] = []
+        size = 0
+        for segment in self.segments():
+            pending.append(segment)
+            size += len(segment)
+            if size >= 1 << 22:
+                yield ("\n  " if first else ",\n  ") + b"\n".join(pending).replace(b"\n", b",\n  ").decode("utf-8")
+                first, pending, size = False, [], 0
+        if pending:
+            yield ("\n  " if first else ",\n  ") + b"\n".join(pending).replace(b"\n", b",\n  ").decode("utf-8")
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for line in self.json_lines():
@@ -406,15 +457,105 @@ class OffsetRows:
         self._cleanup()
 
 
+class Chunk(NamedTuple):
+    """Whole lines of a file, each ending in b"\\n", none empty; a line is named by the position of its
+    first byte."""
+
+    data: bytes
+
+    @classmethod
+    def of(cls, data: bytes) -> Chunk | None:
+        """`data`: lines ending in b"\\n" (Spark's text files of to_json: never an empty line)."""
+        return cls(data) if data else None
+
+    def group(self, at: int) -> bytes:
+        """The group of the line at `at` (to_json of RESULT_FIELDS: `{"group":"...","groupType":`) as
+        UTF-8, unescaped when it holds an escape: Spark sorted the group's bytes."""
+        start = at + 10
+        text = self.data[start : self.data.index(_GROUP_END, start)]
+        return text if b"\\" not in text else str(json.loads(b'"' + text + b'"')).encode("utf-8")
+
+    def first_from(self, bound: bytes, at: int) -> int:
+        """The first line after the one at `at` (whose group is below `bound`) with a group >= bound, or
+        the chunk's end: a bisection over the bytes, each probe the line starting at or after its
+        middle."""
+        data = self.data
+        lo, hi = at, len(data)  # the line at lo is below bound; hi is a line at or above it, or the end
+        while True:
+            after = data.index(b"\n", lo) + 1
+            if after >= hi:
+                return hi
+            probe = data.index(b"\n", (lo + hi) // 2 - 1) + 1
+            if probe >= hi:
+                probe = after
+            if self.group(probe) < bound:
+                lo = probe
+            else:
+                hi = probe
+
+
+_GROUP_END = b'","groupType":'
+
+
+def file_chunks(path: str) -> Iterator[Chunk]:
+    """A file's lines, about 4 MB at a time."""
+    with open(path, "rb") as f:
+        rest = b""
+        while block := f.read(1 << 22):
+            data = rest + block
+            cut = data.rfind(b"\n") + 1
+            rest = data[cut:]
+            if cut and (chunk := Chunk.of(data[:cut])) is not None:
+                yield chunk
+        if rest and (chunk := Chunk.of(rest + b"\n")) is not None:
+            yield chunk
+
+
+def merge_runs(runs: Sequence[Iterator[Chunk]]) -> Iterator[bytes]:
+    """Sorted runs of result lines whose groups are disjoint (a group's rows are all in one run) -> the
+    lines in (group, topic, partition) order, as segments of whole lines joined by b"\\n". A run's lines
+    up to the smallest group another run holds next go out as one slice, found by bisection: a few key
+    reads a slice, not one a line."""
+    heads: list[tuple[Chunk, int, Iterator[Chunk]]] = []  # (chunk, its next line, rest of the run)
+    for run in runs:
+        chunk = next(run, None)
+        if chunk is not None:
+            heads.append((chunk, 0, run))
+    while heads:
+        keys = [chunk.group(at) for chunk, at, _ in heads]
+        i = min(range(len(heads)), key=keys.__getitem__)
+        chunk, at, rest = heads[i]
+        if len(heads) == 1:
+            yield chunk.data[at:-1]
+            for following in rest:
+                yield following.data[:-1]
+            return
+        end = chunk.first_from(min(k for j, k in enumerate(keys) if j != i), at)
+        yield chunk.data[at : end - 1]
+        if end < len(chunk.data):
+            heads[i] = (chunk, end, rest)
+            continue
+        after = next(rest, None)
+        if after is None:
+            del heads[i]
+        else:
+            heads[i] = (after, 0, rest)
+
+
 def write_rows(results: DataFrame) -> OffsetRows:
-    """Sorted result rows as JSON lines: written by the executors in local mode (the driver shares their
-    file system); elsewhere streamed to the driver a partition at a time into a local file."""
+    """Result rows as JSON lines, in (group, topic, partition) order: in local mode each partition's rows
+    sorted and written by the executors (the driver shares their file system; every partition holds its
+    groups whole: the readers' or the shuffle's, by group), merged as the report is copied
+    (OffsetRows.runs); elsewhere sorted across partitions and streamed to the driver a partition at a
+    time into a local file."""
     spark = results.sparkSession
-    ordered = results.orderBy("group", "topic", "partition")
-    lines = ordered.select(F.to_json(F.struct(*RESULT_FIELDS), {"ignoreNullFields": "false"}).alias("value"))
     directory = tempfile.mkdtemp(prefix="offset-expiry-results-")
-    rows = OffsetRows(directory)
-    if (spark.sparkContext.master or "").startswith("local"):
+    order = ("group", "topic", "partition")
+    local = (spark.sparkContext.master or "").startswith("local")
+    ordered = results.sortWithinPartitions(*order) if local else results.orderBy(*order)
+    lines = ordered.select(F.to_json(F.struct(*RESULT_FIELDS), {"ignoreNullFields": "false"}).alias("value"))
+    rows = OffsetRows(directory, runs=local)
+    if local:
         lines.write.mode("overwrite").text(os.path.join(directory, "spark"))
         out = os.path.join(directory, "spark")
         for name in sorted(os.listdir(out)):
@@ -478,20 +619,77 @@ def analyze_facts_many(
     assembled = (
         ship_topics(facts)
         .repartition(partitions, "group")
-        .mapInArrow(assemble_for([run.policy for run in runs]), _ddl(ASSEMBLED_ARROW))
-        .persist()
+        .mapInArrow(assemble_for([run.policy for run in runs]), ddl(ASSEMBLED_ARROW))
     )
+    reports = analyze_assembled_many(
+        assembled,
+        runs,
+        now_ms=now_ms,
+        existing_topics=existing_topics,
+        snapshot=snapshot,
+        candidates_only=candidates_only,
+    )
+    assert reports is not None  # the shuffle brings every group whole: no strays
+    return reports
+
+
+def analyze_assembled_many(
+    assembled: DataFrame,
+    runs: Sequence[PolicyRun],
+    *,
+    now_ms: int,
+    existing_topics: Collection[str] | None,
+    snapshot: Mapping[int, int] | None = None,
+    candidates_only: bool = False,
+) -> list[dict[str, Any]] | None:
+    """Steps 6-7 from assemble_for's rows (ASSEMBLED_ARROW's, by the shuffle of analyze_facts_many or
+    by the reader's tasks, assemble_at_home): one report per policy; None if a reader found records
+    away from their group's home partition (`stats_stray`), which the caller then regroups.
+
+    One policy in local mode: one Spark job, the write of the report, whose counts and reasons are
+    observed on the way (Observation: no cache, no second pass of the verdicts). Several policies (or a
+    cluster, whose report is streamed to the driver): the assembled rows are cached and counted first."""
+    spark = assembled.sparkSession
+    local = (spark.sparkContext.master or "").startswith("local")
+    cached = len(runs) > 1 or not local
+    is_stats = F.col("stats_groups").isNotNull()
+    stats_sums = [F.sum(name).alias(name) for name in STATS_COLUMNS]
+    if cached:
+        assembled = assembled.persist()
     reports: list[dict[str, Any]] = []
     try:
-        is_stats = F.col("stats_groups").isNotNull()
-        counts = assembled.where(is_stats).agg(*[F.sum(name).alias(name) for name in STATS_COLUMNS]).first()
-        stats = {name: int((counts[name] if counts is not None else 0) or 0) for name in STATS_COLUMNS}
+        stats: dict[str, int] | None = None
+        stats_seen: Observation | None = None
+        if cached:
+            stats = _ints(assembled.where(is_stats).agg(*stats_sums).first(), STATS_COLUMNS)
+            if stats["stats_stray"]:
+                return None
+        else:
+            stats_seen = Observation()
+            assembled = assembled.observe(stats_seen, *stats_sums)  # the stats rows only have them set
         offsets = assembled.where(~is_stats).drop(*STATS_COLUMNS)
         topics = topics_frame(spark, existing_topics)
         for index, run in enumerate(runs):
             results = verdicts(for_policy(offsets, index), topics, run.policy, now_ms, run.retention_ms)
-            reasons = {row["reason"]: row["count"] for row in results.groupBy("reason").count().collect()}
+            if local:
+                reasons_seen = Observation()
+                results = results.observe(
+                    reasons_seen, *[F.count_if(F.col("reason") == r.value).alias(r.value) for r in Reason]
+                )
+            else:
+                counted = results.groupBy("reason").count().collect()
             rows = write_rows(results.where(F.col("candidate")) if candidates_only else results)
+            reasons = (
+                _ints(reasons_seen.get, [r.value for r in Reason])
+                if local
+                else {row["reason"]: row["count"] for row in counted}
+            )
+            if stats is None:
+                assert stats_seen is not None
+                stats = _ints(stats_seen.get, STATS_COLUMNS)
+                if stats["stats_stray"]:
+                    rows.close()
+                    return None
             reports.append(
                 {
                     "summary": summary(
@@ -505,8 +703,14 @@ def analyze_facts_many(
                 }
             )
     finally:
-        assembled.unpersist()
+        if cached:
+            assembled.unpersist()
     return reports
+
+
+def _ints(values: Any, names: Sequence[str]) -> dict[str, int]:
+    """A Row or a dict of sums (None when summing no rows) as ints."""
+    return {name: int((values[name] if values is not None else 0) or 0) for name in names}
 
 
 def analyze_dataframe(

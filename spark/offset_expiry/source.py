@@ -35,8 +35,10 @@ and the rows are those of columnar.DECODED_ARROW, `records` counting the records
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Iterator, Mapping, Sequence
+import pickle
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +52,8 @@ from .errors import InputError
 from .facts import same_generation_history
 from .fetcher import CLIENT_SETTINGS as CLIENT_SETTINGS  # the settings "kafka.<name>" options may set
 from .fetcher import PartitionFetcher, typed_settings
+from .pipeline import ASSEMBLED_ARROW, assemble_at_home, ddl
+from .policy import Policy
 from .raw import OFFSETS_TOPIC
 from .recordset import ParsedRecords
 from .recordset_arrays import RecordArrays
@@ -209,8 +213,11 @@ def read_task(
     *,
     compact: bool = False,
     decode: bool = False,
+    assemble: Callable[[int, Sequence[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The records of every range of the task, over one connection."""
+    """The records of every range of the task, over one connection. `assemble` (with `decode`, whole
+    partitions): each partition's decoded facts go through it (pipeline.assemble_at_home) and its rows
+    are the output."""
     if not task.ranges:
         return
     fetcher = PartitionFetcher(bootstrap_servers, settings, topic)
@@ -226,6 +233,9 @@ def read_task(
             if isinstance(sink, _DecodingSink):
                 for arrays in fetcher.fetch_arrays(topic, rng.partition, rng.start, rng.end):
                     sink.add_arrays(arrays)
+                if assemble is not None:
+                    yield from assemble(rng.partition, list(sink.finish()))
+                    continue
             else:
                 for parsed in fetcher.fetch(topic, rng.partition, rng.start, rng.end):
                     yield from sink.add(parsed)
@@ -408,6 +418,9 @@ class KafkaSnapshotReader(DataSourceReader):
         self.compact = options.get("compact", "false").lower() == "true"
         self.tasks = int(options.get("tasks", DEFAULT_TASKS))
         self.decode = options.get("decode", "false").lower() == "true"
+        self.policies = policies_from_option(options.get("assemble"))
+        if self.policies is not None:
+            self.decode = True
         if self.decode:  # a partition is compacted whole, in one task: no range splits
             self.split_records = 2**62
         snapshot = options.get("snapshot")
@@ -422,6 +435,9 @@ class KafkaSnapshotReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, ReadTask)
+        assemble = (
+            None if self.policies is None else assemble_at_home(self.policies, len(self.snapshot.ranges))
+        )
         yield from read_task(
             self.bootstrap_servers,
             self.topic,
@@ -429,20 +445,38 @@ class KafkaSnapshotReader(DataSourceReader):
             self.settings,
             compact=self.compact,
             decode=self.decode,
+            assemble=assemble,
         )
+
+
+def policies_option(policies: Sequence[Policy]) -> str:
+    """The option `assemble`: the run's policies (their group patterns are answered in the readers)."""
+    return base64.b64encode(pickle.dumps(tuple(policies))).decode("ascii")
+
+
+def policies_from_option(text: str | None) -> tuple[Policy, ...] | None:
+    if not text:
+        return None
+    policies = pickle.loads(base64.b64decode(text))  # written by policies_option in the driver
+    assert isinstance(policies, tuple) and all(isinstance(p, Policy) for p in policies)
+    return policies
 
 
 class KafkaSnapshotDataSource(DataSource):
     """Options: bootstrap.servers (required), topic (default __consumer_offsets), snapshot (JSON from
     Snapshot.to_json; taken at planning time if absent), split.records, tasks (0: one per range),
     compact (true|false: newest record per key of each range, without GroupMetadata history, so not an
-    input for the analysis), decode (true|false: what the analysis reads), kafka.<client setting>."""
+    input for the analysis), decode (true|false: what the analysis reads), assemble (policies_option:
+    decode, then assemble each partition's groups in the reader, pipeline.assemble_at_home; the rows are
+    pipeline.ASSEMBLED_ARROW's), kafka.<client setting>."""
 
     @classmethod
     def name(cls) -> str:
         return FORMAT
 
     def schema(self) -> str:
+        if self.options.get("assemble"):
+            return ddl(ASSEMBLED_ARROW)
         if self.options.get("decode", "false").lower() == "true":
             return DECODED_DDL
         return RAW_DDL
