@@ -5,10 +5,13 @@ one scan per policy.
     PYTHONPATH=... .venv/bin/python bench/many_policies.py --quick         # 10 / 100 / 1,000
     PYTHONPATH=... .venv/bin/python bench/many_policies.py --kafka-concurrency 2 --kafka-concurrency 16
 
-The sandbox broker (in this process) holds G simple groups `team-NNN-gMMMMM` (two offsets each on one
-topic), D of them committed three days ago (candidates of the policies' `standaloneRetention: 1d`), the rest
-just now; the emulated Kubernetes API (in this process) and the operator (`kafka-offset-operator run`, its
-own process, as tests/integration/operator/operator_process.py starts it) with the Local engine. P policies
+The sandbox broker holds G simple groups `team-NNN-gMMMMM` (two offsets each on one topic), D of them
+committed three days ago (candidates of the policies' `standaloneRetention: 1d`), the rest just now. The
+broker, the emulated Kubernetes API and the operator (`kafka-offset-operator run`, as
+tests/integration/operator/operator_process.py starts it, Local engine) each run in their own process, so
+neither the bench's polling nor the broker competes with the API for one interpreter's GIL (the broker counts
+requests by API for the bench, over a pipe). `BENCH_PROFILE_API=FILE` writes a cProfile of the API's event
+loop. P policies
 in Auto mode, policy i selecting `team-i-*`, are created at once; each proposes its groups' stale offsets
 as OffsetDeletions (D in all), which the operator backs up and deletes.
 
@@ -31,8 +34,11 @@ API) with the request rate while OffsetDeletions run. Then the ratios. No timed 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import multiprocessing as mp
 import os
 import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -41,6 +47,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +82,11 @@ class Figures:
     peak_rss_mb: float = 0.0
     requests: dict[str, int] = field(default_factory=dict)
     deleting_s: float = 0.0  # from the first OffsetDeletion created to the last settled
+    requests_deleting: dict[str, int] = field(default_factory=dict)  # from the first OffsetDeletion on
+    phases: dict[str, int] = field(default_factory=dict)
+    with_results: int = 0
+    load_before: float = 0.0
+    load_after: float = 0.0
 
     @property
     def total_requests(self) -> int:
@@ -178,38 +190,109 @@ def metric(port: int, name: str, labels: str = "") -> float:
     return sum(float(v) for ls, v in found if labels in ls)
 
 
-@contextmanager
-def counting(broker: Any) -> Iterator[dict[str, Any]]:
-    faults = {}
-    for api in COUNTED_APIS:
-        try:
-            faults[api] = broker.faults.count(api)
-        except (KeyError, ValueError):
-            continue
-    yield faults
-    broker.faults.clear()
-
-
-def run_one(label: str, sizes: Sizes, running: int, window: str, concurrency: int, timeout: float) -> Figures:
-    """One configuration on a fresh broker, API and operator; `running`: how many of the policies are created."""
+def serve_broker(conn: Connection, sizes: Sizes) -> None:
+    """The sandbox broker in its own process (so neither the bench nor the emulated API competes with it for a
+    GIL): seeded, then answering the bench's commands on `conn`: "count" starts counting requests by API,
+    "counts" sends the counts, "stop" ends it."""
     from brokers import sandbox_broker
-    from operator_harness import GROUP_VERSION, Kube, emulated_cluster
-    from operator_process import OperatorProcess
 
-    figures = Figures(label, running)
     with sandbox_broker(offsets_partitions=50) as broker:
         started = time.monotonic()
         seed(broker, sizes)
-        print(f"  [{label}] seeded {sizes.groups:,} groups in {time.monotonic() - started:.1f}s", flush=True)
-        with emulated_cluster() as cluster, tempfile.TemporaryDirectory() as tmp:
-            kubeconfig = cluster.write_kubeconfig(Path(tmp) / "kubeconfig")
-            kube = Kube(cluster.url)
-            with OperatorProcess(kubeconfig, Path(tmp), "--scan-share-window", window, "--kafka-concurrency",
-                                 str(concurrency), retry_interval=2.0) as op, PeakSampler(op.proc.pid) as sampler, \
-                    counting(broker) as counters:
+        conn.send((broker.bootstrap_servers, time.monotonic() - started))
+        faults: dict[str, Any] = {}
+        while True:
+            command = conn.recv()
+            if command == "count":
+                for api in COUNTED_APIS:
+                    try:
+                        faults[api] = broker.faults.count(api)
+                    except (KeyError, ValueError):
+                        continue
+                conn.send(True)
+            elif command == "counts":
+                conn.send({api: f.hits for api, f in faults.items()})
+            else:
+                broker.faults.clear()
+                conn.send(True)
+                return
+
+
+def serve_api(conn: Connection, kubeconfig: str) -> None:
+    """The emulated Kubernetes API in its own process; writes `kubeconfig`, sends its URL, stops on "stop"
+    (answering with the requests it failed, which must be none)."""
+    from operator_harness import EmulatedCluster
+
+    cluster = EmulatedCluster().start()
+    profile_to = os.environ.get("BENCH_PROFILE_API")  # a file: cProfile of the API's event loop thread
+    profiler = None
+    if profile_to:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        cluster._loop.call_soon_threadsafe(profiler.enable)
+    try:
+        cluster.write_kubeconfig(Path(kubeconfig))
+        conn.send(cluster.url)
+        conn.recv()
+        conn.send([repr(e) for e in cluster.server_errors()])
+    finally:
+        if profiler is not None:
+            done = threading.Event()
+
+            def dump() -> None:
+                profiler.disable()
+                profiler.dump_stats(str(profile_to))
+                done.set()
+
+            cluster._loop.call_soon_threadsafe(dump)
+            done.wait(30)
+        cluster.stop()
+
+
+@contextmanager
+def child(target: Any, *args: Any) -> Iterator[tuple[Connection, mp.process.BaseProcess]]:
+    """A bench server (`serve_broker`, `serve_api`) in a fresh interpreter, with the pipe to command it."""
+    ctx = mp.get_context("spawn")
+    ours, theirs = ctx.Pipe()
+    proc = ctx.Process(target=target, args=(theirs, *args), daemon=True)
+    proc.start()
+    try:
+        yield ours, proc
+    finally:
+        with contextlib.suppress(OSError, EOFError):
+            if proc.is_alive():
+                ours.send("stop")
+                if ours.poll(30):
+                    ours.recv()
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+
+def run_one(label: str, sizes: Sizes, running: int, window: str, concurrency: int, timeout: float,
+            keep_logs: Path | None = None) -> Figures:
+    """One configuration on a fresh broker, API and operator (three processes besides this one); `running`: how
+    many of the policies are created."""
+    from operator_harness import GROUP_VERSION, Kube
+    from operator_process import OperatorProcess
+
+    figures = Figures(label, running)
+    figures.load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp, child(serve_broker, sizes) as (broker, _), \
+            child(serve_api, str(Path(tmp) / "kubeconfig")) as (api, _):
+        bootstrap, seeded_s = broker.recv()
+        print(f"  [{label}] seeded {sizes.groups:,} groups in {seeded_s:.1f}s", flush=True)
+        kube = Kube(api.recv())
+        kubeconfig = Path(tmp) / "kubeconfig"
+        op = OperatorProcess(kubeconfig, Path(tmp), "--scan-share-window", window, "--kafka-concurrency",
+                             str(concurrency), retry_interval=2.0)
+        try:
+            with op, PeakSampler(op.proc.pid) as sampler:
                 # Spark's start (JVM, Python workers) is paid once per operator: by a warm-up policy that
                 # selects no group, before the clock starts; its scan is not counted.
-                warm = policy(sizes.policies, broker.bootstrap_servers)
+                warm = policy(sizes.policies, bootstrap)
                 warm["metadata"]["name"] = "warm-up"
                 warm["spec"].update(mode="DryRun", groups={"include": ["no-such-group"]})
                 kube.create("consumergroupoffsetpolicies", warm)
@@ -221,18 +304,22 @@ def run_one(label: str, sizes: Sizes, running: int, window: str, concurrency: in
                 warm_scans = metric(op.metrics, "kafka_offset_operator_analysis_scans_total")
                 warm_runs = metric(op.metrics, "kafka_offset_operator_analysis_runs_total", 'outcome="Succeeded"')
                 print(f"  [{label}] operator warm ({warm_scans:.0f} warm-up scan)", flush=True)
+                broker.send("count")
+                broker.recv()
                 t0 = time.monotonic()
                 for i in range(running):
-                    kube.create("consumergroupoffsetpolicies", policy(i, broker.bootstrap_servers))
+                    kube.create("consumergroupoffsetpolicies", policy(i, bootstrap))
                 expected = sum(1 for i in range(sizes.deletions) if i % sizes.policies < running)
                 first_deletion = None
+                requests_at_first: dict[str, int] = {}
+                last_print = 0.0
                 while True:
                     elapsed = time.monotonic() - t0
                     if elapsed > timeout:
                         print(f"  [{label}] timed out after {timeout:.0f}s", flush=True)
                         break
-                    # Progress from the operator's own metrics: polling the emulated API for a thousand objects
-                    # would load it (it shares this process with the broker) more than the operator does.
+                    # Progress from the operator's own metrics (a list of a thousand objects every two seconds
+                    # would be most of the API's load).
                     ran = metric(op.metrics, "kafka_offset_operator_analysis_runs_total", 'outcome="Succeeded"') - warm_runs
                     if ran >= running and not figures.analysed_s:
                         figures.analysed_s = elapsed
@@ -240,32 +327,70 @@ def run_one(label: str, sizes: Sizes, running: int, window: str, concurrency: in
                     settled = metric(op.metrics, "kafka_offset_operator_offset_deletions_total")
                     if created and first_deletion is None:
                         first_deletion = elapsed
+                        broker.send("counts")
+                        requests_at_first = broker.recv()
                     figures.deletions = int(settled)
+                    if elapsed - last_print >= 30:
+                        last_print = elapsed
+                        print(f"  [{label}] {elapsed:.0f}s: {ran:.0f} runs, {created:.0f} OffsetDeletions created, "
+                              f"{settled:.0f} settled; load {os.getloadavg()[0]:.1f}", flush=True)
                     if figures.analysed_s and created >= expected and settled >= created:
                         figures.settled_s = elapsed
                         figures.deleting_s = elapsed - (first_deletion or 0.0)
                         break
                     time.sleep(2.0)
+                broker.send("counts")
+                figures.requests = broker.recv()
+                figures.requests_deleting = {k: v - requests_at_first.get(k, 0) for k, v in figures.requests.items()}
                 figures.scans = metric(op.metrics, "kafka_offset_operator_analysis_scans_total") - warm_scans
-                figures.requests = {api: f.hits for api, f in counters.items()}
                 figures.peak_rss_mb = max(sampler.peak, tree_rss_mb(op.proc.pid))
-                succeeded = metric(op.metrics, "kafka_offset_operator_offset_deletions_total", 'phase="Succeeded"')
-                if succeeded < figures.deletions or not figures.settled_s:
-                    print(f"  [{label}] {succeeded:.0f} of {expected} OffsetDeletions Succeeded "
-                          f"({figures.deletions} settled)", flush=True)
+                figures.load_after = os.getloadavg()[0]
+                figures.phases, figures.with_results = check_objects(kube, "offsetdeletions")
+                print(f"  [{label}] OffsetDeletions by phase (from the API): "
+                      + ", ".join(f"{k} {v}" for k, v in sorted(figures.phases.items()))
+                      + f"; {figures.with_results} settled with per-partition results (of {expected} expected)",
+                      flush=True)
+        finally:
+            if keep_logs is not None:
+                keep_logs.mkdir(parents=True, exist_ok=True)
+                target = keep_logs / (re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") + ".log")
+                with contextlib.suppress(OSError):
+                    shutil.copyfile(op.log_path, target)
+                    print(f"  [{label}] operator log: {target}", flush=True)
     return figures
 
 
+def check_objects(kube: Any, plural: str) -> tuple[dict[str, int], int]:
+    """Every OffsetDeletion's phase, and how many settled ones carry per-partition results (read once, at the
+    end, from the API)."""
+    from operator_harness import GROUP_VERSION
+
+    phases: dict[str, int] = {}
+    with_results = 0
+    for obj in kube.list(GROUP_VERSION, plural):
+        status = obj.get("status") or {}
+        phase = status.get("phase") or "(none)"
+        phases[phase] = phases.get(phase, 0) + 1
+        if phase in SETTLED and status.get("results"):
+            with_results += 1
+    return phases, with_results
+
+
 def report(f: Figures) -> None:
-    rate = f.requests.get("OffsetDelete", 0) + f.requests.get("OffsetFetch", 0) + f.requests.get("DescribeGroups", 0)
+    group_apis = ("OffsetDelete", "OffsetFetch", "DescribeGroups")
+    rate = sum(f.requests_deleting.get(k, 0) for k in group_apis)
+    deleting = sum(f.requests_deleting.values())
     print(f"  {f.label}: {f.policies} policies, {f.scans:.0f} scans, every policy run after {f.analysed_s:.1f}s, "
           f"{f.deletions} OffsetDeletions settled after {f.settled_s:.1f}s (deleting for {f.deleting_s:.1f}s), "
-          f"peak operator RSS {f.peak_rss_mb:.0f} MiB", flush=True)
+          f"peak operator RSS {f.peak_rss_mb:.0f} MiB; load {f.load_before:.1f} before, {f.load_after:.1f} after",
+          flush=True)
     per_s = f.total_requests / f.settled_s if f.settled_s else 0.0
-    group_per_s = rate / f.deleting_s if f.deleting_s else 0.0
-    print(f"    Kafka requests: {f.total_requests:,} ({per_s:.1f}/s over the run; group requests "
-          f"OffsetDelete+OffsetFetch+DescribeGroups {rate:,}, {group_per_s:.1f}/s while deleting): "
+    print(f"    Kafka requests: {f.total_requests:,} ({per_s:.1f}/s over the run): "
           + ", ".join(f"{k} {v:,}" for k, v in sorted(f.requests.items()) if v), flush=True)
+    if f.deleting_s:
+        print(f"    while deleting ({f.deleting_s:.0f}s): {deleting:,} requests, {deleting / f.deleting_s:.1f}/s; "
+              f"OffsetDelete+OffsetFetch+DescribeGroups {rate:,}, {rate / f.deleting_s:.1f}/s; "
+              f"{f.deletions / f.deleting_s:.1f} OffsetDeletions settled/s", flush=True)
 
 
 def main() -> int:
@@ -278,6 +403,8 @@ def main() -> int:
     p.add_argument("--kafka-concurrency", type=int, action="append", help="one shared run per value (default 8)")
     p.add_argument("--separate-policies", type=int, help="policies of the separate-scans run (default: all; 0: skip)")
     p.add_argument("--timeout", type=float, default=1800.0, help="per configuration, seconds")
+    p.add_argument("--no-shared", action="store_true", help="only the separate-scans run (its ratios are not printed)")
+    p.add_argument("--keep-logs", type=Path, help="copy each operator's log into this directory")
     args = p.parse_args()
     sizes = Sizes(10, 100, 1000) if args.quick else Sizes(args.policies, args.deletions, args.groups)
     if not 0 < sizes.deletions <= sizes.groups or sizes.policies < 1:
@@ -287,13 +414,19 @@ def main() -> int:
     print(f"issue 12 benchmark: {sizes.policies} policies, {sizes.deletions:,} OffsetDeletions, {sizes.groups:,} "
           f"groups ({sizes.groups * TOPIC_PARTITIONS:,} offsets); load: {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores", flush=True)
-    shared = [run_one(f"shared (window {args.window}s, kafka-concurrency {c})", sizes, sizes.policies, args.window, c,
-                      args.timeout) for c in concurrencies]
+    shared = [] if args.no_shared else [
+        run_one(f"shared (window {args.window}s, kafka-concurrency {c})", sizes, sizes.policies, args.window, c,
+                args.timeout, args.keep_logs) for c in concurrencies]
     for f in shared:
         report(f)
     if separate:
-        alone = run_one("separate (--scan-share-window off)", sizes, separate, "off", concurrencies[0], args.timeout)
+        alone = run_one("separate (--scan-share-window off)", sizes, separate, "off", concurrencies[0], args.timeout,
+                        args.keep_logs)
         report(alone)
+        if not shared:
+            print(f"  per separate scan: {alone.analysed_s / max(alone.scans, 1):.1f}s ({alone.scans:.0f} scans for "
+                  f"{separate} policies)", flush=True)
+            return 0
         base = shared[0]
         per_scan = alone.analysed_s / max(alone.scans, 1)
         scale = sizes.policies / separate
