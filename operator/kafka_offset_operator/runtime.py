@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import kopf
+import kubernetes.client
 
 from .adapters.kube import Kube, KubeError, NotFound, load_config
 from .context import OperatorContext, OperatorOptions
@@ -21,6 +22,7 @@ from .decisions.peering import priority_for_start
 from .errors import UserError
 from .handlers import backups, consumer_group_offset_policy, offset_deletion, offset_reset
 from .model.api import CLUSTER_PEERINGS, PEERING_GROUP, PEERING_KIND, PEERING_VERSION
+from .reconcilers.policy_worker import SHARED_VISITS
 
 Registrar = Callable[[kopf.OperatorRegistry, OperatorContext], None]
 
@@ -61,10 +63,24 @@ def build_settings(options: OperatorOptions, started_ms: int | None = None) -> k
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage()
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage()
     settings.watching.server_timeout = 300
-    # Sync handlers (an OffsetDeletion's visit) run in Kopf's thread pool: wide enough for the Kafka limit
-    # (context.kafka_gate) to be the bound, not the pool (Python's default is 6 threads on 2 cores).
-    settings.execution.max_workers = max(options.kafka_concurrency + 4, 8)
+    settings.execution.max_workers = kopf_threads(options)
     return settings
+
+
+def kopf_threads(options: OperatorOptions) -> int:
+    """Kopf's thread pool for sync handlers: wide enough for the Kafka limit (context.kafka_gate) to be the
+    bound, not the pool (Python's default is 6 threads on 2 cores)."""
+    return max(options.kafka_concurrency + 4, 8)
+
+
+def api_client_config(options: OperatorOptions) -> kubernetes.client.Configuration:
+    """The Kubernetes client's configuration, with a connection pool as wide as the threads that call it at
+    once (Kopf's pool and the policies' shared visits): urllib3 keeps 10 by default, so under load a thousand
+    OffsetDeletions opened and dropped connections with a "Connection pool is full" warning each
+    (docs/performance.md, many policies)."""
+    config = load_config(options.kubeconfig)
+    config.connection_pool_maxsize = kopf_threads(options) + SHARED_VISITS
+    return config
 
 
 def build_registry(ctx: OperatorContext, registrars: list[Registrar] | None = None) -> kopf.OperatorRegistry:
@@ -148,7 +164,7 @@ async def run_operator(
     if not options.clusterwide and not options.namespaces:
         raise ValueError("give namespaces or clusterwide=True")
     quiet_loggers()
-    kube = Kube(load_config(options.kubeconfig))
+    kube = Kube(api_client_config(options))
     ctx = OperatorContext(options, kube)
     try:
         if options.peering is not None:
