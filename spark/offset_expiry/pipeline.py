@@ -32,14 +32,17 @@ Nothing but a few counts reaches the driver's memory.
 
 from __future__ import annotations
 
+import heapq
 import json
+import mmap
 import os
 import shutil
+import stat
 import tempfile
 import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -406,11 +409,13 @@ def topics_frame(spark: SparkSession, existing_topics: Collection[str] | None) -
 
 
 class OffsetRows:
-    """The result rows, sorted by group, topic and partition, as JSON lines in files the executors
-    wrote (one object per line, Spark's to_json): iterating yields dicts, `json_lines` the text as it is.
+    """The result rows, sorted by group, topic and partition, as the items of the report's JSON array in
+    files the executors wrote: one line per row, `  {...},` (two spaces, Spark's to_json, a comma), so
+    the report's array is the files' bytes in order less the last comma (write_array_items copies byte
+    ranges, no Python per line and no decoding). Iterating yields dicts, `json_lines` the objects' text.
     With `runs`, each file is sorted on its own and no group has rows in two files (write_rows): the
-    files are merged by group as they are read; otherwise they are read one after the other.
-    The files are deleted with this object (or by `close`)."""
+    files are merged by group as they are read (merge_ranges); otherwise they are read one after the
+    other. The files are deleted with this object (or by `close`)."""
 
     def __init__(self, directory: str, *, runs: bool = False) -> None:
         self.directory = directory
@@ -421,33 +426,56 @@ class OffsetRows:
         names = sorted(n for n in os.listdir(self.directory) if n.startswith("part-"))
         return [os.path.join(self.directory, n) for n in names]
 
-    def segments(self) -> Iterator[bytes]:
-        """The lines in order, as UTF-8 segments of whole lines joined by b"\\n" (none empty)."""
+    def _ranges(self, files: Sequence[RunFile]) -> Iterator[tuple[RunFile, int, int]]:
+        """(file, start, end): byte ranges of whole lines, in the report's order."""
         if self.runs:
-            yield from merge_runs([file_chunks(path) for path in self.files()])
+            for i, start, end in merge_ranges(files):
+                yield files[i], start, end
         else:
-            for path in self.files():
-                for chunk in file_chunks(path):
-                    yield chunk.data[:-1]
+            for f in files:
+                if f.size:
+                    yield f, 0, f.size
+
+    def _pieces(self) -> Iterator[bytes]:
+        """The lines in order, in pieces of whole lines of at most about 4 MB."""
+        files = [RunFile(path) for path in self.files()]
+        try:
+            for f, start, end in self._ranges(files):
+                yield from f.pieces(start, end)
+        finally:
+            for f in files:
+                f.close()
 
     def json_lines(self) -> Iterator[str]:
-        for segment in self.segments():
-            yield from segment.decode("utf-8").split("\n")
+        for piece in self._pieces():
+            for line in piece.decode("utf-8").split("\n")[:-1]:
+                yield line[2:-1]
 
-    def json_array_items(self) -> Iterator[str]:
-        """The lines as the items of a JSON array, one per line indented by two: "\\n  " before the first,
-        ",\\n  " between them; in blocks of megabytes (bytes.replace and join), not a Python call per line."""
-        first = True
-        pending: list[bytes] = []
-        size = 0
-        for segment in self.segments():
-            pending.append(segment)
-            size += len(segment)
-            if size >= 1 << 22:
-                yield ("\n  " if first else ",\n  ") + b"\n".join(pending).replace(b"\n", b",\n  ").decode("utf-8")
-                first, pending, size = False, [], 0
-        if pending:
-            yield ("\n  " if first else ",\n  ") + b"\n".join(pending).replace(b"\n", b",\n  ").decode("utf-8")
+    def write_array_items(self, out: Any) -> bool:
+        """Writes the rows as the items of a JSON array, one per line indented by two, "\\n" before the
+        first and none after the last (the caller closes the array); False if there are none. Into a
+        regular file the bytes go by os.copy_file_range from the executors' files (the kernel copies,
+        not Python); into anything else as text in blocks of megabytes."""
+        fd = _regular_file(out)
+        files = [RunFile(path) for path in self.files()]
+        try:
+            pending: tuple[RunFile, int, int] | None = None
+            for f, start, end in self._ranges(files):
+                if pending is None:
+                    _write(out, fd, b"\n")
+                else:
+                    _copy(out, fd, *pending)
+                pending = (f, start, end)
+            if pending is None:
+                return False
+            f, start, end = pending
+            _copy(out, fd, f, start, end - 2)  # less the last line's ",\n"
+            if fd is not None:
+                out.seek(0, os.SEEK_END)  # the stream's own position catches up with the descriptor's
+            return True
+        finally:
+            for f in files:
+                f.close()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for line in self.json_lines():
@@ -457,93 +485,132 @@ class OffsetRows:
         self._cleanup()
 
 
-class Chunk(NamedTuple):
-    """Whole lines of a file, each ending in b"\\n", none empty; a line is named by the position of its
-    first byte."""
-
-    data: bytes
-
-    @classmethod
-    def of(cls, data: bytes) -> Chunk | None:
-        """`data`: lines ending in b"\\n" (Spark's text files of to_json: never an empty line)."""
-        return cls(data) if data else None
-
-    def group(self, at: int) -> bytes:
-        """The group of the line at `at` (to_json of RESULT_FIELDS: `{"group":"...","groupType":`) as
-        UTF-8, unescaped when it holds an escape: Spark sorted the group's bytes."""
-        start = at + 10
-        text = self.data[start : self.data.index(_GROUP_END, start)]
-        return text if b"\\" not in text else str(json.loads(b'"' + text + b'"')).encode("utf-8")
-
-    def first_from(self, bound: bytes, at: int) -> int:
-        """The first line after the one at `at` (whose group is below `bound`) with a group >= bound, or
-        the chunk's end: a bisection over the bytes, each probe the line starting at or after its
-        middle."""
-        data = self.data
-        lo, hi = at, len(data)  # the line at lo is below bound; hi is a line at or above it, or the end
-        while True:
-            after = data.index(b"\n", lo) + 1
-            if after >= hi:
-                return hi
-            probe = data.index(b"\n", (lo + hi) // 2 - 1) + 1
-            if probe >= hi:
-                probe = after
-            if self.group(probe) < bound:
-                lo = probe
-            else:
-                hi = probe
+def _regular_file(out: Any) -> int | None:
+    """`out`'s descriptor, flushed, if it is a regular file (os.copy_file_range can write there)."""
+    try:
+        fd = int(out.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        return None
+    out.flush()
+    return fd
 
 
+def _write(out: Any, fd: int | None, data: bytes) -> None:
+    if fd is None:
+        out.write(data.decode("utf-8"))
+    else:
+        os.write(fd, data)
+
+
+def _copy(out: Any, fd: int | None, f: RunFile, start: int, end: int) -> None:
+    if fd is None:
+        for piece in f.pieces(start, end):
+            out.write(piece.decode("utf-8"))
+        return
+    while start < end:
+        try:
+            n = os.copy_file_range(f.fd, fd, end - start, start)
+        except OSError:  # a file system or kernel without it: the bytes through Python
+            n = 0
+        if n <= 0:
+            n = os.write(fd, f.data[start : min(end, start + (1 << 22))])
+        start += n
+
+
+_LINE_START = b'  {"group":"'
 _GROUP_END = b'","groupType":'
 
 
-def file_chunks(path: str) -> Iterator[Chunk]:
-    """A file's lines, about 4 MB at a time."""
-    with open(path, "rb") as f:
-        rest = b""
-        while block := f.read(1 << 22):
-            data = rest + block
-            cut = data.rfind(b"\n") + 1
-            rest = data[cut:]
-            if cut and (chunk := Chunk.of(data[:cut])) is not None:
-                yield chunk
-        if rest and (chunk := Chunk.of(rest + b"\n")) is not None:
-            yield chunk
+class RunFile:
+    """An executor's file of result lines (`  {"group":"...","groupType":...},\\n`), mapped."""
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDONLY)
+        self.size = os.fstat(self.fd).st_size
+        self.data: Any = mmap.mmap(self.fd, self.size, access=mmap.ACCESS_READ) if self.size else b""
+        self._released = 0
+
+    def close(self) -> None:
+        if isinstance(self.data, mmap.mmap):
+            self.data.close()
+        os.close(self.fd)
+
+    def raw_group(self, at: int) -> bytes:
+        """The group of the line at `at` as written (JSON-escaped)."""
+        start = at + len(_LINE_START)
+        return bytes(self.data[start : self.data.find(_GROUP_END, start)])
+
+    def group(self, at: int) -> bytes:
+        """The group of the line at `at` as UTF-8, unescaped if it holds an escape: Spark sorted its bytes."""
+        text = self.raw_group(at)
+        return text if b"\\" not in text else str(json.loads(b'"' + text + b'"')).encode("utf-8")
+
+    def group_end(self, at: int) -> int:
+        """The end of the lines of the group whose first line is at `at`: its last line is found by rfind of
+        the group's line start in a window that doubles while the group goes on past it."""
+        data, size = self.data, self.size
+        pattern = b"\n" + _LINE_START + self.raw_group(at) + _GROUP_END
+        last, window = at, 1 << 14
+        while True:
+            found = data.rfind(pattern, last, min(size, last + window))
+            if found >= 0:
+                last = found + 1
+            after: int = data.find(b"\n", last) + 1
+            if after >= size or data[after - 1 : after - 1 + len(pattern)] != pattern:
+                self._release(after)
+                return after
+            last, window = after, window * 2
+
+    def _release(self, upto: int) -> None:
+        """Drops the mapped pages before `upto` from this process (they stay in the page cache)."""
+        if isinstance(self.data, mmap.mmap) and upto - self._released >= 1 << 26:
+            page = upto - upto % mmap.PAGESIZE
+            self.data.madvise(mmap.MADV_DONTNEED, self._released, page - self._released)
+            self._released = page
+
+    def pieces(self, start: int, end: int) -> Iterator[bytes]:
+        """The bytes of the whole lines in [start, end), at most about 4 MB at a time, cut after a line."""
+        while start < end:
+            cut = end if end - start <= 1 << 22 else self.data.rfind(b"\n", start, start + (1 << 22)) + 1
+            if cut <= start:
+                cut = self.data.find(b"\n", start + (1 << 22)) + 1 or end
+            yield bytes(self.data[start:cut])
+            start = cut
 
 
-def merge_runs(runs: Sequence[Iterator[Chunk]]) -> Iterator[bytes]:
-    """Sorted runs of result lines whose groups are disjoint (a group's rows are all in one run) -> the
-    lines in (group, topic, partition) order, as segments of whole lines joined by b"\\n". A run's lines
-    up to the smallest group another run holds next go out as one slice, found by bisection: a few key
-    reads a slice, not one a line."""
-    heads: list[tuple[Chunk, int, Iterator[Chunk]]] = []  # (chunk, its next line, rest of the run)
-    for run in runs:
-        chunk = next(run, None)
-        if chunk is not None:
-            heads.append((chunk, 0, run))
-    while heads:
-        keys = [chunk.group(at) for chunk, at, _ in heads]
-        i = min(range(len(heads)), key=keys.__getitem__)
-        chunk, at, rest = heads[i]
-        if len(heads) == 1:
-            yield chunk.data[at:-1]
-            for following in rest:
-                yield following.data[:-1]
+def merge_ranges(files: Sequence[RunFile]) -> Iterator[tuple[int, int, int]]:
+    """Sorted runs of result lines whose groups are disjoint (a group's rows are all in one file) -> (file
+    index, start, end) byte ranges whose lines, in order, are in (group, topic, partition) order. A file's
+    lines go out as one range up to its first group above the smallest group another file holds next:
+    a few calls a group (RunFile.group_end), none a line."""
+    heap = [(f.group(0), i) for i, f in enumerate(files) if f.size]
+    heapq.heapify(heap)
+    at = [0] * len(files)
+    while heap:
+        _, i = heapq.heappop(heap)
+        f, start = files[i], at[i]
+        if not heap:
+            yield i, start, f.size
             return
-        end = chunk.first_from(min(k for j, k in enumerate(keys) if j != i), at)
-        yield chunk.data[at : end - 1]
-        if end < len(chunk.data):
-            heads[i] = (chunk, end, rest)
-            continue
-        after = next(rest, None)
-        if after is None:
-            del heads[i]
-        else:
-            heads[i] = (after, 0, rest)
+        bound = heap[0][0]
+        end = start
+        while True:
+            end = f.group_end(end)
+            if end >= f.size:
+                break
+            key = f.group(end)
+            if key >= bound:
+                heapq.heappush(heap, (key, i))
+                break
+        at[i] = end
+        yield i, start, end
 
 
 def write_rows(results: DataFrame) -> OffsetRows:
-    """Result rows as JSON lines, in (group, topic, partition) order: in local mode each partition's rows
+    """Result rows as the report's array items (OffsetRows), in (group, topic, partition) order: in local
+    mode each partition's rows
     sorted and written by the executors (the driver shares their file system; every partition holds its
     groups whole: the readers' or the shuffle's, by group), merged as the report is copied
     (OffsetRows.runs); elsewhere sorted across partitions and streamed to the driver a partition at a
@@ -553,7 +620,8 @@ def write_rows(results: DataFrame) -> OffsetRows:
     order = ("group", "topic", "partition")
     local = (spark.sparkContext.master or "").startswith("local")
     ordered = results.sortWithinPartitions(*order) if local else results.orderBy(*order)
-    lines = ordered.select(F.to_json(F.struct(*RESULT_FIELDS), {"ignoreNullFields": "false"}).alias("value"))
+    item = F.to_json(F.struct(*RESULT_FIELDS), {"ignoreNullFields": "false"})
+    lines = ordered.select(F.concat(F.lit("  "), item, F.lit(",")).alias("value"))  # OffsetRows' line
     rows = OffsetRows(directory, runs=local)
     if local:
         lines.write.mode("overwrite").text(os.path.join(directory, "spark"))

@@ -113,13 +113,9 @@ def write_json(out: Any, report: Mapping[str, Any]) -> None:
     out.write(', "offsets": [')
     separator = "\n  "
     offsets = report["offsets"]
-    items = getattr(offsets, "json_array_items", None)  # pipeline.OffsetRows: JSON the executors wrote
+    items = getattr(offsets, "write_array_items", None)  # pipeline.OffsetRows: the executors' bytes
     if items is not None:
-        wrote = False
-        for text in items():
-            out.write(text)
-            wrote = True
-        out.write("\n]}\n" if wrote else "]}\n")
+        out.write("\n]}\n" if items(out) else "]}\n")
         return
     json_lines = getattr(offsets, "json_lines", None)
     lines = json_lines() if json_lines is not None else (json.dumps(result) for result in offsets)

@@ -1,5 +1,6 @@
-"""The report's JSON from the executors' files (OffsetRows.json_array_items: blocks of text, not a Python
-call per line) is byte for byte what the line-by-line writer gives for the same rows."""
+"""The report's JSON from the executors' files (OffsetRows.write_array_items: byte ranges copied, not a
+Python call per line) is byte for byte what the line-by-line writer gives for the same rows, into a file
+(os.copy_file_range) and into a text stream alike."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from offset_expiry.pipeline import Chunk, OffsetRows, merge_runs
-from offset_expiry.report import write_json
+from offset_expiry.pipeline import OffsetRows, RunFile, merge_ranges
+from offset_expiry.report import write_json, write_json_atomically
 
 
 class _Lines:
@@ -21,6 +22,11 @@ class _Lines:
 
     def json_lines(self) -> Iterator[str]:
         return iter(self.lines)
+
+
+def _item(line: str) -> str:
+    """A result line as write_rows has the executors write it: the array item with its indent and comma."""
+    return "  " + line + ",\n"
 
 
 CASES = [
@@ -32,17 +38,29 @@ CASES = [
 ]
 
 
+def _both(tmp_path: Path, rows: OffsetRows, lines: list[str]) -> tuple[str, str, str]:
+    """The report through a text stream, through a file, and line by line."""
+    text, expected = io.StringIO(), io.StringIO()
+    write_json(text, {"summary": {"n": 1}, "offsets": rows})
+    target = tmp_path / "out" / "report.json"
+    target.parent.mkdir(exist_ok=True)
+    write_json_atomically(str(target), {"summary": {"n": 1}, "offsets": rows})
+    write_json(expected, {"summary": {"n": 1}, "offsets": _Lines(lines)})
+    return text.getvalue(), target.read_text(encoding="utf-8"), expected.getvalue()
+
+
 @pytest.mark.parametrize("files", CASES)
-def test_blocks_equal_lines(tmp_path: Path, files: list[list[str]]) -> None:
+def test_copied_bytes_equal_lines(tmp_path: Path, files: list[list[str]]) -> None:
     for i, lines in enumerate(files):
-        (tmp_path / f"part-{i:05d}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        (tmp_path / f"part-{i:05d}").write_text("".join(map(_item, lines)), encoding="utf-8")
     rows = OffsetRows(str(tmp_path))
-    blocks, lines = io.StringIO(), io.StringIO()
-    write_json(blocks, {"summary": {"n": 1}, "offsets": rows})
-    write_json(lines, {"summary": {"n": 1}, "offsets": _Lines([line for f in files for line in f])})
-    assert blocks.getvalue() == lines.getvalue()
-    assert len(json.loads(blocks.getvalue())["offsets"]) == sum(len(f) for f in files)
     rows._cleanup.detach()  # tmp_path is pytest's
+    every = [line for f in files for line in f]
+    assert list(rows.json_lines()) == every
+    text, copied, expected = _both(tmp_path, rows, every)
+    assert text == expected
+    assert copied == expected
+    assert len(json.loads(copied)["offsets"]) == len(every)
     assert os.path.isdir(tmp_path)
 
 
@@ -55,34 +73,34 @@ def _row(group: str, topic: str, partition: int) -> str:
 
 def test_sorted_runs_merge_by_group(tmp_path: Path) -> None:
     """Each file sorted on its own, no group in two files (what write_rows has the executors write):
-    read back in (group, topic, partition) order, whatever the blocks, escapes or non-ASCII names."""
+    read back in (group, topic, partition) order, whatever the escapes, non-ASCII names or group sizes
+    (a group longer than RunFile.group_end's first window)."""
     import random
 
     rng = random.Random(13)
     names = [f"g-{rng.randrange(10**6):06d}" for _ in range(3000)] + ['q"uote', "back\\slash", "é-acute", "\t-tab", "z"]
     rows = sorted(
-        (g, f"t{t}", p) for g in set(names) for t in range(rng.randrange(1, 3)) for p in range(rng.randrange(1, 4))
+        (g, f"t{t}", p)
+        for g in set(names)
+        for t in range(rng.randrange(1, 3) if g != "g-big" else 2)
+        for p in range(rng.randrange(1, 4))
     )
+    rows = sorted(rows + [("g-big", f"t{t:04d}", p) for t in range(700) for p in range(3)])  # ~150 KB
     files: list[list[str]] = [[] for _ in range(4)]
-    home = {g: rng.randrange(4) for g in set(names)}
+    home = {g: rng.randrange(4) for g in set(names) | {"g-big"}}
     for g, t, p in rows:
         files[home[g]].append(_row(g, t, p))
     for i, lines in enumerate(files):
-        (tmp_path / f"part-{i:05d}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        (tmp_path / f"part-{i:05d}").write_text("".join(map(_item, lines)), encoding="utf-8")
     merged = OffsetRows(str(tmp_path), runs=True)
     merged._cleanup.detach()  # tmp_path is pytest's
     got = list(merged.json_lines())
     assert got == [_row(*r) for r in rows]
-    blocks, lines = io.StringIO(), io.StringIO()
-    write_json(blocks, {"summary": {}, "offsets": merged})
-    write_json(lines, {"summary": {}, "offsets": _Lines(got)})
-    assert blocks.getvalue() == lines.getvalue()
-    # Small blocks: slices cross block boundaries.
-    runs = [iter([_chunk(f[i : i + 7]) for i in range(0, len(f), 7)]) for f in files]
-    assert b"\n".join(merge_runs(runs)).decode().split("\n") == got
-
-
-def _chunk(lines: list[str]) -> Chunk:
-    chunk = Chunk.of("".join(line + "\n" for line in lines).encode())
-    assert chunk is not None
-    return chunk
+    text, copied, expected = _both(tmp_path, merged, got)
+    assert text == expected
+    assert copied == expected
+    run_files = [RunFile(path) for path in merged.files()]
+    ranges = list(merge_ranges(run_files))
+    assert len(ranges) < len(rows) / 2  # slices of groups, not lines
+    for f in run_files:
+        f.close()
