@@ -232,6 +232,12 @@ def write_private_files(tls: TlsFiles) -> tuple[str, dict[str, str]]:
     return tmpdir, out
 
 
+def remove_private_files(tmpdir: str | None) -> None:
+    """The other half of write_private_files (None: there were none)."""
+    if tmpdir is not None:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
 def security_config(settings: ConnectionSettings) -> tuple[dict[str, Any], str | None]:
     """kafka-python's security settings for `settings` (the password stays Masked: kafka-python's DEBUG log
     of its configuration shows asterisks), and the private directory of the TLS files (None without TLS;
@@ -273,9 +279,8 @@ class KafkaAdmin:
             raise _connect_failure(exc, factory.manager.fatal if factory.manager else None, settings) from None
 
     def _cleanup(self) -> None:
-        if self._tmpdir is not None:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
-            self._tmpdir = None
+        remove_private_files(self._tmpdir)
+        self._tmpdir = None
 
     def close(self) -> None:
         try:

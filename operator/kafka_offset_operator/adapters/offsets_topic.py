@@ -6,7 +6,6 @@ Read committed: transactional offset commits only count once their COMMIT marker
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from offset_expiry.reachability import check_reachable
 
 from ..errors import UserError
 from ..model.connection import ConnectionSettings
-from .kafka_admin import security_config
+from .kafka_admin import remove_private_files, security_config
 
 IDLE_TIMEOUT_S = 30.0
 
@@ -67,9 +66,8 @@ class OffsetsTopicReader:
         self.partitions = sorted(partitions)
 
     def _cleanup(self) -> None:
-        if self._tmpdir is not None:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
-            self._tmpdir = None
+        remove_private_files(self._tmpdir)
+        self._tmpdir = None
 
     def close(self) -> None:
         try:
