@@ -5,32 +5,18 @@ In-process through cli.main, as test_cli_reset_scenarios.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka_clients import admin_commit, committed
+from reset_cli import backups, plan_of, reset
 
-from kafka_offset_demo.emulated_cluster import EmulatedCluster
-from kafka_offset_operator import cli
-from kafka_offset_operator.adapters.backup_store import BackupStore
-from kafka_offset_operator.adapters.kube import Kube, load_config
 from kafka_offset_operator.model.offsets import Committed
 from kafka_sandbox import SandboxBroker
 
-NAMESPACE = "kafka"  # the emulated kubeconfig's context namespace
 O0, O1, O2 = ("orders", 0), ("orders", 1), ("orders", 2)
-
-
-@pytest.fixture
-def kubeconfig(tmp_path: Path) -> Iterator[Path]:
-    cluster = EmulatedCluster().start()
-    try:
-        yield cluster.write_kubeconfig(tmp_path / "kubeconfig")
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture
@@ -55,33 +41,6 @@ def log_ends(broker: SandboxBroker) -> dict[tuple[str, int], int]:
         admin.close()
 
 
-def reset(capsys: pytest.CaptureFixture[str], broker: SandboxBroker, kubeconfig: Path, *argv: str) -> tuple[int, str, str]:
-    code = cli.main(["reset", "--bootstrap-server", broker.bootstrap_servers, "--group", "billing",
-                     "--kubeconfig", str(kubeconfig), *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def plan_of(out: str) -> dict[tuple[str, int], int]:
-    lines = out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("GROUP "))
-    rows = {}
-    for line in lines[start + 1:]:
-        cells = line.split()
-        if len(cells) < 5 or cells[0] != "billing":
-            break
-        rows[(cells[1], int(cells[2]))] = int(cells[4])
-    return rows
-
-
-def backups(kubeconfig: Path) -> list[dict[tuple[str, int], Committed]]:
-    kube = Kube(load_config(kubeconfig))
-    try:
-        return [b.offsets for b in BackupStore(kube).find(NAMESPACE)]
-    finally:
-        kube.close()
-
-
 def test_to_current_with_and_without_committed_offsets(capsys: pytest.CaptureFixture[str], world: SandboxBroker,
                                                         kubeconfig: Path) -> None:
     """Committed partitions keep their offset; orders-2, without one, gets the log end offset."""
@@ -95,7 +54,7 @@ def test_to_current_with_and_without_committed_offsets(capsys: pytest.CaptureFix
     assert (code, err) == (0, ""), err
     assert plan_of(out) == {O0: 5, O1: 1, O2: 6} and "no committed offset: the log end offset 6" in out
     assert committed(world.bootstrap_servers, "billing") == {O0: 5, O1: 1, O2: 6}
-    assert backups(kubeconfig) == [{O0: Committed(5), O1: Committed(1)}]  # orders-2 had nothing to keep
+    assert [b.offsets for b in backups(kubeconfig)] == [{O0: Committed(5), O1: Committed(1)}]  # orders-2 had nothing to keep
 
 
 def test_from_file_reads_the_export_and_is_clamped(capsys: pytest.CaptureFixture[str], world: SandboxBroker,
@@ -106,7 +65,7 @@ def test_from_file_reads_the_export_and_is_clamped(capsys: pytest.CaptureFixture
     code, out, err = reset(capsys, world, kubeconfig, "--from-file", str(exported), "--execute")
     assert (code, err) == (0, ""), err
     assert committed(world.bootstrap_servers, "billing") == {O0: 3, O1: 3}
-    assert backups(kubeconfig) == [{O0: Committed(5), O1: Committed(1)}]
+    assert [b.offsets for b in backups(kubeconfig)] == [{O0: Committed(5), O1: Committed(1)}]
 
     several = tmp_path / "groups.csv"  # the export of several groups; offsets beyond the logs are clamped
     several.write_text("other,orders,0,9\nbilling,orders,0,0\nbilling,orders,2,99\n")
@@ -129,4 +88,4 @@ def test_a_bad_file_is_refused_before_anything(capsys: pytest.CaptureFixture[str
         assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err and message in err, (out, err)
     code, _, err = reset(capsys, world, kubeconfig, "--from-file", str(tmp_path / "none.csv"))
     assert code == 2 and "--from-file: cannot read" in err
-    assert committed(world.bootstrap_servers, "billing") == {O0: 5, O1: 1} and backups(kubeconfig) == []
+    assert committed(world.bootstrap_servers, "billing") == {O0: 5, O1: 1} and [b.offsets for b in backups(kubeconfig)] == []

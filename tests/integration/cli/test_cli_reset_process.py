@@ -6,26 +6,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from kafka_clients import admin_commit, committed
 
-from kafka_offset_demo.emulated_cluster import EmulatedCluster
 from kafka_offset_operator.adapters.backup_store import BackupStore
 from kafka_offset_operator.adapters.kube import Kube, load_config
 from kafka_offset_operator.model.offsets import Committed
 from kafka_sandbox import SandboxBroker
-
-
-@pytest.fixture
-def kubeconfig(tmp_path: Path) -> Iterator[Path]:
-    cluster = EmulatedCluster().start()
-    try:
-        yield cluster.write_kubeconfig(tmp_path / "kubeconfig")
-    finally:
-        cluster.stop()
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess[str]:

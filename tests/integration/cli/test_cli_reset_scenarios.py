@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka_clients import admin_commit, committed, member
+from reset_cli import NAMESPACE, backups, plan_of, reset
 
 from kafka_offset_demo.emulated_cluster import EmulatedCluster
 from kafka_offset_operator import cli
@@ -26,30 +26,7 @@ from kafka_offset_operator.model.offsets import Committed
 from kafka_sandbox import SandboxBroker
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z: orders' records are one a second from here
-NAMESPACE = "kafka"  # the emulated kubeconfig's context namespace
 O0, O1 = ("orders", 0), ("orders", 1)
-
-
-@pytest.fixture
-def cluster() -> Iterator[EmulatedCluster]:
-    c = EmulatedCluster().start()
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture
-def kubeconfig(cluster: EmulatedCluster, tmp_path: Path) -> Path:
-    return cluster.write_kubeconfig(tmp_path / "kubeconfig")
-
-
-def backups(kubeconfig: Path) -> list[BackupRecord]:
-    kube = Kube(load_config(kubeconfig))
-    try:
-        return BackupStore(kube).find(NAMESPACE)
-    finally:
-        kube.close()
 
 
 @pytest.fixture
@@ -78,26 +55,6 @@ def list_offsets(broker: SandboxBroker, spec: Any) -> dict[tuple[str, int], int]
 def clamp(offset: int, start: int, end: int) -> int:
     """ConsumerGroupCommand.ConsumerGroupService.checkOffsetsRange: the end first, then the start."""
     return end if offset > end else start if offset < start else offset
-
-
-def reset(capsys: pytest.CaptureFixture[str], broker: SandboxBroker, kubeconfig: Path, *argv: str) -> tuple[int, str, str]:
-    code = cli.main(["reset", "--bootstrap-server", broker.bootstrap_servers, "--group", "billing",
-                     "--kubeconfig", str(kubeconfig), *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def plan_of(out: str) -> dict[tuple[str, int], int]:
-    """NEW of each row of the printed table (GROUP TOPIC PARTITION CURRENT NEW [NOTE])."""
-    lines = out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("GROUP "))
-    rows = {}
-    for line in lines[start + 1:]:
-        cells = line.split()
-        if len(cells) < 5 or cells[0] != "billing":
-            break
-        rows[(cells[1], int(cells[2]))] = int(cells[4])
-    return rows
 
 
 def expected(broker: SandboxBroker, target: list[str]) -> dict[tuple[str, int], int]:
