@@ -23,14 +23,33 @@ def _offsets(offsets: Mapping[TP, Committed] | None) -> str:
     return text + (f",...(+{len(items) - SHOWN})" if len(items) > SHOWN else "")
 
 
+CONFIRMED = "confirmed=after-restart"  # the mark of a line written when a resumed visit found the change done
+
+
 def changed(call: str, body: Mapping[str, Any], group: str, before: Mapping[TP, Committed] | None,
             after: Mapping[TP, Committed] | None, answers: Mapping[TP, str | None], top_error: str | None,
             backup: str | None) -> None:
     """After a Kafka call that changed (or tried to change) offsets."""
+    _line(call, body, group, before, after, answers, top_error, backup, "")
+
+
+def confirmed(call: str, body: Mapping[str, Any], group: str, before: Mapping[TP, Committed] | None,
+              after: Mapping[TP, Committed] | None, backup: str | None) -> None:
+    """A change an earlier attempt sent (its start is in the status) that a resumed visit found done in Kafka.
+    The process that sent it may have died before its own line: this one makes the trail at-least-once (a
+    reader may see the same change twice, the second marked `confirmed=after-restart`, never not at all)."""
+    if before or after:
+        tps = before if before is not None else after or {}
+        _line(call, body, group, before, after, {tp: None for tp in tps}, None, backup, " " + CONFIRMED)
+
+
+def _line(call: str, body: Mapping[str, Any], group: str, before: Mapping[TP, Committed] | None,
+          after: Mapping[TP, Committed] | None, answers: Mapping[TP, str | None], top_error: str | None,
+          backup: str | None, mark: str) -> None:
     meta = body.get("metadata") or {}
     ok = sum(1 for error in answers.values() if error is None) if top_error is None else 0
     errors = sorted({e for e in answers.values() if e}) or ([top_error] if top_error else [])
-    log.info("%s %s %s/%s group=%s partitions=%d ok=%d errors=%s before=[%s] after=[%s] backup=%s", call,
+    log.info("%s %s %s/%s group=%s partitions=%d ok=%d errors=%s before=[%s] after=[%s] backup=%s%s", call,
              body.get("kind", ""), meta.get("namespace"), meta.get("name"), group,
              len(before if before is not None else after or {}), ok, ",".join(errors) or "none", _offsets(before),
-             _offsets(after), backup or "none")
+             _offsets(after), backup or "none", mark)

@@ -11,7 +11,7 @@ from offset_expiry.policy import Policy, regex_pattern_warnings, unmatched_patte
 
 from ..model.reasons import Reason
 from ..model.report import Report, ScannedOffset
-from .conditions import Condition, merge_conditions
+from .conditions import Condition, find, merge_conditions
 from .policy_spec import Mode
 from .proposals import Skip
 from .times import iso
@@ -154,6 +154,26 @@ def spec_invalid(status: Mapping[str, Any], field_path: str, problem: str, reaso
     if generation is not None:
         patch["observedGeneration"] = generation
     return patch
+
+
+def kafka_cluster(status: Mapping[str, Any], cluster_id: str | None, generation: int | None) -> dict[str, Any]:
+    """The patch recording which Kafka cluster the spec's connection reaches (decisions/protection.py reads
+    it for this generation only), or {} when the status says so already."""
+    recorded = {"id": cluster_id, "observedGeneration": generation}
+    if cluster_id is None or generation is None or status.get("kafkaCluster") == recorded:
+        return {}
+    return {"kafkaCluster": recorded}
+
+
+def ready_event(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, Reason, str] | None:
+    """The Event a status write is worth (type, reason, message): one when the Ready condition's reason
+    changes (a first run, a failure, a spec refused, a recovery), none for the same condition again (a retry,
+    the next successful run), so `kubectl describe` tells what happened without one Event per run."""
+    before, after = find(old.get("conditions"), "Ready"), find(new.get("conditions"), "Ready")
+    if after is None or (before is not None and before.get("reason") == after.get("reason")):
+        return None
+    return ("Normal" if after.get("status") == "True" else "Warning", Reason(str(after.get("reason"))),
+            str(after.get("message") or ""))
 
 
 def running(status: Mapping[str, Any], engine: str, now_ms: int, generation: int | None) -> dict[str, Any]:

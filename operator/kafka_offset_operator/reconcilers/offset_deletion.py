@@ -133,6 +133,9 @@ class DeletionReconciler(ObjectVisits):
         admin.describe_group(group_id)  # the live re-check also proves the coordinator answers
         current = admin.committed_offsets(group_id)
         todo = steps.plan_deletion(backup, current, started=bool(status.get("deleteStartTime")))
+        gone = [(r["topic"], r["partition"]) for r in todo.results if r["status"] == steps.DELETED]
+        audit.confirmed("OffsetDelete", body, group_id, {tp: backup[tp] for tp in gone}, None,
+                        (status.get("backup") or {}).get("name"))  # sent by an earlier attempt: at-least-once
         answers: dict[TP, str | None] = {}
         top_error: str | None = None
         if todo.to_delete:
@@ -171,6 +174,7 @@ class DeletionReconciler(ObjectVisits):
         now, generation = _now(), _generation(body)
         if status.get("deleteStartTime") and not current and not live.exists:
             # An earlier attempt sent DeleteGroups and its answer was lost (or this process stopped): done.
+            audit.confirmed("DeleteGroups", body, group_id, backup, None, backup_name_)
             outcome = steps.finish_group_deletion(spec, status, backup, None, now, generation)
         else:
             topics = admin.topic_names() if spec.require_topics_deleted else None
@@ -220,6 +224,8 @@ class DeletionReconciler(ObjectVisits):
             return self._apply(body, steps.restore_blocked(status, group, interval, now, generation), status)
         current = admin.committed_offsets(group_id)
         todo = steps.plan_restore(backup, steps.deleted_partitions(status, backup), current)
+        again = [(r["topic"], r["partition"]) for r in todo.results if r["status"] == steps.RESTORED]
+        audit.confirmed("OffsetCommit", body, group_id, None, {tp: backup[tp] for tp in again}, None)
         answers: dict[TP, str | None] = {}
         if todo.to_commit:
             stored = self.store.write(self._record(body, Action.RESTORE, target.get("clusterId"), admin, group_id,

@@ -261,6 +261,9 @@ class ResetReconciler(ObjectVisits):
             return self._apply(body, steps.members_present(status, group, interval, now, generation), status)
         current = admin.committed_offsets(group_id)
         todo = steps.plan_commit(record.offsets, reset, current, started=bool(status.get("commitStartTime")))
+        done = [(r["topic"], r["partition"]) for r in todo.results if r["status"] == steps.RESET]
+        audit.confirmed("OffsetCommit", body, group_id, {tp: record.offsets[tp] for tp in done if tp in record.offsets},
+                        {tp: reset[tp] for tp in done}, record.name)  # sent by an earlier attempt: at-least-once
         answers: dict[TP, str | None] = {}
         if todo.to_commit:
             self._check_not_deleted(body, stop)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import time
@@ -170,7 +171,9 @@ class PolicyRunner:
         if self.visits is None:
             await asyncio.to_thread(run)
         else:
-            await loop.run_in_executor(self.visits, run)
+            # In a copy of the daemon's context (as asyncio.to_thread does): Kopf finds its event queue and
+            # settings there, so kopf.event() from the visit's thread reaches its poster on the loop.
+            await loop.run_in_executor(self.visits, contextvars.copy_context().run, run)
 
     async def quiesce(self, namespace: str, name: str) -> None:
         """Wait until no visit of this policy is under way (the deleted policy's daemon is told to stop at
@@ -429,18 +432,19 @@ class PolicyRunner:
             interval = self.retry_ms
         now = self.now_ms()
         retry = now + schedule.retry_delay_ms(self.failures[key], self.retry_ms, interval)
-        status = _status(body)
-        patch = policy_status.run_failed(status, reason, message, now, retry, _generation(body))
+        patch = policy_status.run_failed(_status(body), reason, message, now, retry, _generation(body))
         patch["conditions"] = policy_status.settled(patch, now, _generation(body))["conditions"]
-        old: Mapping[str, Any] = next((c for c in status.get("conditions") or () if c.get("type") == "Degraded"), {})
-        if old.get("reason") != reason:
-            self._event(body, "Warning", reason, message)
         self._patch(body, patch)
 
     def _patch(self, body: dict[str, Any], patch: Mapping[str, Any]) -> None:
+        """Write the status, then the Event its Ready condition's change is worth (policy_status.ready_event)."""
         meta = body["metadata"]
+        before = _status(body)
         current = self.kube.patch_status(POLICIES, meta["namespace"], meta["name"], patch)
         body["status"] = current.get("status") or {}
+        event = policy_status.ready_event(before, body["status"])
+        if event is not None:
+            self._event(body, *event)
         ready = next((c for c in body["status"].get("conditions") or () if c.get("type") == "Ready"), None)
         if ready is not None:
             metrics.policy_ready(meta["namespace"], meta["name"], ready.get("status") == "True")
@@ -448,8 +452,10 @@ class PolicyRunner:
     def _event(self, body: Mapping[str, Any], kind: str, reason: Reason, message: str) -> None:
         try:
             kopf.event(cast(Any, dict(body)), type=kind, reason=str(reason), message=message[:1000])
-        except Exception as exc:  # events are best effort
-            log.debug("event not posted: %s", exc)
+        except Exception as exc:  # events are best effort, but a lost one is said
+            meta = body.get("metadata") or {}
+            log.warning("policy %s/%s: %s Event not posted (%s: %s): %s", meta.get("namespace"), meta.get("name"),
+                        reason, type(exc).__name__, exc, message[:200])
 
 
 def _status(body: Mapping[str, Any]) -> dict[str, Any]:

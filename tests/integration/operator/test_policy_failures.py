@@ -150,14 +150,26 @@ def test_an_invalid_spec_waits_for_a_new_one_and_a_missing_secret_is_retried(ref
     assert "nextRunTime" in refused.after["no-secret"]["status"]  # the Secret may appear: retried with backoff
 
 
+def test_each_refusal_is_one_warning_event_read_back_from_the_api(refused: Refused, policies: Policies) -> None:
+    """Posted once per change of the Ready condition (not once per retry), from the visit's own thread."""
+    for name, field, reason in REFUSED:
+        events = wait_until(lambda name=name: policies.kube.events_for(name), 30, f"{name}'s Event")
+        assert [(e["type"], e["reason"]) for e in events] == [("Warning", reason)], name
+        assert events[0]["message"].startswith(f"{field}: "), events
+
+
 def test_a_kafka_outage_is_degraded_naming_the_brokers(kafka_down: Down, policies: Policies) -> None:
     assert condition(kafka_down.outage.get("status"), "Degraded")["reason"] == "KafkaUnavailable"
     assert policies.servers in condition(kafka_down.outage.get("status"), "Degraded")["message"]
 
 
-def test_the_policy_recovers_once_kafka_answers(kafka_back: Up) -> None:
+def test_the_policy_recovers_once_kafka_answers(kafka_back: Up, policies: Policies) -> None:
     up = kafka_back.outage
     assert condition(up.get("status"), "Degraded")["status"] == "False" and up["status"]["lastRun"]["engine"] == "Local"
+    # The outage and the recovery, each one Event (the retries in between posted none).
+    wait_until(lambda: len(policies.kube.events_for("outage")) >= 2, 30, "the outage's and the recovery's Events")
+    assert [(e["type"], e["reason"]) for e in policies.kube.events_for("outage")] == [
+        ("Warning", "KafkaUnavailable"), ("Normal", "AnalysisSucceeded")]
 
 
 def test_an_invalid_spec_is_left_alone_until_fixed(kafka_down: Down, kafka_back: Up, fixed: dict[str, Any]) -> None:

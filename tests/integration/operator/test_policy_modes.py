@@ -214,6 +214,20 @@ def test_approve_keeps_the_protected_group_alive_as_a_simple_group(approve: Appr
     assert approve.billing_protocol_type == ""
 
 
+def test_every_action_of_a_run_is_an_event_read_back_from_the_api(played: Played, approve: Approve) -> None:
+    """Posted from the visit's own thread (not Kopf's): the first run's success, the proposals, the rebase."""
+    def posted() -> dict[str, str] | None:
+        found = {e["reason"]: e["type"] for e in played.kube.events_for(POLICY)}
+        wanted = {"AnalysisSucceeded", "OffsetDeletionsCreated", "KeepAliveRebased"}
+        return found if wanted <= set(found) else None
+    found = wait_until(posted, 30, "the policy's Events")
+    assert (found["AnalysisSucceeded"], found["OffsetDeletionsCreated"], found["KeepAliveRebased"]) == (
+        "Normal", "Normal", "Normal")
+    created = [e for e in played.kube.events_for(POLICY) if e["reason"] == "OffsetDeletionsCreated"]
+    assert [e["message"] for e in created] == ["3 OffsetDeletions created (awaiting approval)"]
+    assert {e["involvedObject"]["kind"] for e in played.kube.events_for(POLICY)} == {"ConsumerGroupOffsetPolicy"}
+
+
 # -- Approve
 
 

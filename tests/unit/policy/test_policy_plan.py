@@ -199,6 +199,17 @@ def test_failures_degrade_and_invalid_specs_wait_for_a_new_generation() -> None:
     assert schedule.due(4, status, NOW) is True  # the spec changed
 
 
+def test_a_change_of_the_ready_condition_is_one_event_and_a_retry_none() -> None:
+    failed = policy_status.run_failed({}, "KafkaUnavailable", "cannot reach Kafka", NOW, NOW + 30_000, 3)
+    assert policy_status.ready_event({}, failed) == ("Warning", "KafkaUnavailable", "cannot reach Kafka")
+    again = policy_status.run_failed(failed, "KafkaUnavailable", "cannot reach Kafka", NOW + 30_000, NOW + 90_000, 3)
+    assert policy_status.ready_event(failed, again) is None  # a retry of the same problem
+    invalid = policy_status.spec_invalid(failed, "spec.mode", "'x' is not one of DryRun", "InvalidSpec", NOW, 4)
+    assert policy_status.ready_event(failed, invalid) == ("Warning", "InvalidSpec", "spec.mode: 'x' is not one of DryRun")
+    running = policy_status.running(invalid, "Local", NOW, 5)
+    assert policy_status.ready_event(invalid, running) is None  # Progressing only
+
+
 def test_backoff_doubles_up_to_the_interval() -> None:
     delays = [schedule.retry_delay_ms(n, 1000, 6000) for n in range(1, 6)]
     assert delays == [1000, 2000, 4000, 6000, 6000]
