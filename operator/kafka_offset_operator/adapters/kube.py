@@ -99,6 +99,17 @@ class Kube:
             raise _translate(exc) from None
         return cast(dict[str, Any], obj)
 
+    def list_custom(self, plural: str, namespace: str | None) -> list[dict[str, Any]]:
+        """Every object of one of our kinds in a namespace, or (None) in all namespaces."""
+        try:
+            if namespace is None:
+                found = self._custom.list_cluster_custom_object(GROUP, VERSION, plural)
+            else:
+                found = self._custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural)
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return list(cast(dict[str, Any], found).get("items") or ())
+
     def strimzi_reader(self, namespace: str) -> Callable[[str, str], dict[str, Any]]:
         """Reads Strimzi resources (kafka.strimzi.io, v1beta2: served by every Strimzi since 0.22) of one
         namespace, for decisions.strimzi_connection."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from . import kafka_connection
+from . import kafka_connection, protection
 
 if TYPE_CHECKING:  # imported where used: `--help` and bad arguments load no Kafka or Kubernetes client
     from ..adapters.kube import Kube
@@ -78,6 +78,7 @@ def add_parser(sub: Any) -> None:
                         "or group,topic,partition,offset)")
     kafka_connection.add_arguments(p)
     p.add_argument("--execute", action="store_true", help="write the backup and commit (without it, only print the plan)")
+    protection.add_argument(p)
     p.add_argument("--export", type=Path, metavar="FILE",
                    help="also write the plan as Kafka's tool exports it (CSV: topic,partition,offset)")
     p.add_argument("--kubeconfig", type=Path, metavar="PATH",
@@ -239,6 +240,7 @@ def _reset(args: argparse.Namespace, settings: ConnectionSettings, target: Reset
                 raise UserError(f"group {args.group} has members ({members}): Kafka accepts an admin OffsetCommit "
                                 "only while a group has none; stop its consumers first")
             assert kube is not None
+            protection.check(kube, args, cluster_id, args.group)  # before the backup: nothing changes
             stored = _write_backup(kube, args, admin.settings.bootstrap_servers, cluster_id, plan, retention_ms)
             print(f"backup {stored.requested_by.namespace}/{stored.name} written ({stored.partitions} offsets as "
                   "they were)")

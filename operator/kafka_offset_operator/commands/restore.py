@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from . import kafka_connection
+from . import kafka_connection, protection
 
 
 def add_parser(sub: Any) -> None:
@@ -36,6 +36,7 @@ def add_parser(sub: Any) -> None:
                    help="reach the cluster here instead of the backup's address (the cluster id must still match)")
     kafka_connection.add_arguments(p)
     p.add_argument("--execute", action="store_true", help="commit the offsets (without it, only print the plan)")
+    protection.add_argument(p)
     p.set_defaults(run=run)
 
 
@@ -93,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
                                 "OffsetCommit only while a group has none; stop its consumers first")
             current = admin.committed_offsets(record.group)
             plan = plan_restore(record.offsets, sorted(record.offsets), current)
+            if args.execute and plan.to_commit:
+                _check_protection(args, found, record.group)
             answers = admin.commit_offsets(record.group, plan.to_commit) if args.execute and plan.to_commit else {}
     except KafkaFailure as exc:
         raise UserError(f"Kafka at {servers}: {exc.code}: {exc.message}") from None
@@ -110,6 +113,23 @@ def run(args: argparse.Namespace) -> int:
     failed = sum(1 for e in answers.values() if e is not None)
     print(f"committed {len(answers) - failed} offsets of group {record.group}" + (f"; {failed} failed" if failed else ""))
     return 1 if failed else 0
+
+
+def _check_protection(args: argparse.Namespace, cluster_id: str | None, group: str) -> None:
+    """The policies, read with the kubeconfig (--backup's, or KUBECONFIG / in-cluster with --file)."""
+    from ..adapters.kube import Kube, load_config
+
+    if protection.ignored(args, group):
+        return
+    try:
+        kube = Kube(load_config(args.kubeconfig))
+    except Exception as exc:  # the kubernetes client's configuration errors share no base class
+        raise UserError(f"--kubeconfig: no Kubernetes configuration to read the ConsumerGroupOffsetPolicies that "
+                        f"may protect group {group}: {exc} ({protection.FLAG} skips the check)") from None
+    try:
+        protection.check(kube, args, cluster_id, group)
+    finally:
+        kube.close()
 
 
 def _table(header: list[str], rows: list[tuple[Any, ...]]) -> None:

@@ -88,6 +88,18 @@ def protected(status: Mapping[str, Any], message: str, counter: str, now: str, g
     return Outcome(patch, events)
 
 
+def protection_unknown(status: Mapping[str, Any], message: str, now: str, generation: int | None) -> Outcome:
+    """A policy whose patterns match the group has not recorded which Kafka cluster it reaches: nothing is
+    changed until it has (its next run), retried (decisions/protection.py)."""
+    return Outcome(*degraded_warning(status, Reason.PROTECTION_UNKNOWN, message, now, generation))
+
+
+def protected_for_now(status: Mapping[str, Any], message: str, now: str, generation: int | None) -> Outcome:
+    """A change asked for after the object's own change (a restore) to a group a policy protects: refused while
+    the protection stands (the phase stays; retried)."""
+    return Outcome(*degraded_warning(status, Reason.PROTECTED, message, now, generation))
+
+
 def spec_frozen(status: Mapping[str, Any], message: str, now: str, generation: int | None) -> Outcome:
     """The spec changed after approval: the operator keeps acting on what was approved (the kind's message
     says where that is kept)."""

@@ -381,6 +381,18 @@ def _policy_status() -> Schema:
                 },
             },
             "nextRunTime": _time("When the next scheduled run is due."),
+            "kafkaCluster": {
+                "type": "object",
+                "description": (
+                    "The Kafka cluster spec.kafka reaches (its id, from Kafka's Metadata), read by each run for "
+                    "the generation it names. spec.protect.groups protects those groups on this cluster against "
+                    "every change the operator (or the reset and restore commands) would make, whoever asks."
+                ),
+                "properties": {
+                    "id": {"type": "string", "maxLength": 256, "description": "The cluster id."},
+                    "observedGeneration": {"type": "integer", "description": "The metadata.generation it was read for."},
+                },
+            },
             "topCandidates": {
                 "type": "array",
                 "description": "The groups with the most candidate offsets (at most 20).",

@@ -49,7 +49,8 @@ class Reason(StrEnum):
     RESTORE_BLOCKED = "RestoreBlocked"  # the group has members, so Kafka refuses the restore; retried
     RESTORE_INCOMPLETE = "RestoreIncomplete"  # some backed-up offsets could not be committed back
     BACKED_UP = "BackedUp"  # Event: the backup is written and the deletion starts
-    PROTECTED = "Protected"  # the referenced policy protects the group: refused, nothing deleted (final)
+    PROTECTED = "Protected"  # a policy protects the group on its Kafka cluster: refused, nothing changed (final)
+    PROTECTION_UNKNOWN = "ProtectionUnknown"  # a policy that may protect the group has no known cluster yet; retried
     SPEC_FROZEN = "SpecFrozen"  # the spec changed after approval: ignored, the approved target is acted on
     CLUSTER_MISMATCH = "ClusterMismatch"  # the connection reaches another cluster than the backup's: no restore
     BACKUP_NOT_STORED = "BackupNotStored"  # the backup store could not write or read back the backup; retried

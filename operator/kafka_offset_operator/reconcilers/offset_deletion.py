@@ -82,6 +82,13 @@ class DeletionReconciler(ObjectVisits):
             return
         try:
             with self.ctx.kafka_gate, KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
+                # protect is the cluster's: any policy the operator watches, whichever this one references
+                target = status.get("target") or {}
+                refused = self._refused_by_protection(
+                    body, status, target.get("clusterId") or admin.cluster_id(), str(target.get("group") or spec.group),
+                    "deleted", None if step is Step.RESTORE else steps.FAILED, generation)
+                if refused is not None:
+                    return
                 if step is Step.BACKUP:
                     status = self._backup(body, spec, kafka, status, admin)
                     step = steps.next_step(spec, status)

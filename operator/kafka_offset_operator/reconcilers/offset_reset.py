@@ -132,6 +132,13 @@ class ResetReconciler(ObjectVisits):
                 return
             # the process-wide Kafka limit (context.kafka_gate), as an OffsetDeletion's visit and a policy's
             with self.ctx.kafka_gate, KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
+                if step in (Step.BACKUP, Step.COMMIT) and not status.get("commitStartTime"):
+                    # protect is the cluster's: any policy the operator watches, whichever this one references
+                    refused = self._refused_by_protection(
+                        body, status, admin.cluster_id(), str((status.get("target") or {}).get("group") or spec.group),
+                        "reset", steps.FAILED, generation)
+                    if refused is not None:
+                        status, step = refused, Step.DONE  # final: paused workloads are scaled back below
                 if step is Step.PLAN:
                     plan = self._plan(namespace, spec, admin)
                     self._apply(body, steps.plan_shown(status, plan, _now(), generation), status)

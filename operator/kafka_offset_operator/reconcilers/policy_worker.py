@@ -281,6 +281,7 @@ class PolicyRunner:
         self._patch(body, policy_status.running(_status(body), spec.engine.value, started, _generation(body)))
         try:
             retention_ms, cluster_id = self._preflight(spec, settings)
+            self._record_cluster(body, cluster_id)
             shared = self.sharing
             window_ms = int((self.options.scan_share_window_s or 0) * 1000)
             report = run_analysis(Job(body, spec, settings, retention_ms,
@@ -322,10 +323,10 @@ class PolicyRunner:
 
     def _preflight(self, spec: PolicySpec, settings: ConnectionSettings) -> tuple[int, str | None]:
         """Kafka answers (else KafkaUnavailable before any Spark starts) and its offsets retention (read only
-        when the spec does not give it: DescribeConfigs may not be allowed); with the cluster's id when the
-        run may share its scan (the key of decisions/scan_sharing)."""
+        when the spec does not give it: DescribeConfigs may not be allowed); with the cluster's id (where the
+        policy's protection applies; the key of decisions/scan_sharing when the run may share its scan)."""
         with self.kafka_gate, KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
-            cluster_id = admin.cluster_id() if self.sharing else None
+            cluster_id = admin.cluster_id()  # where spec.protect applies (_record_cluster), and the scan's key
             if spec.broker_retention_ms is not None:
                 return spec.broker_retention_ms, cluster_id
             configs = admin.broker_configs([RETENTION_CONFIG])
@@ -334,6 +335,13 @@ class PolicyRunner:
             raise AnalysisFailed(Reason.INVALID_SPEC, "spec.analysis.brokerRetention: is required: the brokers do not "
                                  f"report {RETENTION_CONFIG}")
         return int(minutes) * 60_000, cluster_id
+
+    def _record_cluster(self, body: dict[str, Any], cluster_id: str | None) -> None:
+        """status.kafkaCluster: the cluster this generation's connection reaches, where its spec.protect.groups
+        protect (decisions/protection.py). Written when it changes, before anything else of the run."""
+        patch = policy_status.kafka_cluster(_status(body), cluster_id, _generation(body))
+        if patch:
+            self._patch(body, patch)
 
     def _recheck(self, admin: KafkaAdmin, spec: PolicySpec, report: Report) -> tuple[list[proposals.Proposal], list[proposals.Skip]]:
         kept: list[proposals.Proposal] = []

@@ -23,14 +23,17 @@ from ..adapters import audit
 from ..adapters.backup_store import BackupStore
 from ..adapters.kube import KubeError, NotFound, Refused
 from ..context import OperatorContext
+from ..decisions import step_outcomes
 from ..decisions.deletion_steps import spec_problem, write_refused
 from ..decisions.kafka_answers import answer_lost
+from ..decisions.protection import refusal
 from ..decisions.status_patch import changes, merge_patch
 from ..decisions.step_outcomes import Outcome
 from ..engines.job import CancelFlag
 from ..model.api import POLICIES
 from ..model.offsets import TP, Committed, KafkaFailure
 from ..model.reasons import Reason
+from .protection import ClusterProtection
 
 
 def now() -> str:
@@ -93,6 +96,7 @@ class ObjectVisits:
         self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._refused: dict[tuple[str, str], str] = {}  # objects no status fits, by the version seen
+        self.protection = ClusterProtection(ctx.kube, None if ctx.options.clusterwide else ctx.options.namespaces)
 
     def _lock(self, namespace: str, name: str) -> threading.Lock:
         with self._locks_guard:
@@ -191,6 +195,28 @@ class ObjectVisits:
         policy_spec = policy.get("spec") or {}
         protect = tuple(str(g) for g in ((policy_spec.get("protect") or {}).get("groups") or ()))
         return (recorded or policy_spec.get("kafka") or {}), (spec.policy_ref, Protection(groups=protect))
+
+    def _refused_by_protection(self, body: Mapping[str, Any], status: Mapping[str, Any], cluster_id: str | None,
+                               group: str, counter: str, failed: str | None, generation: int | None
+                               ) -> dict[str, Any] | None:
+        """Right before a change to `group` on the cluster `cluster_id`: the status written when any policy
+        this operator watches protects it there (Protected: final, phase `failed`; with `failed` None, as for a
+        restore, the phase stays and it is retried), or may (ProtectionUnknown, retried); None when the change
+        may go on. Protection belongs to the cluster, not to the policy an object references."""
+        found = self.protection.check(cluster_id, group)
+        if found.allowed:
+            return None
+        message, at = refusal(group, cluster_id, found), now()
+        meta = body["metadata"]
+        if found.by and failed is not None:
+            outcome = step_outcomes.protected(status, message, counter, at, generation, failed)
+        elif found.by:
+            outcome = step_outcomes.protected_for_now(status, message, at, generation)
+        else:
+            outcome = step_outcomes.protection_unknown(status, message, at, generation)
+        if found.by:
+            audit.log.info("Refused %s/%s group=%s: %s", meta["namespace"], meta["name"], group, message)
+        return self._apply(body, outcome, status)
 
     def _shorten(self, patch: dict[str, Any]) -> dict[str, Any]:
         """A kind's own cut of a refused status patch, after write_refused's (none by default)."""

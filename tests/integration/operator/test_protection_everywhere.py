@@ -1,0 +1,198 @@
+"""`protect` means never, whoever asks (issue 18 item 2): a policy's spec.protect.groups protects those groups
+on its Kafka cluster (its id, recorded in the policy's status.kafkaCluster) against every change the operator
+or the CLI makes, whatever the change references and in whichever namespace it is written.
+
+One sandbox broker, one emulated API and one operator (under Kopf, watching two namespaces) serve the module:
+team-b's policy `guard` protects `billing-*`; team-a (the namespace `kafka`) tries every way around it. The
+policies use the SparkApplication engine without spark-operator: their runs fail after recording the
+cluster, which is all protection needs (no Spark starts)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from brokers import make_topics, sandbox_broker
+from kafka_clients import admin_commit, committed
+from operator_harness import (
+    GROUP_VERSION,
+    NAMESPACE,
+    Kube,
+    Operators,
+    condition,
+    emulated_cluster,
+    fast_options,
+)
+from waiting import wait_until
+
+from kafka_offset_operator import cli
+from kafka_offset_operator.model.backups import Action, BackupRecord, Requester, to_document
+from kafka_offset_operator.model.offsets import Committed
+from kafka_sandbox import SandboxBroker
+
+TEAM_B = "team-b"
+BILLING = {("invoices", 0): 5, ("invoices", 1): 7}
+POLICIES = "consumergroupoffsetpolicies"
+
+
+@dataclass
+class World:
+    broker: SandboxBroker
+    kube: Kube
+    kubeconfig: Path
+    cluster_id: str
+
+
+def policy(name: str, namespace: str, bootstrap: str, protect: list[str]) -> dict[str, Any]:
+    return {"apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"kafka": {"bootstrapServers": bootstrap}, "mode": "DryRun", "protect": {"groups": protect},
+                     "schedule": {"interval": "1h"},
+                     "analysis": {"engine": "SparkApplication", "brokerRetention": "7d",
+                                  "sparkApplication": {"image": "example/koo:1"}}}}
+
+
+def recorded_cluster(kube: Kube, name: str, namespace: str) -> str:
+    def found() -> str | None:
+        obj = kube.get(GROUP_VERSION, POLICIES, name, namespace)
+        cluster = (obj.get("status") or {}).get("kafkaCluster") or {}
+        return cluster.get("id") if cluster.get("observedGeneration") == obj["metadata"]["generation"] else None
+    return wait_until(found, 60, f"{namespace}/{name}'s status.kafkaCluster")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with sandbox_broker() as broker, emulated_cluster() as cluster:
+        make_topics(broker, {"invoices": 2, "orders": 1})
+        kube = Kube(cluster.url)
+        kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
+        options = dataclasses.replace(fast_options(kubeconfig), namespaces=(NAMESPACE, TEAM_B))
+        operators = Operators(options)
+        try:
+            operators.start()
+            kube.create(POLICIES, policy("guard", TEAM_B, broker.bootstrap_servers, ["billing-*"]))
+            # team-a's own policy on the same cluster protects nothing of billing's
+            kube.create(POLICIES, policy("ours", NAMESPACE, broker.bootstrap_servers, ["ours-*"]))
+            cluster_id = recorded_cluster(kube, "guard", TEAM_B)
+            recorded_cluster(kube, "ours", NAMESPACE)
+            yield World(broker, kube, kubeconfig, cluster_id)
+        finally:
+            operators.close()
+
+
+def final(kube: Kube, plural: str, name: str) -> dict[str, Any]:
+    def done() -> dict[str, Any] | None:
+        status = (kube.find(GROUP_VERSION, plural, name) or {}).get("status") or {}
+        return status if status.get("phase") in ("Succeeded", "PartiallyFailed", "Failed") else None
+    return wait_until(done, 30, f"{name} final")
+
+
+def assert_protected(status: dict[str, Any], world: World, group: str) -> None:
+    ready = condition(status, "Ready")
+    assert (status["phase"], ready["reason"]) == ("Failed", "Protected"), status
+    assert (f"group {group} is protected on Kafka cluster {world.cluster_id} by ConsumerGroupOffsetPolicy "
+            f"{TEAM_B}/guard (spec.protect.groups pattern 'billing-*')") in ready["message"], ready
+    assert committed(world.broker.bootstrap_servers, group) == BILLING  # nothing changed
+
+
+def deletion(name: str, group: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"group": group, "topics": [{"name": "invoices"}], "approved": True, **spec}}
+
+
+def test_an_inline_offset_deletion_in_another_namespace_is_refused(world: World) -> None:
+    admin_commit(world.broker.bootstrap_servers, "billing-inline", BILLING)
+    world.kube.create("offsetdeletions", deletion("inline", "billing-inline",
+                                                  kafka={"bootstrapServers": world.broker.bootstrap_servers}))
+    assert_protected(final(world.kube, "offsetdeletions", "inline"), world, "billing-inline")
+
+
+def test_an_offset_deletion_of_another_policy_and_its_delete_group_are_refused(world: World) -> None:
+    admin_commit(world.broker.bootstrap_servers, "billing-ref", BILLING)
+    world.kube.create("offsetdeletions", deletion("by-ref", "billing-ref", policyRef={"name": "ours"}))
+    assert_protected(final(world.kube, "offsetdeletions", "by-ref"), world, "billing-ref")
+    world.kube.create("offsetdeletions", deletion("whole", "billing-ref", policyRef={"name": "ours"}, deleteGroup=True))
+    assert_protected(final(world.kube, "offsetdeletions", "whole"), world, "billing-ref")
+
+
+def test_an_offset_reset_of_another_policy_is_refused(world: World) -> None:
+    admin_commit(world.broker.bootstrap_servers, "billing-reset", BILLING)
+    world.kube.create("offsetresets", {
+        "apiVersion": GROUP_VERSION, "kind": "OffsetReset", "metadata": {"name": "rewind", "namespace": NAMESPACE},
+        "spec": {"policyRef": {"name": "ours"}, "group": "billing-reset", "allTopics": True,
+                 "target": {"earliest": True}, "approved": True}})
+    assert_protected(final(world.kube, "offsetresets", "rewind"), world, "billing-reset")
+
+
+def test_a_group_nobody_protects_is_deleted_as_usual(world: World) -> None:
+    admin_commit(world.broker.bootstrap_servers, "ledger", BILLING)
+    world.kube.create("offsetdeletions", deletion("free", "ledger", policyRef={"name": "ours"}))
+    status = final(world.kube, "offsetdeletions", "free")
+    assert (status["phase"], status["deleted"]) == ("Succeeded", 2), status
+    assert committed(world.broker.bootstrap_servers, "ledger") == {}
+
+
+def test_a_policy_whose_cluster_is_not_known_yet_holds_the_change_back(world: World) -> None:
+    """Its Kafka does not answer, so its run never records the cluster: its patterns may protect the group
+    on any cluster, so the deletion waits (ProtectionUnknown, retried), and goes once the pattern is lifted."""
+    world.kube.create(POLICIES, policy("unreachable", TEAM_B, "127.0.0.1:1", ["audit-*"]))
+    admin_commit(world.broker.bootstrap_servers, "audit-log", BILLING)
+    world.kube.create("offsetdeletions", deletion("audit", "audit-log",
+                                                  kafka={"bootstrapServers": world.broker.bootstrap_servers}))
+    degraded = wait_until(lambda: (d := condition(world.kube.deletion("audit").get("status"), "Degraded"))
+                          .get("reason") == "ProtectionUnknown" and d, 30, "ProtectionUnknown")
+    assert f"ConsumerGroupOffsetPolicy {TEAM_B}/unreachable protects 'audit-*'" in degraded["message"], degraded
+    assert committed(world.broker.bootstrap_servers, "audit-log") == BILLING
+    # an admin with rights in team-b lifts it deliberately: the deletion goes on
+    world.kube.patch(GROUP_VERSION, POLICIES, "unreachable", {"spec": {"protect": {"groups": ["nothing-*"]}}},
+                     namespace=TEAM_B)
+    assert final(world.kube, "offsetdeletions", "audit")["phase"] == "Succeeded"
+    assert committed(world.broker.bootstrap_servers, "audit-log") == {}
+    world.kube.delete(GROUP_VERSION, POLICIES, "unreachable", namespace=TEAM_B)  # its retries end with it
+    wait_until(lambda: world.kube.find(GROUP_VERSION, POLICIES, "unreachable", TEAM_B) is None, 60, "it gone")
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_reset_command_refuses_a_protected_group_unless_told_loudly(world: World,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    admin_commit(world.broker.bootstrap_servers, "billing-cli", BILLING)
+    args = ("reset", "--bootstrap-server", world.broker.bootstrap_servers, "--group", "billing-cli", "--all-topics",
+            "--to-earliest", "--kubeconfig", str(world.kubeconfig), "--execute")
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2, (out, err)
+    [line] = err.splitlines()
+    assert line == (f"kafka-offset-operator: error: group billing-cli is protected on Kafka cluster {world.cluster_id} "
+                    f"by ConsumerGroupOffsetPolicy {TEAM_B}/guard (spec.protect.groups pattern 'billing-*'); nothing "
+                    "changed (--ignore-protection overrides)")
+    assert committed(world.broker.bootstrap_servers, "billing-cli") == BILLING
+    code, out, err = run_cli(capsys, *args, "--ignore-protection")
+    assert code == 0, (out, err)
+    assert err.startswith("WARNING: --ignore-protection: ConsumerGroupOffsetPolicies' spec.protect.groups NOT "
+                          "checked for group billing-cli"), err
+    assert committed(world.broker.bootstrap_servers, "billing-cli") == {("invoices", 0): 0, ("invoices", 1): 0}
+
+
+def test_the_restore_command_refuses_a_protected_group(world: World, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    backup = tmp_path / "backup.json"
+    record = BackupRecord(name="hand-made", action=Action.DELETE, cluster_id=world.cluster_id,
+                          bootstrap_servers=world.broker.bootstrap_servers, group="billing-restore",
+                          offsets={("invoices", 0): Committed(3)},
+                          requested_by=Requester("OffsetDeletion", NAMESPACE, "x", "u", "test"),
+                          taken_at="2026-01-01T00:00:00Z", expires_at="2036-01-01T00:00:00Z")
+    backup.write_text(json.dumps(to_document(record)))
+    code, out, err = run_cli(capsys, "restore", "--file", str(backup), "--kubeconfig", str(world.kubeconfig),
+                             "--execute")
+    assert code == 2, (out, err)
+    assert "group billing-restore is protected on Kafka cluster" in err and len(err.splitlines()) == 1, err
+    assert committed(world.broker.bootstrap_servers, "billing-restore") == {}
