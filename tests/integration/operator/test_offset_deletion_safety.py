@@ -219,10 +219,13 @@ def test_the_restore_command_restores_from_the_backup_alone(
         assert busy.returncode == 2 and "has members" in busy.stderr and len(busy.stderr.splitlines()) == 1
     file = tmp_path / "backup.json.gz"
     file.write_bytes(base64.b64decode(kube.get("v1", "configmaps", name)["binaryData"]["backup.json.gz"]))
-    done = _restore_cli("--file", str(file), "--execute")
+    alone = _restore_cli("--file", str(file), "--execute")  # no kubeconfig: no policy can be checked
+    assert alone.returncode == 2 and "ConsumerGroupOffsetPolicies" in alone.stderr, alone.stderr
+    assert committed(broker.bootstrap_servers, "gone-for-good") == {}
+    done = _restore_cli("--file", str(file), "--execute", "--kubeconfig", str(kubeconfig))  # no policy protects it
     assert done.returncode == 0, done.stderr
     assert committed(broker.bootstrap_servers, "gone-for-good") == {("orders", 0): 3, ("orders", 1): 5}
-    again = _restore_cli("--file", str(file), "--execute")
+    again = _restore_cli("--file", str(file), "--execute")  # nothing to commit: nothing to check either
     assert again.returncode == 0 and "already restored" in again.stdout  # idempotent
     for bad, message in ((["--backup", "nope"], "NAMESPACE/NAME"), (["--file", str(tmp_path / "x")], "--file"),
                          (["--backup", f"{NAMESPACE}/missing", "--kubeconfig", str(kubeconfig)], "no backup")):
