@@ -44,6 +44,22 @@ def duration_rule() -> Schema:
     }
 
 
+def at_least_rule(minimum_ms: int, minimum: str) -> Schema:
+    """The CEL rule that refuses a duration shorter than `minimum` (`minimum_ms`). A part too large to
+    multiply safely passes here (duration_rule refuses it), so this rule never overflows; its cost is bounded by
+    the field's maxLength, as duration_rule's."""
+    units = "{" + ", ".join(f"'{unit}': {ms}" for unit, ms in UNITS_MS.items()) + "}"
+    parts = "self.findAll('[0-9]+(ms|s|m|h|d|w)')"
+    number = "int(p.find('^[0-9]+'))"
+    unit = f"{units}[p.find('[a-z]+$')]"
+    return {
+        "rule": f"{parts}.exists(p, size(p) > 20 || {number} > {MAX_DURATION_MS} / {unit})"
+                f" || {parts}.map(p, {number} * {unit}).sum() >= {minimum_ms}",
+        "message": f"must be at least {minimum}",
+        "messageExpression": f"'must be at least {minimum}, not ' + self",
+    }
+
+
 def duration(description: str, default: str | None = None) -> Schema:
     """A duration field (7d, 36h, 1d12h, 90m, 30s, 500ms), the one grammar of durations.py, at most
     durations.MAX_DURATION long (a CEL rule: the API server's to evaluate)."""

@@ -53,7 +53,7 @@ def parse_spec(spec: Mapping[str, Any] | None) -> DeletionSpec:
         raise SpecError("spec", "is required")
     spec = _SPEC.check(spec, "spec")
     group: str = spec["group"]
-    if group != group.strip() or any(ord(c) < 32 for c in group):
+    if group != group.strip() or any(ord(c) < 32 or ord(c) == 127 for c in group):
         raise SpecError("spec.group", "must not have leading/trailing spaces or control characters")
     if len(group.encode()) > _MAX_GROUP_BYTES:
         raise SpecError("spec.group", f"is longer than Kafka's {_MAX_GROUP_BYTES} bytes")

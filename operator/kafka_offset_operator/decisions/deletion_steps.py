@@ -438,7 +438,7 @@ def finish_deletion(
     deleted, failed = tally["byStatus"].get(DELETED, 0), tally["byStatus"].get(FAILED_RESULT, 0)
     phase = FAILED if failed and not deleted else PARTIALLY_FAILED if failed else SUCCEEDED
     errors = sorted(tally["byError"])
-    summary = f"deleted {deleted} committed offsets of group {spec.group}; {failed} failed"
+    summary = f"deleted {deleted} committed offsets of group {spec.group}; " + outcome_counts(tally["byStatus"])
     if errors:
         summary += f" ({', '.join(errors)})"
     reason = Reason(phase)
@@ -452,6 +452,16 @@ def finish_deletion(
     patch.update(phase=phase, completionTime=now, deleted=deleted, failed=failed, results=results,
                  resultsSummary=results_summary)
     return Outcome(patch, (event,))
+
+
+def outcome_counts(by_status: Mapping[str, int]) -> str:
+    """Every outcome but Deleted counted, zeros included ("skipped 10; not committed 0; failed 0"), so a
+    Ready message adds up to the partitions asked for; a status not named here is counted too."""
+    named = ((SKIPPED, "skipped"), (NOT_COMMITTED, "not committed"))
+    parts = [f"{word} {by_status.get(status, 0)}" for status, word in named]
+    parts += [f"{status} {n}" for status, n in sorted(by_status.items())
+              if status not in (DELETED, FAILED_RESULT, SKIPPED, NOT_COMMITTED)]
+    return "; ".join([*parts, f"failed {by_status.get(FAILED_RESULT, 0)}"])
 
 
 # -- results that fit the object (the limits are at the top)

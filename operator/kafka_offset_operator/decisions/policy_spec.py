@@ -1,7 +1,7 @@
 """The `spec` of a ConsumerGroupOffsetPolicy as the operator reads it: checked against the CRD's own schema
 (model/crds.py), then the analysis part (groups, rules, protect) is read by offset_expiry.policy, the one
 parser the Spark job also uses; mode, schedule and analysis engine are read here, with what a schema cannot
-say (an interval of at least 1s, durations Kafka could hold). CRD defaults are applied here too, so a spec
+say (an interval of at least 1m, durations Kafka could hold). CRD defaults are applied here too, so a spec
 that skipped API-server defaulting (an emulated cluster, an old CRD) means the same thing.
 
 Every mistake raises SpecError naming the field (`spec.schedule.interval`), for a status condition.
@@ -25,7 +25,7 @@ from ..model.crds import DEFAULT_FINISHED_DELETIONS_LIMIT, spec_schema
 
 _SPEC = SchemaCheck(spec_schema(POLICY_KIND))
 DEFAULT_INTERVAL_MS = 3_600_000  # the CRD's default schedule.interval, 1h
-MIN_INTERVAL_MS = 1_000  # a run per second is already absurd; below that is a typo
+MIN_INTERVAL_MS = 60_000  # each run reads all of __consumer_offsets; the CRD refuses less too (model/crds.py)
 
 
 class Mode(StrEnum):
@@ -83,9 +83,9 @@ def parse_policy_spec(spec: Any) -> PolicySpec:
     policy = checked_policy(spec)  # the CRD's schema carries policy_schema's
     analysis = spec.get("analysis", {})
     retention = analysis.get("brokerRetention")
-    interval = _positive(spec.get("schedule", {}).get("interval"), "spec.schedule.interval")
+    interval = _duration(spec.get("schedule", {}).get("interval"), "spec.schedule.interval")
     if interval is not None and interval < MIN_INTERVAL_MS:
-        raise SpecError("spec.schedule.interval", "must be at least 1s")
+        raise SpecError("spec.schedule.interval", f"must be at least 1m, not {spec['schedule']['interval']}")
     spark = analysis.get("sparkApplication", {})
     return PolicySpec(
         policy=policy,
@@ -105,14 +105,21 @@ def parse_policy_spec(spec: Any) -> PolicySpec:
     )
 
 
-def _positive(value: str | None, where: str) -> int | None:
-    """A duration the schema let through, longer than 0 and no longer than durations.MAX_DURATION_MS."""
+def _duration(value: str | None, where: str) -> int | None:
+    """A duration the schema let through, no longer than durations.MAX_DURATION_MS."""
     if value is None:
         return None
     try:
-        ms = parse_duration_ms(value)
+        return parse_duration_ms(value)
     except ValueError as exc:
         raise SpecError(where, str(exc)) from None
+
+
+def _positive(value: str | None, where: str) -> int | None:
+    """A duration the schema let through, longer than 0 and no longer than durations.MAX_DURATION_MS."""
+    ms = _duration(value, where)
+    if ms is None:
+        return None
     if ms <= 0:
         raise SpecError(where, "must be longer than 0")
     return ms

@@ -294,7 +294,7 @@ def check_group(value: Any, where: str) -> str:
     control characters (what an OffsetDeletion's spec.group allows)."""
     if not isinstance(value, str) or not value:
         raise SpecError(where, "must be a consumer group id")
-    if value != value.strip() or any(ord(c) < 32 for c in value):
+    if value != value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise SpecError(where, "must not have leading/trailing spaces or control characters")
     if len(value.encode()) > _MAX_GROUP_BYTES:
         raise SpecError(where, f"is longer than Kafka's {_MAX_GROUP_BYTES} bytes")

@@ -359,13 +359,12 @@ def finish_reset(status: Mapping[str, Any], group: GroupInfo, target: ResetTarge
     done, failed = by_status.get(RESET, 0), by_status.get(FAILED_RESULT, 0)
     phase = FAILED if failed and not (done or by_status.get(UNCHANGED, 0)) else PARTIALLY_FAILED if failed else SUCCEEDED
     errors = sorted(tally["byError"])
-    text = f"reset {done} offsets of group {group.group_id} to {target.describe()}"
-    if by_status.get(UNCHANGED):
-        text += f"; {by_status[UNCHANGED]} already there"
-    if by_status.get(SKIPPED):
-        text += f"; {by_status[SKIPPED]} skipped (committed since the backup)"
-    if failed:
-        text += f"; {failed} failed ({', '.join(errors)})"
+    text = (f"reset {done} offsets of group {group.group_id} to {target.describe()}; "
+            f"{by_status.get(UNCHANGED, 0)} already there; {by_status.get(SKIPPED, 0)} skipped (committed since "
+            f"the backup)")
+    text += "".join(f"; {n} {status}" for status, n in sorted(by_status.items())
+                    if status not in (RESET, UNCHANGED, SKIPPED, FAILED_RESULT))  # every outcome is counted
+    text += f"; {failed} failed" + (f" ({', '.join(errors)})" if errors else "")
     text += "; undo: status.undo"
     if phase == SUCCEEDED:
         conds = (Condition("Ready", "True", Reason.SUCCEEDED, text), Condition("Degraded", "False", Reason.AS_EXPECTED, ""))

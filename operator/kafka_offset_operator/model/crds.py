@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from offset_expiry.openapi import Schema, without_cel_rules
-from offset_expiry.policy_schema import duration, spec_properties
+from offset_expiry.policy_schema import at_least_rule, duration, spec_properties
 
 from .api import (
     CLUSTER_PEERINGS,
@@ -248,7 +248,7 @@ def _policy_spec() -> Schema:
                 "default": {"interval": "1h"},
                 "description": "When the analysis runs.",
                 "properties": {
-                    "interval": duration("How often the analysis runs, besides on every spec change.", "1h"),
+                    "interval": _interval(),
                 },
             },
             analysis={
@@ -336,6 +336,30 @@ def _policy_spec() -> Schema:
             },
         ),
     }
+
+
+# A group id without control characters (C0 and DEL: a newline, a tab, NUL) and without a space at either end:
+# what the operator's parsers refuse too (deletion_spec, reset_plan.check_group). A space inside is a group id
+# Kafka takes, and so do we. (RE2 and Python's re read this pattern alike.)
+GROUP_ID_PATTERN = "^[^ \\x00-\\x1F\\x7F]([^\\x00-\\x1F\\x7F]*[^ \\x00-\\x1F\\x7F])?$"
+
+
+def _group_id(description: str) -> Schema:
+    return {"type": "string", "title": "consumer group id (no control characters, no space at either end)",
+            "minLength": 1, "maxLength": MAX_GROUP_LENGTH, "pattern": GROUP_ID_PATTERN,
+            "description": description + " No control characters (newline, tab, NUL, ...) and no space at "
+            "either end; a space inside is allowed, as Kafka allows it."}
+
+
+MIN_INTERVAL = "1m"  # decisions/policy_spec.MIN_INTERVAL_MS says the same in code
+
+
+def _interval() -> Schema:
+    """spec.schedule.interval: a duration of at least a minute (each run reads all of __consumer_offsets)."""
+    schema = duration(f"How often the analysis runs, besides on every spec change; at least {MIN_INTERVAL} (each "
+                      "run reads all of __consumer_offsets).", "1h")
+    schema["x-kubernetes-validations"] = [*schema["x-kubernetes-validations"], at_least_rule(60_000, MIN_INTERVAL)]
+    return schema
 
 
 def _count(description: str) -> Schema:
@@ -480,12 +504,7 @@ def _deletion_spec() -> Schema:
                 "name": _object_name("The policy's name.")
             },
         },
-        "group": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_GROUP_LENGTH,
-            "description": f"The consumer group id (at most {MAX_GROUP_LENGTH} characters, Kafka's own limit).",
-        },
+        "group": _group_id(f"The consumer group id (at most {MAX_GROUP_LENGTH} characters, Kafka's own limit)."),
         "topics": {
             "type": "array",
             "minItems": 1,
@@ -821,10 +840,7 @@ def _reset_target() -> Schema:
                     "the backup holds."
                 ),
             },
-            "fromGroup": {
-                "type": "string", "minLength": 1, "maxLength": MAX_GROUP_LENGTH,
-                "description": "Copy the committed offsets of this other consumer group of the same cluster.",
-            },
+            "fromGroup": _group_id("Copy the committed offsets of this other consumer group of the same cluster."),
         },
     }
 

@@ -39,6 +39,11 @@ def deletion(name: str, spec: dict[str, Any]) -> dict[str, Any]:
             "spec": spec}
 
 
+def reset(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": GROUP_VERSION, "kind": "OffsetReset", "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": spec}
+
+
 def policy(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
             "metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec}
@@ -100,6 +105,10 @@ TOPICS = [{"name": "orders"}]
      'spec.rules.emptyGroupRetention: Invalid value: "string": must be at most 3650d (10 years), not 99999999999999999999d'),
     (policy("eleven-years", {"kafka": KAFKA, "schedule": {"interval": "4017d"}}),
      'spec.schedule.interval: Invalid value: "string": must be at most 3650d (10 years), not 4017d'),
+    (policy("no-interval", {"kafka": KAFKA, "schedule": {"interval": "0s"}}),
+     'spec.schedule.interval: Invalid value: "string": must be at least 1m, not 0s'),
+    (policy("every-second", {"kafka": KAFKA, "schedule": {"interval": "1s"}}),
+     'spec.schedule.interval: Invalid value: "string": must be at least 1m, not 1s'),
     (policy("patterns", {"kafka": KAFKA, "protect": {"groups": [f"team-{i}-*" for i in range(101)]}}),
      "spec.protect.groups: Too many: 101: must have at most 100 items"),
     (deletion("topics", {"kafka": KAFKA, "group": "g", "topics": [{"name": f"t{i}"} for i in range(1001)]}),
@@ -110,6 +119,16 @@ TOPICS = [{"name": "orders"}]
     (deletion("twice", {"kafka": KAFKA, "group": "g", "topics": [{"name": "a"}, {"name": "a"}]}),
      'spec.topics[1]: Duplicate value: map[string]interface {}{"name":"a"}'),
     (deletion("no-group", {"kafka": KAFKA, "topics": TOPICS}), "spec.group: Required value"),
+    (deletion("newline", {"kafka": KAFKA, "group": "billing\nprod", "topics": TOPICS}),
+     "spec.group in body should match"),
+    (deletion("tab", {"kafka": KAFKA, "group": "billing\tprod", "topics": TOPICS}),
+     "spec.group in body should match"),
+    (deletion("nul", {"kafka": KAFKA, "group": "billing\u0000", "topics": TOPICS}), "spec.group in body should match"),
+    (deletion("padded", {"kafka": KAFKA, "group": " billing", "topics": TOPICS}), "spec.group in body should match"),
+    (reset("reset-newline", {"kafka": KAFKA, "group": "a\nb", "allTopics": True, "target": {"earliest": True}}),
+     "spec.group in body should match"),
+    (reset("from-tab", {"kafka": KAFKA, "group": "a", "allTopics": True, "target": {"fromGroup": "b\tc"}}),
+     "spec.target.fromGroup in body should match"),
     (deletion("name", {"kafka": KAFKA, "group": "g", "topics": [{"name": "a b"}]}),
      'spec.topics[0].name: Invalid value: "a b": spec.topics[0].name in body should match'),
 ], ids=lambda v: v["metadata"]["name"] if isinstance(v, dict) else "")

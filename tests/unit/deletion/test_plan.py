@@ -110,6 +110,15 @@ def test_deletion_recheck_deletes_only_what_is_unchanged() -> None:
     assert {(r["partition"], r["status"]) for r in resumed.results} == {(1, "Skipped"), (2, "Deleted")}
 
 
+def test_the_ready_message_counts_every_outcome() -> None:
+    current = {("orders", 0): Committed(3), ("orders", 1): Committed(8)}  # 1 moved on, 2 is gone
+    todo = steps.plan_deletion(BACKUP, current, started=False)
+    outcome = steps.finish_deletion(spec(), {"phase": "Running"}, todo, {("orders", 0): None}, None, NOW, None)
+    ready = next(c for c in outcome.status["conditions"] if c["type"] == "Ready")
+    assert ready["message"] == "deleted 1 committed offsets of group g; skipped 1; not committed 1; failed 0"
+    assert outcome.events[0].message == ready["message"]
+
+
 def test_deletion_started_is_written_once() -> None:
     assert steps.deletion_started({}, NOW).status == {"deleteStartTime": NOW}
     assert steps.deletion_started({"deleteStartTime": "earlier"}, NOW).status == {}

@@ -23,8 +23,10 @@ from kafka_offset_demo.api_validation import (
     cost_problems,
     go_value,
 )
+from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
 from kafka_offset_operator.model.crds import FROZEN_MESSAGE, MAX_PARTITIONS, build_crds
 from offset_expiry.durations import MAX_DURATION_LENGTH, MAX_DURATION_MS, parse_duration_ms
+from offset_expiry.errors import SpecError
 from offset_expiry.policy_schema import duration_rule
 
 API = "kafkaoffsets.dev/v1alpha1"
@@ -195,7 +197,28 @@ def test_a_status_write_is_not_refused_for_an_old_invalid_spec() -> None:
                                    "3649d23h59m59s999ms"])
 def test_durations_up_to_ten_years_pass(value: str) -> None:
     assert parse_duration_ms(value) <= MAX_DURATION_MS
-    POLICIES.admit(policy(rules={"emptyGroupRetention": value}, schedule={"interval": value}), None)
+    interval = value if parse_duration_ms(value) >= 60_000 else "1m"  # schedule.interval: at least a minute
+    POLICIES.admit(policy(rules={"emptyGroupRetention": value}, schedule={"interval": interval}), None)
+
+
+@pytest.mark.parametrize("value", ["0s", "1s", "0ms", "59s", "59999ms", "0d0h0m59s"])
+def test_an_interval_under_a_minute_is_refused_by_the_rule_and_the_code(value: str) -> None:
+    assert refusal(POLICIES, policy(schedule={"interval": value})) == [
+        f'spec.schedule.interval: Invalid value: "string": must be at least 1m, not {value}']
+    with pytest.raises(SpecError, match="must be at least 1m"):
+        parse_policy_spec({"kafka": {"bootstrapServers": "k:9092"}, "schedule": {"interval": value}})
+
+
+@pytest.mark.parametrize("value", ["1m", "60s", "60000ms", "59s1000ms", "3650d"])
+def test_an_interval_of_a_minute_or_more_passes(value: str) -> None:
+    POLICIES.admit(policy(schedule={"interval": value}), None)
+    assert parse_policy_spec({"kafka": {"bootstrapServers": "k:9092"}, "schedule": {"interval": value}}).interval_ms >= 60_000
+
+
+def test_an_absurd_interval_gets_the_caps_message_alone() -> None:
+    """The minimum's rule lets a part too large to multiply pass, for the cap's rule to refuse."""
+    assert refusal(POLICIES, policy(schedule={"interval": "99999999999999999999d"})) == [
+        'spec.schedule.interval: Invalid value: "string": must be at most 3650d (10 years), not 99999999999999999999d']
 
 
 @pytest.mark.parametrize("value", ["3651d", "521w4d", "3650d1ms", "315360000001ms", "99999999999999999999d",

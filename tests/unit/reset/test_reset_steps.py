@@ -219,6 +219,9 @@ def test_results_carry_before_after_and_kafkas_error_names() -> None:
     assert [(r["partition"], r["status"], r["before"], r["after"], r.get("error")) for r in patch["results"]] == [
         (0, "Reset", 5, 1, None), (1, "Failed", 7, 7, "TOPIC_AUTHORIZATION_FAILED"), (2, "Unchanged", 3, 3, None)]
     assert (patch["phase"], patch["reset"], patch["failed"]) == ("PartiallyFailed", 1, 1)
+    assert cond(patch, "Ready")["message"] == (  # every outcome counted, zeros included
+        "reset 1 offsets of group g to offset 1; 1 already there; 0 skipped (committed since the backup); 1 failed "
+        "(TOPIC_AUTHORIZATION_FAILED); undo: status.undo")
     assert cond(patch, "Stalled")["reason"] == "PartiallyFailed"
     ok = steps.finish_reset({}, EMPTY, parse_target({"offset": 1}), todo, backup,
                             dict.fromkeys(to), after, 0.5, NOW, 1).status
