@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 
 from .durations import parse_duration_ms
 from .errors import InputError, SpecError
+from .openapi import SchemaCheck
 from .policy import Policy, policy_from_yaml
+from .policy_schema import POLICY_FILE
 
 if TYPE_CHECKING:
     from .analysis import AnalysisRequest
@@ -88,7 +90,7 @@ def check_output_path(path: str, flag: str = "--output") -> None:
         raise InputError(f"{flag}: cannot create files in {directory} (permission denied)")
 
 
-def load_policy(path: str | None) -> Policy:
+def load_policy(path: str | None, schema: SchemaCheck = POLICY_FILE) -> Policy:
     if path is None:
         return Policy()
     try:
@@ -98,7 +100,7 @@ def load_policy(path: str | None) -> Policy:
     except UnicodeDecodeError:
         raise InputError(f"--policy: {path} is not UTF-8 text") from None
     try:
-        return policy_from_yaml(text, path)
+        return policy_from_yaml(text, path, schema)
     except SpecError as exc:
         raise InputError(f"--policy {path}: {exc}") from None
 
@@ -112,7 +114,9 @@ def check_bootstrap(servers: str, flag: str = "--bootstrap-server") -> None:
             raise InputError(f"{flag}: {server.strip()!r} is not HOST:PORT (e.g. kafka:9092)")
 
 
-def request_from_args(args: argparse.Namespace) -> AnalysisRequest:
+def request_from_args(args: argparse.Namespace, policy_schema: SchemaCheck = POLICY_FILE) -> AnalysisRequest:
+    """The request the flags describe, every one checked. `policy_schema`: what --policy's spec is checked
+    against (the operator's `analyze` passes its CRD's)."""
     from .analysis import AnalysisRequest  # imports Spark: only when a run is really about to start
 
     retention_ms = None
@@ -128,7 +132,7 @@ def request_from_args(args: argparse.Namespace) -> AnalysisRequest:
         check_output_path(args.output)
     return AnalysisRequest(
         bootstrap_servers=args.bootstrap_server.strip(),
-        policy=load_policy(args.policy),
+        policy=load_policy(args.policy, policy_schema),
         now_ms=None if args.now is None else parse_time_ms(args.now),
         retention_ms=retention_ms,
         candidates_only=args.candidates_only,

@@ -33,6 +33,7 @@ import yaml
 
 from .durations import format_duration_ms, parse_duration_ms
 from .errors import SpecError
+from .openapi import SchemaCheck
 from .policy_schema import POLICY_FILE
 
 SPEC = "spec"
@@ -101,11 +102,13 @@ def _matches_any(group: str, patterns: Sequence[str]) -> bool:
     return any(fnmatchcase(group, p) for p in patterns)
 
 
-def parse_policy(spec: Any, path: str = SPEC) -> Policy:
-    """Parses a spec mapping (None counts as an empty spec)."""
+def parse_policy(spec: Any, path: str = SPEC, schema: SchemaCheck = POLICY_FILE) -> Policy:
+    """Parses a spec mapping (None counts as an empty spec). `schema`: what the whole spec is checked against;
+    POLICY_FILE leaves the operator's sections (kafka, mode, ...) unchecked, the operator's `analyze` passes
+    the CRD's own spec schema so a file is refused as the API server would refuse it."""
     if spec is None:
         return Policy()
-    return checked_policy(POLICY_FILE.check(spec, path), path)
+    return checked_policy(schema.check(spec, path), path)
 
 
 def checked_policy(fields: Mapping[str, Any], path: str = SPEC) -> Policy:
@@ -136,7 +139,7 @@ SHAPES = (
 )
 
 
-def policy_from_yaml(text: str, source: str = "policy") -> Policy:
+def policy_from_yaml(text: str, source: str = "policy", schema: SchemaCheck = POLICY_FILE) -> Policy:
     """A policy file holds one of three shapes (SHAPES): the bare spec, `spec:` wrapping it (a manifest
     without its header, as people cut it out of one), or the whole resource. Anything else is an error
     that names the shapes."""
@@ -155,14 +158,14 @@ def policy_from_yaml(text: str, source: str = "policy") -> Policy:
         kind = doc.get("kind")
         if kind != POLICY_KIND:
             raise SpecError("kind", f"expected {POLICY_KIND}, got {kind!r}")
-        return parse_policy(doc.get("spec"), SPEC)
+        return parse_policy(doc.get("spec"), SPEC, schema)
     if SPEC in doc:
         extra = sorted(str(k) for k in doc if k not in _MANIFEST_KEYS)
         if extra:
             raise SpecError(source, f"top-level spec: next to {', '.join(extra)}; {SHAPES}")
-        return parse_policy(doc[SPEC], SPEC)
+        return parse_policy(doc[SPEC], SPEC, schema)
     try:
-        return parse_policy(doc, SPEC)
+        return parse_policy(doc, SPEC, schema)
     except SpecError as exc:
         if exc.field.count(".") == 1 and exc.problem.startswith("unknown field"):
             raise SpecError(exc.field, f"{exc.problem}; {SHAPES}", exc.reason) from None

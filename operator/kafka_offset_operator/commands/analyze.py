@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from offset_expiry.cli_args import add_arguments, request_from_args
 from offset_expiry.errors import InputError
+from offset_expiry.openapi import SchemaCheck
 from offset_expiry.policy import regex_pattern_warnings
 from offset_expiry.progress import Progress
 
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     tmpdir = None
     settings: ConnectionSettings | None = None
     try:
-        request = request_from_args(args)
+        request = request_from_args(args, _policy_file_schema())
         settings = kafka_connection.connection(args, request.bootstrap_servers)
         if args.command_config is not None:
             kafka_connection.check_login(settings)
@@ -74,6 +75,18 @@ def run(args: argparse.Namespace) -> int:
         if tmpdir is not None:
             shutil.rmtree(tmpdir, ignore_errors=True)
     return 0
+
+
+def _policy_file_schema() -> SchemaCheck:
+    """A --policy file is checked against the CRD's own spec schema (`mode: Sometimes` is refused as the API
+    server refuses it, one line, exit 2), without its required fields: the file may leave out spec.kafka (the
+    command takes --bootstrap-server)."""
+    from ..model.api import POLICY_KIND
+    from ..model.crds import spec_schema
+
+    schema = dict(spec_schema(POLICY_KIND))
+    schema.pop("required", None)
+    return SchemaCheck(schema)
 
 
 def _client_settings(settings: ConnectionSettings) -> tuple[dict[str, str], str | None]:

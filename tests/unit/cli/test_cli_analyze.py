@@ -58,6 +58,31 @@ def test_every_argument_is_checked_before_kafka_or_spark(
     assert time.monotonic() - started < 5
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("mode: Sometimes\n", "spec.mode: "),
+    ("spec:\n  kafka: {bootstrapServers: nope}\n", "spec.kafka.bootstrapServers: "),
+    ("kind: ConsumerGroupOffsetPolicy\napiVersion: kafkaoffsets.dev/v1alpha1\nspec: {analysis: {engine: Cloud}}\n",
+     "spec.analysis.engine: "),
+    ("schedule: {interval: soon}\n", "spec.schedule.interval: "),
+])
+def test_a_policy_file_is_refused_as_the_crd_would_refuse_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Any, text: str, message: str) -> None:
+    """The operator's sections too (mode, kafka, schedule, analysis), not only groups/rules/protect: one line,
+    exit 2, before Kafka or Spark."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(text)
+    code, out, err = analyze(capsys, "--bootstrap-server", UNREACHABLE, "--policy", str(policy))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"{PROG}: error: --policy {policy}: {message}") and err.count("\n") == 1, err
+
+
+def test_a_policy_file_without_kafka_is_fine_for_analyze(tmp_path: Any) -> None:
+    from kafka_offset_operator.commands.analyze import _policy_file_schema
+
+    policy = policy_from_yaml("mode: Approve\nprotect: {groups: [billing-*]}\n", "p", _policy_file_schema())
+    assert policy.protect.groups == ("billing-*",)
+
+
 @pytest.mark.parametrize("server", ["kafka", "kafka:", "kafka:port", ":9092", "kafka:9092,broker"])
 def test_bootstrap_server_must_be_host_port(capsys: pytest.CaptureFixture[str], server: str) -> None:
     code, _, err = analyze(capsys, "--bootstrap-server", server)
