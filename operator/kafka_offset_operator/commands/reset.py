@@ -1,21 +1,22 @@
-"""`reset`: move a consumer group's committed offsets, as `kafka-consumer-groups.sh --reset-offsets` does,
-with a backup first (docs/offset-reset.md).
+"""`reset`: move a consumer group's committed offsets, as `kafka-consumer-groups.sh --reset-offsets` does, with a
+backup first (docs/offset-reset.md).
 
 Targets: --to-earliest, --to-latest, --to-current (the committed offset; the log end offset where there is
-none), --to-datetime (RFC 3339), --by-duration (back from now, e.g. 1h30m), --shift-by N, --to-offset N,
---from-file FILE (the CSV Kafka's tool and --export write: topic,partition,offset, or
-group,topic,partition,offset), --from-backup NAMESPACE/NAME (a backup of the backup store: the undo of a
-deletion or of another reset), --from-group GROUP (copy another group's committed offsets). Scope:
---all-topics (every partition the group has an offset for; with --from-file/--from-backup/--from-group every
-partition of the source) or --topic TOPIC[:P,P] (repeatable); --from-file without a scope takes the whole
-file. New offsets are clamped to each partition's log as Kafka's tool clamps them.
+none), --to-datetime (RFC 3339, or Kafka's YYYY-MM-DDTHH:mm:SS.sss without a zone: UTC, as Kafka reads it),
+--by-duration (back from now, e.g. 1h30m), --shift-by N, --to-offset N, --from-file FILE (the CSV Kafka's tool
+and --export write: topic,partition,offset, or group,topic,partition,offset), --from-backup NAMESPACE/NAME (a
+backup of the backup store: the undo of a deletion or of another reset), --from-group GROUP (copy another
+group's committed offsets). Scope: --all-topics (every partition the group has an offset for; with
+--from-file/--from-backup/--from-group every partition of the source) or --topic TOPIC[:P,P] (repeatable);
+--from-file without a scope takes the whole file. New offsets are clamped to each partition's log as Kafka's tool
+clamps them.
 
 Security: --command-config FILE, the properties file Kafka's tools take (SASL PLAIN/SCRAM, PEM TLS).
 
-A dry run unless --execute: the plan is printed (GROUP TOPIC PARTITION CURRENT NEW) and nothing changes.
-With --execute, the group's current offsets are written to the backup store first (a ConfigMap, read with
-the kubeconfig), then committed with an admin OffsetCommit, which Kafka accepts only while the group has no
-members: stop its consumers first.
+A dry run unless --execute (--dry-run says so explicitly, as with Kafka's tool): the plan is printed (GROUP
+TOPIC PARTITION CURRENT NEW) and nothing changes. With --execute, the group's current offsets are written to
+the backup store first (a ConfigMap, read with the kubeconfig), then committed with an admin OffsetCommit,
+which Kafka accepts only while the group has no members: stop its consumers first.
 """
 
 from __future__ import annotations
@@ -67,17 +68,24 @@ def add_parser(sub: Any) -> None:
     target.add_argument("--to-latest", action="store_true", help="the log end offset")
     target.add_argument("--to-current", action="store_true",
                         help="the committed offset as it is (the log end offset where the group has none)")
-    target.add_argument("--to-datetime", metavar="RFC3339", help="the first offset at or after this time")
+    target.add_argument("--to-datetime", metavar="DATETIME",
+                        help="the first offset at or after this time: RFC 3339 (2026-01-31T12:00:00Z), or Kafka's "
+                        "tool's YYYY-MM-DDTHH:mm:SS.sss without a zone, read as UTC as Kafka reads it")
     target.add_argument("--by-duration", metavar="DURATION", help="the first offset at or after this long ago (1h30m)")
     target.add_argument("--shift-by", type=int, metavar="N", help="the committed offset plus N (negative: back)")
-    target.add_argument("--to-offset", type=int, metavar="N", help="offset N")
+    target.add_argument("--to-offset", type=int, metavar="N",
+                        help="offset N, clamped to each partition's log as Kafka's tool clamps it (below the log "
+                        "start offset, a negative N too: the log start offset)")
     target.add_argument("--from-backup", metavar="NAMESPACE/NAME", help="the offsets of a backup (an undo)")
     target.add_argument("--from-group", metavar="GROUP", help="another group's committed offsets")
     target.add_argument("--from-file", type=Path, metavar="FILE",
                         help="the offsets of a CSV file as Kafka's tool --export writes it (topic,partition,offset; "
                         "or group,topic,partition,offset)")
     kafka_connection.add_arguments(p)
-    p.add_argument("--execute", action="store_true", help="write the backup and commit (without it, only print the plan)")
+    run_mode = p.add_mutually_exclusive_group()  # Kafka's tool: --dry-run (the default) or --execute
+    run_mode.add_argument("--dry-run", action="store_true", help="only print the plan (the default; as Kafka's tool)")
+    run_mode.add_argument("--execute", action="store_true",
+                          help="write the backup and commit (without it, only print the plan)")
     protection.add_argument(p)
     p.add_argument("--export", type=Path, metavar="FILE",
                    help="also write the plan as Kafka's tool exports it (CSV: topic,partition,offset)")
@@ -129,7 +137,7 @@ def parse_args(args: argparse.Namespace) -> tuple[ResetTarget, ResetScope, int]:
 
     try:
         check_group(args.group, "--group")
-        target = parse_target(_target_raw(args), "target", tuple(TargetKind))
+        target = parse_target(_target_raw(args), "target", tuple(TargetKind), kafka_forms=True)
         scope = parse_scope(_scope_raw(args), "scope")
     except SpecError as exc:
         field = exc.field

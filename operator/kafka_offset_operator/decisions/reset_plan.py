@@ -198,10 +198,13 @@ class ResetPlan:
 
 
 def parse_target(raw: Mapping[str, Any], path: str = "spec.target",
-                 allowed: Sequence[TargetKind] = RESOURCE_TARGETS) -> ResetTarget:
+                 allowed: Sequence[TargetKind] = RESOURCE_TARGETS, *, kafka_forms: bool = False) -> ResetTarget:
     """`spec.target` (or the CLI's flags as the same mapping, `allowed` every TargetKind): exactly one of
     earliest: true, latest: true, datetime: RFC 3339, duration: "1h30m", shiftBy: int, offset: int,
-    fromBackup: name, fromGroup: group (and for the CLI current: true, fromFile: path)."""
+    fromBackup: name, fromGroup: group (and for the CLI current: true, fromFile: path). `kafka_forms` (the
+    CLI): also what kafka-consumer-groups.sh takes, a datetime without a zone (read as UTC, as Kafka's
+    Utils.getDateTime appends "Z") and an offset below 0 (clamped to the log start offset like any offset
+    below it, ConsumerGroupCommand.checkOffsetsRange)."""
     names = ", ".join(k.value for k in allowed)
     if not isinstance(raw, Mapping):
         raise SpecError(path, "must be an object with one of " + names)
@@ -220,7 +223,7 @@ def parse_target(raw: Mapping[str, Any], path: str = "spec.target",
             raise SpecError(where, "must be true")
         return ResetTarget(kind)
     if kind is TargetKind.DATETIME:
-        return ResetTarget(kind, datetime_ms=_rfc3339_ms(value, where))
+        return ResetTarget(kind, datetime_ms=_rfc3339_ms(value, where, zone_less_utc=kafka_forms))
     if kind is TargetKind.DURATION:
         if not isinstance(value, str):
             raise SpecError(where, "must be a duration like 1h30m")
@@ -234,7 +237,7 @@ def parse_target(raw: Mapping[str, Any], path: str = "spec.target",
     if kind is TargetKind.SHIFT_BY:
         return ResetTarget(kind, shift_by=_int(value, where, -_INT64_MAX, _INT64_MAX))
     if kind is TargetKind.OFFSET:
-        return ResetTarget(kind, offset=_int(value, where, 0, _INT64_MAX))
+        return ResetTarget(kind, offset=_int(value, where, -_INT64_MAX if kafka_forms else 0, _INT64_MAX))
     if kind is TargetKind.FROM_BACKUP:
         if not isinstance(value, str) or not value:
             raise SpecError(where, "must be the name of a backup (kubectl get configmaps -l kafkaoffsets.dev/backup=true)")
@@ -309,8 +312,10 @@ def _int(value: Any, where: str, low: int, high: int) -> int:
     return value
 
 
-def _rfc3339_ms(value: Any, where: str) -> int:
-    """RFC 3339 with its offset required (a time without one means something else on every machine)."""
+def _rfc3339_ms(value: Any, where: str, *, zone_less_utc: bool = False) -> int:
+    """RFC 3339 with its offset required (a time without one means something else on every machine), or
+    with `zone_less_utc` (the CLI) also Kafka's tool's form without one, YYYY-MM-DDTHH:mm:SS[.sss], which
+    Kafka reads as UTC (Utils.getDateTime appends "Z" when the time part has no +, - or Z)."""
     if not isinstance(value, str):
         raise SpecError(where, "must be an RFC 3339 time like 2026-01-31T12:00:00Z")
     text = value.strip()
@@ -320,6 +325,8 @@ def _rfc3339_ms(value: Any, where: str) -> int:
         moment = datetime.datetime.fromisoformat(text)
     except ValueError:
         raise SpecError(where, f"{value!r} is not an RFC 3339 time like 2026-01-31T12:00:00Z") from None
+    if zone_less_utc and "T" in text.upper() and moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
     if "T" not in text.upper() or moment.tzinfo is None:
         raise SpecError(where, f"{value!r} needs a date, a time and an offset (Z or +01:00), e.g. 2026-01-31T12:00:00Z")
     ms = (moment - _EPOCH) // datetime.timedelta(milliseconds=1)  # exact, where timestamp() is a float

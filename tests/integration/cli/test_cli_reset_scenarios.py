@@ -71,7 +71,8 @@ def expected(broker: SandboxBroker, target: list[str]) -> dict[tuple[str, int], 
         found = list_offsets(broker, ts)
         return {tp: end[tp] if found[tp] == -1 else found[tp] for tp in (O0, O1)}  # no record: the log end
     now = {O0: 5, O1: 1}
-    requested = {"--to-offset": {O0: 7, O1: 7}, "--shift-by": {tp: now[tp] - 4 for tp in now},
+    asked = int(target[1]) if flag == "--to-offset" else 0
+    requested = {"--to-offset": {O0: asked, O1: asked}, "--shift-by": {tp: now[tp] - 4 for tp in now},
                  "--from-group": {O0: 0, O1: 3}}[flag]
     return {tp: clamp(requested[tp], start[tp], end[tp]) for tp in (O0, O1)}
 
@@ -81,7 +82,9 @@ def expected(broker: SandboxBroker, target: list[str]) -> dict[tuple[str, int], 
     ["--to-latest"],
     ["--to-datetime", "2026-01-01T00:00:06Z"],  # orders-0: offset 6; orders-1 has no record that late: its end
     ["--by-duration", "3650d"],  # ten years back: every record is later, so the first offset of each log
+    ["--to-datetime", "2026-01-01T00:00:06.000"],  # Kafka's tool's form without a zone: UTC, as Kafka reads it
     ["--to-offset", "7"],  # orders-1: clamped to its end, 4
+    ["--to-offset", "-1"],  # below every log start (Kafka's tool takes any long): clamped to each start
     ["--shift-by", "-4"],  # orders-0: 5-4=1 clamped to its start, 2; orders-1: 1-4 clamped to 0
     ["--from-group", "other"],  # orders-0: 0 clamped to 2
 ])
@@ -91,6 +94,10 @@ def test_every_target_plans_by_kafkas_rules_then_executes_with_a_backup_first(
     code, out, err = reset(capsys, world, kubeconfig, "--all-topics", *target)
     assert (code, err) == (0, ""), err
     assert plan_of(out) == want and "dry run: 2 offsets would be committed" in out
+    if target[0] == "--to-datetime":  # printed back in UTC, whichever form was given
+        assert "to the first offset at or after 2026-01-01T00:00:06Z" in out, out
+    code, explicit, err = reset(capsys, world, kubeconfig, "--all-topics", *target, "--dry-run")  # Kafka's flag
+    assert (code, err, explicit) == (0, "", out)
     assert committed(world.bootstrap_servers, "billing") == {O0: 5, O1: 1} and backups(kubeconfig) == []
 
     code, out, err = reset(capsys, world, kubeconfig, "--all-topics", *target, "--execute")

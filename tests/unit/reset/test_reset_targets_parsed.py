@@ -135,3 +135,19 @@ def test_a_bad_scope_names_its_field(raw: dict[str, Any], field: str, words: str
     with pytest.raises(SpecError) as err:
         parse_scope(raw)
     assert err.value.field == field and words in err.value.problem, str(err.value)
+
+
+def test_kafkas_tool_forms_are_the_clis_only() -> None:
+    """kafka-consumer-groups.sh's --to-datetime without a zone is UTC (Utils.getDateTime appends "Z"), and its
+    --to-offset takes any long (checkOffsetsRange clamps it); a resource's spec.target stays strict."""
+    from kafka_offset_operator.decisions.reset_plan import TargetKind
+
+    cli = tuple(TargetKind)
+    zoned = parse_target({"datetime": "2026-01-31T12:00:00.250Z"}, "target", cli)
+    assert parse_target({"datetime": "2026-01-31T12:00:00.250"}, "target", cli, kafka_forms=True) == zoned
+    assert zoned.describe() == "the first offset at or after 2026-01-31T12:00:00.250Z"
+    with pytest.raises(SpecError, match="needs a date, a time and an offset"):
+        parse_target({"datetime": "2026-01-31T12:00:00.250"})
+    assert parse_target({"offset": -1}, "target", cli, kafka_forms=True).offset == -1
+    with pytest.raises(SpecError, match="outside 0"):
+        parse_target({"offset": -1})
