@@ -205,7 +205,14 @@ def _reset(args: argparse.Namespace, settings: ConnectionSettings, target: Reset
            retention_ms: int, kube: Kube | None, backup: BackupRecord | None,
            source: Mapping[TP, Committed] | None) -> int:
     from ..adapters.kafka_admin import KafkaAdmin
-    from ..decisions.reset_plan import FROM_SOURCE, ResetRefused, check_source, plan_csv, plan_table
+    from ..decisions.reset_plan import (
+        FROM_SOURCE,
+        ResetRefused,
+        check_source,
+        plan_csv,
+        plan_table,
+        uncommitted_partitions,
+    )
     from ..decisions.reset_steps import plan_commit
     from ..model.offsets import OUTCOME_UNKNOWN, KafkaFailure
     from ..reconcilers.reset_reads import read_plan
@@ -221,7 +228,8 @@ def _reset(args: argparse.Namespace, settings: ConnectionSettings, target: Reset
             try:
                 check_source(args.group, target, cluster_id, backup.group if backup else None,
                              backup.cluster_id if backup else None)
-                plan = read_plan(admin, args.group, target, scope, int(time.time() * 1000), source)
+                added = uncommitted_partitions(backup.extra) if backup is not None else []  # an undo: stays
+                plan = read_plan(admin, args.group, target, scope, int(time.time() * 1000), source, added)
             except ResetRefused as exc:
                 raise UserError(str(exc)) from None
             members = ", ".join(f"{m.client_id}@{m.client_host}" for m in group.members) or group.state

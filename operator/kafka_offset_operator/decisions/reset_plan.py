@@ -23,6 +23,7 @@ getLogTimestampOffsets):
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -434,6 +435,37 @@ def plan_reset(
     rows = [_row(tp, target, committed.get(tp), log_ranges.get(tp), by_timestamp or {}, source or {})
             for tp in wanted]
     return ResetPlan(group, target, tuple(rows), {tp: committed[tp] for tp in wanted if tp in committed})
+
+
+NO_UNCOMMIT = 'Kafka has no "uncommit"'
+ADDED_NOTE = f"no committed offset before: an undo cannot take it away ({NO_UNCOMMIT}); status.undo.offsetDeletion can"
+
+
+def with_added_notes(plan: ResetPlan, uncommitted: Iterable[TP] = (),
+                     committed: Mapping[TP, Committed] | None = None) -> ResetPlan:
+    """The plan, saying where a reset adds an offset the group did not have (a fromGroup partition the group
+    never read, say): an undo from the backup cannot remove it. `uncommitted`: for the undo itself (a
+    fromBackup plan), the partitions the undone reset added (its backup's extra.uncommitted), listed with a
+    note that they stay as they are (`committed`: the group's offsets now, to show theirs)."""
+    rows = [r if r.new is None or r.current is not None else
+            dataclasses.replace(r, note=f"{r.note}; {ADDED_NOTE}" if r.note else ADDED_NOTE) for r in plan.rows]
+    seen = {r.tp for r in rows}
+    for tp in sorted(set(uncommitted) - seen):
+        now = (committed or {}).get(tp)
+        rows.append(ResetRow(tp[0], tp[1], None if now is None else now.offset, None,
+                             note=f"added by the reset this backup undoes (no offset before it): left as it is "
+                             f"({NO_UNCOMMIT}); the undone reset's status.undo.offsetDeletion deletes it"))
+    return dataclasses.replace(plan, rows=tuple(rows))
+
+
+def uncommitted_partitions(extra: Mapping[str, Any]) -> list[TP]:
+    """A reset backup's extra.uncommitted (the partitions the reset added), as written by
+    reset_steps.uncommitted; anything else in it is ignored."""
+    out: list[TP] = []
+    for entry in extra.get("uncommitted") or ():
+        if isinstance(entry, Mapping) and isinstance(entry.get("topic"), str) and isinstance(entry.get("partition"), int):
+            out.append((entry["topic"], entry["partition"]))
+    return out
 
 
 def _row(tp: TP, target: ResetTarget, current: Committed | None, log: LogRange | None,

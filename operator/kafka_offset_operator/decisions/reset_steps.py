@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from ..model.api import API_VERSION, RESET_KIND
+from ..model.api import API_VERSION, DELETION_KIND, RESET_KIND
 from ..model.backups import BackupRecord
 from ..model.offsets import TP, Committed, GroupInfo, group_busy
 from ..model.reasons import Reason
@@ -264,16 +264,25 @@ def uncommitted(plan: ResetPlan) -> list[dict[str, Any]]:
     return [{"topic": r.topic, "partition": r.partition} for r in plan.rows if r.new is not None and r.current is None]
 
 
+def added_offsets(plan: ResetPlan) -> dict[TP, int]:
+    """The partitions the reset gives an offset the group did not have, with that offset: an undo from the
+    backup cannot take them away (Kafka has no "uncommit"), an OffsetDeletion can (undo_of offers it)."""
+    return {r.tp: r.new for r in plan.rows if r.new is not None and r.current is None}
+
+
 def undo_of(namespace: str, name: str, approved_spec: Mapping[str, Any], backup: str,
-            bootstrap_servers: str = "HOST:PORT") -> dict[str, str]:
+            bootstrap_servers: str = "HOST:PORT", added: Mapping[TP, int] | None = None) -> dict[str, str]:
     """How to undo this reset: a new OffsetReset (a dry run until approved) that resets the same group from
     the backup this one wrote; the `reset` command that does the same (a dry run: it prints the plan; add
-    --execute to commit; on a secured cluster it needs --command-config with the connection as properties)."""
-    spec: dict[str, Any] = {}
+    --execute to commit; on a secured cluster it needs --command-config with the connection as properties).
+    With `added` (added_offsets), also the OffsetDeletion (not approved) that deletes those partitions' offsets
+    while they are still at the reset's value (expectedOffsets): the rest of the undo."""
+    connection: dict[str, Any] = {}
     if "policyRef" in approved_spec:  # the connection as the reset had it, whatever it holds
-        spec["policyRef"] = dict(approved_spec["policyRef"] or {})
+        connection["policyRef"] = dict(approved_spec["policyRef"] or {})
     else:
-        spec["kafka"] = dict(approved_spec.get("kafka") or {})
+        connection["kafka"] = dict(approved_spec.get("kafka") or {})
+    spec: dict[str, Any] = dict(connection)
     spec.update(group=approved_spec.get("group"), allTopics=True, target={"fromBackup": backup})
     for key in ("pauseWorkloads", "pauseTimeout"):  # the undo stops the same consumers
         if key in approved_spec:
@@ -283,7 +292,20 @@ def undo_of(namespace: str, name: str, approved_spec: Mapping[str, Any], backup:
                 "metadata": {"name": f"undo-{name}"[:253].rstrip("-."), "namespace": namespace}, "spec": spec}
     command = (f"kafka-offset-operator reset --bootstrap-server {bootstrap_servers} --group "
                f"{shlex.quote(str(approved_spec.get('group')))} --all-topics --from-backup {namespace}/{backup}")
-    return {"manifest": yaml.safe_dump(manifest, sort_keys=False), "command": command}
+    out = {"manifest": yaml.safe_dump(manifest, sort_keys=False), "command": command}
+    if added:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(added):
+            by_topic.setdefault(topic, []).append(partition)
+        deletion = {"apiVersion": API_VERSION, "kind": DELETION_KIND,
+                    "metadata": {"name": f"undo-{name}-added"[:253].rstrip("-."), "namespace": namespace},
+                    "spec": {**connection, "group": approved_spec.get("group"),
+                             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+                             "expectedOffsets": [{"topic": t, "partition": p, "offset": o}
+                                                 for (t, p), o in sorted(added.items())],
+                             "approved": False}}
+        out["offsetDeletion"] = yaml.safe_dump(deletion, sort_keys=False)
+    return out
 
 
 def backup_taken(status: Mapping[str, Any], record: BackupRecord, plan: ResetPlan, target: Mapping[str, Any],
@@ -351,6 +373,9 @@ def finish_reset(status: Mapping[str, Any], group: GroupInfo, target: ResetTarge
             new.append(_result(tp, FAILED_RESULT, before, after.get(tp), EXPLAIN.get(error, ""), error))
         elif before is not None and before.offset == wanted.offset:
             new.append(_result(tp, UNCHANGED, before, after.get(tp)))
+        elif before is None:  # Kafka has no "uncommit": the undo from the backup cannot remove it
+            new.append(_result(tp, RESET, None, after.get(tp), f"no committed offset before the reset; an undo from "
+                               f"the backup leaves it at {wanted.offset}: status.undo.offsetDeletion deletes it"))
         else:
             new.append(_result(tp, RESET, before, after.get(tp)))
     results, summary = bounded_results((), None, new, RESET)

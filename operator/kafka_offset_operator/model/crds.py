@@ -1024,6 +1024,11 @@ def _reset_status() -> Schema:
                 "properties": {
                     "manifest": _text("The OffsetReset to apply (kubectl apply -f -), a dry run until approved."),
                     "command": _text("The same with the CLI, which prints the plan; add --execute to commit."),
+                    "offsetDeletion": _text(
+                        "When the reset gave partitions an offset the group did not have (a fromGroup partition "
+                        "it never read, say): the OffsetDeletion (kubectl apply -f -, approve it to act) that "
+                        "deletes those offsets while they are still at the reset's value. Kafka has no "
+                        "\"uncommit\", so the undo from the backup leaves them."),
                 },
             },
             "target": _target_status(

@@ -39,6 +39,7 @@ from ..decisions.reset_plan import (
     TargetKind,
     check_source,
     parse_target,
+    uncommitted_partitions,
 )
 from ..decisions.reset_spec import ResetSpec, parse_reset_spec
 from ..decisions.reset_steps import Step
@@ -194,14 +195,16 @@ class ResetReconciler(ObjectVisits):
         scope that cannot be meant is a condition naming the field (`ResetRefused`)."""
         target = spec.target
         backup: dict[TP, Committed] | None = None
+        added: list[TP] = []  # an undo: what the undone reset added (it stays: Kafka has no "uncommit")
         try:
             if target.kind is TargetKind.FROM_BACKUP:
                 record = self._source_backup(namespace, str(target.backup))
                 check_source(spec.group, target, admin.cluster_id(), record.group, record.cluster_id)
                 backup = dict(record.offsets)
+                added = uncommitted_partitions(record.extra)
             else:
                 check_source(spec.group, target, None)
-            return read_plan(admin, spec.group, target, spec.scope, int(time.time() * 1000), backup)
+            return read_plan(admin, spec.group, target, spec.scope, int(time.time() * 1000), backup, added)
         except ResetRefused as exc:
             if exc.field.startswith("spec.target."):  # only a new spec can fix the source
                 raise SpecError(exc.field, str(exc)) from None
@@ -244,7 +247,7 @@ class ResetReconciler(ObjectVisits):
         stored = self.store.write(record)
         target = target_of(body.get("spec") or {}, kafka, cluster_id, admin.settings.bootstrap_servers)
         undo = steps.undo_of(meta["namespace"], meta["name"], target["spec"], stored.name,
-                             admin.settings.bootstrap_servers)
+                             admin.settings.bootstrap_servers, steps.added_offsets(plan))
         audit.log.info("BackedUp %s/%s group=%s cluster=%s partitions=%d backup=%s", meta["namespace"], meta["name"],
                        stored.group, cluster_id, stored.partitions, stored.name)
         return self._apply(body, steps.backup_taken(status, stored, plan, target, undo, now, generation), status)

@@ -6,7 +6,7 @@ timestamp. The plan itself is decisions/reset_plan.py's; nothing here changes an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..adapters.kafka_admin import KafkaAdmin
 from ..decisions.reset_plan import (
@@ -18,12 +18,13 @@ from ..decisions.reset_plan import (
     TargetKind,
     partitions_to_reset,
     plan_reset,
+    with_added_notes,
 )
 from ..model.offsets import TP, Committed
 
 
 def read_plan(admin: KafkaAdmin, group: str, target: ResetTarget, scope: ResetScope, now_ms: int,
-              backup: Mapping[TP, Committed] | None = None) -> ResetPlan:
+              backup: Mapping[TP, Committed] | None = None, uncommitted: Sequence[TP] = ()) -> ResetPlan:
     """The plan of a reset of `group` as Kafka's offsets are now. `backup`: the offsets of the backup a
     fromBackup target names (the caller reads the backup store and checks it with reset_plan.check_source),
     or of the file a fromFile target names (the CLI reads it); fromGroup's source is read here. Raises reset_plan.ResetRefused for a topic that does not exist, and
@@ -43,4 +44,6 @@ def read_plan(admin: KafkaAdmin, group: str, target: ResetTarget, scope: ResetSc
     timestamp = target.timestamp_ms(now_ms)
     if target.kind in BY_TIME and timestamp is not None:
         by_timestamp.update(admin.list_offsets(ranges, timestamp))
-    return plan_reset(group, target, partitions, committed, ranges, by_timestamp, source)
+    # where the reset adds an offset, and (an undo) what the undone reset added: said, never removed
+    return with_added_notes(plan_reset(group, target, partitions, committed, ranges, by_timestamp, source),
+                            uncommitted, committed)

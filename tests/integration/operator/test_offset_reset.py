@@ -359,3 +359,35 @@ def test_protect_of_the_referenced_policy_refuses_the_reset(world: World) -> Non
     assert "'billing-*'" in condition(status, "Ready")["message"] and "backup" not in status
     assert world.offsets("billing-monthly") == {("invoices", 0): 4}
     as_gitops_sees_it(world.kube, "guarded", "Degraded", "Failed")
+
+
+def test_a_from_group_reset_that_adds_a_partition_says_so_and_offers_its_deletion(world: World) -> None:
+    """The group never read `wide-1`; its twin did. The reset gives it an offset: the result says so, the undo's
+    plan lists it as left (Kafka has no "uncommit"), and status.undo.offsetDeletion deletes it."""
+    make_topics(world.broker, {"wide": 2}, records_per_partition=5)
+    admin_commit(world.broker.bootstrap_servers, "narrow", {("wide", 0): 1})
+    admin_commit(world.broker.bootstrap_servers, "twin", {("wide", 0): 3, ("wide", 1): 4})
+    world.kube.create(RESETS, reset("copy", "narrow", {"fromGroup": "twin"}, kafka=world.kafka, approved=True))
+    status = world.phase("copy", *FINAL)
+    assert status["phase"] == "Succeeded" and world.offsets("narrow") == {("wide", 0): 3, ("wide", 1): 4}
+    results = {(r["topic"], r["partition"]): r for r in status["results"]}
+    assert "before" not in results[("wide", 1)] and results[("wide", 1)]["message"].startswith(
+        "no committed offset before the reset; an undo from the backup leaves it at 4"), results
+    assert "message" not in results[("wide", 0)]
+    deletion = yaml.safe_load(status["undo"]["offsetDeletion"])
+    assert deletion["spec"]["topics"] == [{"name": "wide", "partitions": [1]}]
+    assert deletion["spec"]["expectedOffsets"] == [{"topic": "wide", "partition": 1, "offset": 4}]
+    # The undo from the backup: wide-0 back to 1; wide-1 listed, left as it is, and why.
+    undo = yaml.safe_load(status["undo"]["manifest"])
+    world.kube.create(RESETS, undo)
+    plan = world.phase(undo["metadata"]["name"], "AwaitingApproval")["plan"]
+    entries = {(e["topic"], e["partition"]): e for e in plan["entries"]}
+    assert (entries[("wide", 0)]["current"], entries[("wide", 0)]["new"]) == (3, 1)
+    assert "new" not in entries[("wide", 1)] and 'Kafka has no "uncommit"' in entries[("wide", 1)]["message"]
+    # The offered OffsetDeletion, approved, takes the added offset away: the group is as it was.
+    world.kube.patch(GROUP_VERSION, RESETS, undo["metadata"]["name"], {"spec": {"approved": True}})
+    assert world.phase(undo["metadata"]["name"], *FINAL)["phase"] == "Succeeded"
+    deletion["spec"]["approved"] = True
+    world.kube.create("offsetdeletions", deletion)
+    assert world.kube.wait_for_phase(deletion["metadata"]["name"], *FINAL)["phase"] == "Succeeded"
+    assert world.offsets("narrow") == {("wide", 0): 1}
