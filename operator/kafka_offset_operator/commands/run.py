@@ -148,13 +148,13 @@ def run(args: argparse.Namespace) -> int:
     from ..context import OperatorOptions
     from ..runtime import run_operator
 
+    if args.approvals_verified and not args.user:
+        raise UserError(f"--approvals-verified needs the operator's user name: --user NAME or ${USER_ENV} (its "
+                        "Auto approvals must name it in spec.approvedBy)")
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if args.log_format == "json"
                          else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
-    if args.approvals_verified and not args.user:
-        raise UserError(f"--approvals-verified needs the operator's user name: --user NAME or ${USER_ENV} (its "
-                        "Auto approvals must name it in spec.approvedBy)")
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         raise UserError(f"--kubeconfig: {args.kubeconfig} is not a file")
     options = OperatorOptions(
