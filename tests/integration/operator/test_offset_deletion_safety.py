@@ -5,6 +5,7 @@ offsets came from, deleting cancels what was not sent, `protect` wins, and condi
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -191,12 +192,12 @@ def test_backups_are_kept_until_they_expire(kube: Kube, start_operator: Start, o
     assert kube.find("v1", "configmaps", "offset-backup-new") is not None
 
 
-def _restore_cli(*args: str) -> Any:
+def _restore_cli(*args: str, env: dict[str, str] | None = None) -> Any:
     import subprocess
     import sys
 
     return subprocess.run([sys.executable, "-m", "kafka_offset_operator", "restore", *args], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, env=env)
 
 
 def test_the_restore_command_restores_from_the_backup_alone(
@@ -219,7 +220,8 @@ def test_the_restore_command_restores_from_the_backup_alone(
         assert busy.returncode == 2 and "has members" in busy.stderr and len(busy.stderr.splitlines()) == 1
     file = tmp_path / "backup.json.gz"
     file.write_bytes(base64.b64decode(kube.get("v1", "configmaps", name)["binaryData"]["backup.json.gz"]))
-    alone = _restore_cli("--file", str(file), "--execute")  # no kubeconfig: no policy can be checked
+    nowhere = {**os.environ, "KUBECONFIG": str(tmp_path / "no-kubeconfig")}  # whatever the test run set
+    alone = _restore_cli("--file", str(file), "--execute", env=nowhere)  # no kubeconfig: no policy can be checked
     assert alone.returncode == 2 and "ConsumerGroupOffsetPolicies" in alone.stderr, alone.stderr
     assert committed(broker.bootstrap_servers, "gone-for-good") == {}
     done = _restore_cli("--file", str(file), "--execute", "--kubeconfig", str(kubeconfig))  # no policy protects it
