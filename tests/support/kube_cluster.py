@@ -364,6 +364,7 @@ def main() -> int:
                 plane._alive()
                 time.sleep(1)  # watching the processes, not synchronising anything
         except KeyboardInterrupt:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not leave the servers running
             print("[kube] stopping", file=sys.stderr)
     return 0
 
