@@ -31,6 +31,8 @@ from waiting import wait_until
 from kafka_offset_operator.model.api import BACKUP_LABEL, SOURCE_NAME_LABEL
 from kafka_sandbox import SandboxBroker
 
+pytestmark = pytest.mark.slow  # operator processes
+
 INSTALL_NS = "kafka-offset-operator"  # manifests/base's namespace and ServiceAccount
 SERVICE_ACCOUNT = "kafka-offset-operator"
 FINAL = ("Succeeded", "PartiallyFailed", "Failed")
