@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One entry point for people and CI: `scripts/dev.sh demo` and `scripts/dev.sh test`; `scripts/dev.sh generate`
 # rewrites the files derived from others (CRDs, the chart's copies; see scripts/generate.py);
-# `scripts/dev.sh images [operator|spark]` builds the container images (scripts/images.sh, docs/images.md).
+# `scripts/dev.sh images [operator|spark]` builds the container images (scripts/images.sh, docs/images.md);
+# `scripts/dev.sh cluster` runs the real Kubernetes control plane the tests use until Ctrl-C (docs/testing.md).
 # Each creates (or reuses) ./.venv and installs the project into it, so a fresh clone needs nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +45,15 @@ ensure_system_tools() {
     command -v java >/dev/null 2>&1 || apt_install "Spark needs Java 17" openjdk-17-jre-headless
 }
 
+build_kube() {  # the real control plane the tests run against, built once from tests/kube (docs/testing.md)
+    if command -v go >/dev/null 2>&1; then
+        say "Kubernetes control plane (built from the Go module proxy once, then cached)"
+        "$VENV/bin/python" tests/support/kube_build.py >/dev/null
+    else
+        say "no Go toolchain: the tests against a real Kubernetes API server will be skipped"
+    fi
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -54,11 +64,17 @@ case "$cmd" in
         say "ruff";          ruff check operator spark sandbox demo tests bench scripts
         say "mypy";          mypy
         say "import-linter"; lint-imports
+        build_kube
         say "pytest";        pytest "$@"
         ;;
     generate)
         ensure_venv
         exec "$VENV/bin/python" scripts/generate.py "$@"
+        ;;
+    cluster)
+        ensure_venv
+        export PATH="$PWD/$VENV/bin:$PATH"
+        exec "$VENV/bin/python" tests/support/kube_cluster.py
         ;;
     images)
         exec scripts/images.sh "$@"
@@ -68,7 +84,7 @@ case "$cmd" in
         exec "$VENV/bin/kafka-offset-demo" "$@"
         ;;
     *)
-        echo "usage: scripts/dev.sh demo | test [pytest args] | generate [--check] | images [operator|spark|names]" >&2
+        echo "usage: scripts/dev.sh demo | test [pytest args] | cluster | generate [--check] | images [operator|spark|names]" >&2
         exit 2
         ;;
 esac

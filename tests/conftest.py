@@ -17,6 +17,9 @@ from kafka_sandbox import SandboxBroker
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+# The real Kubernetes control plane's fixtures (real_cluster, real_namespace, real_crds): tests/support/kube_fixtures.py.
+pytest_plugins = ["kube_fixtures"]
+
 
 @pytest.fixture
 def broker(request: pytest.FixtureRequest) -> Iterator[SandboxBroker]:

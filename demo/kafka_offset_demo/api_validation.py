@@ -15,7 +15,7 @@
   added: the regex library's find/findAll and cel.stdlib's strings and lists (sum, indexOf, ...).
 
 Any problem answers 422 Invalid with the API server's Status: one cause per field error, each with the
-field and the message kubectl prints (`spec: Invalid value: "object": spec is frozen once approved: ...`).
+field and the message kubectl prints (`spec: Invalid value: spec is frozen once approved: ...`).
 
 What is not emulated: formats (date-time) are not checked, CEL sees date-time strings as strings (the API
 server gives timestamps), set and map lists are compared in key order (the API server ignores order; rules
@@ -120,19 +120,19 @@ class BadRequest(Exception):
 
 
 def go_value(value: Any) -> str:
-    """A value as field.Error prints it: %q for strings, %v for numbers and booleans, %#v for the rest."""
+    """A value as field.Error prints it (ErrorBody, Kubernetes 1.36): %q for strings, %v for numbers and
+    booleans, json.Marshal for the rest."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
-    if value is None:  # Go prints a nil value as the string "null"
-        return '"null"'
-    if isinstance(value, Mapping):
-        return "map[string]interface {}{" + ", ".join(f"{json.dumps(k)}:{go_value(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[]interface {}{" + ", ".join(go_value(v) for v in value) + "}"
+    if value is None:  # json.Marshal(nil)
+        return "null"
+    if isinstance(value, (Mapping, list)):  # encoding/json: sorted keys, no spaces, <>& escaped
+        text = json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+        return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return str(value)
 
 
@@ -213,14 +213,16 @@ class Rule:
             return None
         where = at + str(self.source.get("fieldPath") or "")
         detail = self._message(variables)
+        # validation.go: the value itself, omitted for an object or an array (Kubernetes 1.36).
+        shown = OMIT if kind in ("object", "array") else value
         reason = self.source.get("reason")
         if reason == FORBIDDEN:
             return FieldError(FORBIDDEN, where, OMIT, detail)
         if reason == REQUIRED:
             return FieldError(REQUIRED, where, OMIT, detail)
         if reason == DUPLICATE:
-            return FieldError(DUPLICATE, where, kind)
-        return FieldError(INVALID, where, kind, detail)
+            return FieldError(DUPLICATE, where, shown)
+        return FieldError(INVALID, where, shown, detail)
 
     def _message(self, variables: Mapping[str, Any]) -> str:
         """messageExpression's result when it gives a usable one line, else message, else `failed rule`."""

@@ -47,6 +47,11 @@ from .api import (
 
 INT32_MAX = 2**31 - 1  # Kafka's partition numbers, Spark's cores and instances
 INT64_MAX = 2**63 - 1  # Kafka's offsets
+# An int64 field says so by its format, with no maximum: the API server holds a schema's bounds as float64,
+# where 2**63 - 1 rounds up to 2**63, and then refuses every value of the field ("Maximum boundary value
+# must be of type integer", kube-openapi 1.36, seen on a real kube-apiserver). A number past int64 is no
+# integer to the API server's decoder, so it is refused all the same.
+INT64 = {"type": "integer", "format": "int64"}
 DEFAULT_FINISHED_DELETIONS_LIMIT = 20  # a policy's finished OffsetDeletions kept (spec.history)
 MAX_FINISHED_DELETIONS_LIMIT = 1000  # each is an object in etcd; a longer history belongs in the backups
 
@@ -616,9 +621,8 @@ def _deletion_spec() -> Schema:
                     "topic": _topic_name(),
                     "partition": {**_partition(), "description": "Partition."},
                     "offset": {
-                        "type": "integer",
+                        **INT64,
                         "minimum": 0,
-                        "maximum": INT64_MAX,
                         "description": "The offset the scan saw.",
                     },
                 },
@@ -911,9 +915,9 @@ def _reset_target() -> Schema:
                          "description": ("The first offset whose record timestamp is at or after this time "
                                          "(ListOffsets by timestamp); the log end offset if there is none.")},
             "duration": duration("As datetime, that long before now (when the plan is computed)."),
-            "shiftBy": {"type": "integer", "minimum": -INT64_MAX, "maximum": INT64_MAX,
+            "shiftBy": {**INT64,
                         "description": "Move each committed offset by this many (negative: back), then clamp."},
-            "offset": {"type": "integer", "minimum": 0, "maximum": INT64_MAX,
+            "offset": {**INT64, "minimum": 0,
                        "description": "This offset in every partition of the scope, then clamp."},
             "fromBackup": {
                 **_object_name("The backup's ConfigMap, in this namespace."),

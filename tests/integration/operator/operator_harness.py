@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import threading
 import urllib.error
 import urllib.request
@@ -68,10 +69,13 @@ class KubeApiError(Exception):
 
 
 class Kube:
-    """A small synchronous client of the emulated API over HTTP, for tests."""
+    """A small synchronous client of the API over HTTP, for tests: the emulated one, or (with a TLS `context`
+    authenticating as admin) the real API server of kube_cluster.py; `namespace` is where it works by default."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, namespace: str = NAMESPACE, context: ssl.SSLContext | None = None) -> None:
         self.url = url
+        self.namespace = namespace
+        self.context = context
 
     # -- raw HTTP
 
@@ -81,7 +85,7 @@ class Kube:
         if data is not None:
             req.add_header("Content-Type", content_type)
         try:
-            with urllib.request.urlopen(req, timeout=30) as rsp:
+            with urllib.request.urlopen(req, timeout=30, context=self.context) as rsp:
                 text = rsp.read().decode()
         except urllib.error.HTTPError as exc:
             raise KubeApiError(exc.code, exc.read().decode(errors="replace")) from None
@@ -96,18 +100,19 @@ class Kube:
     # -- objects
 
     def create(self, plural: str, obj: Mapping[str, Any]) -> dict[str, Any]:
-        """Create `obj` (apiVersion/kind/metadata as in a manifest); namespace defaults to NAMESPACE."""
+        """Create `obj` (apiVersion/kind/metadata as in a manifest); namespace defaults to the client's."""
         body = json.loads(json.dumps(obj))
         meta = body.setdefault("metadata", {})
-        meta.setdefault("namespace", NAMESPACE)
-        meta.setdefault("uid", str(uuid.uuid4()))
-        meta.setdefault("resourceVersion", "1")
+        meta.setdefault("namespace", self.namespace)
+        if self.context is None:  # the emulator stores what it is given; a real API server sets both itself
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("resourceVersion", "1")
         return self.request("POST", self.path(body["apiVersion"], plural, meta["namespace"]), body)  # type: ignore[no-any-return]
 
-    def get(self, api_version: str, plural: str, name: str, namespace: str = NAMESPACE) -> dict[str, Any]:
-        return self.request("GET", self.path(api_version, plural, namespace, name))  # type: ignore[no-any-return]
+    def get(self, api_version: str, plural: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+        return self.request("GET", self.path(api_version, plural, namespace or self.namespace, name))  # type: ignore[no-any-return]
 
-    def find(self, api_version: str, plural: str, name: str, namespace: str = NAMESPACE) -> dict[str, Any] | None:
+    def find(self, api_version: str, plural: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         try:
             return self.get(api_version, plural, name, namespace)
         except KubeApiError as exc:
@@ -115,30 +120,31 @@ class Kube:
                 return None
             raise
 
-    def list(self, api_version: str, plural: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
-        return self.request("GET", self.path(api_version, plural, namespace))["items"]  # type: ignore[no-any-return]
+    def list(self, api_version: str, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        return self.request("GET", self.path(api_version, plural, namespace or self.namespace))["items"]  # type: ignore[no-any-return]
 
-    def patch(self, api_version: str, plural: str, name: str, patch: Mapping[str, Any], namespace: str = NAMESPACE,
+    def patch(self, api_version: str, plural: str, name: str, patch: Mapping[str, Any], namespace: str | None = None,
               subresource: str | None = None) -> dict[str, Any]:
-        path = self.path(api_version, plural, namespace, name) + (f"/{subresource}" if subresource else "")
+        path = self.path(api_version, plural, namespace or self.namespace, name) + (f"/{subresource}" if subresource else "")
         return self.request("PATCH", path, dict(patch), "application/merge-patch+json")  # type: ignore[no-any-return]
 
-    def delete(self, api_version: str, plural: str, name: str, namespace: str = NAMESPACE) -> None:
-        self.request("DELETE", self.path(api_version, plural, namespace, name))
+    def delete(self, api_version: str, plural: str, name: str, namespace: str | None = None) -> None:
+        self.request("DELETE", self.path(api_version, plural, namespace or self.namespace, name))
 
     # -- shortcuts for our resources and the builtins tests use
 
-    def create_secret(self, name: str, data: Mapping[str, str], namespace: str = NAMESPACE) -> dict[str, Any]:
+    def create_secret(self, name: str, data: Mapping[str, str], namespace: str | None = None) -> dict[str, Any]:
         import base64
 
         encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
         return self.create("secrets", {"apiVersion": "v1", "kind": "Secret",
-                                       "metadata": {"name": name, "namespace": namespace}, "data": encoded})
+                                       "metadata": {"name": name, "namespace": namespace or self.namespace},
+                                       "data": encoded})
 
-    def deletion(self, name: str, namespace: str = NAMESPACE) -> dict[str, Any]:
+    def deletion(self, name: str, namespace: str | None = None) -> dict[str, Any]:
         return self.get(GROUP_VERSION, "offsetdeletions", name, namespace)
 
-    def events_for(self, name: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    def events_for(self, name: str, namespace: str | None = None) -> list[dict[str, Any]]:
         return [e for e in self.list("v1", "events", namespace) if e.get("involvedObject", {}).get("name") == name]
 
     def wait_for_status(self, name: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 20.0,
@@ -240,6 +246,5 @@ class Operators:
 def fast_options(kubeconfig: Path, **overrides: Any) -> OperatorOptions:
     """Fast retries for tests, and no wait for other policies to join a scan (runs queued together still
     share one); everything else as in production."""
-    options: dict[str, Any] = {"scan_share_window_s": 0.0, **overrides}
-    return OperatorOptions(namespaces=(NAMESPACE,), kubeconfig=kubeconfig, retry_interval=0.3, kafka_timeout_ms=5000,
-                           **options)
+    options: dict[str, Any] = {"scan_share_window_s": 0.0, "namespaces": (NAMESPACE,), **overrides}
+    return OperatorOptions(kubeconfig=kubeconfig, retry_interval=0.3, kafka_timeout_ms=5000, **options)

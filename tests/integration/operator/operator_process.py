@@ -35,7 +35,7 @@ class OperatorProcess:
     """One `run` process; a context manager that ends it (SIGTERM, then SIGKILL) if the test did not."""
 
     def __init__(self, kubeconfig: Path, logs: Path, *extra: str, retry_interval: float = 0.3,
-                 pod_id: str = "kafka-offset-operator-0") -> None:
+                 pod_id: str = "kafka-offset-operator-0", namespace: str = NAMESPACE) -> None:
         """`pod_id`: Kopf's peering identity (POD_ID, the pod's name in the Deployment). A fresh process with
         the same id is the container restarted in its pod: it takes over its own keep-alive at once, as after
         a SIGKILL on a node; another id waits for the dead one's (test_peering.py)."""
@@ -43,7 +43,7 @@ class OperatorProcess:
         self.log_path = logs / f"operator-{self.health}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kafka_offset_operator", "run", "--namespace", NAMESPACE, "--kubeconfig",
+            [sys.executable, "-m", "kafka_offset_operator", "run", "--namespace", namespace, "--kubeconfig",
              str(kubeconfig), "--health-port", str(self.health), "--metrics-port", str(self.metrics),
              "--retry-interval", str(retry_interval), *extra],
             stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": "/nonexistent", "POD_ID": pod_id},
