@@ -10,14 +10,14 @@ still start from an empty cluster, as they do on a fresh sandbox.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from brokers import sandbox_broker
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import GroupIdNotFoundError, UnknownTopicOrPartitionError
 from real_kafka import (
@@ -64,6 +64,39 @@ class Kafka:
     def secured(self) -> Secured:
         assert self.real is not None and self.real.ca_file is not None, "only the real broker has SASL_SSL here"
         return Secured(self.real.secured_bootstrap_servers, self.real.ca_file)
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        if self.sandbox is not None:
+            self.sandbox.create_topic(name, partitions)
+        else:
+            produce_topics(self.bootstrap_servers, {name: partitions}, 0)
+
+    def append_records(self, topic: str, partition: int, records: Sequence[tuple[bytes | None, bytes, int]]) -> None:
+        """Records (key, value, timestamp ms) at the end of one partition: appended by the sandbox itself, or
+        produced (acks=all, CreateTime as given) to Kafka."""
+        if self.sandbox is not None:
+            self.sandbox.append_records(topic, partition, list(records))
+            return
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap_servers, acks="all", linger_ms=5)
+        try:
+            sent = [producer.send(topic, key=k, value=v, partition=partition, timestamp_ms=ts) for k, v, ts in records]
+            producer.flush(timeout=60)
+            for future in sent:
+                future.get(timeout=60)
+        finally:
+            producer.close()
+
+    def delete_records_before(self, topic: str, partition: int, offset: int) -> None:
+        """Move the partition's log start offset to `offset`, as retention would: DeleteRecords on Kafka."""
+        if self.sandbox is not None:
+            log = self.sandbox.ctx.topics.partition(topic, partition)
+            self.sandbox.call(lambda: setattr(log, "log_start_offset", offset))
+            return
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers)
+        try:
+            admin.delete_records({TopicPartition(topic, partition): offset})
+        finally:
+            admin.close()
 
     @classmethod
     def of_real(cls, broker: RealKafka) -> Kafka:
