@@ -348,10 +348,14 @@ class RealKafka:
 
 
 def _cluster_id() -> str:
-    """A random cluster id in Kafka's form (a base64url UUID without padding), as `kafka-storage random-uuid`."""
+    """A random cluster id in Kafka's form (a base64url UUID without padding), as `kafka-storage random-uuid`;
+    like Kafka's Uuid.randomUuid, never one starting with "-" (the command line would read it as an option)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not found.startswith("-"):
+            return found
 
 
 def main(argv: list[str]) -> int:

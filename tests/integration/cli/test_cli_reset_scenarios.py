@@ -16,6 +16,7 @@ import pytest
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka_clients import admin_commit, committed, member
+from kafka_tools import reset_plan
 from kafka_under_test import Kafka
 from reset_cli import NAMESPACE, backups, plan_of, reset
 
@@ -261,3 +262,49 @@ def test_a_commit_made_after_the_plan_was_read_is_not_overwritten(capsys: pytest
     row = [line for line in out.splitlines() if line.split()[:3] == ["billing", "orders", "1"]][-1]  # results
     assert "skipped: committed since the backup (offset 3, backed up 1); left as is" in row
     assert "committed 1 offsets of group billing; 1 skipped" in out
+
+
+# -- Kafka's own tool as the oracle: ConsumerGroupCommand --reset-offsets --dry-run on the same group
+
+
+@pytest.mark.slow  # a JVM per target
+@pytest.mark.parametrize(("ours", "kafkas"), [
+    (["--all-topics", "--to-earliest"], ["--all-topics", "--to-earliest"]),
+    (["--all-topics", "--to-latest"], ["--all-topics", "--to-latest"]),
+    (["--all-topics", "--to-current"], ["--all-topics", "--to-current"]),
+    (["--all-topics", "--to-datetime", "2026-01-01T00:00:06Z"], ["--all-topics", "--to-datetime", "2026-01-01T00:00:06.000Z"]),
+    (["--all-topics", "--to-datetime", "2030-01-01T00:00:00Z"], ["--all-topics", "--to-datetime", "2030-01-01T00:00:00.000Z"]),
+    (["--all-topics", "--by-duration", "3650d"], ["--all-topics", "--by-duration", "P3650D"]),
+    (["--all-topics", "--to-offset", "7"], ["--all-topics", "--to-offset", "7"]),
+    (["--all-topics", "--shift-by", "-4"], ["--all-topics", "--shift-by", "-4"]),
+    (["--all-topics", "--shift-by", "30"], ["--all-topics", "--shift-by", "30"]),
+    (["--topic", "orders:1", "--to-earliest"], ["--topic", "orders:1", "--to-earliest"]),
+    (["--topic", "fresh", "--to-earliest"], ["--topic", "fresh", "--to-earliest"]),  # no committed offsets
+    (["--topic", "fresh", "--to-current"], ["--topic", "fresh", "--to-current"]),
+    (["--topic", "fresh", "--to-offset", "1"], ["--topic", "fresh", "--to-offset", "1"]),
+])
+def test_the_plan_is_kafkas_own_tools_plan(capsys: pytest.CaptureFixture[str], world: Kafka, kubeconfig: Path,
+                                            ours: list[str], kafkas: list[str]) -> None:
+    if not world.is_real:
+        pytest.skip("Kafka's own tool is the oracle on Apache Kafka")
+    world.create_topic("fresh", 2)
+    world.append_records("fresh", 0, [(None, b"r", T0) for _ in range(3)])
+    want = reset_plan(world.version, world.bootstrap_servers, "billing", *kafkas)
+    code, out, err = reset(capsys, world, kubeconfig, *ours)
+    assert (code, err) == (0, ""), err
+    assert plan_of(out) == want
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("with_group", [False, True])
+def test_from_file_plans_as_kafkas_tool_in_both_csv_forms(capsys: pytest.CaptureFixture[str], world: Kafka,
+                                                         kubeconfig: Path, tmp_path: Path, with_group: bool) -> None:
+    if not world.is_real:
+        pytest.skip("Kafka's own tool is the oracle on Apache Kafka")
+    rows = [("orders", 1, 3), ("orders", 0, 99)]  # orders-0: past its end, clamped
+    csv = tmp_path / "plan.csv"
+    csv.write_text("".join(f"{'billing,' if with_group else ''}{t},{p},{o}\n" for t, p, o in rows))
+    want = reset_plan(world.version, world.bootstrap_servers, "billing", "--from-file", str(csv))
+    code, out, err = reset(capsys, world, kubeconfig, "--from-file", str(csv))
+    assert (code, err) == (0, ""), err
+    assert plan_of(out) == want
