@@ -131,19 +131,25 @@ def _minor(version: str) -> tuple[int, int]:
 def group_settings(version: str) -> dict[str, str]:
     """Broker settings that switch on the group protocols a version has but leaves off by default
     (GroupCoordinatorConfig.GROUP_COORDINATOR_REBALANCE_PROTOCOLS_DEFAULT of that version): KIP-848's
-    `consumer` protocol is a preview in 3.9 (default: classic only). From 4.0 the default lists every
-    protocol the version has and 4.4 deprecates the setting, so it is left alone there; the streams and
-    share protocols are switched on by their features at format time (format_features)."""
+    `consumer` protocol is a preview in 3.9 (default: classic only); 4.1's streams protocol (KIP-1071) is
+    early access, listed in the setting and behind unstable API versions, with no streams.version feature
+    level yet. From 4.2 the default lists every protocol and 4.4 deprecates the setting, so it is left
+    alone; the share (KIP-932) and streams features are set at format time (format_features)."""
     if _minor(version) < (4, 0):
         return {"group.coordinator.rebalance.protocols": "classic,consumer"}
+    if _minor(version) == (4, 1):
+        return {"group.coordinator.rebalance.protocols": "classic,consumer,streams",
+                "unstable.api.versions.enable": "true", "unstable.feature.versions.enable": "true"}
     return {}
 
 
 def format_features(version: str) -> list[str]:
-    """Feature levels given to StorageTool format beyond the release's defaults: streams.version=1
-    (KIP-1071) and share.version=1 (KIP-932) from 4.1. (3.9's StorageTool knows no group.version: its
-    KIP-848 preview needs only group_settings.)"""
-    if _minor(version) >= (4, 1):
+    """Feature levels given to StorageTool format beyond the release's defaults: share.version=1 from 4.1,
+    streams.version=1 from 4.2. (3.9's StorageTool knows no group.version: its KIP-848 preview needs only
+    group_settings.)"""
+    if _minor(version) == (4, 1):
+        return ["--feature", "share.version=1"]
+    if _minor(version) >= (4, 2):
         return ["--feature", "streams.version=1", "--feature", "share.version=1"]
     return []
 
