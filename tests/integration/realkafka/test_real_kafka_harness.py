@@ -15,7 +15,7 @@ from kafka_clients import admin_commit, committed
 from kafka_under_test import Kafka
 from real_kafka import NEWEST, VERSIONS, resolve, versions_under_test
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.matrix]  # CI runs this module on every version
 
 
 def real(kafka: Kafka) -> Kafka:
