@@ -168,6 +168,7 @@ class RealKafka:
     say: Callable[[str], None] = _say_default
     heap: str = "512m"
     start_timeout: float = 120.0
+    jvm_options: tuple[str, ...] = ()  # extra JVM flags for the broker (e.g. a class-data sharing archive)
 
     port: int = 0
     secured_port: int = 0
@@ -176,6 +177,7 @@ class RealKafka:
     startup_seconds: float = 0.0
     _process: subprocess.Popen[bytes] | None = None
     _own_workdir: bool = False
+    _archive_written: tuple[Path, Path] | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -232,7 +234,8 @@ class RealKafka:
             raise RuntimeError(f"Kafka {self.version}'s StorageTool format failed: {(fmt.stdout + fmt.stderr).strip()[-2000:]}")
         out = (self.workdir / "logs" / "stdout.log").open("wb")
         self._process = subprocess.Popen(
-            self._java("kafka.Kafka", str(properties), libs=libs, jvm=(f"-Xmx{self.heap}", f"-Xms{self.heap}")),
+            self._java("kafka.Kafka", str(properties), libs=libs,
+                       jvm=(f"-Xmx{self.heap}", f"-Xms{self.heap}", *self._class_sharing(), *self.jvm_options)),
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
         out.close()
@@ -242,6 +245,20 @@ class RealKafka:
             self.stop()
             raise
         self.startup_seconds = time.monotonic() - started
+
+    def _class_sharing(self) -> tuple[str, ...]:
+        """A class-data sharing archive of the broker's classes (JDK 13+ dynamic CDS, as Kafka's own image
+        does): the first broker of a version writes it when it stops, later ones map it and start faster
+        (measured: 13-16 s instead of 19-31 s to ready on the loaded 2-core machine). KOO_KAFKA_CDS=0 turns
+        it off. A JVM that cannot use the archive ignores it (-Xshare:auto)."""
+        if os.environ.get("KOO_KAFKA_CDS", "1") == "0":
+            return ()
+        archive = home(self.version) / f"broker-{_java_version()}.jsa"
+        if archive.is_file():
+            return (f"-XX:SharedArchiveFile={archive}",)
+        assert self.workdir is not None
+        self._archive_written = (self.workdir / "broker.jsa", archive)
+        return (f"-XX:ArchiveClassesAtExit={self.workdir / 'broker.jsa'}",)
 
     def _wait_ready(self) -> None:
         """Until the broker answers metadata with itself in it and finds a group coordinator, or the process died."""
@@ -286,6 +303,12 @@ class RealKafka:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+            if self._archive_written is not None:  # the archive, once whole, where the next broker finds it
+                written, final = self._archive_written
+                if written.is_file() and process.returncode in (0, 143, -signal.SIGTERM):
+                    shutil.move(written, final.with_suffix(".partial"))
+                    final.with_suffix(".partial").rename(final)
+                self._archive_written = None
         if self._own_workdir and self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -351,6 +374,14 @@ class RealKafka:
             **group_settings(self.version),
         }
         return {**props, **self.settings}
+
+
+def _java_version() -> str:
+    """The running JDK's version (an archive is only valid for the JVM that wrote it)."""
+    done = subprocess.run(["java", "-XshowSettings:properties", "-version"], capture_output=True, text=True,
+                          check=False)
+    found = [line.split("=", 1)[1].strip() for line in done.stderr.splitlines() if "java.runtime.version =" in line]
+    return (found[0] if found else "unknown").replace("/", "_")
 
 
 def _cluster_id() -> str:
