@@ -42,6 +42,8 @@ class DeletionSpec:
     # (and, with require_topics_deleted, of a topic that no longer exists).
     delete_group: bool = False
     require_topics_deleted: bool = False
+    # spec.rebase: keep-alive's rebase (deleteGroup + restore at once) of a group the policy protects
+    rebase: bool = False
 
     @property
     def topic_names(self) -> frozenset[str]:
@@ -79,6 +81,7 @@ def parse_spec(spec: Mapping[str, Any] | None) -> DeletionSpec:
         kafka=spec.get("kafka"),
         policy_ref=(spec.get("policyRef") or {}).get("name"),
         expected=expected,
+        rebase=bool(spec.get("rebase", False)),
     )
 
 

@@ -297,7 +297,7 @@ def backup_taken(status: Mapping[str, Any], record: BackupRecord, plan: ResetPla
                  plan=plan_status(plan, now, generation, approved=True),
                  backup={"name": record.name, "takenAt": record.taken_at, "expiresAt": record.expires_at,
                          "partitions": record.partitions})
-    return Outcome(patch, (Event("Normal", Reason.BACKED_UP, message),))
+    return Outcome(patch, (Event("Normal", Reason.BACKED_UP, message + record.requested_by.people),))
 
 
 # -- commit

@@ -11,7 +11,7 @@ what it would do: DryRun writes nothing to Kafka, ever, and leaves the backup st
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -32,6 +32,7 @@ RECOMMITTED = "Recommitted"
 REBASED = "Rebased"
 RESUMED = "Resumed"
 BLOCKED = "Blocked"
+PROPOSED = "Proposed"  # Approve: the rebase waits as an OffsetDeletion (or Auto approved one that waited)
 WOULD_RECOMMIT = "WouldRecommit"  # DryRun: what a policy that acts would do
 WOULD_REBASE = "WouldRebase"
 
@@ -69,12 +70,21 @@ class KeepAliveResult:
 
 
 _EVENT_REASONS = {RECOMMITTED: Reason.KEEP_ALIVE_RECOMMITTED, REBASED: Reason.KEEP_ALIVE_REBASED,
-                  RESUMED: Reason.KEEP_ALIVE_RESUMED, BLOCKED: Reason.KEEP_ALIVE_BLOCKED}
+                  RESUMED: Reason.KEEP_ALIVE_RESUMED, BLOCKED: Reason.KEEP_ALIVE_BLOCKED,
+                  PROPOSED: Reason.KEEP_ALIVE_PROPOSED}
+
+# Approve mode: a rebase becomes a proposal that waits for an approval (docs/keep-alive.md). Given the group
+# and its live offsets, it creates (or finds) the proposal and says so; None lets the pass rebase itself
+# (Auto mode, when no proposal of the policy waits for the group).
+Proposer = Callable[[str, Mapping[TP, Committed]], "KeepAliveResult | None"]
 
 
-def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, write: bool = True) -> KeepAliveResult | None:
+def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, write: bool = True,
+              propose: Proposer | None = None) -> KeepAliveResult | None:
     """One plan. Kafka failures of a whole request raise KafkaFailure (the run retries later). Without
-    `write`, only reads: what would be done, with the offsets it would concern."""
+    `write`, only reads: what would be done, with the offsets it would concern. With `propose`, a rebase
+    (which deletes the group for a moment) is handed to it instead of done here; a re-commit of unchanged
+    offsets is not (it changes only their commit time)."""
     if not write and plan.method is not None:
         offsets = len(admin.committed_offsets(plan.group))
         if not offsets:
@@ -84,6 +94,13 @@ def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, wri
     if plan.method is Method.RECOMMIT:
         return _recommit(admin, plan.group)
     if plan.method is Method.REBASE:
+        if propose is not None:
+            live = admin.committed_offsets(plan.group)
+            if not live:
+                return KeepAliveResult(plan.group, BLOCKED, 0, "no committed offsets left to keep alive")
+            proposed = propose(plan.group, live)
+            if proposed is not None:
+                return proposed
         return _rebase(admin, store, plan.group)
     if plan.blocked:
         return KeepAliveResult(plan.group, BLOCKED, 0, f"cannot keep alive: {plan.blocked}")
@@ -170,7 +187,7 @@ def resume_interrupted(admin: KafkaAdmin, store: BackupStore, *, write: bool = T
 
 
 def run_pass(admin: KafkaAdmin, store: BackupStore, protected: Iterable[ScannedOffset], now_ms: int,
-             lead: int, *, write: bool = True) -> list[KeepAliveResult]:
+             lead: int, *, write: bool = True, propose: Proposer | None = None) -> list[KeepAliveResult]:
     """One keep-alive pass after an analysis: finish interrupted rebases, then handle every protected group
     that is due (see keepalive.plan_group). `write=False` (DryRun): the same decisions, reported, not done."""
     results = resume_interrupted(admin, store, write=write)
@@ -179,7 +196,7 @@ def run_pass(admin: KafkaAdmin, store: BackupStore, protected: Iterable[ScannedO
         if group.group in touched or not needs_live_view(group, now_ms, lead):
             continue
         live = admin.describe_group(group.group) if group.group_type == "classic" else GroupInfo(group.group, "Unknown")
-        result = carry_out(admin, store, plan_group(group, live, now_ms, lead), write=write)
+        result = carry_out(admin, store, plan_group(group, live, now_ms, lead), write=write, propose=propose)
         if result is not None:
             results.append(result)
     return results
