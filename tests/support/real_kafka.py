@@ -69,8 +69,9 @@ def _say_default(message: str) -> None:
 
 
 def missing_tools() -> str | None:
-    """Why real Kafka cannot run on this machine, or None when java and mvn are both there."""
-    for tool, package in (("java", "openjdk-17-jre-headless"), ("mvn", "maven")):
+    """Why real Kafka cannot run on this machine, or None when java, javac (the Java client drivers) and mvn
+    are there."""
+    for tool, package in (("java", "openjdk-17-jre-headless"), ("javac", "openjdk-17-jdk-headless"), ("mvn", "maven")):
         if shutil.which(tool) is None:
             return f"real Kafka needs `{tool}` (Debian package {package}); not found on PATH"
     return None
