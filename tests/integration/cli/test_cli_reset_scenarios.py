@@ -292,7 +292,7 @@ def test_the_plan_is_kafkas_own_tools_plan(capsys: pytest.CaptureFixture[str], w
     want = reset_plan(world.version, world.bootstrap_servers, "billing", *kafkas)
     code, out, err = reset(capsys, world, kubeconfig, *ours)
     assert (code, err) == (0, ""), err
-    assert plan_of(out) == want
+    assert plan_of(out) == want, out
 
 
 @pytest.mark.slow
@@ -307,4 +307,4 @@ def test_from_file_plans_as_kafkas_tool_in_both_csv_forms(capsys: pytest.Capture
     want = reset_plan(world.version, world.bootstrap_servers, "billing", "--from-file", str(csv))
     code, out, err = reset(capsys, world, kubeconfig, "--from-file", str(csv))
     assert (code, err) == (0, ""), err
-    assert plan_of(out) == want
+    assert plan_of(out) == want, out
