@@ -3,6 +3,7 @@
 # rewrites the files derived from others (CRDs, the chart's copies; see scripts/generate.py);
 # `scripts/dev.sh images [operator|spark]` builds the container images (scripts/images.sh, docs/images.md);
 # `scripts/dev.sh cluster` runs the real Kubernetes control plane the tests use until Ctrl-C (docs/testing.md).
+# `scripts/dev.sh kafka [VERSION]` runs Apache Kafka from Maven Central for a person (docs/testing.md).
 # Each creates (or reuses) ./.venv and installs the project into it, so a fresh clone needs nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +44,9 @@ ensure_system_tools() {
     # kcat is an independent Kafka client (librdkafka) the broker tests talk to; Java 17 runs Spark.
     command -v kcat >/dev/null 2>&1 || apt_install "the broker tests' independent client" kcat
     command -v java >/dev/null 2>&1 || apt_install "Spark needs Java 17" openjdk-17-jre-headless
+    # Apache Kafka under test: Maven resolves its jars, javac builds the Java client drivers.
+    command -v mvn >/dev/null 2>&1 || apt_install "real Kafka's jars come from Maven Central" maven
+    command -v javac >/dev/null 2>&1 || apt_install "the Java Kafka clients the tests drive" openjdk-17-jdk-headless
 }
 
 build_kube() {  # the real control plane the tests run against, built once from tests/kube (docs/testing.md)
@@ -65,6 +69,7 @@ case "$cmd" in
         say "mypy";          mypy
         say "import-linter"; lint-imports
         build_kube
+        say "Apache Kafka";  PYTHONPATH=tests/support python tests/support/real_kafka.py --resolve
         say "pytest";        pytest "$@"
         ;;
     generate)
@@ -79,12 +84,16 @@ case "$cmd" in
     images)
         exec scripts/images.sh "$@"
         ;;
+    kafka)  # Apache Kafka from Maven Central on 127.0.0.1 (tests/support/real_kafka.py); Ctrl-C stops it
+        ensure_venv
+        PYTHONPATH=tests/support exec "$VENV/bin/python" tests/support/real_kafka.py "$@"
+        ;;
     demo)
         ensure_venv
         exec "$VENV/bin/kafka-offset-demo" "$@"
         ;;
     *)
-        echo "usage: scripts/dev.sh demo | test [pytest args] | cluster | generate [--check] | images [operator|spark|names]" >&2
+        echo "usage: scripts/dev.sh demo | test [pytest args] | cluster | kafka [VERSION] | generate [--check] | images [operator|spark|names]" >&2
         exit 2
         ;;
 esac

@@ -1,4 +1,4 @@
-"""Fixtures every test folder shares: the sandbox broker and the local Spark session.
+"""Fixtures every test folder shares: the sandbox broker, Apache Kafka (`kafka`) and the local Spark session.
 
 Folder conftests add only what is theirs (the emulated Kubernetes API and operators in
 integration/operator, kcat in integration/sandbox). Helpers tests import are in tests/support.
@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 from brokers import sandbox_broker
+from kafka_under_test import Kafka, clean_after, kafka_for_session
+from real_kafka import versions_under_test
 
 from kafka_sandbox import SandboxBroker
 
@@ -38,3 +40,18 @@ def spark() -> Iterator[SparkSession]:
     session = local_session("offset-expiry-tests", cores=2, shuffle_partitions=4)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session", params=versions_under_test())
+def real_kafka(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kafka]:
+    """Apache Kafka (or the sandbox) shared by the session, one per version in KOO_KAFKA_VERSIONS
+    (tests/support/real_kafka.py); skipped with the reason when java or mvn is missing."""
+    with kafka_for_session(request.param, tmp_path_factory) as k:
+        yield k
+
+
+@pytest.fixture
+def kafka(real_kafka: Kafka) -> Iterator[Kafka]:
+    """The session's broker, emptied of groups and topics after the test (kafka_under_test.clean)."""
+    with clean_after(real_kafka) as k:
+        yield k

@@ -5,11 +5,14 @@ groups seeded as the records a Kafka 4.x coordinator writes (the sandbox cannot 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.clock import Clock
 from offset_expiry.codec import consumer_group, offset_commit
+
+if TYPE_CHECKING:
+    from kafka_under_test import Kafka
 
 # Small and fast: a week's retention as Kafka's default, 4 __consumer_offsets partitions instead of 50.
 DEFAULTS: dict[str, Any] = {"offsets_retention": "7d", "offsets_partitions": 4}
@@ -35,10 +38,18 @@ class StoppedClock(Clock):
             return self._start_ms + self._offset_ms
 
 
-def make_topics(broker: SandboxBroker, topics: Mapping[str, int], records_per_partition: int = 5) -> None:
-    """Create topics and give every partition some records, so offsets can be committed past 0. The records
-    are appended by the broker itself, in one batch per partition (a producer would take a quarter of a
-    second per call, and no test here is about producing)."""
+def make_topics(broker: SandboxBroker | Kafka, topics: Mapping[str, int], records_per_partition: int = 5) -> None:
+    """Create topics and give every partition some records, so offsets can be committed past 0. On the
+    sandbox the records are appended by the broker itself, in one batch per partition (a producer would
+    take a quarter of a second per call, and no test here is about producing); on Apache Kafka a producer
+    writes them (kafka_under_test.produce_topics)."""
+    if not isinstance(broker, SandboxBroker):
+        if broker.sandbox is None:
+            from kafka_under_test import produce_topics
+
+            produce_topics(broker.bootstrap_servers, topics, records_per_partition)
+            return
+        broker = broker.sandbox
     now = broker.clock.now_ms()
     for name, partitions in topics.items():
         broker.create_topic(name, partitions)

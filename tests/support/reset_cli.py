@@ -4,6 +4,7 @@ cluster's kubeconfig, reading its printed plan, and the backups it stored."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -13,10 +14,13 @@ from kafka_offset_operator.adapters.kube import Kube, load_config
 from kafka_offset_operator.model.backups import BackupRecord
 from kafka_sandbox import SandboxBroker
 
+if TYPE_CHECKING:
+    from kafka_under_test import Kafka
+
 NAMESPACE = "kafka"  # the emulated kubeconfig's context namespace
 
 
-def reset(capsys: pytest.CaptureFixture[str], broker: SandboxBroker, kubeconfig: Path, *argv: str) -> tuple[int, str, str]:
+def reset(capsys: pytest.CaptureFixture[str], broker: SandboxBroker | Kafka, kubeconfig: Path, *argv: str) -> tuple[int, str, str]:
     """`reset` of the group billing through cli.main: (exit code, stdout, stderr)."""
     code = cli.main(["reset", "--bootstrap-server", broker.bootstrap_servers, "--group", "billing",
                      "--kubeconfig", str(kubeconfig), *argv])

@@ -1,4 +1,5 @@
-"""`kafka-offset-operator reset` over the wire: every target on the sandbox broker, its plan checked against
+"""`kafka-offset-operator reset` over the wire: every target on Apache Kafka (the `kafka` fixture; the sandbox
+with KOO_KAFKA_VERSIONS=sandbox), its plan checked against
 what ListOffsets reports (asked here with kafka-python's own admin client, not the operator's adapter) and
 Kafka's clamping rules; then --execute, with the backup in the (emulated) backup store first and OffsetFetch
 showing the new offsets. In-process through cli.main (a process per target would cost seconds each); the
@@ -15,6 +16,8 @@ import pytest
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka_clients import admin_commit, committed, member
+from kafka_tools import reset_plan
+from kafka_under_test import Kafka
 from reset_cli import NAMESPACE, backups, plan_of, reset
 
 from kafka_offset_demo.emulated_cluster import EmulatedCluster
@@ -29,21 +32,30 @@ T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z: orders' records are one a second
 O0, O1 = ("orders", 0), ("orders", 1)
 
 
-@pytest.fixture
-def world(broker: SandboxBroker) -> SandboxBroker:
+def seed(broker: Kafka) -> Kafka:
     """orders-0: offsets 2..10 (retention took 0 and 1), records at T0 + i s; orders-1: 0..4, the same times.
     billing committed 5 and 1 and has no members; other committed 0 and 3."""
     broker.create_topic("orders", 2)
     for p, count in ((0, 10), (1, 4)):
         broker.append_records("orders", p, [(None, b"r", T0 + i * 1000) for i in range(count)])
-    log = broker.ctx.topics.partition("orders", 0)
-    broker.call(lambda: setattr(log, "log_start_offset", 2))
+    broker.delete_records_before("orders", 0, 2)
     admin_commit(broker.bootstrap_servers, "billing", {O0: 5, O1: 1})
     admin_commit(broker.bootstrap_servers, "other", {O0: 0, O1: 3})
     return broker
 
 
-def list_offsets(broker: SandboxBroker, spec: Any) -> dict[tuple[str, int], int]:
+@pytest.fixture
+def world(kafka: Kafka) -> Kafka:
+    return seed(kafka)
+
+
+@pytest.fixture
+def sandbox_world(broker: SandboxBroker) -> Kafka:
+    """The same world on the sandbox, for a test that needs its `faults`."""
+    return seed(Kafka.of_sandbox(broker))
+
+
+def list_offsets(broker: Kafka, spec: Any) -> dict[tuple[str, int], int]:
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
     try:
         raw = admin.list_partition_offsets({TopicPartition(*tp): spec for tp in (O0, O1)})
@@ -57,7 +69,7 @@ def clamp(offset: int, start: int, end: int) -> int:
     return end if offset > end else start if offset < start else offset
 
 
-def expected(broker: SandboxBroker, target: list[str]) -> dict[tuple[str, int], int]:
+def expected(broker: Kafka, target: list[str]) -> dict[tuple[str, int], int]:
     """The new offsets by Kafka's rules, from ListOffsets' answers."""
     start, end = list_offsets(broker, OffsetSpec.EARLIEST), list_offsets(broker, OffsetSpec.LATEST)
     assert (start, end) == ({O0: 2, O1: 0}, {O0: 10, O1: 4})
@@ -89,7 +101,7 @@ def expected(broker: SandboxBroker, target: list[str]) -> dict[tuple[str, int], 
     ["--from-group", "other"],  # orders-0: 0 clamped to 2
 ])
 def test_every_target_plans_by_kafkas_rules_then_executes_with_a_backup_first(
-        capsys: pytest.CaptureFixture[str], world: SandboxBroker, kubeconfig: Path, target: list[str]) -> None:
+        capsys: pytest.CaptureFixture[str], world: Kafka, kubeconfig: Path, target: list[str]) -> None:
     want = expected(world, target)
     code, out, err = reset(capsys, world, kubeconfig, "--all-topics", *target)
     assert (code, err) == (0, ""), err
@@ -109,7 +121,7 @@ def test_every_target_plans_by_kafkas_rules_then_executes_with_a_backup_first(
     assert f"backup {NAMESPACE}/{backup.name} written" in out and out.count("committed") >= 3
 
 
-def test_undo_from_the_backup_a_reset_wrote(capsys: pytest.CaptureFixture[str], world: SandboxBroker,
+def test_undo_from_the_backup_a_reset_wrote(capsys: pytest.CaptureFixture[str], world: Kafka,
                                             kubeconfig: Path) -> None:
     code, out, _ = reset(capsys, world, kubeconfig, "--topic", "orders:1", "--to-latest", "--execute")
     assert code == 0 and committed(world.bootstrap_servers, "billing") == {O0: 5, O1: 4}
@@ -126,7 +138,7 @@ def test_undo_from_the_backup_a_reset_wrote(capsys: pytest.CaptureFixture[str], 
     assert len(backups(kubeconfig)) == 2  # the undo is a reset too, with its own backup
 
 
-def test_what_is_refused_changes_nothing(capsys: pytest.CaptureFixture[str], world: SandboxBroker,
+def test_what_is_refused_changes_nothing(capsys: pytest.CaptureFixture[str], world: Kafka,
                                          kubeconfig: Path, tmp_path: Path) -> None:
     def refused(*argv: str) -> str:
         code, out, err = reset(capsys, world, kubeconfig, *argv)
@@ -149,7 +161,7 @@ def test_what_is_refused_changes_nothing(capsys: pytest.CaptureFixture[str], wor
     assert code == 0 and export.read_text() == "orders,0,7\norders,1,4\n"  # Kafka's --export, one group
 
 
-def test_a_group_with_members_is_refused_naming_them(capsys: pytest.CaptureFixture[str], world: SandboxBroker,
+def test_a_group_with_members_is_refused_naming_them(capsys: pytest.CaptureFixture[str], world: Kafka,
                                                     kubeconfig: Path) -> None:
     with member(world.bootstrap_servers, "billing", ["orders"]):
         code, out, err = reset(capsys, world, kubeconfig, "--all-topics", "--to-earliest")
@@ -160,7 +172,7 @@ def test_a_group_with_members_is_refused_naming_them(capsys: pytest.CaptureFixtu
     assert committed(world.bootstrap_servers, "billing") == {O0: 5, O1: 1} and backups(kubeconfig) == []
 
 
-def test_no_backup_no_change(capsys: pytest.CaptureFixture[str], world: SandboxBroker, cluster: EmulatedCluster,
+def test_no_backup_no_change(capsys: pytest.CaptureFixture[str], world: Kafka, cluster: EmulatedCluster,
                              kubeconfig: Path) -> None:
     """The backup comes first: when the backup store refuses it, Kafka is not asked to change anything."""
     fault = cluster.fail("create configmaps", status=500, times=None, message="etcd timed out")
@@ -185,7 +197,7 @@ def store(kubeconfig: Path, name: str, group: str, offsets: dict[tuple[str, int]
         kube.close()
 
 
-def test_undo_of_a_deletion_into_a_group_without_offsets(capsys: pytest.CaptureFixture[str], world: SandboxBroker,
+def test_undo_of_a_deletion_into_a_group_without_offsets(capsys: pytest.CaptureFixture[str], world: Kafka,
                                                          kubeconfig: Path) -> None:
     """The offsets an OffsetDeletion deleted come back from its backup, with their leader epoch and metadata;
     an offset the log no longer has is clamped; a backup of another group or cluster is refused."""
@@ -226,11 +238,14 @@ def test_undo_of_a_deletion_into_a_group_without_offsets(capsys: pytest.CaptureF
 
 
 def test_a_commit_made_after_the_plan_was_read_is_not_overwritten(capsys: pytest.CaptureFixture[str],
-                                                                  world: SandboxBroker, kubeconfig: Path) -> None:
+                                                                  sandbox_world: Kafka, kubeconfig: Path) -> None:
     """The group's offsets are read again right before the commit (the second OffsetFetch of billing): a
     partition someone committed since the plan was read is not reset (it is not in the backup either), it is
-    reported as skipped; the others are committed."""
-    held = world.faults.hold("OffsetFetch", group="billing", after=1)
+    reported as skipped; the others are committed. On the sandbox: it holds that OffsetFetch (`faults`)."""
+    world = sandbox_world
+    assert world.sandbox is not None
+    faults = world.sandbox.faults
+    held = faults.hold("OffsetFetch", group="billing", after=1)
 
     def commit_meanwhile() -> None:
         try:
@@ -245,7 +260,7 @@ def test_a_commit_made_after_the_plan_was_read_is_not_overwritten(capsys: pytest
     try:
         code, out, err = reset(capsys, world, kubeconfig, "--all-topics", "--to-earliest", "--execute")
     finally:
-        world.faults.clear()  # a hold that never came (a command without the re-read) is released
+        faults.clear()  # a hold that never came (a command without the re-read) is released
         meanwhile.join(30)
     assert (code, err) == (0, ""), err
     assert committed(world.bootstrap_servers, "billing") == {O0: 2, O1: 3}  # orders-1 as committed meanwhile
@@ -254,3 +269,49 @@ def test_a_commit_made_after_the_plan_was_read_is_not_overwritten(capsys: pytest
     row = [line for line in out.splitlines() if line.split()[:3] == ["billing", "orders", "1"]][-1]  # results
     assert "skipped: committed since the backup (offset 3, backed up 1); left as is" in row
     assert "committed 1 offsets of group billing; 1 skipped" in out
+
+
+# -- Kafka's own tool as the oracle: ConsumerGroupCommand --reset-offsets --dry-run on the same group
+
+
+@pytest.mark.slow  # a JVM per target
+@pytest.mark.parametrize(("ours", "kafkas"), [
+    (["--all-topics", "--to-earliest"], ["--all-topics", "--to-earliest"]),
+    (["--all-topics", "--to-latest"], ["--all-topics", "--to-latest"]),
+    (["--all-topics", "--to-current"], ["--all-topics", "--to-current"]),
+    (["--all-topics", "--to-datetime", "2026-01-01T00:00:06Z"], ["--all-topics", "--to-datetime", "2026-01-01T00:00:06.000Z"]),
+    (["--all-topics", "--to-datetime", "2030-01-01T00:00:00Z"], ["--all-topics", "--to-datetime", "2030-01-01T00:00:00.000Z"]),
+    (["--all-topics", "--by-duration", "3650d"], ["--all-topics", "--by-duration", "P3650D"]),
+    (["--all-topics", "--to-offset", "7"], ["--all-topics", "--to-offset", "7"]),
+    (["--all-topics", "--shift-by", "-4"], ["--all-topics", "--shift-by", "-4"]),
+    (["--all-topics", "--shift-by", "30"], ["--all-topics", "--shift-by", "30"]),
+    (["--topic", "orders:1", "--to-earliest"], ["--topic", "orders:1", "--to-earliest"]),
+    (["--topic", "fresh", "--to-earliest"], ["--topic", "fresh", "--to-earliest"]),  # no committed offsets
+    (["--topic", "fresh", "--to-current"], ["--topic", "fresh", "--to-current"]),
+    (["--topic", "fresh", "--to-offset", "1"], ["--topic", "fresh", "--to-offset", "1"]),
+])
+def test_the_plan_is_kafkas_own_tools_plan(capsys: pytest.CaptureFixture[str], world: Kafka, kubeconfig: Path,
+                                            ours: list[str], kafkas: list[str]) -> None:
+    if not world.is_real:
+        pytest.skip("Kafka's own tool is the oracle on Apache Kafka")
+    world.create_topic("fresh", 2)
+    world.append_records("fresh", 0, [(None, b"r", T0) for _ in range(3)])
+    want = reset_plan(world.version, world.bootstrap_servers, "billing", *kafkas)
+    code, out, err = reset(capsys, world, kubeconfig, *ours)
+    assert (code, err) == (0, ""), err
+    assert plan_of(out) == want, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("with_group", [False, True])
+def test_from_file_plans_as_kafkas_tool_in_both_csv_forms(capsys: pytest.CaptureFixture[str], world: Kafka,
+                                                         kubeconfig: Path, tmp_path: Path, with_group: bool) -> None:
+    if not world.is_real:
+        pytest.skip("Kafka's own tool is the oracle on Apache Kafka")
+    rows = [("orders", 1, 3), ("orders", 0, 99)]  # orders-0: past its end, clamped
+    csv = tmp_path / "plan.csv"
+    csv.write_text("".join(f"{'billing,' if with_group else ''}{t},{p},{o}\n" for t, p, o in rows))
+    want = reset_plan(world.version, world.bootstrap_servers, "billing", "--from-file", str(csv))
+    code, out, err = reset(capsys, world, kubeconfig, "--from-file", str(csv))
+    assert (code, err) == (0, ""), err
+    assert plan_of(out) == want, out

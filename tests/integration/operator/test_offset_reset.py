@@ -1,4 +1,5 @@
-"""OffsetReset end to end: the operator under Kopf against kmock's emulated API and the sandbox broker. Every
+"""OffsetReset end to end: the operator under Kopf against kmock's emulated API and Apache Kafka (the session's
+real broker; the sandbox with KOO_KAFKA_VERSIONS=sandbox). Every
 assertion about Kafka is an OffsetFetch over TCP (kafka_clients.committed).
 
 One operator, one emulated API and one broker for the module (each test its own groups and topics), so the
@@ -16,6 +17,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +26,10 @@ from typing import Any
 import pytest
 import yaml
 from argocd_health import health, health_script
-from brokers import make_topics, sandbox_broker
+from brokers import make_topics
 from flux_health import flux_status
 from kafka_clients import GroupConsumer, admin_commit, committed
+from kafka_under_test import Kafka, clean_after
 from operator_harness import (
     GROUP_VERSION,
     NAMESPACE,
@@ -41,7 +44,6 @@ from operator_harness import (
 from waiting import wait_until
 
 from kafka_offset_operator.model.backups import Action, BackupRecord, Requester, decode
-from kafka_sandbox import SandboxBroker
 
 pytestmark = pytest.mark.slow  # an operator under Kopf with end-to-end waits
 
@@ -65,7 +67,7 @@ def as_gitops_sees_it(kube: Kube, name: str, argo_cd: str, flux: str) -> None:
 
 @dataclass
 class World:
-    broker: SandboxBroker
+    broker: Kafka
     cluster: EmulatedCluster
     kube: Kube
     kubeconfig: Path
@@ -116,8 +118,9 @@ def reset(name: str, group: str, target: dict[str, Any], *, kafka: dict[str, Any
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with sandbox_broker() as broker, emulated_cluster() as cluster:
+def world(real_kafka: Kafka, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """One broker for the module (emptied afterwards: clean_after), one emulated API, one operator."""
+    with clean_after(real_kafka) as broker, emulated_cluster() as cluster:
         kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
         operators = Operators(fast_options(kubeconfig))
         try:
@@ -148,9 +151,9 @@ def test_a_dry_run_shows_the_plan_clamped_as_kafka_does_and_changes_nothing(worl
 
 def test_datetime_duration_and_from_group_plan_from_what_kafka_answers(world: World) -> None:
     """The targets that read ListOffsets by timestamp, and another group's offsets, as dry runs: each plan is
-    what the sandbox's ListOffsets (or OffsetFetch of the other group) says."""
+    what the broker's ListOffsets (or OffsetFetch of the other group) says."""
+    now_ms = world.broker.sandbox.clock.now_ms() if world.broker.sandbox else int(time.time() * 1000)
     make_topics(world.broker, {"timed": 1}, records_per_partition=5)  # every record stamped with the broker's now
-    now_ms = world.broker.clock.now_ms()
     admin_commit(world.broker.bootstrap_servers, "timed-app", {("timed", 0): 3})
     admin_commit(world.broker.bootstrap_servers, "timed-twin", {("timed", 0): 1})
     later = datetime.datetime.fromtimestamp(now_ms / 1000 + 3600, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
