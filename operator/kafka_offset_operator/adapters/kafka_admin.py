@@ -87,6 +87,11 @@ def _failure(exc: BaseException) -> KafkaFailure:
     return KafkaFailure(name, str(text), retriable)
 
 
+def kafka_failure(exc: BaseException) -> KafkaFailure:
+    """A kafka-python error as a KafkaFailure (Kafka's error name, retry_later's verdict)."""
+    return _failure(exc)
+
+
 # -- connecting
 
 

@@ -32,6 +32,7 @@ from ..decisions.deletion_steps import (
     spec_problem,
     target_of,
 )
+from ..decisions.fresh_verdict import rederive
 from ..decisions.reset_plan import (
     ResetPlan,
     ResetRefused,
@@ -49,6 +50,7 @@ from ..model.api import RESET_KIND, RESETS
 from ..model.backups import Action, BackupError, BackupRecord, Requester
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
 from ..model.reasons import Reason
+from .fresh_facts import log_position, read_facts
 from .reset_reads import read_plan
 from .visits import ObjectVisits, connection_where
 from .visits import generation_of as _generation
@@ -218,6 +220,7 @@ class ResetReconciler(ObjectVisits):
         if group.active:
             return self._apply(body, steps.members_present(status, group, self.options.retry_interval, _now(),
                                                            generation), status)
+        offsets_log = log_position(admin, spec.group, self.options.kafka_timeout_ms)  # before the plan's OffsetFetch
         plan = self._plan(meta["namespace"], spec, admin)
         now = _now()
         if plan.refusal is not None:
@@ -240,7 +243,8 @@ class ResetReconciler(ObjectVisits):
                              admin.settings.bootstrap_servers)
         audit.log.info("BackedUp %s/%s group=%s cluster=%s partitions=%d backup=%s", meta["namespace"], meta["name"],
                        stored.group, cluster_id, stored.partitions, stored.name)
-        return self._apply(body, steps.backup_taken(status, stored, plan, target, undo, now, generation), status)
+        return self._apply(body, steps.backup_taken(status, stored, plan, target, undo, now, generation, offsets_log),
+                           status)
 
     def _commit(self, body: dict[str, Any], spec: ResetSpec, status: dict[str, Any], admin: KafkaAdmin,
                 stop: CancelFlag | None) -> dict[str, Any]:
@@ -261,6 +265,13 @@ class ResetReconciler(ObjectVisits):
             return self._apply(body, steps.members_present(status, group, interval, now, generation), status)
         current = admin.committed_offsets(group_id)
         todo = steps.plan_commit(record.offsets, reset, current, started=bool(status.get("commitStartTime")))
+        if todo.to_commit:  # committed again since the backup, the same offset included: in use, left as is
+            facts = read_facts(admin, group_id, group, None, status.get("backup") or {}, self.options.kafka_timeout_ms)
+            verdict = rederive(todo.to_commit, facts, {}, proposed=False)
+            if verdict.partitions:
+                audit.log.info("Changed group=%s since %s: %s", group_id, facts.since_what, "; ".join(
+                    f"{t}-{p}: {w}" for (t, p), w in sorted(verdict.partitions.items())))
+            todo = steps.skip_changed(todo, verdict, record.offsets, current)
         answers: dict[TP, str | None] = {}
         if todo.to_commit:
             self._check_not_deleted(body, stop)

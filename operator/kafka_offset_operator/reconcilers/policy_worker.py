@@ -287,7 +287,8 @@ class PolicyRunner:
             metrics.analysis_finished(spec.engine.value, "Succeeded", (self.now_ms() - started) / 1000)
             with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
                 kept, skipped = self._recheck(admin, spec, report)
-                created, existing = self._propose(body, spec, kept, started, cancel, refused)
+                created, existing = self._propose(body, spec, kept, started, cancel, refused,
+                                                  report.summary.get("snapshot"))
                 # A stopping (or, for a peer, pausing) operator starts no keep-alive pass: the next one does it.
                 kept_alive = [] if cancel.is_set() else self._keep_alive(admin, body, spec, report, retention_ms)
         except Cancelled:
@@ -355,10 +356,10 @@ class PolicyRunner:
         return kept, skipped
 
     def _propose(self, body: dict[str, Any], spec: PolicySpec, kept: list[proposals.Proposal], scan_ms: int,
-                 cancel: CancelFlag, refused: list[str]) -> tuple[int, int]:
+                 cancel: CancelFlag, refused: list[str], snapshot: Mapping[str, Any] | None = None) -> tuple[int, int]:
         """Create the run's OffsetDeletions; `refused` gets one line per proposal the API server refused."""
         created = existing = 0
-        for child in proposals.children(body, kept, spec.mode, scan_ms):
+        for child in proposals.children(body, kept, spec.mode, scan_ms, snapshot):
             if cancel.is_set():  # the policy is being deleted (or the operator stops): propose nothing more
                 raise Cancelled()
             meta = child["metadata"]

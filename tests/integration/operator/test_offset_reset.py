@@ -16,6 +16,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -310,19 +311,22 @@ def test_resumed_after_a_crash_between_the_commit_and_its_results(world: World) 
     world.kube.create(RESETS, reset("resumed", "resumed-app", {"offset": 1}, kafka=world.kafka))
     world.phase("resumed", "AwaitingApproval")
     name = "offset-backup-offsetreset-resumed-reset-test"
+    # When the backup was read: one without status.backup.offsetsLog (an older operator's) is re-checked for
+    # commits since its takenAt, so it must not claim a time before the commits it holds (partition 1's).
+    taken_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
     product = ProductKube(load_config(world.kubeconfig))
     try:
         BackupStore(product).write(BackupRecord(
             name, Action.RESET, None, world.broker.bootstrap_servers, "resumed-app",
             {("resumed", 0): Committed(4), ("resumed", 1): Committed(2), ("resumed", 2): Committed(3)},
             Requester("OffsetReset", NAMESPACE, "resumed", "uid", "approved OffsetReset"),
-            "2026-01-01T00:00:00Z", "2999-01-01T00:00:00Z",
+            taken_at, "2999-01-01T00:00:00Z",
             extra={"resetTo": [["resumed", 0, 1, -1, ""], ["resumed", 1, 1, -1, ""], ["resumed", 2, 5, -1, ""]]}))
     finally:
         product.close()
     world.kube.patch(GROUP_VERSION, RESETS, "resumed", {"status": {
         "phase": "Running", "startTime": "2026-01-01T00:00:00Z", "commitStartTime": "2026-01-01T00:00:01Z",
-        "backup": {"name": name, "takenAt": "2026-01-01T00:00:00Z", "partitions": 3},
+        "backup": {"name": name, "takenAt": taken_at, "partitions": 3},
         "target": {"group": "resumed-app", "kafka": world.kafka, "spec": {"group": "resumed-app", "target": {"offset": 1}}}}},
         subresource="status")
     status = world.phase("resumed", *FINAL)
@@ -359,3 +363,26 @@ def test_protect_of_the_referenced_policy_refuses_the_reset(world: World) -> Non
     assert "'billing-*'" in condition(status, "Ready")["message"] and "backup" not in status
     assert world.offsets("billing-monthly") == {("invoices", 0): 4}
     as_gitops_sees_it(world.kube, "guarded", "Degraded", "Failed")
+
+
+def test_a_re_commit_of_the_same_offset_after_the_backup_is_not_overwritten(world: World) -> None:
+    """A standalone consumer (no membership, so DescribeGroups shows no member) commits its unchanged position
+    between the reset's backup and its commit: it is in use, and Kafka keeps it from that newest commit. The
+    re-check right before the OffsetCommit reads the group's records since the backup and leaves it as is;
+    the other partition is reset (decisions/fresh_verdict.py)."""
+    make_topics(world.broker, {"recommit": 2}, records_per_partition=6)
+    admin_commit(world.broker.bootstrap_servers, "standalone-reader", {("recommit", 0): 1, ("recommit", 1): 1})
+    # The reset's second DescribeGroups is the one right before its commit (the first is the backup's).
+    held = world.broker.faults.hold("DescribeGroups", group="standalone-reader", after=1)
+    world.kube.create(RESETS, reset("recommit", "standalone-reader", {"latest": True}, kafka=world.kafka,
+                                    topics=[{"name": "recommit"}], approved=True))
+    held.wait()
+    admin_commit(world.broker.bootstrap_servers, "standalone-reader", {("recommit", 0): 1})  # same value, new commit
+    held.release()
+    status = world.phase("recommit", "Succeeded", "PartiallyFailed", "Failed")
+    found = {(r["topic"], r["partition"]): r for r in status["results"]}
+    assert found[("recommit", 0)]["status"] == "Skipped", found
+    assert "committed again" in found[("recommit", 0)]["message"]
+    assert found[("recommit", 1)]["status"] == "Reset"
+    assert world.offsets("standalone-reader") == {("recommit", 0): 1, ("recommit", 1): 6}
+    assert status["backup"]["offsetsLog"]["offset"] >= 0
