@@ -135,3 +135,31 @@ def baseline(scan_end: int | None, backup_end: int | None) -> int | None:
     """Where to read the group's records from: the earliest of the scan's end and the backup's end."""
     known = [p for p in (scan_end, backup_end) if p is not None]
     return min(known) if known else None
+
+
+# -- keep-alive (reconcilers/keepalive.py): its verdict is "this protected group's offsets are about to expire"
+
+
+def rebase_premise_gone(facts: FreshFacts) -> str | None:
+    """Why a rebase (DeleteGroups, then the backup re-committed) is not needed now, or None. A classic group
+    record since the scan means the group went through a state transition (a rebalance, members joining or
+    leaving): an Empty group's expiry counts from its currentStateTimestamp, which that record moved, so the
+    scan's expiry no longer holds; the next run decides from a new scan. Commits alone never move it (an
+    admin OffsetCommit does not: ClassicGroup.offsetExpirationCondition), so they do not count here."""
+    records = [r for r in facts.records if r.kind is RecordKind.CLASSIC]
+    if not records:
+        return None
+    last = records[-1]
+    return (f"the group's metadata was rewritten at {iso(last.timestamp)} (__consumer_offsets-{facts.partition} "
+            f"offset {last.position}) since {facts.since_what}: its expiry moved; the next run decides again")
+
+
+def recommitted_since(facts: FreshFacts) -> dict[TP, str]:
+    """Partitions the group committed itself since the scan (the same offset included): their expiry
+    restarted from that commit, and re-committing them would only race the consumer that did."""
+    out: dict[TP, str] = {}
+    for record in facts.records:
+        if record.kind is RecordKind.COMMIT and record.tp is not None:
+            when = record.commit_timestamp if record.commit_timestamp is not None else record.timestamp
+            out[record.tp] = f"committed at {iso(when)} since {facts.since_what}"
+    return out

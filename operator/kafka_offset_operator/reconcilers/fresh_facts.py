@@ -57,3 +57,14 @@ def read_facts(admin: KafkaAdmin, group: str, live: GroupInfo | None, scan: Scan
         since = None if found < 0 else found
     _, records = group_records(admin.settings, group, partition, since, timeout_ms)
     return FreshFacts(partition, since or 0, since_what, tuple(records), live)
+
+
+def since_scan(admin: KafkaAdmin, group: str, snapshot: Mapping[str, Any], timeout_ms: int) -> FreshFacts | None:
+    """The group's records since an analysis' snapshot ({partition: end offset}, the report's summary); None
+    when the snapshot does not match the topic's partitions now."""
+    partition = offsets_partition(admin, group)
+    end = snapshot.get(str(partition))
+    if end is None or len(snapshot) != len(admin.topic_partitions([OFFSETS_TOPIC]).get(OFFSETS_TOPIC) or ()):
+        return None
+    _, records = group_records(admin.settings, group, partition, int(end), timeout_ms)
+    return FreshFacts(partition, int(end), "the scan", tuple(records))

@@ -396,7 +396,8 @@ class PolicyRunner:
         store = RebaseBackups(BackupStore(self.kube), body, admin.cluster_id(), str(spec.kafka.get("bootstrapServers")),
                               self.options.backup_retention_s)
         lead = keepalive.lead_ms(retention_ms, spec.interval_ms)
-        results = run_pass(admin, store, report.protected, self.now_ms(), lead, write=spec.writes_to_kafka)
+        results = run_pass(admin, store, report.protected, self.now_ms(), lead, write=spec.writes_to_kafka,
+                           snapshot=report.summary.get("snapshot"), timeout_ms=self.options.kafka_timeout_ms)
         for result in results:
             if result.preview:  # DryRun: said in the Ready condition; no Event, no count (nothing happened)
                 continue
