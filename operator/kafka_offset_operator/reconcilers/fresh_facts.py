@@ -37,7 +37,7 @@ def log_position(admin: KafkaAdmin, group: str, timeout_ms: int) -> dict[str, in
 
 
 def read_facts(admin: KafkaAdmin, group: str, live: GroupInfo | None, scan: ScanFacts | None,
-               backup: Mapping[str, Any], timeout_ms: int) -> FreshFacts:
+               backup: Mapping[str, Any], timeout_ms: int, baseline_name: str | None = None) -> FreshFacts:
     """The group's records since the earlier of the scan's end (`scan`, a policy's proposal) and the backup's
     `offsetsLog`; without either (a backup taken by an older operator), since the backup's `takenAt` (the
     first record of the partition at or after it: ListOffsets by timestamp)."""
@@ -50,7 +50,7 @@ def read_facts(admin: KafkaAdmin, group: str, live: GroupInfo | None, scan: Scan
     if scan is not None and (backup_end is None or scan.end_offset <= backup_end):
         since_what = f"the scan ({scan.time})" if scan.time else "the scan"
     else:
-        since_what = f"the backup ({backup.get('takenAt')})"
+        since_what = baseline_name or f"the backup ({backup.get('takenAt')})"
     if since is None:
         taken = parse_iso(backup.get("takenAt")) or 0
         found = admin.list_offsets([(OFFSETS_TOPIC, partition)], taken).get((OFFSETS_TOPIC, partition), -1)

@@ -247,3 +247,53 @@ def test_a_commit_made_after_the_plan_was_read_is_not_overwritten(capsys: pytest
     row = [line for line in out.splitlines() if line.split()[:3] == ["billing", "orders", "1"]][-1]  # results
     assert "skipped: committed since the backup (offset 3, backed up 1); left as is" in row
     assert "committed 1 offsets of group billing; 1 skipped" in out
+
+
+def _recommit_during_the_reread(world: SandboxBroker) -> tuple[Any, threading.Thread]:
+    """Right before the commit (the second OffsetFetch of billing) orders-1's consumer commits its unchanged
+    position (1, as planned and backed up): a standalone consumer using it."""
+    held = world.faults.hold("OffsetFetch", group="billing", after=1)
+
+    def commit_meanwhile() -> None:
+        try:
+            held.wait(10)
+        except AssertionError:
+            return
+        admin_commit(world.bootstrap_servers, "billing", {O1: 1})
+        held.release()
+
+    meanwhile = threading.Thread(target=commit_meanwhile)
+    meanwhile.start()
+    return held, meanwhile
+
+
+def test_a_re_commit_of_the_same_offset_after_the_plan_was_read_is_not_overwritten(
+        capsys: pytest.CaptureFixture[str], world: SandboxBroker, kubeconfig: Path) -> None:
+    """The value is what the plan read, but the commit is new: Kafka keeps that offset alive from it, and
+    someone uses it. The group's records since the plan was read tell (decisions/fresh_verdict.py): skipped,
+    saying so; the other partition is reset."""
+    _, meanwhile = _recommit_during_the_reread(world)
+    try:
+        code, out, err = reset(capsys, world, kubeconfig, "--all-topics", "--to-earliest", "--execute")
+    finally:
+        world.faults.clear()
+        meanwhile.join(30)
+    assert (code, err) == (0, ""), err
+    assert committed(world.bootstrap_servers, "billing") == {O0: 2, O1: 1}
+    row = [line for line in out.splitlines() if line.split()[:3] == ["billing", "orders", "1"]][-1]
+    assert "committed again" in row and "since the plan was read" in row, row
+    assert "committed 1 offsets of group billing; 1 skipped" in out and "--overwrite-newer" in out
+
+
+def test_overwrite_newer_commits_over_it_and_says_so_loudly(
+        capsys: pytest.CaptureFixture[str], world: SandboxBroker, kubeconfig: Path) -> None:
+    _, meanwhile = _recommit_during_the_reread(world)
+    try:
+        code, out, err = reset(capsys, world, kubeconfig, "--all-topics", "--to-earliest", "--execute",
+                               "--overwrite-newer")
+    finally:
+        world.faults.clear()
+        meanwhile.join(30)
+    assert (code, err) == (0, ""), err
+    assert committed(world.bootstrap_servers, "billing") == {O0: 2, O1: 0}
+    assert "WARNING: --overwrite-newer: committing over 1 partitions" in out and "orders-1" in out

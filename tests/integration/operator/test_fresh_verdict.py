@@ -15,6 +15,7 @@ from brokers import make_topics
 from kafka import KafkaConsumer, TopicPartition
 from kafka_clients import admin_commit, committed, empty_group, member
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube, OperatorThread, condition
+from waiting import wait_past
 
 from kafka_sandbox import SandboxBroker
 from offset_expiry.codec import consumer_group, offset_commit, partition_for
@@ -204,3 +205,47 @@ def test_fresh_facts_that_cannot_be_read_change_nothing_and_are_retried(
         broker.faults.clear()
     status = kube.wait_for_phase("unread", "Succeeded", timeout=60)
     assert results(status) == {("orders", 0): ("Deleted", "")}
+
+
+def test_restore_skips_a_partition_the_group_committed_after_the_backup_unless_forced(
+        broker: SandboxBroker, tmp_path: Any) -> None:
+    """`restore --execute` commits only partitions without an offset; one whose offset the group committed
+    AFTER the backup was taken (then deleted again) would be moved back to the older backed-up position:
+    skipped, saying so, unless --overwrite-newer (with a WARNING line)."""
+    import subprocess
+    import sys
+
+    from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
+    from kafka_offset_operator.model.backups import Action, BackupRecord, Requester, encode
+    from kafka_offset_operator.model.connection import ConnectionSettings
+    from kafka_offset_operator.model.offsets import Committed
+
+    make_topics(broker, {"orders": 2})
+    admin_commit(broker.bootstrap_servers, "moved-on", {("orders", 0): 3, ("orders", 1): 5})
+    second = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    taken = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))  # the next whole second
+    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+        cluster = admin.cluster_id()
+    record = BackupRecord("b", Action.DELETE, cluster, broker.bootstrap_servers, "moved-on",
+                          {("orders", 0): Committed(3), ("orders", 1): Committed(5)},
+                          Requester("OffsetDeletion", NAMESPACE, "od", "uid", "test"), taken, "2999-01-01T00:00:00Z")
+    file = tmp_path / "backup.json.gz"
+    file.write_bytes(encode(record))
+    wait_past(second)  # the backup was taken before what follows
+    admin_commit(broker.bootstrap_servers, "moved-on", {("orders", 0): 7})  # newer than the backup
+    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+        assert admin.delete_offsets("moved-on", [("orders", 0), ("orders", 1)]) == {("orders", 0): None,
+                                                                                   ("orders", 1): None}
+
+    def restore(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "kafka_offset_operator", "restore", "--file", str(file),
+                               "--execute", *extra], capture_output=True, text=True, timeout=120)
+
+    done = restore()
+    assert done.returncode == 0, done.stderr
+    assert committed(broker.bootstrap_servers, "moved-on") == {("orders", 1): 5}
+    assert "skipped: newer than the backup: committed at" in done.stdout and "1 skipped" in done.stdout, done.stdout
+    forced = restore("--overwrite-newer")
+    assert forced.returncode == 0, forced.stderr
+    assert "WARNING: --overwrite-newer: restoring 1 partitions" in forced.stdout
+    assert committed(broker.bootstrap_servers, "moved-on") == {("orders", 0): 3, ("orders", 1): 5}
