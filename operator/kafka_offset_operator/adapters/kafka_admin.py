@@ -29,6 +29,8 @@ from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
 from kafka.structs import OffsetAndMetadata
 
+from offset_expiry.kafka_messages import ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
+
 from ..model.connection import ConnectionSettings, TlsFiles
 from ..model.offsets import (
     CLIENT_ERROR,
@@ -40,6 +42,8 @@ from ..model.offsets import (
     KafkaFailure,
     LogRange,
     Member,
+    ModernGroup,
+    ModernMember,
     group_busy,
 )
 
@@ -334,6 +338,43 @@ class KafkaAdmin:
             members=members,
             error=error,
         )
+
+    def describe_modern_group(self, group: str, kind: str) -> ModernGroup | None:
+        """ConsumerGroupDescribe (API 69; `kind` "consumer", a KIP-848 group) or StreamsGroupDescribe (API 89;
+        "streams"), version 0, at the group's coordinator. None when the brokers do not serve that API
+        (Kafka before 3.7, or streams before 4.1: such a cluster has no group of that kind). A group of that
+        kind that does not exist comes back as state Dead (GROUP_ID_NOT_FOUND); an answer worth a retry (a
+        coordinator moving or loading) raises KafkaFailure, retriable."""
+        request_class = ConsumerGroupDescribeRequest if kind == "consumer" else StreamsGroupDescribeRequest
+        client = self._client
+
+        async def describe() -> Any:
+            node = await client._find_coordinator_id(group)
+            request = request_class(group_ids=[group], include_authorized_operations=False)
+            return await client._manager.send(request, node_id=node)
+
+        try:
+            response = client._manager.run(describe)
+        except kerrors.IncompatibleBrokerVersion:
+            return None
+        except Exception as exc:
+            raise _failure(exc) from None
+        [described] = [g for g in response.groups if g.group_id == group] or [None]
+        if described is None:
+            raise KafkaFailure(CLIENT_ERROR, f"{request_class.name} answered without group {group}", True)
+        if described.error_code:
+            error_class = kerrors.for_code(described.error_code)
+            if error_class is kerrors.UnsupportedVersionError:
+                return None
+            if error_class is kerrors.GroupIdNotFoundError:
+                return ModernGroup(group, kind, "Dead")
+            raise _failure(error_class())
+        members = tuple(ModernMember(
+            str(m.member_id), str(m.client_id or ""), str(m.client_host or ""),
+            tuple(getattr(m, "subscribed_topic_names", None) or ()), getattr(m, "subscribed_topic_regex", None))
+            for m in described.members or ())
+        sources = frozenset(t for sub in (getattr(described, "topology", None) or ()) for t in sub.source_topics)
+        return ModernGroup(group, kind, str(described.group_state or "Dead"), members, sources)
 
     def committed_offsets(self, group: str) -> dict[TP, Committed]:
         """Every committed offset of the group (OffsetFetch for all partitions); {} for an unknown group."""

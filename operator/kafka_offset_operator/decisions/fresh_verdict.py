@@ -16,22 +16,24 @@ What counts as changed:
 - for a policy's proposal (the verdict depended on the group's state), any group record since the scan:
   classic GroupMetadata (type 2: a rebalance, members joined or left, the group emptied), KIP-848 records
   (3-8, 16: epoch, members, subscriptions, regular expressions, assignments) and streams records (17-24);
-- the group's state now (DescribeGroups for classic groups): members back where the verdict needed an
-  empty group, a live member subscribing to the topic of an UnsubscribedTopic verdict, a subscription that
-  cannot be read, a simple group that is no longer simple.
+- the group's state now (DescribeGroups for classic groups, ConsumerGroupDescribe / StreamsGroupDescribe
+  for KIP-848 and streams groups): members back where the verdict needed an empty group, a live member
+  subscribing to the topic of an UnsubscribedTopic verdict (by name, or by a regular expression Kafka may
+  not have resolved yet), a subscription that cannot be read, a simple group that is no longer simple.
 A hand-written deletion (no scan) is re-checked for commits only: the person asked for those partitions
 whatever the group's state, and Kafka's OffsetDelete itself refuses a topic a live member subscribes to.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from offset_expiry.rules import Reason
 
 from ..model.group_log import GroupRecord, RecordKind
-from ..model.offsets import TP, GroupInfo
+from ..model.offsets import TP, GroupInfo, ModernGroup
 from .times import iso
 
 
@@ -44,6 +46,7 @@ class FreshFacts:
     since_what: str  # what that baseline is, for people: "the scan (2026-...)", "the backup (...)"
     records: Sequence[GroupRecord] = ()
     live: GroupInfo | None = None  # DescribeGroups now (classic groups; KIP-848 and streams groups show Dead)
+    modern: ModernGroup | None = None  # ConsumerGroupDescribe / StreamsGroupDescribe now (those groups)
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,7 @@ def rederive(partitions: Iterable[TP], facts: FreshFacts, reasons: Mapping[TP, s
         return Verdict(group=(f"the group's records were rewritten at {iso(group_record.timestamp)} "
                               f"({group_record.type_name} at {where} offset {group_record.position}) since "
                               f"{facts.since_what}: members, subscriptions or state changed"))
-    live_problem = _live_problem(facts.live, reasons, proposed)
+    live_problem = _live_problem(facts.live, reasons, proposed) or _modern_problem(facts.modern, reasons, proposed)
     if live_problem is not None:
         return Verdict(group=live_problem)
     out: dict[TP, str] = {}
@@ -92,7 +95,8 @@ def rederive(partitions: Iterable[TP], facts: FreshFacts, reasons: Mapping[TP, s
         if found is not None:
             out[tp] = f"{_commit_text(tp, found, where)} since {facts.since_what}"
             continue
-        why = _subscription_problem(tp, facts.live, reasons.get(tp), proposed)
+        why = (_subscription_problem(tp, facts.live, reasons.get(tp), proposed)
+               or _modern_subscription(tp, facts.modern, reasons.get(tp), proposed))
         if why is not None:
             out[tp] = why
     return Verdict(partitions=out)
@@ -129,6 +133,43 @@ def _subscription_problem(tp: TP, live: GroupInfo | None, reason: str | None, pr
     if tp[0] in subscribed:
         return f"a live member subscribes to {tp[0]} now"
     return None
+
+
+def _modern_problem(group: ModernGroup | None, reasons: Mapping[TP, str], proposed: bool) -> str | None:
+    if group is None or not proposed or not group.members:
+        return None
+    if any(r in _NEEDS_EMPTY for r in reasons.values()):
+        api = "ConsumerGroupDescribe" if group.kind == "consumer" else "StreamsGroupDescribe"
+        return (f"the group has {len(group.members)} member(s) now ({api}: state {group.state}): the verdict "
+                "needed an empty group")
+    return None
+
+
+def _modern_subscription(tp: TP, group: ModernGroup | None, reason: str | None, proposed: bool) -> str | None:
+    """A KIP-848 member subscribing to the topic by name, or by a regular expression that matches it (resolved
+    by Kafka or not yet: OffsetDelete only knows resolved ones, ModernGroup.isSubscribedToTopic); a streams
+    group's topology reading it."""
+    if group is None or not proposed or reason != Reason.UNSUBSCRIBED_TOPIC or not group.members:
+        return None
+    topic = tp[0]
+    if topic in group.source_topics:
+        return f"the streams group's topology reads {topic} now (StreamsGroupDescribe)"
+    for member in group.members:
+        if topic in member.topics:
+            return f"member {member.client_id}@{member.client_host} subscribes to {topic} now (ConsumerGroupDescribe)"
+        if member.regex is not None and _matches(member.regex, topic):
+            return (f"member {member.client_id}@{member.client_host} subscribes by regular expression "
+                    f"{member.regex!r}, which matches {topic} (ConsumerGroupDescribe; resolved by Kafka or not yet)")
+    return None
+
+
+def _matches(regex: str, topic: str) -> bool:
+    """Kafka matches a KIP-848 subscription's RE2J pattern against whole topic names; a pattern Python
+    cannot read counts as matching (the safe side)."""
+    try:
+        return re.fullmatch(regex, topic) is not None
+    except re.error:
+        return True
 
 
 def baseline(scan_end: int | None, backup_end: int | None) -> int | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from offset_expiry.errors import SpecError
@@ -264,6 +265,9 @@ class DeletionReconciler(ObjectVisits):
         state now, and what they say must not be touched. A failure to read them raises KafkaFailure
         (retried): nothing is changed on facts that could not be read."""
         facts = read_facts(admin, group, live, spec.scan, status.get("backup") or {}, self.options.kafka_timeout_ms)
+        if spec.scan is not None and spec.scan.group_type in ("consumer", "streams") and not live.exists:
+            # DescribeGroups shows KIP-848 and streams groups as Dead: their own describe API tells
+            facts = replace(facts, modern=admin.describe_modern_group(group, spec.scan.group_type))
         verdict = rederive(partitions, facts, spec.reasons, proposed=spec.scan is not None, whole_group=whole_group)
         if verdict.group is not None or verdict.partitions:
             audit.log.info("Changed group=%s since %s: %s", group, facts.since_what, verdict.group or "; ".join(

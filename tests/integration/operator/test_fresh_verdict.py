@@ -11,14 +11,20 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
-from brokers import make_topics
+from brokers import make_topics, seed_kip848_group
 from kafka import KafkaConsumer, TopicPartition
 from kafka_clients import admin_commit, committed, empty_group, member
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube, OperatorThread, condition
 from waiting import wait_past
 
 from kafka_sandbox import SandboxBroker
-from offset_expiry.codec import consumer_group, offset_commit, partition_for
+from offset_expiry.codec import (
+    consumer_group,
+    offset_commit,
+    partition_for,
+    streams_group,
+    streams_group_topology,
+)
 
 pytestmark = pytest.mark.slow  # an operator under Kopf per test
 
@@ -249,3 +255,46 @@ def test_restore_skips_a_partition_the_group_committed_after_the_backup_unless_f
     assert forced.returncode == 0, forced.stderr
     assert "WARNING: --overwrite-newer: restoring 1 partitions" in forced.stdout
     assert committed(broker.bootstrap_servers, "moved-on") == {("orders", 0): 3, ("orders", 1): 5}
+
+
+def test_a_kip_848_member_subscribed_by_a_regex_not_yet_resolved_keeps_the_topic(
+        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+    """Already at the scan a KIP-848 member subscribed by regular expression, which Kafka had not resolved
+    (no ConsumerGroupRegularExpression record), so the scan saw the topic unsubscribed and Kafka's
+    OffsetDelete would delete it (ModernGroup.isSubscribedToTopic knows only resolved expressions). Nothing
+    was written since the scan: ConsumerGroupDescribe, asked right before the delete, shows the member."""
+    make_topics(broker, {"orders": 1, "payments": 1})
+    seed_kip848_group(broker, "regex-reader", {("orders", 0): 4}, {"m1": (["payments"], "ord.*")})
+    start_operator()
+    kube.create("offsetdeletions", proposed("regex", broker, "regex-reader", {("orders", 0): 4},
+                                            "UnsubscribedTopic", group_type="consumer"))
+    kube.wait_for_phase("regex", "AwaitingApproval")
+    status = approve(kube, "regex")
+    why = results(status)[("orders", 0)]
+    assert why[0] == "Skipped" and "regular expression 'ord.*', which matches orders" in why[1], why
+    assert committed(broker.bootstrap_servers, "regex-reader") == {("orders", 0): 4}
+
+
+def test_the_describe_apis_of_kip_848_and_streams_groups_over_the_wire(broker: SandboxBroker) -> None:
+    """The adapter's ConsumerGroupDescribe / StreamsGroupDescribe (message definitions kafka-python lacks,
+    offset_expiry.kafka_messages) against the sandbox broker's answers."""
+    from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
+    from kafka_offset_operator.model.connection import ConnectionSettings
+    from kafka_offset_operator.model.offsets import ModernMember
+
+    make_topics(broker, {"orders": 1})
+    seed_kip848_group(broker, "modern-two", {("orders", 0): 1}, {"m1": (["orders"], None), "m2": ([], "pay.*")})
+    now = broker.clock.now_ms()
+    topology = streams_group_topology("streamer", source_topics=["orders"])
+    broker.append_offsets_records([(k, v, now) for k, v in streams_group("streamer", ["s1"], topology)])
+    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+        modern = admin.describe_modern_group("modern-two", "consumer")
+        streams = admin.describe_modern_group("streamer", "streams")
+        missing = admin.describe_modern_group("modern-two", "streams")  # another kind: GROUP_ID_NOT_FOUND
+        classic = admin.describe_group("modern-two")
+    assert modern is not None and modern.state == "Stable"
+    assert sorted(modern.members, key=lambda m: m.member_id) == [
+        ModernMember("m1", "client", "/127.0.0.1", ("orders",), None), ModernMember("m2", "client", "/127.0.0.1", (), "pay.*")]
+    assert streams is not None and streams.source_topics == frozenset({"orders"}) and len(streams.members) == 1
+    assert missing is not None and not missing.exists
+    assert classic.state == "Dead"  # what DescribeGroups says of them

@@ -82,3 +82,27 @@ def test_the_verdict_moves_partitions_to_skipped_results() -> None:
 
 def test_the_baseline_is_the_earliest_known_position() -> None:
     assert baseline(5, 9) == 5 and baseline(None, 9) == 9 and baseline(5, None) == 5 and baseline(None, None) is None
+
+
+def test_kip_848_and_streams_members_from_their_describe_apis() -> None:
+    from dataclasses import replace
+
+    from kafka_offset_operator.model.offsets import ModernGroup, ModernMember
+
+    regex = ModernGroup("g", "consumer", "Stable", (ModernMember("m", "c", "h", ("other",), "t.*"),))
+    unsubscribed = {T0: "UnsubscribedTopic"}
+    found = rederive([T0], replace(facts(), modern=regex), unsubscribed, proposed=True).partitions[T0]
+    assert "regular expression 't.*', which matches t" in found
+    by_name = ModernGroup("g", "consumer", "Stable", (ModernMember("m", "c", "h", ("t",)),))
+    assert "subscribes to t now" in rederive([T0], replace(facts(), modern=by_name), unsubscribed,
+                                             proposed=True).partitions[T0]
+    unreadable = ModernGroup("g", "consumer", "Stable", (ModernMember("m", "c", "h", (), "(?<x"),))
+    assert T0 in rederive([T0], replace(facts(), modern=unreadable), unsubscribed, proposed=True).partitions
+    other = ModernGroup("g", "consumer", "Stable", (ModernMember("m", "c", "h", ("u",), "v.*"),))
+    assert rederive([T0], replace(facts(), modern=other), unsubscribed, proposed=True) == Verdict()
+    streams = ModernGroup("g", "streams", "Stable", (ModernMember("s", "c", "h"),), frozenset({"t"}))
+    assert "topology reads t" in rederive([T0], replace(facts(), modern=streams), unsubscribed,
+                                          proposed=True).partitions[T0]
+    back = rederive([T0], replace(facts(), modern=other), {T0: "EmptyGroup"}, proposed=True).group
+    assert back is not None and "ConsumerGroupDescribe: state Stable" in back
+    assert rederive([T0], replace(facts(), modern=other), {T0: "EmptyGroup"}, proposed=False) == Verdict()
