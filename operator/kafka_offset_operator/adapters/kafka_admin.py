@@ -27,6 +27,7 @@ from kafka.admin import ConfigResource, OffsetSpec, OffsetTimestamp
 from kafka.net.compat import KafkaNetClient
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
+from kafka.protocol.consumer import IsolationLevel
 from kafka.structs import OffsetAndMetadata
 
 from offset_expiry.kafka_messages import ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
@@ -438,12 +439,13 @@ class KafkaAdmin:
             out[str(topic["name"])] = sorted(int(p["partition_index"]) for p in topic.get("partitions") or ())
         return out
 
-    def list_offsets(self, partitions: Iterable[TP], at: str | int) -> dict[TP, int]:
+    def list_offsets(self, partitions: Iterable[TP], at: str | int, *, read_committed: bool = False) -> dict[TP, int]:
         """ListOffsets for each partition: `at` is "earliest" (the log start offset), "latest" (the log end
         offset) or a timestamp in epoch ms (the first offset whose record's timestamp is at or after it;
         UNKNOWN_OFFSET, -1, where no record is that late). One request per partition leader; a partition
         that does not exist raises KafkaFailure (UNKNOWN_TOPIC_OR_PARTITION): ask `log_ranges` or
-        `topic_partitions` first."""
+        `topic_partitions` first. `read_committed`: "latest" is the last stable offset (before any open
+        transaction), as a read_committed consumer sees the end."""
         if at == "earliest":
             spec: OffsetSpec | OffsetTimestamp = OffsetSpec.EARLIEST
         elif at == "latest":
@@ -455,7 +457,8 @@ class KafkaAdmin:
         request = {TopicPartition(t, p): spec for t, p in sorted(set(partitions))}
         if not request:
             return {}
-        raw = self._call(self._client.list_partition_offsets, request)
+        isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+        raw = self._call(self._client.list_partition_offsets, request, isolation_level=isolation)
         return {(tp.topic, tp.partition): int(found.offset) for tp, found in raw.items()}
 
     def log_ranges(self, partitions: Iterable[TP]) -> dict[TP, LogRange]:

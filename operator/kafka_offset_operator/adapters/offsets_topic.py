@@ -133,14 +133,17 @@ def offsets_partition_of(group: str, partitions: int) -> int:
 
 
 def group_records(settings: ConnectionSettings, group: str, partition: int, start: int | None,
-                  timeout_ms: int) -> tuple[int, list[GroupRecord]]:
-    """The end offset of the group's `__consumer_offsets` partition now, and the group's records in it from
-    `start` (None: none, only the end) to that end, read_committed (an open transaction's offset commits do
-    not count yet: OffsetMetadataManager.replayEndTransactionMarker). Only that one partition is read.
+                  timeout_ms: int, end: int | None = None) -> tuple[int, list[GroupRecord]]:
+    """The end offset of the group's `__consumer_offsets` partition now (or `end`, when the caller read it:
+    then nothing is connected unless there are records to read), and the group's records in it from `start`
+    (None: none, only the end) to that end, read_committed (an open transaction's offset commits do not
+    count yet: OffsetMetadataManager.replayEndTransactionMarker). Only that one partition is read.
 
     Anything that stops the read raises KafkaFailure, retriable: a refusal to read the topic
     (TOPIC_AUTHORIZATION_FAILED: the operator needs Read on topic __consumer_offsets), a broker that does not
     answer within `timeout_ms`. The caller then changes nothing."""
+    if end is not None and (start is None or start >= end):
+        return end, []
     security, tmpdir = security_config(settings)
     tp = TopicPartition(OFFSETS_TOPIC, partition)
     consumer: KafkaConsumer | None = None
@@ -150,7 +153,8 @@ def group_records(settings: ConnectionSettings, group: str, partition: int, star
             isolation_level="read_committed", auto_offset_reset="earliest", request_timeout_ms=timeout_ms,
             client_id="kafka-offset-operator-recheck", **security)
         consumer.assign([tp])
-        end = int(consumer.end_offsets([tp])[tp])
+        if end is None:
+            end = int(consumer.end_offsets([tp])[tp])
         if start is None or start >= end:
             return end, []
         consumer.seek(tp, start)

@@ -32,8 +32,21 @@ def log_position(admin: KafkaAdmin, group: str, timeout_ms: int) -> dict[str, in
     """Where the group's partition ends now: `status.backup.offsetsLog`, read BEFORE the backup's OffsetFetch so
     a commit after it is at or past this position."""
     partition = offsets_partition(admin, group)
-    end, _ = group_records(admin.settings, group, partition, None, timeout_ms)
-    return {"partition": partition, "offset": end}
+    return {"partition": partition, "offset": log_end(admin, partition)}
+
+
+def log_end(admin: KafkaAdmin, partition: int) -> int:
+    """The partition's end as a read_committed reader sees it (ListOffsets LATEST, READ_COMMITTED: the last
+    stable offset), through the admin connection already open."""
+    try:
+        return admin.list_offsets([(OFFSETS_TOPIC, partition)], "latest", read_committed=True)[(OFFSETS_TOPIC, partition)]
+    except KafkaFailure as failure:
+        if failure.code == "TOPIC_AUTHORIZATION_FAILED":
+            raise KafkaFailure(failure.code, f"not allowed to read {OFFSETS_TOPIC} (the operator needs Describe and "
+                               f"Read on topic {OFFSETS_TOPIC} to re-check the group right before changing it)",
+                               True) from None
+        raise KafkaFailure(failure.code, f"reading where {OFFSETS_TOPIC}-{partition} ends: {failure.message}",
+                           True) from None
 
 
 def read_facts(admin: KafkaAdmin, group: str, live: GroupInfo | None, scan: ScanFacts | None,
@@ -55,7 +68,7 @@ def read_facts(admin: KafkaAdmin, group: str, live: GroupInfo | None, scan: Scan
         taken = parse_iso(backup.get("takenAt")) or 0
         found = admin.list_offsets([(OFFSETS_TOPIC, partition)], taken).get((OFFSETS_TOPIC, partition), -1)
         since = None if found < 0 else found
-    _, records = group_records(admin.settings, group, partition, since, timeout_ms)
+    _, records = group_records(admin.settings, group, partition, since, timeout_ms, log_end(admin, partition))
     return FreshFacts(partition, since or 0, since_what, tuple(records), live)
 
 
@@ -66,5 +79,5 @@ def since_scan(admin: KafkaAdmin, group: str, snapshot: Mapping[str, Any], timeo
     end = snapshot.get(str(partition))
     if end is None or len(snapshot) != len(admin.topic_partitions([OFFSETS_TOPIC]).get(OFFSETS_TOPIC) or ()):
         return None
-    _, records = group_records(admin.settings, group, partition, int(end), timeout_ms)
+    _, records = group_records(admin.settings, group, partition, int(end), timeout_ms, log_end(admin, partition))
     return FreshFacts(partition, int(end), "the scan", tuple(records))
