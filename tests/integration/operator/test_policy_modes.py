@@ -226,6 +226,21 @@ def test_approve_proposes_one_deletion_per_group_waiting_for_approval(approve: A
     assert set(approve.phases.values()) == {"AwaitingApproval"}
 
 
+def test_proposals_carry_the_facts_of_their_scan(approve: Approve) -> None:
+    """What the re-check right before the delete reads from (decisions/fresh_verdict.py): where the scan
+    ended in the group's __consumer_offsets partition, and each offset's commit time and rule."""
+    from offset_expiry.codec import partition_for
+
+    spec = approve.proposed["orders-app"]["spec"]
+    snapshot = approve.status["lastRun"].get("snapshot")
+    scan = spec["scan"]
+    assert scan["groupType"] == "classic" and scan["offsetsEndOffset"] > 0 and scan["time"]
+    if snapshot:  # the partition count is the snapshot's
+        assert scan["offsetsPartition"] == partition_for("orders-app", len(snapshot))
+    assert {(e["topic"], e["reason"]) for e in spec["expectedOffsets"]} == {("payments", "UnsubscribedTopic")}
+    assert all(e["commitTimestamp"] > 0 for e in spec["expectedOffsets"])
+
+
 def test_an_offset_committed_after_the_scan_is_skipped_when_approved(late_commit: LateCommit) -> None:
     results = {(r["topic"], r["partition"]): r["status"] for r in late_commit.status["results"]}
     assert results == {("payments", 0): "Skipped", ("payments", 1): "Deleted"}
