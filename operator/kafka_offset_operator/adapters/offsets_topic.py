@@ -151,6 +151,7 @@ def group_records(settings: ConnectionSettings, group: str, partition: int, star
         consumer = KafkaConsumer(
             bootstrap_servers=settings.bootstrap_servers.split(","), group_id=None, enable_auto_commit=False,
             isolation_level="read_committed", auto_offset_reset="earliest", request_timeout_ms=timeout_ms,
+            fetch_max_wait_ms=50,  # the records are there (up to the end read before): no long poll
             client_id="kafka-offset-operator-recheck", **security)
         consumer.assign([tp])
         if end is None:
