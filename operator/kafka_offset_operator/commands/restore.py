@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             plan = plan_restore(record.offsets, sorted(record.offsets), current)
             newer: dict[TP, str] = {}
             if plan.to_commit:  # the group's commits since the backup was taken (decisions/fresh_verdict.py)
-                facts = read_facts(admin, record.group, group, None, {"takenAt": record.taken_at}, 10_000,
+                facts = read_facts(admin, record.group, group, None, _since_backup(record), 10_000,
                                    f"the backup was taken ({record.taken_at})")
                 newer = {tp: why for tp, why in recommitted_since(facts).items() if tp in plan.to_commit}
             if newer and args.overwrite_newer:
@@ -136,6 +136,20 @@ def run(args: argparse.Namespace) -> int:
     print(f"committed {len(answers) - failed} offsets of group {record.group}" + (f"; {failed} failed" if failed else "")
           + skipped)
     return 1 if failed else 0
+
+
+def _since_backup(record: Any) -> dict[str, Any]:
+    """Where the group's records after the backup start: the position of its __consumer_offsets partition
+    recorded with the backup (`extra.offsetsLog`, read before the backup's OffsetFetch), else the first record
+    at or after the second after `takenAt` (whole seconds: a record of that second may be from before the
+    backup, and restoring is the undo people rely on, so that second counts as before)."""
+    log = record.extra.get("offsetsLog")
+    if isinstance(log, dict) and isinstance(log.get("partition"), int) and isinstance(log.get("offset"), int):
+        return {"offsetsLog": log, "takenAt": record.taken_at}
+    from ..decisions.times import iso, parse_iso
+
+    taken = parse_iso(record.taken_at)
+    return {"takenAt": iso(taken + 1000) if taken is not None else record.taken_at}
 
 
 def _table(header: list[str], rows: list[tuple[Any, ...]]) -> None:

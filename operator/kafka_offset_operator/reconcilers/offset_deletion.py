@@ -123,7 +123,7 @@ class DeletionReconciler(ObjectVisits):
             return status
         cluster_id = admin.cluster_id()
         stored = self.store.write(self._record(body, Action.DELETE, cluster_id, admin, spec.group, plan.offsets,
-                                               "approved OffsetDeletion", now))
+                                               "approved OffsetDeletion", now, extra={"offsetsLog": offsets_log}))
         target = steps.target_of(body.get("spec") or {}, kafka, cluster_id, admin.settings.bootstrap_servers)
         audit.log.info("BackedUp %s/%s group=%s cluster=%s partitions=%d backup=%s", body["metadata"]["namespace"],
                        body["metadata"]["name"], stored.group, cluster_id, stored.partitions, stored.name)

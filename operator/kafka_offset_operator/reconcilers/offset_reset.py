@@ -236,7 +236,7 @@ class ResetReconciler(ObjectVisits):
                                    "approved OffsetReset"),
             taken_at=now, expires_at=expires,
             extra={steps.RESET_TO: steps.reset_to(plan), "target": plan.target.describe(),
-                   "uncommitted": steps.uncommitted(plan)})
+                   "uncommitted": steps.uncommitted(plan), "offsetsLog": offsets_log})
         stored = self.store.write(record)
         target = target_of(body.get("spec") or {}, kafka, cluster_id, admin.settings.bootstrap_servers)
         undo = steps.undo_of(meta["namespace"], meta["name"], target["spec"], stored.name,

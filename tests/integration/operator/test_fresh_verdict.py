@@ -15,7 +15,6 @@ from brokers import make_topics, seed_kip848_group
 from kafka import KafkaConsumer, TopicPartition
 from kafka_clients import admin_commit, committed, empty_group, member
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube, OperatorThread, condition
-from waiting import wait_past
 
 from kafka_sandbox import SandboxBroker
 from offset_expiry.codec import (
@@ -228,16 +227,16 @@ def test_restore_skips_a_partition_the_group_committed_after_the_backup_unless_f
 
     make_topics(broker, {"orders": 2})
     admin_commit(broker.bootstrap_servers, "moved-on", {("orders", 0): 3, ("orders", 1): 5})
-    second = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    taken = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))  # the next whole second
+    partition, end = scan_position(broker.bootstrap_servers, "moved-on")  # as the operator records it
+    taken = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
         cluster = admin.cluster_id()
     record = BackupRecord("b", Action.DELETE, cluster, broker.bootstrap_servers, "moved-on",
                           {("orders", 0): Committed(3), ("orders", 1): Committed(5)},
-                          Requester("OffsetDeletion", NAMESPACE, "od", "uid", "test"), taken, "2999-01-01T00:00:00Z")
+                          Requester("OffsetDeletion", NAMESPACE, "od", "uid", "test"), taken, "2999-01-01T00:00:00Z",
+                          extra={"offsetsLog": {"partition": partition, "offset": end}})
     file = tmp_path / "backup.json.gz"
     file.write_bytes(encode(record))
-    wait_past(second)  # the backup was taken before what follows
     admin_commit(broker.bootstrap_servers, "moved-on", {("orders", 0): 7})  # newer than the backup
     with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
         assert admin.delete_offsets("moved-on", [("orders", 0), ("orders", 1)]) == {("orders", 0): None,
