@@ -297,3 +297,23 @@ def test_the_describe_apis_of_kip_848_and_streams_groups_over_the_wire(broker: S
     assert streams is not None and streams.source_topics == frozenset({"orders"}) and len(streams.members) == 1
     assert missing is not None and not missing.exists
     assert classic.state == "Dead"  # what DescribeGroups says of them
+
+
+def test_a_lost_answer_of_the_re_check_read_is_retried_and_changes_nothing_meanwhile(
+        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+    """The connection drops on the re-check's ListOffsets of __consumer_offsets (twice): the deletion waits
+    (KafkaUnavailable, nothing sent: one OffsetDelete in all), then deletes as approved."""
+    make_topics(broker, {"orders": 1})
+    admin_commit(broker.bootstrap_servers, "flaky", {("orders", 0): 2})
+    start_operator()
+    kube.create("offsetdeletions", proposed("flaky", broker, "flaky", {("orders", 0): 2}, "Standalone"))
+    kube.wait_for_phase("flaky", "AwaitingApproval")
+    sent = broker.faults.count("OffsetDelete", group="flaky")
+    dropped = broker.faults.reset("ListOffsets", times=2, after=1)
+    try:
+        status = approve(kube, "flaky")
+    finally:
+        broker.faults.clear()
+    assert dropped.hits == 2 and sent.hits == 1, (dropped.describe(), sent.hits)
+    assert results(status) == {("orders", 0): ("Deleted", "")}
+    assert any(e["reason"] == "KafkaUnavailable" for e in kube.events_for("flaky")), kube.events_for("flaky")
