@@ -12,6 +12,9 @@
 - charts/kafka-offset-operator/files/: copies of that ClusterRole, of manifests/base's cluster-scoped
   ClusterRole, of the pause-workloads component's rule and of the metrics component's PrometheusRule; the chart's templates read them with .Files.Get,
   so the chart and the kustomize install share their rules and alerts.
+- manifests/components/admission-policy/admission-policy.yaml and the chart's files/admission-policy.yaml: the
+  ValidatingAdmissionPolicy and its binding (kafka_offset_operator.model.admission) that verify approvedBy and
+  requestedBy against the user sending the request.
 - docs/crd-reference.md: every field of both CRDs, rendered from the same schemas (scripts/crd_reference.py).
 - integrations/argocd/argocd-cm-patch.yaml: the health checks of integrations/argocd/resource_customizations
   (Argo CD's own layout, tested there) as the argocd-cm keys an Argo CD installation reads them from.
@@ -26,7 +29,13 @@ import argparse
 import sys
 from pathlib import Path
 
+import yaml
+
 from crd_reference import render as render_reference
+from kafka_offset_operator.model.admission import (
+    validating_admission_policy,
+    validating_admission_policy_binding,
+)
 from kafka_offset_operator.model.crds import PEERING_CRD_FILE, build_crds, kopf_peering_crd, render
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +53,7 @@ CHART_COPIES = {
     ROOT / "integrations" / "grafana" / "kafka-offset-operator.json": "kafka-offset-operator.json",
 }
 ARGOCD = ROOT / "integrations" / "argocd"
+ADMISSION = MANIFESTS / "components" / "admission-policy" / "admission-policy.yaml"
 COMMAND = "scripts/dev.sh generate"
 # Directories holding only generated files: a file the generator no longer writes there is removed.
 CRD_DIRS = (ROOT / "crds", CHART / "crds", BASE_CRDS)
@@ -66,6 +76,7 @@ def derived() -> dict[Path, str]:
         # JSON has no comments: the dashboard's copy carries no header (the test of --check names its source).
         out[CHART / "files" / name] = ("" if name.endswith(".json") else copied(source)) + source.read_text()
     out[ARGOCD / "argocd-cm-patch.yaml"] = argocd_cm_patch()
+    out[ADMISSION] = out[CHART / "files" / "admission-policy.yaml"] = admission_policy()
     out[ROOT / "docs" / "crd-reference.md"] = render_reference(crds)
     return out
 
@@ -84,6 +95,14 @@ def role_from(clusterrole: str) -> str:
             "# The Role of one watched namespace (the kustomization using the component sets which); docs/operator.md\n"
             "# explains each rule.\n"
             + body)
+
+
+def admission_policy() -> str:
+    """The ValidatingAdmissionPolicy and its binding, as one YAML stream."""
+    header = (f"# Written by `{COMMAND}` from operator/kafka_offset_operator/model/admission.py: edit that file, then\n"
+              "# run it. Needs Kubernetes 1.30+ (admissionregistration.k8s.io/v1); docs/install.md.\n")
+    docs = [validating_admission_policy(), validating_admission_policy_binding()]
+    return header + "---\n".join(yaml.safe_dump(d, sort_keys=False, width=110) for d in docs)
 
 
 def argocd_cm_patch() -> str:

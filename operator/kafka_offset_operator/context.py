@@ -34,6 +34,12 @@ class OperatorOptions:
     peering: str | None = None
     peering_priority: int | None = None  # None: from the start time, the oldest live process acts
     peering_lifetime_s: int = 60  # a silent peer counts as alive this long: the takeover time after a crash
+    # Who this operator is to the API server (request.userInfo.username): written into its proposals'
+    # spec.requestedBy, and spec.approvedBy where Auto mode approves. None: left out.
+    user: str | None = None
+    # The install ships the ValidatingAdmissionPolicy that verifies spec.approvedBy (model/admission.py): an
+    # approval without approvedBy was not verified, so nothing is done for it (decisions/approval.py).
+    approvals_verified: bool = False
 
 
 @dataclass

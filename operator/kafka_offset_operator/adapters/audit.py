@@ -26,11 +26,13 @@ def _offsets(offsets: Mapping[TP, Committed] | None) -> str:
 def changed(call: str, body: Mapping[str, Any], group: str, before: Mapping[TP, Committed] | None,
             after: Mapping[TP, Committed] | None, answers: Mapping[TP, str | None], top_error: str | None,
             backup: str | None) -> None:
-    """After a Kafka call that changed (or tried to change) offsets."""
+    """After a Kafka call that changed (or tried to change) offsets; with who approved and who asked, as the
+    resource's spec names them (verified by the install's admission policy)."""
     meta = body.get("metadata") or {}
+    spec = body.get("spec") or {}
     ok = sum(1 for error in answers.values() if error is None) if top_error is None else 0
     errors = sorted({e for e in answers.values() if e}) or ([top_error] if top_error else [])
-    log.info("%s %s %s/%s group=%s partitions=%d ok=%d errors=%s before=[%s] after=[%s] backup=%s", call,
-             body.get("kind", ""), meta.get("namespace"), meta.get("name"), group,
+    log.info("%s %s %s/%s group=%s partitions=%d ok=%d errors=%s before=[%s] after=[%s] backup=%s approvedBy=%s "
+             "requestedBy=%s", call, body.get("kind", ""), meta.get("namespace"), meta.get("name"), group,
              len(before if before is not None else after or {}), ok, ",".join(errors) or "none", _offsets(before),
-             _offsets(after), backup or "none")
+             _offsets(after), backup or "none", spec.get("approvedBy") or "none", spec.get("requestedBy") or "none")

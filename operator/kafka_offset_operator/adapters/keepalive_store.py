@@ -30,7 +30,7 @@ def _iso(moment: datetime.datetime) -> str:
 
 class RebaseBackups:
     def __init__(self, store: BackupStore, policy_body: Mapping[str, Any], cluster_id: str | None,
-                 bootstrap_servers: str, retention_s: float) -> None:
+                 bootstrap_servers: str, retention_s: float, user: str | None = None) -> None:
         meta = policy_body["metadata"]
         self.store = store
         self.namespace = meta["namespace"]
@@ -39,6 +39,7 @@ class RebaseBackups:
         self.cluster_id = cluster_id
         self.bootstrap_servers = bootstrap_servers
         self.retention = datetime.timedelta(seconds=retention_s)
+        self.user = user  # the operator: it asks, and (mode Auto) approves, a rebase it does itself
 
     def _taken(self) -> list[BackupRecord]:
         labels = {SOURCE_KIND_LABEL: POLICY_KIND, SOURCE_NAME_LABEL: label_value(self.policy),
@@ -56,7 +57,7 @@ class RebaseBackups:
             action=Action.REBASE, cluster_id=self.cluster_id, bootstrap_servers=self.bootstrap_servers,
             group=group, offsets=dict(offsets),
             requested_by=Requester(POLICY_KIND, self.namespace, self.policy, self.uid,
-                                   "keep-alive rebase of a protected group"),
+                                   "keep-alive rebase of a protected group (mode Auto)", self.user, self.user),
             taken_at=_iso(now), expires_at=_iso(now + self.retention), state=TAKEN))
 
     def drop(self, group: str) -> None:

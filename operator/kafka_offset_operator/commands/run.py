@@ -6,11 +6,15 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
 from ..model.api import DEFAULT_PEERING
+
+USER_ENV = "KAFKA_OFFSET_OPERATOR_USER"
+VERIFIED_ENV = "KAFKA_OFFSET_OPERATOR_APPROVALS_VERIFIED"
 
 
 def add_parser(sub: Any) -> None:
@@ -58,6 +62,18 @@ def add_parser(sub: Any) -> None:
     peers.add_argument("--peering-lifetime", type=_lifetime, default=60, metavar="SECONDS",
                        help="a process silent this long counts as gone: how long a crashed process's peers wait "
                             "before one takes over (default 60)")
+    who = p.add_argument_group(
+        "who asked and who approved",
+        "The install's ValidatingAdmissionPolicy makes the API server verify spec.approvedBy and spec.requestedBy "
+        "(docs/install.md).")
+    who.add_argument("--user", default=os.environ.get(USER_ENV) or None, metavar="NAME",
+                     help=f"the operator's own Kubernetes user name, written into its proposals' spec.requestedBy "
+                          f"(and spec.approvedBy in Auto mode) (default: ${USER_ENV}; the install sets "
+                          "system:serviceaccount:NAMESPACE:NAME)")
+    who.add_argument("--approvals-verified", action="store_true",
+                     default=os.environ.get(VERIFIED_ENV, "").lower() in ("1", "true", "yes"),
+                     help="the install ships the admission policy: act on no approval without spec.approvedBy "
+                          f"(default: ${VERIFIED_ENV})")
     p.add_argument("--verbose", "-v", action="store_true", help="debug logging (secrets stay masked)")
     p.set_defaults(run=run)
 
@@ -132,6 +148,9 @@ def run(args: argparse.Namespace) -> int:
     from ..context import OperatorOptions
     from ..runtime import run_operator
 
+    if args.approvals_verified and not args.user:
+        raise UserError(f"--approvals-verified needs the operator's user name: --user NAME or ${USER_ENV} (its "
+                        "Auto approvals must name it in spec.approvedBy)")
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if args.log_format == "json"
                          else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -150,6 +169,8 @@ def run(args: argparse.Namespace) -> int:
         peering=None if args.standalone else args.peering,
         peering_priority=args.peering_priority,
         peering_lifetime_s=args.peering_lifetime,
+        user=args.user,
+        approvals_verified=args.approvals_verified,
     )
     if args.metrics_port:
         try:

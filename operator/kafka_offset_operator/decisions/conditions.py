@@ -66,6 +66,7 @@ NEEDS_A_PERSON = frozenset({
     Reason.SPEC_FROZEN,
     Reason.PLAN_REFUSED,
     Reason.PAUSE_TIMED_OUT,
+    Reason.APPROVAL_REFUSED,
 })
 
 

@@ -56,6 +56,8 @@ class DeletionSpec:
     scan: ScanFacts | None = None  # spec.scan (set by a policy)
     commit_times: Mapping[TP, int] = field(default_factory=dict)  # expectedOffsets[].commitTimestamp
     reasons: Mapping[TP, str] = field(default_factory=dict)  # expectedOffsets[].reason
+    # spec.rebase: keep-alive's rebase (deleteGroup + restore at once) of a group the policy protects
+    rebase: bool = False
 
     @property
     def topic_names(self) -> frozenset[str]:
@@ -105,6 +107,7 @@ def parse_spec(spec: Mapping[str, Any] | None) -> DeletionSpec:
         scan=scan,
         commit_times=commit_times,
         reasons=reasons,
+        rebase=bool(spec.get("rebase", False)),
     )
 
 

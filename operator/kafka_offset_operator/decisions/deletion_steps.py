@@ -137,8 +137,19 @@ def kafka_problem(
     return kafka_waiting(status, code, message, retry_seconds, now, generation, approved=approved)
 
 
-def awaiting_approval(status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
-    ready = Condition("Ready", "False", Reason.AWAITING_APPROVAL, "waiting for spec.approved to be true; nothing has been deleted")
+def rebase_plan(spec: DeletionSpec) -> str | None:
+    """What an approval of a keep-alive rebase will do, for its status while it waits."""
+    if not spec.rebase:
+        return None
+    partitions = len(spec.expected) or sum(len(t.partitions or ()) for t in spec.topics)
+    return (f"plan: keep-alive rebase of protected group {spec.group}: back up its {partitions} committed offsets, "
+            "re-check that it has no members, a protocol type and exactly these offsets, DeleteGroups, then "
+            "re-commit the backup at once (a simple group, whose offsets then expire by commit time)")
+
+
+def awaiting_approval(status: Mapping[str, Any], now: str, generation: int | None, plan: str | None = None) -> Outcome:
+    text = "waiting for spec.approved to be true; nothing has been deleted"
+    ready = Condition("Ready", "False", Reason.AWAITING_APPROVAL, f"{text}; {plan}" if plan else text)
     patch = _conds(status, now, generation, ready, Condition("Degraded", "False", Reason.AS_EXPECTED, ""))
     patch["phase"] = AWAITING
     events = () if status.get("phase") == AWAITING else (Event("Normal", Reason.AWAITING_APPROVAL, ready.message),)
@@ -256,7 +267,7 @@ def backup_taken(status: Mapping[str, Any], record: BackupRecord, plan: BackupPl
     results, summary = bounded_results((), None, plan.results, DELETED)
     patch.update(phase=RUNNING, startTime=now, backup=backup, results=results, resultsSummary=summary,
                  target=dict(target))
-    return Outcome(patch, (Event("Normal", Reason.BACKED_UP, message),))
+    return Outcome(patch, (Event("Normal", Reason.BACKED_UP, message + record.requested_by.people),))
 
 
 def backup_not_stored(status: Mapping[str, Any], message: str, retry_seconds: float, now: str,
@@ -306,6 +317,8 @@ def group_deletion_problem(spec: DeletionSpec, group: GroupInfo, committed: Mapp
                 "refuse DeleteGroups (NON_EMPTY_GROUP)")
     if not committed:
         return "the group has no committed offsets now (expired or deleted elsewhere)"
+    if spec.rebase and group.exists and not group.protocol_type:
+        return "it is a simple group already (no protocol type): a keep-alive rebase would change nothing"
     unlisted = sorted({t for t, _ in committed} - spec.topic_names)
     if unlisted:
         return (f"the group has offsets of topics not in spec.topics ({_names(unlisted)}), which DeleteGroups "

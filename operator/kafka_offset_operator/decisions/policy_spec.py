@@ -65,6 +65,7 @@ class PolicySpec:
     spark: SparkAppSettings = SparkAppSettings()
     analysis_spec: Mapping[str, Any] = field(default_factory=dict)  # the canonical groups/rules/protect
     finished_deletions_limit: int = DEFAULT_FINISHED_DELETIONS_LIMIT  # finished OffsetDeletions kept
+    separate_approver: bool = False  # spec.approval.separateApprover: copied into the policy's proposals
 
     @property
     def keep_alive(self) -> bool:
@@ -87,10 +88,16 @@ def parse_policy_spec(spec: Any) -> PolicySpec:
     if interval is not None and interval < MIN_INTERVAL_MS:
         raise SpecError("spec.schedule.interval", "must be at least 1s")
     spark = analysis.get("sparkApplication", {})
+    mode = Mode(spec.get("mode", Mode.DRY_RUN))
+    separate = bool(spec.get("approval", {}).get("separateApprover", False))
+    if separate and mode is Mode.AUTO:
+        raise SpecError("spec.approval.separateApprover", "four eyes cannot apply in mode Auto, where the operator "
+                        "approves its own proposals")
     return PolicySpec(
         policy=policy,
         kafka=spec["kafka"],
-        mode=Mode(spec.get("mode", Mode.DRY_RUN)),
+        mode=mode,
+        separate_approver=separate,
         interval_ms=DEFAULT_INTERVAL_MS if interval is None else interval,
         engine=Engine(analysis.get("engine", Engine.LOCAL)),
         broker_retention_ms=_positive(retention, "spec.analysis.brokerRetention"),

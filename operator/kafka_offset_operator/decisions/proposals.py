@@ -234,8 +234,32 @@ def child_name(policy: str, proposal: Proposal) -> str:
     return f"{prefix}-{digest}"
 
 
+@dataclass(frozen=True)
+class Approvals:
+    """What a policy's proposals say about approval (decisions/approval.py): the operator's own user name as
+    requester (and as approver in Auto mode, which approves them), and four eyes copied from the policy so
+    the admission policy can compare requester and approver."""
+
+    user: str | None = None
+    separate_approver: bool = False
+
+    def fields(self, mode: Mode) -> dict[str, Any]:
+        out: dict[str, Any] = {"approved": mode is Mode.AUTO}
+        if self.user:
+            out["requestedBy"] = self.user
+            if mode is Mode.AUTO:
+                out["approvedBy"] = self.user
+        if self.separate_approver:
+            out["separateApprover"] = True
+        return out
+
+    def approve_patch(self) -> dict[str, Any]:
+        """Auto's approval of a proposal that waits: approved, by the operator."""
+        return {"spec": {"approved": True, **({"approvedBy": self.user} if self.user else {})}}
+
+
 def child_manifest(policy_body: Mapping[str, Any], proposal: Proposal, mode: Mode, scan_time_ms: int,
-                   snapshot: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                   approvals: Approvals = Approvals(), snapshot: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The OffsetDeletion for one proposal: using the policy's connection (policyRef), approved only in Auto
     mode, carrying the facts of the scan (spec.scan: the end offset the scan read of the group's
     __consumer_offsets partition, from the report's `snapshot` {partition: end offset}; each offset's commit
@@ -272,7 +296,7 @@ def child_manifest(policy_body: Mapping[str, Any], proposal: Proposal, mode: Mod
                 for (t, p), o in sorted(proposal.offsets.items())
             ],
             **({"scan": scan} if (scan := scan_facts(proposal, scan_time_ms, snapshot)) else {}),
-            "approved": mode is Mode.AUTO,
+            **approvals.fields(mode),
             **({"deleteGroup": True} if proposal.delete_group else {}),
             **({"requireTopicsDeleted": True} if proposal.require_topics_deleted else {}),
         },
@@ -292,13 +316,45 @@ def scan_facts(proposal: Proposal, scan_time_ms: int, snapshot: Mapping[str, Any
             "groupType": proposal.group_type, **({"groupState": proposal.group_state} if proposal.group_state else {})}
 
 
+REBASE_REASON = "KeepAliveRebase"
+
+
+def rebase_manifest(policy_body: Mapping[str, Any], group: str, offsets: Mapping[TP, int], mode: Mode,
+                    now_ms: int, approvals: Approvals = Approvals()) -> dict[str, Any] | None:
+    """Keep-alive's rebase of a protected group as a proposal (Approve mode: docs/keep-alive.md says why an
+    OffsetDeletion): deleteGroup and restore at once, with the live offsets as expectedOffsets, so it runs
+    only if the group is still exactly as proposed. None when the group does not fit one OffsetDeletion."""
+    proposal = Proposal(group, "classic", dict(offsets), dict.fromkeys(offsets, REBASE_REASON), None,
+                        delete_group=True)
+    if len(offsets) > MAX_PARTITIONS or len(proposal.topics) > MAX_TOPICS:
+        return None
+    manifest = child_manifest(policy_body, proposal, mode, now_ms, approvals)
+    digest = hashlib.sha256(json.dumps([group, sorted([t, p, o] for (t, p), o in offsets.items()),
+                                        REBASE_REASON]).encode()).hexdigest()[:10]
+    prefix = policy_body["metadata"]["name"][: MAX_NAME - len(digest) - len("-rebase-")].rstrip("-.")
+    manifest["metadata"]["name"] = f"{prefix}-rebase-{digest}"
+    manifest["spec"].update(restore=True, rebase=True)
+    return manifest
+
+
+def rebase_state(child: Mapping[str, Any] | None, policy_body: Mapping[str, Any]) -> str:
+    """Where a rebase proposal of this name stands: `missing`, `waiting` (for an approval), `under way`
+    (approved, not finished), or `ended` (finished, or not this policy's). An ended one is not made again
+    under the same name: the policy says so (a Warning each run) until it is deleted or trimmed."""
+    if child is None:
+        return "missing"
+    if not belongs_to(child, policy_body) or finished(child):
+        return "ended"
+    return "under way" if (child.get("spec") or {}).get("approved") else "waiting"
+
+
 def children(policy_body: Mapping[str, Any], kept: Sequence[Proposal], mode: Mode, scan_time_ms: int,
-             snapshot: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+             approvals: Approvals = Approvals(), snapshot: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """DryRun proposes nothing; Approve and Auto one OffsetDeletion per group, or several for a group whose
     candidates do not fit one (`split`)."""
     if mode is Mode.DRY_RUN:
         return []
-    return [child_manifest(policy_body, part, mode, scan_time_ms, snapshot) for p in kept
+    return [child_manifest(policy_body, part, mode, scan_time_ms, approvals, snapshot) for p in kept
             for part in ([p] if p.delete_group else split(p))]
 
 

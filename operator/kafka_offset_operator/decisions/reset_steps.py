@@ -302,7 +302,7 @@ def backup_taken(status: Mapping[str, Any], record: BackupRecord, plan: ResetPla
                  backup={"name": record.name, "takenAt": record.taken_at, "expiresAt": record.expires_at,
                          "partitions": record.partitions,
                          **({"offsetsLog": dict(offsets_log)} if offsets_log is not None else {})})
-    return Outcome(patch, (Event("Normal", Reason.BACKED_UP, message),))
+    return Outcome(patch, (Event("Normal", Reason.BACKED_UP, message + record.requested_by.people),))
 
 
 # -- commit

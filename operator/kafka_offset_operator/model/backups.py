@@ -32,13 +32,24 @@ class Action(StrEnum):
 
 @dataclass(frozen=True)
 class Requester:
-    """Who asked for the change: the resource (kind, namespace, name, uid) and why."""
+    """Who asked for the change: the resource (kind, namespace, name, uid) and why; and the people, as the
+    resource's spec.requestedBy and spec.approvedBy name them (verified by the API server where the install
+    ships its admission policy; decisions/approval.py)."""
 
     kind: str
     namespace: str
     name: str
     uid: str
     reason: str
+    requested_by: str | None = None
+    approved_by: str | None = None
+
+    @property
+    def people(self) -> str:
+        """` (approved by alice, requested by bob)` for Events and messages; empty when neither is named."""
+        parts = [f"approved by {self.approved_by}"] if self.approved_by else []
+        parts += [f"requested by {self.requested_by}"] if self.requested_by else []
+        return f" ({', '.join(parts)})" if parts else ""
 
 
 @dataclass(frozen=True)
@@ -87,7 +98,8 @@ def to_document(record: BackupRecord) -> dict[str, Any]:
         "cluster": {"id": record.cluster_id, "bootstrapServers": record.bootstrap_servers},
         "group": record.group,
         "requestedBy": {"kind": who.kind, "namespace": who.namespace, "name": who.name, "uid": who.uid,
-                        "reason": who.reason},
+                        "reason": who.reason, "user": who.requested_by},
+        "approvedBy": who.approved_by,
         "takenAt": record.taken_at,
         "expiresAt": record.expires_at,
         "state": record.state,
@@ -109,7 +121,7 @@ def from_document(doc: Mapping[str, Any]) -> BackupRecord:
             group=str(doc["group"]),
             offsets=parse_backup(doc["offsets"]),
             requested_by=Requester(str(who["kind"]), str(who["namespace"]), str(who["name"]), str(who["uid"]),
-                                   str(who.get("reason", ""))),
+                                   str(who.get("reason", "")), _user(who.get("user")), _user(doc.get("approvedBy"))),
             taken_at=str(doc["takenAt"]),
             expires_at=str(doc["expiresAt"]),
             state=str(doc.get("state", "Taken")),
@@ -119,6 +131,11 @@ def from_document(doc: Mapping[str, Any]) -> BackupRecord:
         if isinstance(exc, BackupError):
             raise
         raise BackupError(f"not a backup of kafka-offset-operator: {exc!s}") from None
+
+
+def _user(value: Any) -> str | None:
+    """A user name recorded in a backup (absent in backups written before they were recorded)."""
+    return str(value) if value else None
 
 
 def encode(record: BackupRecord) -> bytes:

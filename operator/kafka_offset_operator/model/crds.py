@@ -230,6 +230,12 @@ def _policy_spec() -> Schema:
         "type": "object",
         "description": "What to analyse, by which rules, and what to do with the candidates.",
         "required": ["kafka"],
+        "x-kubernetes-validations": [{
+            "rule": "!has(self.approval) || !has(self.approval.separateApprover) || !self.approval.separateApprover "
+                    "|| !has(self.mode) || self.mode != 'Auto'",
+            "fieldPath": ".approval.separateApprover",
+            "message": "four eyes cannot apply in mode Auto, where the operator approves its own proposals",
+        }],
         "properties": spec_properties(
             kafka=KAFKA_CONNECTION,
             mode={
@@ -334,7 +340,26 @@ def _policy_spec() -> Schema:
                     },
                 },
             },
-        ),
+        ) | {
+            "approval": {
+                "type": "object",
+                "description": "How this policy's changes are approved (besides spec.mode).",
+                "properties": {
+                    "separateApprover": {
+                        "type": "boolean",
+                        "default": False,
+                        "description": (
+                            "Four eyes: whoever requested a change may not approve it. Copied into the "
+                            "policy's proposals (spec.separateApprover), where the install's "
+                            "ValidatingAdmissionPolicy refuses an approval by the requester; the operator also "
+                            "refuses to act on such an approval of any OffsetDeletion or OffsetReset whose "
+                            "policyRef names this policy. Not with mode Auto (the operator would approve its "
+                            "own proposals)."
+                        ),
+                    },
+                },
+            },
+        },
     }
 
 
@@ -456,6 +481,44 @@ def _frozen_once_approved(properties: Schema, required: tuple[str, ...],
     ]
 
 
+# -- who asked and who approved (issue 18 item 5): recorded by the operator, verified by the install's
+# ValidatingAdmissionPolicy (model/admission.py) against request.userInfo.username.
+
+MAX_USERNAME = 512  # Kubernetes user names are free-form strings; a service account's is about 320 at most
+
+
+def _approval_fields(kind: str) -> Schema:
+    user = {"type": "string", "minLength": 1, "maxLength": MAX_USERNAME}
+    return {
+        "approvedBy": {**user, "description": (
+            "Who approved: the approver's Kubernetes user name, set together with approved: true (kubectl patch "
+            "... -p '{\"spec\":{\"approved\":true,\"approvedBy\":\"'$(kubectl auth whoami -o "
+            "jsonpath='{.status.userInfo.username}')'\"}}'). The install's ValidatingAdmissionPolicy refuses a "
+            "value that is not the user sending the approval; an operator installed with it refuses to act on "
+            "an approval without this field. Copied into the backup, the audit line and the Events.")},
+        "requestedBy": {**user, "description": (
+            f"Who asked for this {kind}: the creator's Kubernetes user name (the operator's own for a policy's "
+            "proposals). The install's ValidatingAdmissionPolicy refuses a create that names someone else; it "
+            "cannot change afterwards.")},
+        "separateApprover": {"type": "boolean", "description": (
+            "Four eyes: the requester (requestedBy, required then) may not approve. Copied from the policy's "
+            "spec.approval.separateApprover into its proposals; the ValidatingAdmissionPolicy refuses such an "
+            "approval, and the operator refuses to act on one (also for a request whose policyRef names a policy "
+            "with separateApprover). Cannot change once set.")},
+    }
+
+
+# Whatever the approval state: who asked, and whether four eyes apply, never change (transition rules).
+APPROVAL_RULES: list[Schema] = [
+    {"rule": "has(self.requestedBy) == has(oldSelf.requestedBy) && "
+             "(!has(self.requestedBy) || self.requestedBy == oldSelf.requestedBy)",
+     "fieldPath": ".requestedBy", "message": "cannot change: it records who created the request"},
+    {"rule": "has(self.separateApprover) == has(oldSelf.separateApprover) && "
+             "(!has(self.separateApprover) || self.separateApprover == oldSelf.separateApprover)",
+     "fieldPath": ".separateApprover", "message": "cannot change once the request exists"},
+]
+
+
 def _deletion_spec() -> Schema:
     required = ("group", "topics")
     properties: Schema = {
@@ -561,13 +624,26 @@ def _deletion_spec() -> Schema:
                 "no active members; until then the operator retries and says so in a condition."
             ),
         },
+        "rebase": {
+            "type": "boolean",
+            "default": False,
+            "description": (
+                "Keep-alive's rebase of a protected group (docs/keep-alive.md), proposed by a policy in Approve "
+                "mode: with deleteGroup and restore, the group is deleted and its backed-up offsets committed "
+                "back at once, which makes it a simple group whose offsets expire by commit time. Allowed on a "
+                "group the referenced policy protects (it keeps it alive). Right before DeleteGroups the operator "
+                "also re-checks that the group still has a protocol type (a simple group needs no rebase)."
+            ),
+        },
+        **_approval_fields(DELETION_KIND),
     }
     return {
         "type": "object",
         "description": "Offsets of one consumer group to delete now, with a backup that restore can re-commit.",
         "required": list(required),
         "oneOf": [{"required": ["kafka"]}, {"required": ["policyRef"]}],
-        "x-kubernetes-validations": [*_frozen_once_approved(properties, required), *GROUP_DELETION_RULES],
+        "x-kubernetes-validations": [*_frozen_once_approved(properties, required), *GROUP_DELETION_RULES,
+                                     *APPROVAL_RULES, *REBASE_RULES],
         "properties": properties,
     }
 
@@ -579,6 +655,14 @@ GROUP_DELETION_RULES: list[Schema] = [{
             "(has(self.deleteGroup) && self.deleteGroup)",
     "fieldPath": ".requireTopicsDeleted",
     "message": "applies only with deleteGroup: true",
+}]
+
+
+REBASE_RULES: list[Schema] = [{
+    "rule": "!has(self.rebase) || !self.rebase || (has(self.deleteGroup) && self.deleteGroup && has(self.restore) "
+            "&& self.restore && has(self.policyRef))",
+    "fieldPath": ".rebase",
+    "message": "applies only with deleteGroup: true, restore: true and a policyRef",
 }]
 
 
@@ -935,6 +1019,7 @@ def _reset_spec() -> Schema:
                 "OffsetReset to cancel it before it commits)."
             ),
         },
+        **_approval_fields(RESET_KIND),
     }
     return {
         "type": "object",
@@ -945,6 +1030,7 @@ def _reset_spec() -> Schema:
         "x-kubernetes-validations": [
             {"rule": "has(self.topics) != has(self.allTopics)", "message": "set either topics or allTopics"},
             *_frozen_once_approved(properties, required, (), RESET_FROZEN_MESSAGE, RESET_KIND),
+            *APPROVAL_RULES,
         ],
         "properties": properties,
     }

@@ -35,6 +35,7 @@ class Reason(StrEnum):
     KEEP_ALIVE_REBASED = "KeepAliveRebased"  # Event: a protected group was rebased as a simple group
     KEEP_ALIVE_RESUMED = "KeepAliveResumed"  # Event: an interrupted rebase was finished
     KEEP_ALIVE_BLOCKED = "KeepAliveBlocked"  # Event: a protected group could not be kept alive (why in the message)
+    KEEP_ALIVE_PROPOSED = "KeepAliveProposed"  # Event: Approve mode proposed a rebase (an OffsetDeletion to approve)
 
     # -- OffsetDeletion: its phases are also the Ready condition's reasons while it is in them
     AWAITING_APPROVAL = "AwaitingApproval"  # spec.approved is false; nothing read or changed in Kafka
@@ -55,6 +56,7 @@ class Reason(StrEnum):
     BACKUP_NOT_STORED = "BackupNotStored"  # the backup store could not write or read back the backup; retried
     CANCELLED = "Cancelled"  # Event: the resource was deleted before its change was sent to Kafka
     DELETED_AFTER_CHANGE = "DeletedAfterChange"  # Event: deleted after its change; the backup stays
+    APPROVAL_REFUSED = "ApprovalRefused"  # approved without a verified approvedBy, or by the requester (four eyes)
 
     # -- OffsetReset: its phases are OffsetDeletion's (AwaitingApproval ... Failed) and so are most reasons
     GROUP_HAS_MEMBERS = "GroupHasMembers"  # approved, but the group has members (named in the message); retried

@@ -11,7 +11,7 @@ what it would do: DryRun writes nothing to Kafka, ever, and leaves the backup st
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -34,6 +34,7 @@ RECOMMITTED = "Recommitted"
 REBASED = "Rebased"
 RESUMED = "Resumed"
 BLOCKED = "Blocked"
+PROPOSED = "Proposed"  # Approve: the rebase waits as an OffsetDeletion (or Auto approved one that waited)
 WOULD_RECOMMIT = "WouldRecommit"  # DryRun: what a policy that acts would do
 WOULD_REBASE = "WouldRebase"
 UNNEEDED = "Unneeded"  # the fresh facts say the group kept itself alive since the scan: nothing done
@@ -72,15 +73,23 @@ class KeepAliveResult:
 
 
 _EVENT_REASONS = {RECOMMITTED: Reason.KEEP_ALIVE_RECOMMITTED, REBASED: Reason.KEEP_ALIVE_REBASED,
-                  RESUMED: Reason.KEEP_ALIVE_RESUMED, BLOCKED: Reason.KEEP_ALIVE_BLOCKED}
+                  RESUMED: Reason.KEEP_ALIVE_RESUMED, BLOCKED: Reason.KEEP_ALIVE_BLOCKED,
+                  PROPOSED: Reason.KEEP_ALIVE_PROPOSED}
+
+# Approve mode: a rebase becomes a proposal that waits for an approval (docs/keep-alive.md). Given the group
+# and its live offsets, it creates (or finds) the proposal and says so; None lets the pass rebase itself
+# (Auto mode, when no proposal of the policy waits for the group).
+Proposer = Callable[[str, Mapping[TP, Committed]], "KeepAliveResult | None"]
 
 
 def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, write: bool = True,
-              fresh: FreshFacts | None = None) -> KeepAliveResult | None:
+              propose: Proposer | None = None, fresh: FreshFacts | None = None) -> KeepAliveResult | None:
     """One plan. Kafka failures of a whole request raise KafkaFailure (the run retries later). Without
-    `write`, only reads: what would be done, with the offsets it would concern. `fresh`: the group's records
-    since the scan (decisions/fresh_verdict.py): a rebase whose premise is gone is not done, and partitions
-    the group committed itself since are not re-committed."""
+    `write`, only reads: what would be done, with the offsets it would concern. With `propose`, a rebase
+    (which deletes the group for a moment) is handed to it instead of done here; a re-commit of unchanged
+    offsets is not (it changes only their commit time). `fresh`: the group's records since the scan
+    (decisions/fresh_verdict.py): a rebase whose premise is gone is neither done nor proposed, and
+    partitions the group committed itself since are not re-committed."""
     if not write and plan.method is not None:
         offsets = len(admin.committed_offsets(plan.group))
         if not offsets:
@@ -93,6 +102,13 @@ def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, wri
         gone = rebase_premise_gone(fresh) if fresh is not None else None
         if gone is not None:
             return KeepAliveResult(plan.group, UNNEEDED, 0, f"not rebased this run: {gone}")
+        if propose is not None:
+            live = admin.committed_offsets(plan.group)
+            if not live:
+                return KeepAliveResult(plan.group, BLOCKED, 0, "no committed offsets left to keep alive")
+            proposed = propose(plan.group, live)
+            if proposed is not None:
+                return proposed
         return _rebase(admin, store, plan.group)
     if plan.blocked:
         return KeepAliveResult(plan.group, BLOCKED, 0, f"cannot keep alive: {plan.blocked}")
@@ -185,8 +201,8 @@ def resume_interrupted(admin: KafkaAdmin, store: BackupStore, *, write: bool = T
 
 
 def run_pass(admin: KafkaAdmin, store: BackupStore, protected: Iterable[ScannedOffset], now_ms: int,
-             lead: int, *, write: bool = True, snapshot: Mapping[str, Any] | None = None,
-             timeout_ms: int = 10_000) -> list[KeepAliveResult]:
+             lead: int, *, write: bool = True, propose: Proposer | None = None,
+             snapshot: Mapping[str, Any] | None = None, timeout_ms: int = 10_000) -> list[KeepAliveResult]:
     """One keep-alive pass after an analysis: finish interrupted rebases, then handle every protected group
     that is due (see keepalive.plan_group). `write=False` (DryRun): the same decisions, reported, not done.
     `snapshot` (the report's {partition: end offset}): before acting on a group, its records since the scan
@@ -199,7 +215,7 @@ def run_pass(admin: KafkaAdmin, store: BackupStore, protected: Iterable[ScannedO
         live = admin.describe_group(group.group) if group.group_type == "classic" else GroupInfo(group.group, "Unknown")
         plan = plan_group(group, live, now_ms, lead)
         fresh = since_scan(admin, group.group, snapshot, timeout_ms) if write and plan.acts and snapshot else None
-        result = carry_out(admin, store, plan, write=write, fresh=fresh)
+        result = carry_out(admin, store, plan, write=write, propose=propose, fresh=fresh)
         if result is not None:
             results.append(result)
     return results

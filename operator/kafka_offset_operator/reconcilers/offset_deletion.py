@@ -21,6 +21,7 @@ from ..adapters.backup_store import BackupNotStored, backup_name
 from ..adapters.kafka_admin import KafkaAdmin
 from ..adapters.kube import NotFound
 from ..decisions import deletion_steps as steps
+from ..decisions.approval import approval_of
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_spec import DeletionSpec, parse_spec
 from ..decisions.deletion_steps import Step
@@ -67,9 +68,10 @@ class DeletionReconciler(ObjectVisits):
             return
         step = steps.next_step(spec, status)
         if step is Step.AWAIT:
-            self._apply(body, steps.awaiting_approval(status, _now(), generation))
+            self._apply(body, steps.awaiting_approval(status, _now(), generation, steps.rebase_plan(spec)))
             return
-        if step in (Step.BACKUP, Step.DELETE) and protection is not None:
+        # A keep-alive rebase (spec.rebase) removes nothing for good: it is how protection keeps the group.
+        if step in (Step.BACKUP, Step.DELETE) and protection is not None and not spec.rebase:
             group = (status.get("target") or {}).get("group") or spec.group
             pattern = steps.protecting_pattern(protection[1], group)
             if pattern is not None:
@@ -77,6 +79,8 @@ class DeletionReconciler(ObjectVisits):
                 audit.log.info("Refused %s/%s group=%s: protected by policy %s (%r)", namespace,
                                body["metadata"]["name"], group, protection[0], pattern)
                 return
+        if step is Step.BACKUP and self._approval_refused(body, spec.policy_ref, status):
+            return
         changed = steps.frozen_fields(raw_spec, status)
         status = self._apply(body, steps.spec_frozen(status, changed, _now(), generation) if changed
                              else steps.spec_unfrozen(status, _now(), generation), status)
@@ -280,12 +284,14 @@ class DeletionReconciler(ObjectVisits):
                 group: str, offsets: Mapping[TP, Committed], reason: str, now: str,
                 extra: Mapping[str, Any] | None = None) -> BackupRecord:
         meta = body["metadata"]
+        who = approval_of(body.get("spec"))
         expires = iso((parse_iso(now) or 0) + int(self.options.backup_retention_s * 1000))
         return BackupRecord(
             name=backup_name("offsetdeletion", meta["name"], action, str(meta.get("uid") or meta["name"])),
             action=action, cluster_id=cluster_id, bootstrap_servers=admin.settings.bootstrap_servers,
             group=group, offsets=dict(offsets),
-            requested_by=Requester(DELETION_KIND, meta["namespace"], meta["name"], str(meta.get("uid") or ""), reason),
+            requested_by=Requester(DELETION_KIND, meta["namespace"], meta["name"], str(meta.get("uid") or ""), reason,
+                                   who.requested_by, who.approved_by),
             taken_at=now, expires_at=expires, extra=dict(extra or {}))
 
     def _load_backup(self, body: Mapping[str, Any], status: Mapping[str, Any]) -> dict[TP, Committed]:

@@ -25,6 +25,7 @@ from ..adapters.kafka_admin import KafkaAdmin
 from ..adapters.kube import Forbidden, KubeError, NotFound
 from ..decisions import reset_steps as steps
 from ..decisions import workload_pause as pause
+from ..decisions.approval import approval_of
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_steps import (
     backup_not_stored,
@@ -123,6 +124,8 @@ class ResetReconciler(ObjectVisits):
                 audit.log.info("Refused %s/%s group=%s: protected by policy %s (%r)", namespace, name, group,
                                protection[0], pattern)
                 return
+        if step is Step.BACKUP and self._approval_refused(body, spec.policy_ref, status):
+            return
         changed = frozen_fields(raw_spec, status)
         status = self._apply(body, steps.spec_frozen(status, changed, now, generation) if changed
                              else steps.spec_unfrozen(status, now, generation), status)
@@ -227,13 +230,14 @@ class ResetReconciler(ObjectVisits):
             metrics.reset_finished(steps.FAILED, 0)
             return self._apply(body, steps.plan_refused(status, plan, now, generation), status)
         cluster_id = admin.cluster_id()
+        who = approval_of(body.get("spec"))
         expires = iso((parse_iso(now) or 0) + int(self.options.backup_retention_s * 1000))
         record = BackupRecord(
             name=backup_name("offsetreset", meta["name"], Action.RESET, str(meta.get("uid") or meta["name"])),
             action=Action.RESET, cluster_id=cluster_id, bootstrap_servers=admin.settings.bootstrap_servers,
             group=spec.group, offsets=plan.before,  # with leader epochs and metadata: an undo restores them
             requested_by=Requester(RESET_KIND, meta["namespace"], meta["name"], str(meta.get("uid") or ""),
-                                   "approved OffsetReset"),
+                                   "approved OffsetReset", who.requested_by, who.approved_by),
             taken_at=now, expires_at=expires,
             extra={steps.RESET_TO: steps.reset_to(plan), "target": plan.target.describe(),
                    "uncommitted": steps.uncommitted(plan), "offsetsLog": offsets_log})

@@ -56,7 +56,7 @@ from ..model.connection import ConnectionSettings
 from ..model.offsets import TP, Committed, KafkaFailure
 from ..model.reasons import Reason
 from ..model.report import Report
-from .keepalive import BLOCKED, KeepAliveResult, run_pass
+from .keepalive import BLOCKED, PROPOSED, KeepAliveResult, Proposer, run_pass
 
 log = logging.getLogger(__name__)
 
@@ -359,7 +359,8 @@ class PolicyRunner:
                  cancel: CancelFlag, refused: list[str], snapshot: Mapping[str, Any] | None = None) -> tuple[int, int]:
         """Create the run's OffsetDeletions; `refused` gets one line per proposal the API server refused."""
         created = existing = 0
-        for child in proposals.children(body, kept, spec.mode, scan_ms, snapshot):
+        approvals = proposals.Approvals(self.options.user, spec.separate_approver)
+        for child in proposals.children(body, kept, spec.mode, scan_ms, approvals, snapshot):
             if cancel.is_set():  # the policy is being deleted (or the operator stops): propose nothing more
                 raise Cancelled()
             meta = child["metadata"]
@@ -376,7 +377,7 @@ class PolicyRunner:
             existing += 1  # the same proposal from an earlier run: Auto approves it if it still waits
             if proposals.approve_existing(spec.mode, self._find_child(meta["namespace"], meta["name"]), body):
                 self.kube.patch_object(GROUP, VERSION, DELETIONS, meta["namespace"], meta["name"],
-                                       {"spec": {"approved": True}})
+                                       approvals.approve_patch())
         metrics.deletions_created(spec.mode.value, created)
         if created:
             self._event(body, "Normal", Reason.OFFSET_DELETIONS_CREATED, f"{created} OffsetDeletions created "
@@ -394,10 +395,11 @@ class PolicyRunner:
         if not spec.keep_alive:
             return []
         store = RebaseBackups(BackupStore(self.kube), body, admin.cluster_id(), str(spec.kafka.get("bootstrapServers")),
-                              self.options.backup_retention_s)
+                              self.options.backup_retention_s, self.options.user)
         lead = keepalive.lead_ms(retention_ms, spec.interval_ms)
         results = run_pass(admin, store, report.protected, self.now_ms(), lead, write=spec.writes_to_kafka,
-                           snapshot=report.summary.get("snapshot"), timeout_ms=self.options.kafka_timeout_ms)
+                           propose=self._rebase_proposer(body, spec), snapshot=report.summary.get("snapshot"),
+                           timeout_ms=self.options.kafka_timeout_ms)
         for result in results:
             if result.preview:  # DryRun: said in the Ready condition; no Event, no count (nothing happened)
                 continue
@@ -408,6 +410,58 @@ class PolicyRunner:
             results.append(KeepAliveResult("*", BLOCKED, 0, "spec.schedule.interval is not shorter than the "
                                            "broker's retention: offsets may expire between two runs"))
         return results
+
+    def _rebase_proposer(self, body: dict[str, Any], spec: PolicySpec) -> Proposer | None:
+        """Approve mode: a keep-alive rebase becomes an OffsetDeletion (spec.rebase) that waits for an approval,
+        since it deletes the group for a moment. Auto mode: a rebase proposal that still waits from Approve
+        days is approved (Auto approves the policy's proposals), else the pass rebases itself."""
+        if spec.mode is Mode.DRY_RUN:
+            return None
+        namespace = body["metadata"]["namespace"]
+        approvals = proposals.Approvals(self.options.user, spec.separate_approver)
+
+        def propose(group: str, offsets: Mapping[TP, Committed]) -> KeepAliveResult | None:
+            manifest = proposals.rebase_manifest(body, group, {tp: c.offset for tp, c in offsets.items()},
+                                                 Mode.APPROVE, self.now_ms(), approvals)
+            if manifest is None:
+                if spec.mode is Mode.AUTO:
+                    return None
+                return KeepAliveResult(group, BLOCKED, 0, (
+                    f"its {len(offsets)} offsets do not fit one OffsetDeletion, so its rebase cannot be proposed; "
+                    "nothing changed (mode Auto rebases it without a proposal)"))
+            name = manifest["metadata"]["name"]
+            child = self._find_child(namespace, name)
+            state = proposals.rebase_state(child, body)
+            n = len(offsets)
+            if state == "ended":
+                phase = ((child or {}).get("status") or {}).get("phase") or "unknown"
+                return KeepAliveResult(group, BLOCKED, 0, (
+                    f"its rebase proposal OffsetDeletion {name} ended ({phase}) and the group still needs one; "
+                    "delete that OffsetDeletion to have it proposed again"))
+            if state == "under way":
+                return KeepAliveResult(group, PROPOSED, n, f"its rebase proposal OffsetDeletion {name} is approved "
+                                       "and under way")
+            if spec.mode is Mode.AUTO:
+                if state == "missing":
+                    return None  # Auto rebases it itself
+                self.kube.patch_object(GROUP, VERSION, DELETIONS, namespace, name, approvals.approve_patch())
+                return KeepAliveResult(group, PROPOSED, n, (
+                    f"approved its waiting rebase proposal, OffsetDeletion {name} (mode Auto), which rebases it"))
+            if state == "waiting":
+                return KeepAliveResult(group, PROPOSED, n, (
+                    f"its rebase proposal still waits: OffsetDeletion {name}; nothing changes in Kafka until "
+                    "spec.approved is true"))
+            try:
+                made = self.kube.create_object(GROUP, VERSION, DELETIONS, namespace, manifest)
+            except Refused as exc:
+                return KeepAliveResult(group, BLOCKED, 0, f"its rebase proposal {name} was refused by the API "
+                                       f"server: {exc}; nothing changed")
+            said = "rebase proposed as" if made is not None else "its rebase proposal still waits:"
+            return KeepAliveResult(group, PROPOSED, n, (
+                f"{said} OffsetDeletion {name} (back up, DeleteGroups, then re-commit its {n} offsets as a "
+                "simple group); nothing changes in Kafka until spec.approved is true"))
+
+        return propose
 
     # -- status and events
 

@@ -23,6 +23,7 @@ from ..adapters import audit
 from ..adapters.backup_store import BackupStore
 from ..adapters.kube import KubeError, NotFound, Refused
 from ..context import OperatorContext
+from ..decisions.approval import approval_of, approval_problem, policy_wants_separate_approver
 from ..decisions.deletion_steps import spec_problem, write_refused
 from ..decisions.kafka_answers import answer_lost
 from ..decisions.status_patch import changes, merge_patch
@@ -191,6 +192,27 @@ class ObjectVisits:
         policy_spec = policy.get("spec") or {}
         protect = tuple(str(g) for g in ((policy_spec.get("protect") or {}).get("groups") or ()))
         return (recorded or policy_spec.get("kafka") or {}), (spec.policy_ref, Protection(groups=protect))
+
+    def _approval_refused(self, body: Mapping[str, Any], policy_ref: str | None, status: Mapping[str, Any]) -> bool:
+        """Right before an approved request starts (its backup): whether its approval must not be acted on
+        (decisions/approval.py). If so the condition says why, the audit log has a line, nothing changes."""
+        meta = body["metadata"]
+        policy_separate = False
+        if policy_ref is not None:
+            try:
+                policy = self.kube.get_custom(POLICIES, meta["namespace"], policy_ref)
+            except NotFound:
+                policy = {}
+            policy_separate = policy_wants_separate_approver(policy.get("spec"))
+        problem = approval_problem(approval_of(body.get("spec")), verified=self.options.approvals_verified,
+                                   policy_separate=policy_separate, policy=policy_ref)
+        if problem is None:
+            return False
+        field, text = problem
+        self._apply(body, spec_problem(status, field, text, Reason.APPROVAL_REFUSED, now(), generation_of(body)))
+        audit.log.info("Refused %s/%s group=%s: approval not acted on: %s: %s", meta["namespace"], meta["name"],
+                       group_of(body), field, text)
+        return True
 
     def _shorten(self, patch: dict[str, Any]) -> dict[str, Any]:
         """A kind's own cut of a refused status patch, after write_refused's (none by default)."""

@@ -26,14 +26,16 @@ def test_demo_exits_0_with_the_policy_and_its_deletions_as_tables() -> None:
     policy = out[out.index("ConsumerGroupOffsetPolicy kafka/stale-offsets"):]
     assert "Ready       True (AnalysisSucceeded)" in policy
     assert "candidates  7 (EmptyGroup 3, Standalone 2, UnsubscribedTopic 2)" in policy
-    # DryRun writes nothing to Kafka: keep-alive says what it would do, and does it once the policy acts.
+    # DryRun writes nothing to Kafka: keep-alive says what it would do; Approve proposes the rebase (an
+    # OffsetDeletion that waits for an approval like the others) and changes nothing in Kafka.
     assert "keep-alive of protected groups: billing-monthly: would rebase as a simple group" in out
-    assert "keep-alive of protected groups: billing-monthly: rebased as a simple group" in out
-    assert out.index("would rebase") < out.index("Approve analysis done") < out.index(": rebased as a simple group")
-    deletions = out[out.index("OffsetDeletions created by the policy"):].splitlines()[1:5]
+    assert "keep-alive of protected groups: billing-monthly: rebase proposed as OffsetDeletion" in out
+    assert out.index("would rebase") < out.index("Approve analysis done") < out.index(": rebase proposed as")
+    deletions = out[out.index("OffsetDeletions created by the policy"):].splitlines()[1:6]
     assert deletions[0].split() == ["NAME", "GROUP", "TOPICS[PARTITIONS]", "PHASE", "APPROVED"]
     rows = {line.split()[1]: line.split()[2:] for line in deletions[1:]}
     assert rows == {
+        "billing-monthly": ["invoices[0]", "AwaitingApproval", "false"],  # keep-alive's rebase proposal
         "manual-replay": ["payments[0,1]", "AwaitingApproval", "false"],
         "orders-app": ["payments[0,1]", "AwaitingApproval", "false"],
         "reporting-old": ["orders[0,1]", "payments[0]", "AwaitingApproval", "false"],
@@ -80,7 +82,9 @@ def test_the_demo_stays_up_for_kubectl_until_ctrl_c() -> None:
             assert time.monotonic() < deadline, kubectl("get", "od", name, "-o", "yaml")
             time.sleep(0.5)  # polling kubectl, as a user would
         backups = kubectl("get", "configmaps", "-l", "kafkaoffsets.dev/backup=true", "-o", "name").split()
-        assert len(backups) == 3  # the demo's delete and restore of one proposal, and this deletion
+        # The demo's deletion of one proposal and this deletion; keep-alive's rebase of billing-monthly is a
+        # proposal that waits for an approval in Approve mode, so it took no backup (nothing changed).
+        assert len(backups) == 2 and all("-delete-" in b for b in backups), backups
         demo.send_signal(signal.SIGINT)
         out, err = demo.communicate(timeout=120)
     finally:

@@ -87,6 +87,25 @@ def test_a_proposal_may_change_until_it_is_approved(kube: Kube, kubeconfig: Path
     assert (stored["group"], stored["approved"], stored["restore"]) == ("b", True, False)  # restore: the CRD's default
 
 
+def test_who_asked_never_changes_and_who_approved_is_frozen_with_the_approval(
+        kube: Kube, kubeconfig: Path, tmp_path: Path) -> None:
+    """The CRD's own rules, on every cluster (the admission policy, 1.30+, checks the names against the
+    sender): spec.requestedBy and spec.separateApprover never change; spec.approvedBy is frozen with the
+    rest of an approved spec."""
+    doc = deletion("signed", {"policyRef": {"name": "p"}, "group": "a", "topics": [{"name": "orders"}],
+                              "requestedBy": "bob", "separateApprover": True})
+    assert apply(kubeconfig, tmp_path, doc).returncode == 0
+    for change, words in (({"requestedBy": "mallory"}, "spec.requestedBy: Invalid value: \"object\": cannot change"),
+                          ({"separateApprover": False}, "spec.separateApprover: Invalid value: \"object\": cannot change")):
+        out = apply(kubeconfig, tmp_path, {**doc, "spec": {**doc["spec"], **change}})
+        assert out.returncode != 0 and words in out.stderr, out.stderr
+    approved = {**doc, "spec": {**doc["spec"], "approved": True, "approvedBy": "alice"}}
+    assert apply(kubeconfig, tmp_path, approved).returncode == 0
+    out = apply(kubeconfig, tmp_path, {**approved, "spec": {**approved["spec"], "approvedBy": "mallory"}})
+    assert out.returncode != 0 and FROZEN_MESSAGE in out.stderr, out.stderr
+    assert kube.deletion("signed")["spec"]["approvedBy"] == "alice"
+
+
 KAFKA = {"bootstrapServers": "kafka:9092"}
 TOPICS = [{"name": "orders"}]
 
@@ -100,6 +119,10 @@ TOPICS = [{"name": "orders"}]
      'spec.rules.emptyGroupRetention: Invalid value: "string": must be at most 3650d (10 years), not 99999999999999999999d'),
     (policy("eleven-years", {"kafka": KAFKA, "schedule": {"interval": "4017d"}}),
      'spec.schedule.interval: Invalid value: "string": must be at most 3650d (10 years), not 4017d'),
+    (policy("auto-four-eyes", {"kafka": KAFKA, "mode": "Auto", "approval": {"separateApprover": True}}),
+     "spec.approval.separateApprover: Invalid value: \"object\": four eyes cannot apply in mode Auto"),
+    (deletion("rebase-alone", {"kafka": KAFKA, "group": "g", "topics": TOPICS, "rebase": True}),
+     "spec.rebase: Invalid value: \"object\": applies only with deleteGroup: true, restore: true and a policyRef"),
     (policy("patterns", {"kafka": KAFKA, "protect": {"groups": [f"team-{i}-*" for i in range(101)]}}),
      "spec.protect.groups: Too many: 101: must have at most 100 items"),
     (deletion("topics", {"kafka": KAFKA, "group": "g", "topics": [{"name": f"t{i}"} for i in range(1001)]}),

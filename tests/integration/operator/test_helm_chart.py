@@ -49,7 +49,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
                    "logFormat": "json", "verbose": True, "retryInterval": 10, "metricsPort": 9999,
                    "imagePullSecrets": [{"name": "pull"}], "podAnnotations": {"a": "b"},
                    "nodeSelector": {"kubernetes.io/os": "linux"}, "tolerations": [{"operator": "Exists"}],
-                   "affinity": {"nodeAffinity": {}}, "serviceAccount": {"create": True, "name": "koo-sa"}},
+                   "affinity": {"nodeAffinity": {}}, "serviceAccount": {"create": True, "name": "koo-sa"},
+                   "admissionPolicy": {"enabled": False}},  # a cluster older than 1.30
     "no rbac, no service account": {"rbac": {"create": False}, "serviceAccount": {"create": False, "name": "mine"}},
 }
 
@@ -177,7 +178,11 @@ def test_switches_reach_the_objects() -> None:
     assert c["image"] == "registry.example/koo:9.9.9" and c["imagePullPolicy"] == "Always"
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in c["env"]}
     assert env == {"KAFKA_OFFSET_OPERATOR_SPARK_IMAGE": "registry.example/koo-spark:9.9.9", "HTTPS_PROXY": "http://proxy:3128",
-                   "POD_ID": {"fieldRef": {"fieldPath": "metadata.name"}}}
+                   "POD_ID": {"fieldRef": {"fieldPath": "metadata.name"}},
+                   "POD_NAMESPACE": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+                   "POD_SERVICE_ACCOUNT": {"fieldRef": {"fieldPath": "spec.serviceAccountName"}},
+                   "KAFKA_OFFSET_OPERATOR_USER": "system:serviceaccount:$(POD_NAMESPACE):$(POD_SERVICE_ACCOUNT)"}
+    assert not [o for o in objects if o["kind"].startswith("ValidatingAdmissionPolicy")]  # admissionPolicy off
     assert c["resources"] == OPTIONS["everything"]["resources"]
     args = build_parser().parse_args(container_args(objects))
     assert (args.log_format, args.verbose, args.retry_interval, args.metrics_port) == ("json", True, 10.0, 9999)
@@ -187,7 +192,7 @@ def test_switches_reach_the_objects() -> None:
     assert one(objects, "ServiceMonitor")["spec"]["endpoints"][0]["interval"] == "1m"
     assert one(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "koo-sa"
     bare = render(OPTIONS["no rbac, no service account"])
-    assert sorted(o["kind"] for o in bare) == ["Deployment"]
+    assert sorted(o["kind"] for o in bare) == ["Deployment", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
     assert one(bare, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "mine"
     defaults = container(render())
     assert defaults["image"] == "ghcr.io/example/kafka-offset-operator:0.1.0"  # the chart's appVersion

@@ -67,7 +67,8 @@ def docs(path: Path) -> list[dict[str, Any]]:
 
 def test_every_install_renders_the_objects_it_promises(renders: dict[str, list[dict[str, Any]]]) -> None:
     base = ["CustomResourceDefinition"] * 4 + ["Namespace", "ServiceAccount", "Deployment",
-            "ClusterRole", "ClusterRoleBinding"]  # the cluster-scoped needs
+            "ClusterRole", "ClusterRoleBinding",  # the cluster-scoped needs
+            "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]  # approvers verified (1.30+)
     scope = {"cluster-wide": ["ClusterRole", "ClusterRoleBinding"],
              "namespaced": ["Role", "RoleBinding"] * len(WATCHED)}
     for install, objects in renders.items():
@@ -126,6 +127,16 @@ def test_the_deployments_arguments_parse_and_name_the_namespaces_with_a_role(
     # One actor at a time: peering on (the CLI's default), with the pod's name as Kopf's identity.
     assert (wide.standalone, wide.peering, narrow.standalone) == (False, "kafka-offset-operator", False)
     assert env["POD_ID"] == {"name": "POD_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+    # Approvals verified by the API server: the admission policy ships, so the operator refuses unverified ones,
+    # and knows its own user name (its Auto approvals and its proposals' requestedBy must be it).
+    for install in ("cluster-wide", "namespaced"):
+        verified = {e["name"]: e.get("value") for e in container(renders[install])["env"]}
+        assert verified["KAFKA_OFFSET_OPERATOR_APPROVALS_VERIFIED"] == "true", install
+    assert env["KAFKA_OFFSET_OPERATOR_USER"]["value"] == "system:serviceaccount:$(POD_NAMESPACE):$(POD_SERVICE_ACCOUNT)"
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    assert env["POD_SERVICE_ACCOUNT"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.serviceAccountName"
+    names = [e["name"] for e in container(renders["cluster-wide"])["env"]]
+    assert names.index("KAFKA_OFFSET_OPERATOR_USER") > max(names.index("POD_NAMESPACE"), names.index("POD_SERVICE_ACCOUNT"))
 
 
 def test_namespaced_install_grants_namespaced_resources_only_by_roles(renders: dict[str, list[dict[str, Any]]]) -> None:

@@ -1,8 +1,9 @@
 """A ConsumerGroupOffsetPolicy through the real operator (Kopf on kmock's emulated API), the sandbox broker
 and the Local engine (PySpark local mode in the operator's warm worker): the demo's story played in DryRun,
 then Approve, then Auto; an offset committed between the scan and the deletion is skipped; the protected
-group is never deleted, and its keep-alive only says what it would do in DryRun, then rebases it once the
-policy acts (Approve).
+group is never deleted, and its keep-alive only says what it would do in DryRun, proposes its rebase in
+Approve (an OffsetDeletion that changes nothing until approved), and Auto approves that proposal, which
+rebases the group.
 
 Three analysis runs in all (the first pays for Spark's start), so the story is played once per module and
 each mode is a module fixture one step further than the one before (DryRun, Approve, a late commit, Auto);
@@ -41,6 +42,7 @@ pytestmark = pytest.mark.slow  # Spark analyses
 POLICY = "stale-offsets"
 RUN_TIMEOUT = 240.0  # a cold Spark start on a busy 2-core machine
 GROUPS = ("reporting-old", "orders-app", "nightly-export", "billing-monthly")
+OPERATOR = "system:serviceaccount:kafka-offset-operator:kafka-offset-operator"  # as the install names it
 
 
 @dataclass
@@ -54,7 +56,8 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
     """The demo's story on its own broker, an operator, and the policy applied in DryRun."""
     with sandbox_broker(clock=story_clock()) as broker, Story(broker), emulated_cluster() as cluster:
         kube = Kube(cluster.url)
-        operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")))
+        operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig"),
+                                           user=OPERATOR))
         try:
             operators.start()
             kube.create("consumergroupoffsetpolicies", {
@@ -113,9 +116,11 @@ def dry_run(played: Played) -> DryRun:
 @dataclass
 class Approve:
     status: dict[str, Any]
-    proposed: dict[str, dict[str, Any]]
+    proposed: dict[str, dict[str, Any]]  # the deletion proposals, by group
+    rebase: dict[str, Any]  # keep-alive's rebase proposal for billing-monthly
     phases: dict[str, str]  # group -> its OffsetDeletion's phase, once each waits for approval
     billing_protocol_type: str
+    billing_committed: dict[tuple[str, int], int]
 
 
 @pytest.fixture(scope="module")
@@ -124,12 +129,14 @@ def approve(played: Played, dry_run: DryRun) -> Approve:
     wait_past(dry_run.status["lastRun"]["completionTime"])  # runs are told apart by completionTime (seconds)
     set_mode(kube, "Approve")
     status = wait_run(kube, dry_run.status["lastRun"]["completionTime"], "the Approve analysis")
-    proposed = deletions(kube)
+    found = deletions(kube)
     phases = {group: kube.wait_for_phase(d["metadata"]["name"], "AwaitingApproval")["phase"]
-              for group, d in proposed.items()}
+              for group, d in found.items()}
+    rebase = kube.deletion(found["billing-monthly"]["metadata"]["name"])  # with its status
     with KafkaAdmin(ConnectionSettings(played.broker.bootstrap_servers)) as admin:
         billing = admin.describe_group("billing-monthly")
-    return Approve(status, proposed, phases, billing.protocol_type)
+    return Approve(status, {g: d for g, d in found.items() if g != "billing-monthly"}, rebase, phases,
+                   billing.protocol_type, committed(played.broker.bootstrap_servers, "billing-monthly"))
 
 
 @dataclass
@@ -153,6 +160,8 @@ class Auto:
     status: dict[str, Any]
     deletions: dict[str, dict[str, Any]]
     committed: dict[str, dict[tuple[str, int], int]]  # once reporting-old's and orders-app's deletions Succeeded
+    rebase: dict[str, Any]  # billing-monthly's rebase proposal once it ran
+    billing_protocol_type: str
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +173,12 @@ def auto(played: Played, approve: Approve, late_commit: LateCommit) -> Auto:
     found = deletions(kube)
     for group in ("reporting-old", "orders-app"):
         kube.wait_for_phase(approve.proposed[group]["metadata"]["name"], "Succeeded")
-    return Auto(status, found, {g: committed(played.broker.bootstrap_servers, g) for g in GROUPS})
+    rebase = approve.rebase["metadata"]["name"]
+    kube.wait_for_phase(rebase, "Restored", "Failed", "PartiallyFailed")
+    with KafkaAdmin(ConnectionSettings(played.broker.bootstrap_servers)) as admin:
+        billing = admin.describe_group("billing-monthly")
+    return Auto(status, found, {g: committed(played.broker.bootstrap_servers, g) for g in GROUPS},
+                kube.deletion(rebase), billing.protocol_type)
 
 
 # -- DryRun
@@ -209,9 +223,20 @@ def test_dry_run_says_what_keep_alive_would_do_and_writes_nothing(dry_run: DryRu
     assert dry_run.billing_protocol_type == "consumer"  # DryRun writes nothing
 
 
-def test_approve_keeps_the_protected_group_alive_as_a_simple_group(approve: Approve) -> None:
-    assert "billing-monthly: rebased as a simple group" in condition(approve.status, "Ready")["message"]
-    assert approve.billing_protocol_type == ""
+def test_approve_proposes_the_rebase_and_changes_nothing_in_kafka_until_it_is_approved(
+        approve: Approve, dry_run: DryRun) -> None:
+    """Issue 18 item 3: in Approve mode keep-alive's rebase (DeleteGroups, then re-commit) waits for an approval."""
+    name = approve.rebase["metadata"]["name"]
+    assert f"billing-monthly: rebase proposed as OffsetDeletion {name}" in condition(approve.status, "Ready")["message"]
+    spec = approve.rebase["spec"]
+    assert (spec["rebase"], spec["deleteGroup"], spec["restore"], spec["approved"]) == (True, True, True, False)
+    assert spec["requestedBy"] == OPERATOR and "approvedBy" not in spec
+    assert spec["expectedOffsets"] == [{"topic": "invoices", "partition": 0, "offset": 5}]
+    waiting = approve.rebase["status"]
+    assert waiting["phase"] == "AwaitingApproval" and "backup" not in waiting
+    assert "plan: keep-alive rebase of protected group billing-monthly" in condition(waiting, "Ready")["message"]
+    assert approve.billing_protocol_type == "consumer"  # not rebased: nothing changed in Kafka
+    assert approve.billing_committed == {("invoices", 0): 5}
 
 
 # -- Approve
@@ -253,7 +278,18 @@ def test_an_offset_committed_after_the_scan_is_skipped_when_approved(late_commit
 def test_auto_finds_the_same_proposals_again_and_creates_no_duplicates(auto: Auto, approve: Approve) -> None:
     assert auto.status["lastRun"]["deletionsCreated"] == 0 and auto.status["lastRun"]["candidates"] == 5
     assert {g: d["metadata"]["name"] for g, d in auto.deletions.items()} == {
-        g: d["metadata"]["name"] for g, d in approve.proposed.items()}
+        **{g: d["metadata"]["name"] for g, d in approve.proposed.items()},
+        "billing-monthly": approve.rebase["metadata"]["name"]}
+
+
+def test_auto_approves_the_waiting_rebase_which_keeps_the_protected_group_alive_as_a_simple_group(auto: Auto) -> None:
+    name = auto.rebase["metadata"]["name"]
+    assert f"billing-monthly: approved its waiting rebase proposal, OffsetDeletion {name}" in condition(
+        auto.status, "Ready")["message"]
+    assert (auto.rebase["spec"]["approved"], auto.rebase["spec"]["approvedBy"]) == (True, OPERATOR)
+    assert auto.rebase["status"]["phase"] == "Restored", auto.rebase["status"].get("conditions")
+    assert auto.billing_protocol_type == ""  # a simple group: its offsets now expire by commit time
+    assert auto.committed["billing-monthly"] == {("invoices", 0): 5}  # the same offsets
 
 
 def test_auto_approves_the_proposals_and_deletes_only_the_candidates(auto: Auto) -> None:

@@ -281,7 +281,7 @@ def test_children_carry_the_facts_of_the_scan_for_the_re_check_before_deleting()
 
     p = proposal(row("orders-app", "t", 0, 4))
     snapshot = {str(i): 100 + i for i in range(50)}
-    [child] = proposals.children(POLICY_BODY, [p], Mode.APPROVE, NOW, snapshot)
+    [child] = proposals.children(POLICY_BODY, [p], Mode.APPROVE, NOW, snapshot=snapshot)
     home = partition_for("orders-app", 50)
     assert child["spec"]["scan"] == {"time": "2026-01-01T00:00:00Z", "offsetsPartition": home,
                                      "offsetsEndOffset": 100 + home, "groupType": "classic", "groupState": "Empty"}

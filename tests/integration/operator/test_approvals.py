@@ -1,0 +1,257 @@
+"""Who asked and who approved (issue 18 item 5), and keep-alive's rebase as a proposal that waits for an
+approval (item 3), against the operator under Kopf, the emulated API and the sandbox broker: an approval
+the install cannot vouch for changes nothing; four eyes are kept by the operator too (for a policy's setting
+that admission cannot read); the approver and the requester reach the backup store, the audit line and the
+Events; a rebase OffsetDeletion shows its plan, changes nothing until approved, then leaves a simple group
+with the same offsets.
+
+The API server's own check of the names is the admission policy's (tests/unit/crds/test_admission_policy.py
+evaluates it; the emulated API does not run admission policies). These operators run only the OffsetDeletion
+and OffsetReset handlers: the policies here are read for their connection, protection and approval
+settings, and no analysis is wanted."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from brokers import make_topics
+from kafka_clients import committed, empty_group
+from operator_harness import FINAL, GROUP_VERSION, NAMESPACE, Kube, OperatorThread, condition
+from test_offset_deletion import deletion
+from waiting import wait_until
+
+from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
+from kafka_offset_operator.context import OperatorOptions
+from kafka_offset_operator.decisions.policy_spec import Mode
+from kafka_offset_operator.decisions.proposals import Approvals, rebase_manifest
+from kafka_offset_operator.handlers import offset_deletion, offset_reset
+from kafka_offset_operator.model.backups import Action, BackupRecord, decode
+from kafka_offset_operator.model.connection import ConnectionSettings
+from kafka_sandbox import SandboxBroker
+
+pytestmark = pytest.mark.slow  # an operator under Kopf per test, with end-to-end waits
+
+Start = Callable[..., OperatorThread]
+OPERATOR = "system:serviceaccount:kafka-offset-operator:kafka-offset-operator"
+ALICE, BOB = "alice", "bob"
+INVOICES = {("invoices", 0): 9, ("invoices", 1): 4}
+
+
+def start(start_operator: Start, options: OperatorOptions, **changes: Any) -> OperatorThread:
+    """An operator of OffsetDeletions and OffsetResets only (no policy runs), installed with the admission
+    policy (approvals verified) unless told otherwise."""
+    changes = {"approvals_verified": True, "user": OPERATOR, **changes}
+    return start_operator(dataclasses.replace(options, **changes),
+                          registrars=[offset_deletion.register, offset_reset.register])
+
+
+def policy(broker: SandboxBroker, name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "Approve",
+                     "schedule": {"interval": "24h"}, **spec}}
+
+
+def backups(kube: Kube) -> list[BackupRecord]:
+    return [decode(base64.b64decode(cm["binaryData"]["backup.json.gz"])) for cm in kube.list("v1", "configmaps")
+            if (cm["metadata"].get("labels") or {}).get("kafkaoffsets.dev/backup") == "true"]
+
+
+def approve(kube: Kube, name: str, by: str, plural: str = "offsetdeletions") -> None:
+    kube.patch(GROUP_VERSION, plural, name, {"spec": {"approved": True, "approvedBy": by}})
+
+
+def audit_lines(caplog: Any) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "kafka_offset_operator.audit"]
+
+
+# -- approvals the operator does not act on
+
+
+def test_an_approval_without_approved_by_changes_nothing_where_approvers_are_verified(
+        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
+    """Approved before the admission policy was installed (or while it was removed): not verified, not done."""
+    make_topics(broker, {"invoices": 2})
+    empty_group(broker.bootstrap_servers, "reporting", INVOICES)
+    start(start_operator, operator_options)
+    kube.create("offsetdeletions", deletion("unsigned", "reporting", [{"name": "invoices"}],
+                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+    status = kube.wait_for_reason("unsigned", "ApprovalRefused")
+    ready = condition(status, "Ready")
+    assert ready["status"] == "False" and ready["message"].startswith("spec.approvedBy: is required with spec.approved")
+    assert condition(status, "Stalled")["status"] == "True" and "backup" not in status
+    assert committed(broker.bootstrap_servers, "reporting") == INVOICES and backups(kube) == []
+
+
+def test_the_same_approval_is_acted_on_where_the_install_verifies_nobody(
+        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
+    """A cluster older than 1.30 (no admission policy, no --approvals-verified): approvedBy is recorded when
+    given, not required."""
+    make_topics(broker, {"invoices": 2})
+    empty_group(broker.bootstrap_servers, "reporting", INVOICES)
+    start(start_operator, operator_options, approvals_verified=False)
+    kube.create("offsetdeletions", deletion("unsigned", "reporting", [{"name": "invoices"}],
+                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+    kube.wait_for_phase("unsigned", "Succeeded")
+    assert committed(broker.bootstrap_servers, "reporting") == {}
+
+
+def test_four_eyes_of_the_referenced_policy_refuse_the_requesters_own_approval(
+        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
+    """The policy's spec.approval.separateApprover reaches a hand-written request only through the operator
+    (admission cannot read the policy): alice's own approval is refused, bob's is acted on."""
+    make_topics(broker, {"invoices": 2})
+    empty_group(broker.bootstrap_servers, "reporting", INVOICES)
+    kube.create("consumergroupoffsetpolicies", policy(broker, "team", approval={"separateApprover": True}))
+    start(start_operator, operator_options)
+    own = deletion("own", "reporting", [{"name": "invoices"}], policy="team", approved=False)
+    own["spec"]["requestedBy"] = ALICE
+    kube.create("offsetdeletions", own)
+    kube.wait_for_phase("own", "AwaitingApproval")
+    approve(kube, "own", ALICE)
+    message = condition(kube.wait_for_reason("own", "ApprovalRefused"), "Ready")["message"]
+    assert message.startswith("spec.approvedBy: alice requested this change and may not approve it too")
+    assert committed(broker.bootstrap_servers, "reporting") == INVOICES
+    other = deletion("reviewed", "reporting", [{"name": "invoices"}], policy="team", approved=False)
+    other["spec"]["requestedBy"] = ALICE
+    kube.create("offsetdeletions", other)
+    kube.wait_for_phase("reviewed", "AwaitingApproval")
+    approve(kube, "reviewed", BOB)
+    kube.wait_for_phase("reviewed", "Succeeded")
+    assert committed(broker.bootstrap_servers, "reporting") == {}
+
+
+def test_four_eyes_need_a_requester_to_compare(
+        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
+    make_topics(broker, {"invoices": 2})
+    empty_group(broker.bootstrap_servers, "reporting", INVOICES)
+    start(start_operator, operator_options, approvals_verified=False)
+    anonymous = deletion("anonymous", "reporting", [{"name": "invoices"}],
+                         kafka={"bootstrapServers": broker.bootstrap_servers}, approved=False)
+    anonymous["spec"]["separateApprover"] = True
+    kube.create("offsetdeletions", anonymous)
+    kube.wait_for_phase("anonymous", "AwaitingApproval")
+    approve(kube, "anonymous", BOB)
+    message = condition(kube.wait_for_reason("anonymous", "ApprovalRefused"), "Ready")["message"]
+    assert message.startswith("spec.requestedBy: is required by four eyes (spec.separateApprover)")
+    assert committed(broker.bootstrap_servers, "reporting") == INVOICES
+
+
+# -- who approved, recorded
+
+
+def test_the_approver_and_the_requester_reach_the_backup_the_audit_line_and_the_events(
+        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions, caplog: Any) -> None:
+    caplog.set_level(logging.INFO, logger="kafka_offset_operator.audit")
+    make_topics(broker, {"invoices": 2})
+    empty_group(broker.bootstrap_servers, "reporting", INVOICES)
+    start(start_operator, operator_options)
+    request = deletion("signed", "reporting", [{"name": "invoices"}],
+                       kafka={"bootstrapServers": broker.bootstrap_servers}, approved=False)
+    request["spec"]["requestedBy"] = BOB
+    kube.create("offsetdeletions", request)
+    kube.wait_for_phase("signed", "AwaitingApproval")
+    approve(kube, "signed", ALICE)
+    status = kube.wait_for_phase("signed", "Succeeded")
+    (stored,) = backups(kube)
+    assert stored.name == status["backup"]["name"]
+    assert (stored.requested_by.approved_by, stored.requested_by.requested_by) == (ALICE, BOB)
+    assert status["target"]["spec"]["approvedBy"] == ALICE  # recorded at approval with the rest of the spec
+    (line,) = [a for a in audit_lines(caplog) if a.startswith("OffsetDelete ")]
+    assert line.endswith("approvedBy=alice requestedBy=bob")
+    wait_until(lambda: [e for e in kube.events_for("signed") if e["reason"] == "BackedUp"], what="the BackedUp event")
+    (event,) = [e for e in kube.events_for("signed") if e["reason"] == "BackedUp"]
+    assert event["message"].endswith("(approved by alice, requested by bob)")
+
+
+def test_an_offset_reset_records_its_approver_and_refuses_an_unverified_approval(
+        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions, caplog: Any) -> None:
+    caplog.set_level(logging.INFO, logger="kafka_offset_operator.audit")
+    make_topics(broker, {"invoices": 2})
+    empty_group(broker.bootstrap_servers, "reporting", INVOICES)
+    start(start_operator, operator_options)
+    spec = {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "group": "reporting", "allTopics": True,
+            "target": {"shiftBy": -1}, "approved": True, "requestedBy": BOB}
+    kube.create("offsetresets", {"apiVersion": GROUP_VERSION, "kind": "OffsetReset",
+                                 "metadata": {"name": "unsigned", "namespace": NAMESPACE}, "spec": spec})
+    kube.create("offsetresets", {"apiVersion": GROUP_VERSION, "kind": "OffsetReset",
+                                 "metadata": {"name": "signed", "namespace": NAMESPACE},
+                                 "spec": {**spec, "approvedBy": ALICE}})
+
+    def phase(name: str) -> str | None:
+        return (kube.get(GROUP_VERSION, "offsetresets", name).get("status") or {}).get("phase")
+
+    wait_until(lambda: phase("signed") == "Succeeded", what="the signed reset Succeeded")
+    unsigned = wait_until(lambda: (lambda s: s if any(c["reason"] == "ApprovalRefused" for c in s.get("conditions", []))
+                                   else None)(kube.get(GROUP_VERSION, "offsetresets", "unsigned").get("status") or {}),
+                          what="the unsigned reset refused")
+    assert "backup" not in unsigned and phase("unsigned") != "Succeeded"
+    assert committed(broker.bootstrap_servers, "reporting") != INVOICES  # the signed one moved them (one commit)
+    (stored,) = [b for b in backups(kube) if b.action is Action.RESET]
+    assert (stored.requested_by.name, stored.requested_by.approved_by, stored.requested_by.requested_by) == (
+        "signed", ALICE, BOB)
+    (line,) = [a for a in audit_lines(caplog) if a.startswith("OffsetCommit ")]
+    assert "OffsetReset" in line and line.endswith("approvedBy=alice requestedBy=bob")
+
+
+# -- keep-alive's rebase as a proposal (Approve mode)
+
+
+def protocol_type(broker: SandboxBroker, group: str) -> str:
+    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+        return admin.describe_group(group).protocol_type
+
+
+def test_a_rebase_proposal_shows_its_plan_changes_nothing_until_approved_then_keeps_the_offsets(
+        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
+    """The OffsetDeletion an Approve policy's keep-alive proposes (decisions/proposals.rebase_manifest): on a
+    group its policy protects, back up, DeleteGroups and restore at once, once approved by a person."""
+    make_topics(broker, {"invoices": 2})
+    empty_group(broker.bootstrap_servers, "billing-monthly", INVOICES)
+    guard = kube.create("consumergroupoffsetpolicies", policy(
+        broker, "guard", protect={"groups": ["billing-*"], "keepAlive": True}))
+    start(start_operator, operator_options)
+    manifest = rebase_manifest(guard, "billing-monthly", INVOICES, Mode.APPROVE, 0, Approvals(OPERATOR))
+    assert manifest is not None
+    name = manifest["metadata"]["name"]
+    kube.create("offsetdeletions", manifest)
+    waiting = kube.wait_for_phase(name, "AwaitingApproval")
+    assert "plan: keep-alive rebase of protected group billing-monthly: back up its 2 committed offsets" in condition(
+        waiting, "Ready")["message"]
+    assert protocol_type(broker, "billing-monthly") == "consumer"  # nothing changed while it waits
+    assert committed(broker.bootstrap_servers, "billing-monthly") == INVOICES and backups(kube) == []
+    approve(kube, name, ALICE)
+    done = kube.wait_for_phase(name, "Restored", "Failed", "PartiallyFailed")
+    assert done["phase"] == "Restored", done.get("conditions")
+    assert protocol_type(broker, "billing-monthly") == ""  # a simple group: its offsets expire by commit time
+    assert committed(broker.bootstrap_servers, "billing-monthly") == INVOICES
+    records = {b.action: b for b in backups(kube)}
+    assert set(records) == {Action.DELETE, Action.RESTORE}
+    assert records[Action.DELETE].requested_by.approved_by == ALICE
+    assert records[Action.DELETE].requested_by.requested_by == OPERATOR
+
+
+def test_a_rebase_of_a_group_that_is_simple_already_deletes_nothing(
+        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
+    """The fresh check before DeleteGroups: a group without a protocol type needs no rebase (Auto rebased it
+    meanwhile, say), so an approval that comes late changes nothing."""
+    from kafka_clients import admin_commit
+
+    make_topics(broker, {"invoices": 2})
+    admin_commit(broker.bootstrap_servers, "billing-standalone", INVOICES)
+    guard = kube.create("consumergroupoffsetpolicies", policy(
+        broker, "guard", protect={"groups": ["billing-*"], "keepAlive": True}))
+    start(start_operator, operator_options)
+    manifest = rebase_manifest(guard, "billing-standalone", INVOICES, Mode.APPROVE, 0, Approvals(OPERATOR))
+    assert manifest is not None
+    manifest["spec"].update(approved=True, approvedBy=ALICE)
+    kube.create("offsetdeletions", manifest)
+    status = kube.wait_for_phase(manifest["metadata"]["name"], *FINAL)
+    assert (status["phase"], condition(status, "Ready")["reason"]) == ("Failed", "GroupChanged")
+    assert "simple group already" in condition(status, "Ready")["message"]
+    assert committed(broker.bootstrap_servers, "billing-standalone") == INVOICES
