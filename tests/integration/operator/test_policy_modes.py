@@ -231,7 +231,7 @@ def test_approve_proposes_the_rebase_and_changes_nothing_in_kafka_until_it_is_ap
     spec = approve.rebase["spec"]
     assert (spec["rebase"], spec["deleteGroup"], spec["restore"], spec["approved"]) == (True, True, True, False)
     assert spec["requestedBy"] == OPERATOR and "approvedBy" not in spec
-    assert spec["expectedOffsets"] == [{"topic": "invoices", "partition": 0, "offset": 5}]
+    assert spec["expectedOffsets"] == [{"topic": "invoices", "partition": 0, "offset": 5, "reason": "KeepAliveRebase"}]
     waiting = approve.rebase["status"]
     assert waiting["phase"] == "AwaitingApproval" and "backup" not in waiting
     assert "plan: keep-alive rebase of protected group billing-monthly" in condition(waiting, "Ready")["message"]
