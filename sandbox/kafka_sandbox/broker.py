@@ -28,6 +28,7 @@ from . import (
     leader_epochs,
     list_offsets,
     metadata_apis,
+    modern_group_apis,
     produce,
     sasl,
     topic_admin,
@@ -57,6 +58,7 @@ HANDLER_MODULES = (
     leader_epochs,
     describe_configs,
     group_apis,
+    modern_group_apis,
     sasl,
 )
 

@@ -27,7 +27,10 @@ from kafka.admin import ConfigResource, OffsetSpec, OffsetTimestamp
 from kafka.net.compat import KafkaNetClient
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
+from kafka.protocol.consumer import IsolationLevel
 from kafka.structs import OffsetAndMetadata
+
+from offset_expiry.kafka_messages import ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
 
 from ..model.connection import ConnectionSettings, TlsFiles
 from ..model.offsets import (
@@ -40,6 +43,8 @@ from ..model.offsets import (
     KafkaFailure,
     LogRange,
     Member,
+    ModernGroup,
+    ModernMember,
     group_busy,
 )
 
@@ -85,6 +90,11 @@ def _failure(exc: BaseException) -> KafkaFailure:
     else:
         text = type(exc).__name__
     return KafkaFailure(name, str(text), retriable)
+
+
+def kafka_failure(exc: BaseException) -> KafkaFailure:
+    """A kafka-python error as a KafkaFailure (Kafka's error name, retry_later's verdict)."""
+    return _failure(exc)
 
 
 # -- connecting
@@ -330,6 +340,43 @@ class KafkaAdmin:
             error=error,
         )
 
+    def describe_modern_group(self, group: str, kind: str) -> ModernGroup | None:
+        """ConsumerGroupDescribe (API 69; `kind` "consumer", a KIP-848 group) or StreamsGroupDescribe (API 89;
+        "streams"), version 0, at the group's coordinator. None when the brokers do not serve that API
+        (Kafka before 3.7, or streams before 4.1: such a cluster has no group of that kind). A group of that
+        kind that does not exist comes back as state Dead (GROUP_ID_NOT_FOUND); an answer worth a retry (a
+        coordinator moving or loading) raises KafkaFailure, retriable."""
+        request_class = ConsumerGroupDescribeRequest if kind == "consumer" else StreamsGroupDescribeRequest
+        client = self._client
+
+        async def describe() -> Any:
+            node = await client._find_coordinator_id(group)
+            request = request_class(group_ids=[group], include_authorized_operations=False)
+            return await client._manager.send(request, node_id=node)
+
+        try:
+            response = client._manager.run(describe)
+        except kerrors.IncompatibleBrokerVersion:
+            return None
+        except Exception as exc:
+            raise _failure(exc) from None
+        [described] = [g for g in response.groups if g.group_id == group] or [None]
+        if described is None:
+            raise KafkaFailure(CLIENT_ERROR, f"{request_class.name} answered without group {group}", True)
+        if described.error_code:
+            error_class = kerrors.for_code(described.error_code)
+            if error_class is kerrors.UnsupportedVersionError:
+                return None
+            if error_class is kerrors.GroupIdNotFoundError:
+                return ModernGroup(group, kind, "Dead")
+            raise _failure(error_class())
+        members = tuple(ModernMember(
+            str(m.member_id), str(m.client_id or ""), str(m.client_host or ""),
+            tuple(getattr(m, "subscribed_topic_names", None) or ()), getattr(m, "subscribed_topic_regex", None))
+            for m in described.members or ())
+        sources = frozenset(t for sub in (getattr(described, "topology", None) or ()) for t in sub.source_topics)
+        return ModernGroup(group, kind, str(described.group_state or "Dead"), members, sources)
+
     def committed_offsets(self, group: str) -> dict[TP, Committed]:
         """Every committed offset of the group (OffsetFetch for all partitions); {} for an unknown group."""
         raw = self._call(self._client.list_group_offsets, {group: None}).get(group, {})
@@ -392,12 +439,13 @@ class KafkaAdmin:
             out[str(topic["name"])] = sorted(int(p["partition_index"]) for p in topic.get("partitions") or ())
         return out
 
-    def list_offsets(self, partitions: Iterable[TP], at: str | int) -> dict[TP, int]:
+    def list_offsets(self, partitions: Iterable[TP], at: str | int, *, read_committed: bool = False) -> dict[TP, int]:
         """ListOffsets for each partition: `at` is "earliest" (the log start offset), "latest" (the log end
         offset) or a timestamp in epoch ms (the first offset whose record's timestamp is at or after it;
         UNKNOWN_OFFSET, -1, where no record is that late). One request per partition leader; a partition
         that does not exist raises KafkaFailure (UNKNOWN_TOPIC_OR_PARTITION): ask `log_ranges` or
-        `topic_partitions` first."""
+        `topic_partitions` first. `read_committed`: "latest" is the last stable offset (before any open
+        transaction), as a read_committed consumer sees the end."""
         if at == "earliest":
             spec: OffsetSpec | OffsetTimestamp = OffsetSpec.EARLIEST
         elif at == "latest":
@@ -409,7 +457,8 @@ class KafkaAdmin:
         request = {TopicPartition(t, p): spec for t, p in sorted(set(partitions))}
         if not request:
             return {}
-        raw = self._call(self._client.list_partition_offsets, request)
+        isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+        raw = self._call(self._client.list_partition_offsets, request, isolation_level=isolation)
         return {(tp.topic, tp.partition): int(found.offset) for tp, found in raw.items()}
 
     def log_ranges(self, partitions: Iterable[TP]) -> dict[TP, LogRange]:

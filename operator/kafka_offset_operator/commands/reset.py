@@ -89,6 +89,9 @@ def add_parser(sub: Any) -> None:
     protection.add_argument(p)
     p.add_argument("--export", type=Path, metavar="FILE",
                    help="also write the plan as Kafka's tool exports it (CSV: topic,partition,offset)")
+    p.add_argument("--overwrite-newer", action="store_true",
+                   help="commit also over a partition the group committed again after the plan was read (the same "
+                   "offset included: someone uses it); without it such a partition is skipped")
     p.add_argument("--kubeconfig", type=Path, metavar="PATH",
                    help="for the backup store (default: KUBECONFIG or in-cluster)")
     p.add_argument("--backup-namespace", metavar="NAMESPACE",
@@ -205,6 +208,7 @@ def _reset(args: argparse.Namespace, settings: ConnectionSettings, target: Reset
            retention_ms: int, kube: Kube | None, backup: BackupRecord | None,
            source: Mapping[TP, Committed] | None) -> int:
     from ..adapters.kafka_admin import KafkaAdmin
+    from ..decisions.fresh_verdict import rederive
     from ..decisions.reset_plan import (
         FROM_SOURCE,
         ResetRefused,
@@ -213,8 +217,9 @@ def _reset(args: argparse.Namespace, settings: ConnectionSettings, target: Reset
         plan_table,
         uncommitted_partitions,
     )
-    from ..decisions.reset_steps import plan_commit
+    from ..decisions.reset_steps import plan_commit, skip_changed
     from ..model.offsets import OUTCOME_UNKNOWN, KafkaFailure
+    from ..reconcilers.fresh_facts import log_position, read_facts
     from ..reconcilers.reset_reads import read_plan
 
     servers = args.bootstrap_server
@@ -225,6 +230,9 @@ def _reset(args: argparse.Namespace, settings: ConnectionSettings, target: Reset
             # the group's state first, its offsets after: a commit made before an Empty answer is in the plan (and
             # the backup); one made after it is caught by the re-read right before the commit
             group = admin.describe_group(args.group)
+            # where the group's __consumer_offsets partition ends before its offsets are read: right before the
+            # commit, its records since then tell what the group committed meanwhile (decisions/fresh_verdict.py)
+            position = log_position(admin, args.group, 10_000) if args.execute else None
             try:
                 check_source(args.group, target, cluster_id, backup.group if backup else None,
                              backup.cluster_id if backup else None)
@@ -261,7 +269,18 @@ def _reset(args: argparse.Namespace, settings: ConnectionSettings, target: Reset
             print(f"backup {stored.requested_by.namespace}/{stored.name} written ({stored.partitions} offsets as "
                   "they were)")
             # right before the commit: only partitions still as planned (and backed up), as an OffsetReset does
-            todo = plan_commit(plan.before, plan.to_commit, admin.committed_offsets(args.group), started=False)
+            current = admin.committed_offsets(args.group)
+            todo = plan_commit(plan.before, plan.to_commit, current, started=False)
+            if todo.to_commit and position is not None:
+                facts = read_facts(admin, args.group, group, None, {"offsetsLog": position}, 10_000,
+                                   "the plan was read")
+                verdict = rederive(todo.to_commit, facts, {}, proposed=False)
+                if verdict.partitions and args.overwrite_newer:
+                    print(f"WARNING: --overwrite-newer: committing over {len(verdict.partitions)} partitions the "
+                          "group committed again after the plan was read (someone uses them): "
+                          + "; ".join(f"{t}-{p}: {w}" for (t, p), w in sorted(verdict.partitions.items())))
+                else:
+                    todo = skip_changed(todo, verdict, plan.before, current)
             answers = admin.commit_offsets(args.group, todo.to_commit) if todo.to_commit else {}
     except KafkaFailure as exc:
         if stored is not None and exc.code in OUTCOME_UNKNOWN:
@@ -352,8 +371,8 @@ def _results(args: argparse.Namespace, plan: ResetPlan, todo: CommitPlan, answer
     skipped = len(plan.to_commit) - len(todo.to_commit)
     print(f"committed {len(todo.to_commit) - failed} offsets of group {args.group}"
           + (f"; {failed} failed" if failed else "")
-          + (f"; {skipped} skipped: committed by someone else since the plan was read, left as they are"
-             if skipped else ""))
+          + (f"; {skipped} skipped: committed by someone else since the plan was read (the same offset "
+             "included), left as they are (--overwrite-newer commits over them)" if skipped else ""))
     fresh = [f"{r.topic}-{r.partition}" for r in plan.rows if r.new is not None and r.current is None]
     if len(fresh) < len(plan.to_commit):
         config = f" --command-config {args.command_config}" if args.command_config is not None else ""

@@ -6,7 +6,10 @@ nothing of the OffsetDeletion or the policy that made it is needed (a secured cl
 the properties file Kafka's tools take). A dry run unless --execute: the plan
 is printed first. Kafka's rule holds: an admin OffsetCommit is accepted only while the group has no
 members, and only partitions without a committed offset are restored (a newer commit is never
-overwritten).
+overwritten). Nor is a newer commit that is gone again: a partition the group committed after the backup
+was taken (its records in __consumer_offsets since then tell, the same offset included) and whose offset was
+deleted or expired since is skipped, as restoring would move the group back to an older position
+(--overwrite-newer restores it anyway, with a warning).
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ def add_parser(sub: Any) -> None:
     kafka_connection.add_arguments(p)
     p.add_argument("--execute", action="store_true", help="commit the offsets (without it, only print the plan)")
     protection.add_argument(p)
+    p.add_argument("--overwrite-newer", action="store_true",
+                   help="restore also partitions the group committed after the backup was taken (their newer "
+                   "offset is gone again): moves the group back; without it they are skipped")
     p.set_defaults(run=run)
 
 
@@ -74,8 +80,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--kubeconfig: {args.kubeconfig} is not a file")
     record = _read(args)
     from ..adapters.kafka_admin import KafkaAdmin
-    from ..decisions.deletion_steps import plan_restore
-    from ..model.offsets import KafkaFailure
+    from ..decisions.deletion_steps import RestorePlan, plan_restore
+    from ..decisions.fresh_verdict import recommitted_since
+    from ..model.offsets import TP, KafkaFailure
+    from ..reconcilers.fresh_facts import read_facts
 
     servers = args.bootstrap_server or record.bootstrap_servers
     settings = kafka_connection.connection(args, servers)  # before any Kafka call
@@ -94,6 +102,17 @@ def run(args: argparse.Namespace) -> int:
                                 "OffsetCommit only while a group has none; stop its consumers first")
             current = admin.committed_offsets(record.group)
             plan = plan_restore(record.offsets, sorted(record.offsets), current)
+            newer: dict[TP, str] = {}
+            if plan.to_commit:  # the group's commits since the backup was taken (decisions/fresh_verdict.py)
+                facts = read_facts(admin, record.group, group, None, _since_backup(record), 10_000,
+                                   f"the backup was taken ({record.taken_at})")
+                newer = {tp: why for tp, why in recommitted_since(facts).items() if tp in plan.to_commit}
+            if newer and args.overwrite_newer:
+                print(f"WARNING: --overwrite-newer: restoring {len(newer)} partitions the group committed after "
+                      "the backup was taken, moving it back: " + "; ".join(
+                          f"{t}-{p}: {w}" for (t, p), w in sorted(newer.items())))
+            elif newer:
+                plan = RestorePlan({tp: c for tp, c in plan.to_commit.items() if tp not in newer}, plan.results)
             if args.execute and plan.to_commit:
                 _check_protection(args, found, record.group)
             answers = admin.commit_offsets(record.group, plan.to_commit) if args.execute and plan.to_commit else {}
@@ -106,12 +125,19 @@ def run(args: argparse.Namespace) -> int:
               str(current[(r["topic"], r["partition"])].offset),
               "already restored" if r["status"] == "Restored" else "skipped: committed since")
              for r in plan.results]
+    if not args.overwrite_newer:
+        rows += [(t, p, str(record.offsets[(t, p)].offset), "-", f"skipped: newer than the backup: {why}")
+                 for (t, p), why in sorted(newer.items())]
     _table(["TOPIC", "PARTITION", "BACKUP", "NOW", "ACTION"], rows)
+    skipped = "" if args.overwrite_newer or not newer else (
+        f"; {len(newer)} skipped: the group committed them after the backup was taken (--overwrite-newer restores "
+        "them anyway)")
     if not args.execute:
-        print(f"dry run: {len(plan.to_commit)} offsets would be committed; add --execute to commit them")
+        print(f"dry run: {len(plan.to_commit)} offsets would be committed{skipped}; add --execute to commit them")
         return 0
     failed = sum(1 for e in answers.values() if e is not None)
-    print(f"committed {len(answers) - failed} offsets of group {record.group}" + (f"; {failed} failed" if failed else ""))
+    print(f"committed {len(answers) - failed} offsets of group {record.group}" + (f"; {failed} failed" if failed else "")
+          + skipped)
     return 1 if failed else 0
 
 
@@ -130,6 +156,18 @@ def _check_protection(args: argparse.Namespace, cluster_id: str | None, group: s
         protection.check(kube, args, cluster_id, group)
     finally:
         kube.close()
+def _since_backup(record: Any) -> dict[str, Any]:
+    """Where the group's records after the backup start: the position of its __consumer_offsets partition
+    recorded with the backup (`extra.offsetsLog`, read before the backup's OffsetFetch), else the first record
+    at or after the second after `takenAt` (whole seconds: a record of that second may be from before the
+    backup, and restoring is the undo people rely on, so that second counts as before)."""
+    log = record.extra.get("offsetsLog")
+    if isinstance(log, dict) and isinstance(log.get("partition"), int) and isinstance(log.get("offset"), int):
+        return {"offsetsLog": log, "takenAt": record.taken_at}
+    from ..decisions.times import iso, parse_iso
+
+    taken = parse_iso(record.taken_at)
+    return {"takenAt": iso(taken + 1000) if taken is not None else record.taken_at}
 
 
 def _table(header: list[str], rows: list[tuple[Any, ...]]) -> None:

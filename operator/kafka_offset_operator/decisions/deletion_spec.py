@@ -29,6 +29,17 @@ class TopicRequest:
 
 
 @dataclass(frozen=True)
+class ScanFacts:
+    """spec.scan: where a policy's scan of __consumer_offsets ended for this group, and what it saw."""
+
+    offsets_partition: int
+    end_offset: int
+    time: str | None = None
+    group_type: str | None = None
+    group_state: str | None = None
+
+
+@dataclass(frozen=True)
 class DeletionSpec:
     group: str
     topics: tuple[TopicRequest, ...]
@@ -42,6 +53,9 @@ class DeletionSpec:
     # (and, with require_topics_deleted, of a topic that no longer exists).
     delete_group: bool = False
     require_topics_deleted: bool = False
+    scan: ScanFacts | None = None  # spec.scan (set by a policy)
+    commit_times: Mapping[TP, int] = field(default_factory=dict)  # expectedOffsets[].commitTimestamp
+    reasons: Mapping[TP, str] = field(default_factory=dict)  # expectedOffsets[].reason
     # spec.rebase: keep-alive's rebase (deleteGroup + restore at once) of a group the policy protects
     rebase: bool = False
 
@@ -64,9 +78,18 @@ def parse_spec(spec: Mapping[str, Any] | None) -> DeletionSpec:
         _not_dots(topic["name"], f"spec.topics[{i}].name")
         parts = topic.get("partitions")
         topics.append(TopicRequest(topic["name"], None if parts is None else tuple(sorted(set(parts)))))
-    expected = {}
+    expected, commit_times, reasons = {}, {}, {}
     for i, entry in enumerate(spec.get("expectedOffsets", ())):
-        expected[(_not_dots(entry["topic"], f"spec.expectedOffsets[{i}].topic"), entry["partition"])] = entry["offset"]
+        tp = (_not_dots(entry["topic"], f"spec.expectedOffsets[{i}].topic"), entry["partition"])
+        expected[tp] = entry["offset"]
+        if entry.get("commitTimestamp") is not None:
+            commit_times[tp] = entry["commitTimestamp"]
+        if entry.get("reason"):
+            reasons[tp] = entry["reason"]
+    raw_scan = spec.get("scan")
+    scan = None if raw_scan is None else ScanFacts(
+        raw_scan["offsetsPartition"], raw_scan["offsetsEndOffset"], raw_scan.get("time"), raw_scan.get("groupType"),
+        raw_scan.get("groupState"))
     delete_group = bool(spec.get("deleteGroup", False))
     require_deleted = bool(spec.get("requireTopicsDeleted", False))
     if require_deleted and not delete_group:
@@ -81,6 +104,9 @@ def parse_spec(spec: Mapping[str, Any] | None) -> DeletionSpec:
         kafka=spec.get("kafka"),
         policy_ref=(spec.get("policyRef") or {}).get("name"),
         expected=expected,
+        scan=scan,
+        commit_times=commit_times,
+        reasons=reasons,
         rebase=bool(spec.get("rebase", False)),
     )
 

@@ -34,6 +34,7 @@ from ..model.reasons import Reason
 from . import step_outcomes as shared
 from .conditions import Condition, find
 from .deletion_spec import DeletionSpec
+from .fresh_verdict import Verdict
 from .kafka_answers import EXPLAIN
 from .step_outcomes import Event, Outcome, kafka_waiting, own_spec_invalid
 from .step_outcomes import conds as _conds
@@ -247,10 +248,14 @@ def target_of(spec: Mapping[str, Any], kafka: Mapping[str, Any], cluster_id: str
 
 
 def backup_taken(status: Mapping[str, Any], record: BackupRecord, plan: BackupPlan, target: Mapping[str, Any],
-                 now: str, generation: int | None, *, inline_limit: int = 1000) -> Outcome:
-    """The backup is stored (and was read back): record where, and what is about to be deleted."""
+                 now: str, generation: int | None, *, inline_limit: int = 1000,
+                 offsets_log: Mapping[str, int] | None = None) -> Outcome:
+    """The backup is stored (and was read back): record where, what is about to be deleted, and where the
+    group's __consumer_offsets partition ended before it was read (`offsets_log`: the re-check's baseline)."""
     backup: dict[str, Any] = {"name": record.name, "takenAt": record.taken_at, "partitions": record.partitions,
                               "expiresAt": record.expires_at}
+    if offsets_log is not None:
+        backup["offsetsLog"] = dict(offsets_log)
     if record.partitions <= inline_limit:  # for kubectl; the stored backup is the one restore reads
         entries = backup_entries(record.offsets)
         if _size(entries) <= RESULTS_BUDGET:  # long topic names: the ConfigMap alone
@@ -419,6 +424,15 @@ def plan_deletion(backup: Mapping[TP, Committed], current: Mapping[TP, Committed
     return DeletePlan(tuple(to_delete), tuple(results))
 
 
+def apply_verdict(plan: DeletePlan, verdict: Verdict) -> DeletePlan:
+    """The verdict re-derived from fresh facts (decisions/fresh_verdict.py): a partition it says not to touch
+    is Skipped, with what changed and when."""
+    keep = tuple(tp for tp in plan.to_delete if verdict.why(tp) is None)
+    skipped = tuple(_result(tp, SKIPPED, message=f"not deleted: {verdict.why(tp)}")
+                    for tp in plan.to_delete if verdict.why(tp) is not None)
+    return DeletePlan(keep, (*plan.results, *skipped))
+
+
 def deletion_started(status: Mapping[str, Any], now: str) -> Outcome:
     """Written before the OffsetDelete is sent (once): the mark a resumed run reads in plan_deletion."""
     if status.get("deleteStartTime"):
@@ -454,6 +468,9 @@ def finish_deletion(
     summary = f"deleted {deleted} committed offsets of group {spec.group}; " + outcome_counts(tally["byStatus"])
     if errors:
         summary += f" ({', '.join(errors)})"
+    skipped = tally["byStatus"].get(SKIPPED, 0)
+    if skipped:
+        summary += f"; {skipped} skipped (changed since the scan or the backup: see results)"
     reason = Reason(phase)
     if phase == SUCCEEDED:
         conds = (Condition("Ready", "True", reason, summary), Condition("Degraded", "False", Reason.AS_EXPECTED, ""))

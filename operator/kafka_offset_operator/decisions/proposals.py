@@ -15,9 +15,10 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from offset_expiry.codec import partition_for
 from offset_expiry.policy import Protection
 from offset_expiry.rules import Reason
 
@@ -68,6 +69,8 @@ class Proposal:
     broker_expires_at: int | None  # the earliest the broker itself would expire one of them
     delete_group: bool = False  # DeleteGroups for the whole group (the offsets are all it has)
     require_topics_deleted: bool = False  # ... and only while they are all of deleted topics
+    commit_times: Mapping[TP, int] = field(default_factory=dict)  # each offset's commit timestamp, as scanned
+    group_state: str = ""  # the group's state as scanned
 
     @property
     def topics(self) -> dict[str, list[int]]:
@@ -106,6 +109,8 @@ def proposals(candidates: Iterable[ScannedOffset]) -> list[Proposal]:
             offsets={r.tp: r.offset for r in rows},
             reasons={r.tp: r.reason for r in rows},
             broker_expires_at=min(expiries) if expiries else None,
+            commit_times={r.tp: r.commit_timestamp for r in rows if r.commit_timestamp > 0},
+            group_state=rows[0].group_state,
         ))
     return out
 
@@ -153,8 +158,7 @@ def recheck(proposal: Proposal, live: GroupInfo, committed: Mapping[TP, Committe
             skipped.append(Skip(group, tp[0], tp[1], why))
     if not keep:
         return Recheck(None, tuple(skipped))
-    kept = Proposal(group, proposal.group_type, keep, {tp: proposal.reasons[tp] for tp in keep},
-                    proposal.broker_expires_at)
+    kept = replace(proposal, offsets=keep, reasons={tp: proposal.reasons[tp] for tp in keep})
     return Recheck(kept, tuple(skipped))
 
 
@@ -219,7 +223,10 @@ def _why_not(proposal: Proposal, tp: TP, live: GroupInfo, now: Committed | None,
 def child_name(policy: str, proposal: Proposal) -> str:
     """Deterministic: the same group with the same scanned offsets gets the same name, so a re-run (or a
     second operator visit) finds the existing OffsetDeletion instead of making another."""
-    offsets = sorted([t, p, o] for (t, p), o in proposal.offsets.items())
+    # The scanned commit times are part of the proposal: a group that committed the same offsets again (its
+    # deletion was Skipped for it) and went stale again is a new proposal, not the finished one.
+    offsets = sorted([t, p, o, *([proposal.commit_times[(t, p)]] if (t, p) in proposal.commit_times else [])]
+                     for (t, p), o in proposal.offsets.items())
     # A whole-group deletion is another object than an OffsetDelete of the same offsets.
     content = json.dumps([proposal.group, offsets, "DeleteGroups"] if proposal.delete_group else [proposal.group, offsets])
     digest = hashlib.sha256(content.encode()).hexdigest()[:10]
@@ -252,9 +259,12 @@ class Approvals:
 
 
 def child_manifest(policy_body: Mapping[str, Any], proposal: Proposal, mode: Mode, scan_time_ms: int,
-                   approvals: Approvals = Approvals()) -> dict[str, Any]:
+                   approvals: Approvals = Approvals(), snapshot: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The OffsetDeletion for one proposal: using the policy's connection (policyRef), approved only in Auto
-    mode, carrying the scanned offsets so the deletion skips what was committed since.
+    mode, carrying the facts of the scan (spec.scan: the end offset the scan read of the group's
+    __consumer_offsets partition, from the report's `snapshot` {partition: end offset}; each offset's commit
+    timestamp and rule) so that right before deleting the operator reads only what the group wrote since and
+    skips whatever changed, a re-commit of the same offset included (decisions/fresh_verdict.py).
 
     No ownerReference to the policy: Kubernetes would garbage-collect the child with its policy (a GitOps
     prune), finished deletions and their results included. Provenance is the policy label (which policy by
@@ -281,13 +291,29 @@ def child_manifest(policy_body: Mapping[str, Any], proposal: Proposal, mode: Mod
             "group": proposal.group,
             "topics": [{"name": t, "partitions": ps} for t, ps in proposal.topics.items()],
             "expectedOffsets": [
-                {"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(proposal.offsets.items())
+                {"topic": t, "partition": p, "offset": o, "reason": proposal.reasons[(t, p)],
+                 **({"commitTimestamp": proposal.commit_times[(t, p)]} if (t, p) in proposal.commit_times else {})}
+                for (t, p), o in sorted(proposal.offsets.items())
             ],
+            **({"scan": scan} if (scan := scan_facts(proposal, scan_time_ms, snapshot)) else {}),
             **approvals.fields(mode),
             **({"deleteGroup": True} if proposal.delete_group else {}),
             **({"requireTopicsDeleted": True} if proposal.require_topics_deleted else {}),
         },
     }
+
+
+def scan_facts(proposal: Proposal, scan_time_ms: int, snapshot: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """spec.scan: the group's __consumer_offsets partition (abs(javaHashCode(groupId)) % partitions, as
+    GroupCoordinatorService.partitionFor) and where the scan's snapshot of it ended; None without a snapshot."""
+    if not snapshot:
+        return None
+    partition = partition_for(proposal.group, len(snapshot))
+    end = snapshot.get(str(partition))  # the report keys partitions as JSON strings
+    if end is None:
+        return None
+    return {"time": iso(scan_time_ms), "offsetsPartition": partition, "offsetsEndOffset": int(end),
+            "groupType": proposal.group_type, **({"groupState": proposal.group_state} if proposal.group_state else {})}
 
 
 REBASE_REASON = "KeepAliveRebase"
@@ -323,12 +349,12 @@ def rebase_state(child: Mapping[str, Any] | None, policy_body: Mapping[str, Any]
 
 
 def children(policy_body: Mapping[str, Any], kept: Sequence[Proposal], mode: Mode, scan_time_ms: int,
-             approvals: Approvals = Approvals()) -> list[dict[str, Any]]:
+             approvals: Approvals = Approvals(), snapshot: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """DryRun proposes nothing; Approve and Auto one OffsetDeletion per group, or several for a group whose
     candidates do not fit one (`split`)."""
     if mode is Mode.DRY_RUN:
         return []
-    return [child_manifest(policy_body, part, mode, scan_time_ms, approvals) for p in kept
+    return [child_manifest(policy_body, part, mode, scan_time_ms, approvals, snapshot) for p in kept
             for part in ([p] if p.delete_group else split(p))]
 
 
@@ -348,7 +374,9 @@ def split(proposal: Proposal, max_partitions: int = MAX_PARTITIONS, max_topics: 
     size = 0
     for tp in sorted(proposal.offsets):
         offset = proposal.offsets[tp]
-        cost = len(json.dumps({"topic": tp[0], "partition": tp[1], "offset": offset})) + len(str(tp[1])) + 2
+        entry = {"topic": tp[0], "partition": tp[1], "offset": offset, "reason": proposal.reasons.get(tp, ""),
+                 "commitTimestamp": proposal.commit_times.get(tp, 0)}  # as child_manifest writes it
+        cost = len(json.dumps(entry)) + len(str(tp[1])) + 2
         new_topic = tp[0] not in topics
         cost += len(json.dumps({"name": tp[0], "partitions": []})) if new_topic else 0
         if current and (len(current) >= max_partitions or (new_topic and len(topics) >= max_topics)
@@ -363,8 +391,7 @@ def split(proposal: Proposal, max_partitions: int = MAX_PARTITIONS, max_topics: 
         parts.append(current)
     if len(parts) <= 1:
         return [proposal]
-    return [Proposal(proposal.group, proposal.group_type, part, {tp: proposal.reasons[tp] for tp in part},
-                     proposal.broker_expires_at) for part in parts]
+    return [replace(proposal, offsets=part, reasons={tp: proposal.reasons[tp] for tp in part}) for part in parts]
 
 
 def approve_existing(mode: Mode, child: Mapping[str, Any] | None, policy_body: Mapping[str, Any]) -> bool:

@@ -31,6 +31,7 @@ from ..model.reasons import Reason
 from . import step_outcomes as shared
 from .conditions import Condition, find
 from .deletion_steps import RESULTS_BUDGET, bounded_results
+from .fresh_verdict import Verdict
 from .kafka_answers import EXPLAIN
 from .reset_plan import ResetPlan, ResetTarget
 from .step_outcomes import Event, Outcome, frozen_fields, own_spec_invalid
@@ -309,8 +310,11 @@ def undo_of(namespace: str, name: str, approved_spec: Mapping[str, Any], backup:
 
 
 def backup_taken(status: Mapping[str, Any], record: BackupRecord, plan: ResetPlan, target: Mapping[str, Any],
-                 undo: Mapping[str, str], now: str, generation: int | None) -> Outcome:
-    """The backup is stored (and read back): the reset is Running; the plan shown is the one committed."""
+                 undo: Mapping[str, str], now: str, generation: int | None,
+                 offsets_log: Mapping[str, int] | None = None) -> Outcome:
+    """The backup is stored (and read back): the reset is Running; the plan shown is the one committed.
+    `offsets_log`: where the group's __consumer_offsets partition ended before the backup was read (the
+    re-check before the commit reads the group's records from there)."""
     message = (f"backed up {record.partitions} committed offsets of group {record.group} to ConfigMap {record.name}; "
                f"resetting {len(plan.to_commit)} partitions to {plan.target.describe()}")
     patch = _conds(status, now, generation, Condition("Ready", "False", Reason.RUNNING, message),
@@ -318,7 +322,8 @@ def backup_taken(status: Mapping[str, Any], record: BackupRecord, plan: ResetPla
     patch.update(phase=RUNNING, startTime=now, target=dict(target), undo=dict(undo),
                  plan=plan_status(plan, now, generation, approved=True),
                  backup={"name": record.name, "takenAt": record.taken_at, "expiresAt": record.expires_at,
-                         "partitions": record.partitions})
+                         "partitions": record.partitions,
+                         **({"offsetsLog": dict(offsets_log)} if offsets_log is not None else {})})
     return Outcome(patch, (Event("Normal", Reason.BACKED_UP, message + record.requested_by.people),))
 
 
@@ -350,6 +355,16 @@ def plan_commit(backup: Mapping[TP, Committed], reset: Mapping[TP, Committed], c
                                    f"{'none' if now is None else now.offset}, backed up "
                                    f"{'none' if before is None else before.offset}); left as is"))
     return CommitPlan(to_commit, tuple(results))
+
+
+def skip_changed(plan: CommitPlan, verdict: Verdict, backup: Mapping[TP, Committed],
+                 current: Mapping[TP, Committed]) -> CommitPlan:
+    """The verdict re-derived from fresh facts (decisions/fresh_verdict.py): a partition the group committed
+    again since the backup, the same offset included, is in use by someone: left as it is (Skipped)."""
+    keep = {tp: c for tp, c in plan.to_commit.items() if verdict.why(tp) is None}
+    skipped = tuple(_result(tp, SKIPPED, backup.get(tp), current.get(tp), f"left as is: {verdict.why(tp)}")
+                    for tp in sorted(plan.to_commit) if verdict.why(tp) is not None)
+    return CommitPlan(keep, (*plan.results, *skipped))
 
 
 def commit_started(status: Mapping[str, Any], now: str) -> Outcome:

@@ -46,7 +46,6 @@ from .api import (
 )
 
 INT32_MAX = 2**31 - 1  # Kafka's partition numbers, Spark's cores and instances
-INT64_MAX = 2**63 - 1  # Kafka's offsets
 # An int64 field says so by its format, with no maximum: the API server holds a schema's bounds as float64,
 # where 2**63 - 1 rounds up to 2**63, and then refuses every value of the field ("Maximum boundary value
 # must be of type integer", kube-openapi 1.36, seen on a real kube-apiserver). A number past int64 is no
@@ -625,9 +624,22 @@ def _deletion_spec() -> Schema:
                         "minimum": 0,
                         "description": "The offset the scan saw.",
                     },
+                    "commitTimestamp": {
+                        **INT64,
+                        "minimum": 0,
+                        "description": "When the scan saw it committed (epoch ms): the commit the scan's verdict "
+                                       "was drawn from.",
+                    },
+                    "reason": {
+                        "type": "string",
+                        "maxLength": 64,
+                        "description": "The policy rule that made it a candidate (EmptyGroup, Standalone, "
+                                       "UnsubscribedTopic, StaleGroup, DeletedTopic).",
+                    },
                 },
             },
         },
+        "scan": SCAN_FACTS,
         **_group_deletion_spec(),
         "approved": {
             "type": "boolean",
@@ -746,6 +758,29 @@ def _result_items(statuses: list[str], status_description: str, error_example: s
     }
 
 
+# spec.scan of an OffsetDeletion a policy proposed: the facts its verdict was drawn from, so the re-check
+# right before Kafka is changed reads only what happened since (decisions/fresh_verdict.py).
+SCAN_FACTS: Schema = {
+    "type": "object",
+    "description": (
+        "Set by the policy that proposed this deletion: where its scan of __consumer_offsets ended for this "
+        "group, and what it saw. Right before deleting, the operator reads the group's records written since "
+        "(from offsetsEndOffset of partition offsetsPartition) and skips whatever changed: a re-commit, the "
+        "same offset included, or the group's metadata rewritten (members, subscriptions)."
+    ),
+    "required": ["offsetsPartition", "offsetsEndOffset"],
+    "properties": {
+        "time": {"type": "string", "format": "date-time", "maxLength": 64, "description": "When the scan ran."},
+        "offsetsPartition": {**_partition(), "description": "The group's __consumer_offsets partition."},
+        "offsetsEndOffset": {**INT64, "minimum": 0,
+                             "description": "The end offset of that partition the scan read up to (exclusive)."},
+        "groupType": {"type": "string", "maxLength": 32,
+                      "description": "The group's kind as the scan saw it: classic, consumer (KIP-848), streams."},
+        "groupState": {"type": "string", "maxLength": 32, "description": "The group's state as the scan saw it."},
+    },
+}
+
+
 def _backup_status(description: str, offsets: Schema | None = None) -> Schema:
     """status.backup: the backup store's ConfigMap this object's backup is in (and, for an OffsetDeletion,
     a copy of its offsets)."""
@@ -757,6 +792,17 @@ def _backup_status(description: str, offsets: Schema | None = None) -> Schema:
             "takenAt": _time("When the backup was read (OffsetFetch)."),
             "expiresAt": _time("When the backup store deletes the backup."),
             "partitions": _count("How many partitions the backup holds."),
+            "offsetsLog": {
+                "type": "object",
+                "description": (
+                    "Where the group's __consumer_offsets partition ended right before the backup was read: the "
+                    "re-check right before the change reads the group's records from here (from spec.scan's end "
+                    "offset, when a policy's scan is older), so a commit after the backup is seen."),
+                "properties": {
+                    "partition": _count("The group's __consumer_offsets partition."),
+                    "offset": _count("Its end offset then."),
+                },
+            },
             **({"offsets": offsets} if offsets is not None else {}),
         },
     }

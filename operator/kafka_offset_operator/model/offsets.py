@@ -97,3 +97,30 @@ class KafkaFailure(Exception):
         self.code = code
         self.message = message
         self.retriable = retriable
+
+
+@dataclass(frozen=True)
+class ModernMember:
+    """A member of a KIP-848 consumer group (ConsumerGroupDescribe) or a streams group (StreamsGroupDescribe)."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    topics: tuple[str, ...] = ()  # subscribed topic names (consumer groups)
+    regex: str | None = None  # the subscribed regular expression (consumer groups), resolved or not
+
+
+@dataclass(frozen=True)
+class ModernGroup:
+    """A KIP-848 or streams group as its describe API shows it (DescribeGroups shows them as Dead). `kind`:
+    "consumer" or "streams"; a group of that kind that does not exist has state "Dead"."""
+
+    group_id: str
+    kind: str
+    state: str
+    members: tuple[ModernMember, ...] = ()
+    source_topics: frozenset[str] = frozenset()  # streams: the topology's source topics
+
+    @property
+    def exists(self) -> bool:
+        return self.state != "Dead"

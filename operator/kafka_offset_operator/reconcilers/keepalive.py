@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..adapters.kafka_admin import KafkaAdmin
+from ..decisions.fresh_verdict import FreshFacts, rebase_premise_gone, recommitted_since
 from ..decisions.keepalive import (
     KeepAlivePlan,
     Method,
@@ -27,6 +28,7 @@ from ..decisions.keepalive import (
 from ..model.offsets import TP, Committed, GroupInfo, group_busy
 from ..model.reasons import Reason
 from ..model.report import ScannedOffset
+from .fresh_facts import since_scan
 
 RECOMMITTED = "Recommitted"
 REBASED = "Rebased"
@@ -35,6 +37,7 @@ BLOCKED = "Blocked"
 PROPOSED = "Proposed"  # Approve: the rebase waits as an OffsetDeletion (or Auto approved one that waited)
 WOULD_RECOMMIT = "WouldRecommit"  # DryRun: what a policy that acts would do
 WOULD_REBASE = "WouldRebase"
+UNNEEDED = "Unneeded"  # the fresh facts say the group kept itself alive since the scan: nothing done
 
 
 class BackupStore(Protocol):
@@ -60,8 +63,8 @@ class KeepAliveResult:
 
     @property
     def preview(self) -> bool:
-        """Only said, not done (DryRun): no Event, no metric."""
-        return self.outcome in (WOULD_RECOMMIT, WOULD_REBASE)
+        """Only said, nothing done (DryRun, or not needed after all): no Event, no metric."""
+        return self.outcome in (WOULD_RECOMMIT, WOULD_REBASE, UNNEEDED)
 
     @property
     def reason(self) -> Reason:
@@ -80,11 +83,13 @@ Proposer = Callable[[str, Mapping[TP, Committed]], "KeepAliveResult | None"]
 
 
 def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, write: bool = True,
-              propose: Proposer | None = None) -> KeepAliveResult | None:
+              propose: Proposer | None = None, fresh: FreshFacts | None = None) -> KeepAliveResult | None:
     """One plan. Kafka failures of a whole request raise KafkaFailure (the run retries later). Without
     `write`, only reads: what would be done, with the offsets it would concern. With `propose`, a rebase
     (which deletes the group for a moment) is handed to it instead of done here; a re-commit of unchanged
-    offsets is not (it changes only their commit time)."""
+    offsets is not (it changes only their commit time). `fresh`: the group's records since the scan
+    (decisions/fresh_verdict.py): a rebase whose premise is gone is neither done nor proposed, and
+    partitions the group committed itself since are not re-committed."""
     if not write and plan.method is not None:
         offsets = len(admin.committed_offsets(plan.group))
         if not offsets:
@@ -92,8 +97,11 @@ def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, wri
         outcome = WOULD_REBASE if plan.method is Method.REBASE else WOULD_RECOMMIT
         return KeepAliveResult(plan.group, outcome, 0, preview(plan.method, offsets))
     if plan.method is Method.RECOMMIT:
-        return _recommit(admin, plan.group)
+        return _recommit(admin, plan.group, recommitted_since(fresh) if fresh is not None else {})
     if plan.method is Method.REBASE:
+        gone = rebase_premise_gone(fresh) if fresh is not None else None
+        if gone is not None:
+            return KeepAliveResult(plan.group, UNNEEDED, 0, f"not rebased this run: {gone}")
         if propose is not None:
             live = admin.committed_offsets(plan.group)
             if not live:
@@ -107,11 +115,15 @@ def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, wri
     return None
 
 
-def _recommit(admin: KafkaAdmin, group: str) -> KeepAliveResult:
+def _recommit(admin: KafkaAdmin, group: str, fresh: Mapping[TP, str]) -> KeepAliveResult:
     # The live offsets, not the scanned ones: a keep-alive never moves a group back.
-    offsets = admin.committed_offsets(group)
-    if not offsets:
+    live = admin.committed_offsets(group)
+    if not live:
         return KeepAliveResult(group, BLOCKED, 0, "no committed offsets left to keep alive")
+    offsets = {tp: c for tp, c in live.items() if tp not in fresh}  # committed by the group since the scan
+    if not offsets:
+        return KeepAliveResult(group, UNNEEDED, 0, f"not re-committed: the group committed all {len(live)} "
+                               f"offsets itself since the scan ({next(iter(fresh.values()))})")
     answers = admin.commit_offsets(group, offsets)
     errors = sorted({e for e in answers.values() if e is not None})
     done = sum(1 for e in answers.values() if e is None)
@@ -120,6 +132,8 @@ def _recommit(admin: KafkaAdmin, group: str) -> KeepAliveResult:
         return KeepAliveResult(group, BLOCKED, 0, "it has members; Kafka accepts an admin OffsetCommit only "
                                f"while a group has none ({busy[0]})")
     text = f"re-committed {done} offsets (expiry restarts from now)"
+    if len(offsets) < len(live):
+        text += f"; {len(live) - len(offsets)} committed by the group itself since the scan left as they are"
     if errors:
         text += f"; {len(answers) - done} refused: {', '.join(errors)}"
     return KeepAliveResult(group, RECOMMITTED, done, text)
@@ -187,16 +201,21 @@ def resume_interrupted(admin: KafkaAdmin, store: BackupStore, *, write: bool = T
 
 
 def run_pass(admin: KafkaAdmin, store: BackupStore, protected: Iterable[ScannedOffset], now_ms: int,
-             lead: int, *, write: bool = True, propose: Proposer | None = None) -> list[KeepAliveResult]:
+             lead: int, *, write: bool = True, propose: Proposer | None = None,
+             snapshot: Mapping[str, Any] | None = None, timeout_ms: int = 10_000) -> list[KeepAliveResult]:
     """One keep-alive pass after an analysis: finish interrupted rebases, then handle every protected group
-    that is due (see keepalive.plan_group). `write=False` (DryRun): the same decisions, reported, not done."""
+    that is due (see keepalive.plan_group). `write=False` (DryRun): the same decisions, reported, not done.
+    `snapshot` (the report's {partition: end offset}): before acting on a group, its records since the scan
+    are read (fresh_facts.since_scan), so a group that kept itself alive meanwhile is left alone."""
     results = resume_interrupted(admin, store, write=write)
     touched = {r.group for r in results}
     for group in protected_groups(protected):
         if group.group in touched or not needs_live_view(group, now_ms, lead):
             continue
         live = admin.describe_group(group.group) if group.group_type == "classic" else GroupInfo(group.group, "Unknown")
-        result = carry_out(admin, store, plan_group(group, live, now_ms, lead), write=write, propose=propose)
+        plan = plan_group(group, live, now_ms, lead)
+        fresh = since_scan(admin, group.group, snapshot, timeout_ms) if write and plan.acts and snapshot else None
+        result = carry_out(admin, store, plan, write=write, propose=propose, fresh=fresh)
         if result is not None:
             results.append(result)
     return results

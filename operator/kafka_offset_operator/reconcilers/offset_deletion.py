@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from offset_expiry.errors import SpecError
@@ -24,12 +25,14 @@ from ..decisions.approval import approval_of
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_spec import DeletionSpec, parse_spec
 from ..decisions.deletion_steps import Step
+from ..decisions.fresh_verdict import Verdict, rederive
 from ..decisions.times import iso, parse_iso
 from ..engines.job import CancelFlag
 from ..model.api import DELETION_KIND, DELETIONS
 from ..model.backups import Action, BackupError, BackupRecord, Requester, parse_backup
-from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
+from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, GroupInfo, KafkaFailure
 from ..model.reasons import Reason
+from .fresh_facts import log_position, read_facts
 from .visits import ObjectVisits, connection_where
 from .visits import generation_of as _generation
 from .visits import now as _now
@@ -117,6 +120,9 @@ class DeletionReconciler(ObjectVisits):
 
     def _backup(self, body: dict[str, Any], spec: DeletionSpec, kafka: Mapping[str, Any], status: dict[str, Any],
                 admin: KafkaAdmin) -> dict[str, Any]:
+        # Where the group's __consumer_offsets partition ends BEFORE the offsets are read: the re-check right
+        # before the change reads every record of the group from here, so nothing committed after it is missed.
+        offsets_log = log_position(admin, spec.group, self.options.kafka_timeout_ms)
         group = admin.describe_group(spec.group)
         committed = admin.committed_offsets(spec.group)
         now = _now()
@@ -131,12 +137,13 @@ class DeletionReconciler(ObjectVisits):
             return status
         cluster_id = admin.cluster_id()
         stored = self.store.write(self._record(body, Action.DELETE, cluster_id, admin, spec.group, plan.offsets,
-                                               "approved OffsetDeletion", now))
+                                               "approved OffsetDeletion", now, extra={"offsetsLog": offsets_log}))
         target = steps.target_of(body.get("spec") or {}, kafka, cluster_id, admin.settings.bootstrap_servers)
         audit.log.info("BackedUp %s/%s group=%s cluster=%s partitions=%d backup=%s", body["metadata"]["namespace"],
                        body["metadata"]["name"], stored.group, cluster_id, stored.partitions, stored.name)
         return self._apply(body, steps.backup_taken(status, stored, plan, target, now, _generation(body),
-                                                    inline_limit=self.options.large_backup_partitions), status)
+                                                    inline_limit=self.options.large_backup_partitions,
+                                                    offsets_log=offsets_log), status)
 
     def _delete(self, body: dict[str, Any], spec: DeletionSpec, status: dict[str, Any], admin: KafkaAdmin,
                 stop: CancelFlag | None) -> dict[str, Any]:
@@ -144,12 +151,15 @@ class DeletionReconciler(ObjectVisits):
             return self._delete_group(body, spec, status, admin, stop)
         backup = self._load_backup(body, status)
         group_id = status["target"]["group"] if status.get("target") else spec.group
-        admin.describe_group(group_id)  # the live re-check also proves the coordinator answers
+        live = admin.describe_group(group_id)  # the live re-check also proves the coordinator answers
         current = admin.committed_offsets(group_id)
         todo = steps.plan_deletion(backup, current, started=bool(status.get("deleteStartTime")))
         gone = [(r["topic"], r["partition"]) for r in todo.results if r["status"] == steps.DELETED]
         audit.confirmed("OffsetDelete", body, group_id, {tp: backup[tp] for tp in gone}, None,
                         (status.get("backup") or {}).get("name"))  # sent by an earlier attempt: at-least-once
+        if todo.to_delete:
+            verdict = self._rederive(admin, spec, status, group_id, live, todo.to_delete, whole_group=False)
+            todo = steps.apply_verdict(todo, verdict)
         answers: dict[TP, str | None] = {}
         top_error: str | None = None
         if todo.to_delete:
@@ -193,6 +203,8 @@ class DeletionReconciler(ObjectVisits):
         else:
             topics = admin.topic_names() if spec.require_topics_deleted else None
             problem = steps.group_deletion_problem(spec, live, current, backup, topics)
+            if problem is None:
+                problem = self._rederive(admin, spec, status, group_id, live, sorted(current), whole_group=True).group
             if problem is not None:
                 outcome = steps.group_not_deleted(spec, status, current, problem, now, generation)
                 audit.log.info("NotDeleted %s/%s group=%s: %s", body["metadata"]["namespace"],
@@ -264,6 +276,23 @@ class DeletionReconciler(ObjectVisits):
             metrics.restore_finished("Restored" if not status.get("restoreResults") or all(
                 r["status"] != steps.FAILED_RESULT for r in status["restoreResults"]) else "Incomplete")
         return status
+
+    # -- the verdict from fresh facts (decisions/fresh_verdict.py)
+
+    def _rederive(self, admin: KafkaAdmin, spec: DeletionSpec, status: Mapping[str, Any], group: str,
+                  live: GroupInfo, partitions: list[TP] | tuple[TP, ...], *, whole_group: bool) -> Verdict:
+        """Right before the change: the group's records since the scan (or since the backup was read) and its
+        state now, and what they say must not be touched. A failure to read them raises KafkaFailure
+        (retried): nothing is changed on facts that could not be read."""
+        facts = read_facts(admin, group, live, spec.scan, status.get("backup") or {}, self.options.kafka_timeout_ms)
+        if spec.scan is not None and spec.scan.group_type in ("consumer", "streams") and not live.exists:
+            # DescribeGroups shows KIP-848 and streams groups as Dead: their own describe API tells
+            facts = replace(facts, modern=admin.describe_modern_group(group, spec.scan.group_type))
+        verdict = rederive(partitions, facts, spec.reasons, proposed=spec.scan is not None, whole_group=whole_group)
+        if verdict.group is not None or verdict.partitions:
+            audit.log.info("Changed group=%s since %s: %s", group, facts.since_what, verdict.group or "; ".join(
+                f"{t}-{p}: {w}" for (t, p), w in sorted(verdict.partitions.items())))
+        return verdict
 
     # -- helpers
 

@@ -33,6 +33,7 @@ from ..decisions.deletion_steps import (
     spec_problem,
     target_of,
 )
+from ..decisions.fresh_verdict import rederive
 from ..decisions.reset_plan import (
     ResetPlan,
     ResetRefused,
@@ -51,6 +52,7 @@ from ..model.api import RESET_KIND, RESETS
 from ..model.backups import Action, BackupError, BackupRecord, Requester
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
 from ..model.reasons import Reason
+from .fresh_facts import log_position, read_facts
 from .reset_reads import read_plan
 from .visits import ObjectVisits, connection_where
 from .visits import generation_of as _generation
@@ -231,6 +233,7 @@ class ResetReconciler(ObjectVisits):
         if group.active:
             return self._apply(body, steps.members_present(status, group, self.options.retry_interval, _now(),
                                                            generation), status)
+        offsets_log = log_position(admin, spec.group, self.options.kafka_timeout_ms)  # before the plan's OffsetFetch
         plan = self._plan(meta["namespace"], spec, admin)
         now = _now()
         if plan.refusal is not None:
@@ -247,14 +250,15 @@ class ResetReconciler(ObjectVisits):
                                    "approved OffsetReset", who.requested_by, who.approved_by),
             taken_at=now, expires_at=expires,
             extra={steps.RESET_TO: steps.reset_to(plan), "target": plan.target.describe(),
-                   "uncommitted": steps.uncommitted(plan)})
+                   "uncommitted": steps.uncommitted(plan), "offsetsLog": offsets_log})
         stored = self.store.write(record)
         target = target_of(body.get("spec") or {}, kafka, cluster_id, admin.settings.bootstrap_servers)
         undo = steps.undo_of(meta["namespace"], meta["name"], target["spec"], stored.name,
                              admin.settings.bootstrap_servers, steps.added_offsets(plan))
         audit.log.info("BackedUp %s/%s group=%s cluster=%s partitions=%d backup=%s", meta["namespace"], meta["name"],
                        stored.group, cluster_id, stored.partitions, stored.name)
-        return self._apply(body, steps.backup_taken(status, stored, plan, target, undo, now, generation), status)
+        return self._apply(body, steps.backup_taken(status, stored, plan, target, undo, now, generation, offsets_log),
+                           status)
 
     def _commit(self, body: dict[str, Any], spec: ResetSpec, status: dict[str, Any], admin: KafkaAdmin,
                 stop: CancelFlag | None) -> dict[str, Any]:
@@ -278,6 +282,13 @@ class ResetReconciler(ObjectVisits):
         done = [(r["topic"], r["partition"]) for r in todo.results if r["status"] == steps.RESET]
         audit.confirmed("OffsetCommit", body, group_id, {tp: record.offsets[tp] for tp in done if tp in record.offsets},
                         {tp: reset[tp] for tp in done}, record.name)  # sent by an earlier attempt: at-least-once
+        if todo.to_commit:  # committed again since the backup, the same offset included: in use, left as is
+            facts = read_facts(admin, group_id, group, None, status.get("backup") or {}, self.options.kafka_timeout_ms)
+            verdict = rederive(todo.to_commit, facts, {}, proposed=False)
+            if verdict.partitions:
+                audit.log.info("Changed group=%s since %s: %s", group_id, facts.since_what, "; ".join(
+                    f"{t}-{p}: {w}" for (t, p), w in sorted(verdict.partitions.items())))
+            todo = steps.skip_changed(todo, verdict, record.offsets, current)
         answers: dict[TP, str | None] = {}
         if todo.to_commit:
             self._check_not_deleted(body, stop)

@@ -291,7 +291,8 @@ class PolicyRunner:
             metrics.analysis_finished(spec.engine.value, "Succeeded", (self.now_ms() - started) / 1000)
             with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
                 kept, skipped = self._recheck(admin, spec, report)
-                created, existing = self._propose(body, spec, kept, started, cancel, refused)
+                created, existing = self._propose(body, spec, kept, started, cancel, refused,
+                                                  report.summary.get("snapshot"))
                 # A stopping (or, for a peer, pausing) operator starts no keep-alive pass: the next one does it.
                 kept_alive = [] if cancel.is_set() else self._keep_alive(admin, body, spec, report, retention_ms)
         except Cancelled:
@@ -366,11 +367,11 @@ class PolicyRunner:
         return kept, skipped
 
     def _propose(self, body: dict[str, Any], spec: PolicySpec, kept: list[proposals.Proposal], scan_ms: int,
-                 cancel: CancelFlag, refused: list[str]) -> tuple[int, int]:
+                 cancel: CancelFlag, refused: list[str], snapshot: Mapping[str, Any] | None = None) -> tuple[int, int]:
         """Create the run's OffsetDeletions; `refused` gets one line per proposal the API server refused."""
         created = existing = 0
         approvals = proposals.Approvals(self.options.user, spec.separate_approver)
-        for child in proposals.children(body, kept, spec.mode, scan_ms, approvals):
+        for child in proposals.children(body, kept, spec.mode, scan_ms, approvals, snapshot):
             if cancel.is_set():  # the policy is being deleted (or the operator stops): propose nothing more
                 raise Cancelled()
             meta = child["metadata"]
@@ -408,7 +409,8 @@ class PolicyRunner:
                               self.options.backup_retention_s, self.options.user)
         lead = keepalive.lead_ms(retention_ms, spec.interval_ms)
         results = run_pass(admin, store, report.protected, self.now_ms(), lead, write=spec.writes_to_kafka,
-                           propose=self._rebase_proposer(body, spec))
+                           propose=self._rebase_proposer(body, spec), snapshot=report.summary.get("snapshot"),
+                           timeout_ms=self.options.kafka_timeout_ms)
         for result in results:
             if result.preview:  # DryRun: said in the Ready condition; no Event, no count (nothing happened)
                 continue

@@ -10,6 +10,7 @@ import kafka.errors as Errors
 from .classic import ClassicGroup, GroupState
 from .errors import GroupError
 from .messages import DeletedGroup, DescribedGroup, DescribedMember, ListedGroup
+from .modern import ConsumerGroup
 from .offset_manager import OffsetManager, group_tombstones
 from .state import CoordinatorState, Group
 
@@ -69,6 +70,19 @@ class GroupAdmin:
                 )
             else:
                 out.append(DescribedGroup(group_id, "Dead"))
+        return out
+
+    def describe_modern_groups(self, group_ids: Iterable[str], kind: str) -> list[tuple[str, ConsumerGroup | None]]:
+        """ConsumerGroupDescribe (`kind` "consumer") and StreamsGroupDescribe ("streams"):
+        GroupMetadataManager.consumerGroupDescribe / streamsGroupDescribe describe each group of that type
+        (ConsumerGroup.asDescribedGroup, StreamsGroup.asDescribedGroup) and answer GROUP_ID_NOT_FOUND for a
+        group that does not exist or is of another type (`consumerGroup(groupId)` throws
+        GroupIdNotFoundException "Group %s is not a consumer group"). None stands for that answer."""
+        out: list[tuple[str, ConsumerGroup | None]] = []
+        for group_id in group_ids:
+            group = self.s.groups.get(group_id)
+            found = group if isinstance(group, ConsumerGroup) and group.group_type == kind else None
+            out.append((group_id, found))
         return out
 
     def delete_groups(self, group_ids: Iterable[str]) -> list[DeletedGroup]:

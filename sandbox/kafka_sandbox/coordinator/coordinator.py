@@ -39,6 +39,7 @@ from .messages import (
     SyncGroupResponse,
     TopicResult,
 )
+from .modern import ConsumerGroup
 from .offset_manager import OffsetManager, TopicView
 from .pending import Pending
 from .state import CoordinatorConfig, CoordinatorState, Liveness, RecordSink, TimestampedRecord, never_live
@@ -184,6 +185,10 @@ class GroupCoordinator:
     def describe_groups(self, group_ids: Iterable[str], api_version: int = 5) -> list[DescribedGroup]:
         with self._operation():
             return self.admin.describe_groups(group_ids, api_version)
+
+    def describe_modern_groups(self, group_ids: Iterable[str], kind: str) -> list[tuple[str, ConsumerGroup | None]]:
+        with self._operation():
+            return self.admin.describe_modern_groups(group_ids, kind)
 
     def delete_groups(self, group_ids: Iterable[str]) -> list[DeletedGroup]:
         with self._operation():

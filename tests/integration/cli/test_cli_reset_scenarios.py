@@ -315,3 +315,59 @@ def test_from_file_plans_as_kafkas_tool_in_both_csv_forms(capsys: pytest.Capture
     code, out, err = reset(capsys, world, kubeconfig, "--from-file", str(csv))
     assert (code, err) == (0, ""), err
     assert plan_of(out) == want, out
+
+
+# -- a re-commit of the same offset while the command runs: on the sandbox, which holds the OffsetFetch (`faults`)
+
+
+def _recommit_during_the_reread(world: Kafka) -> tuple[Any, threading.Thread]:
+    """Right before the commit (the second OffsetFetch of billing) orders-1's consumer commits its unchanged
+    position (1, as planned and backed up): a standalone consumer using it."""
+    assert world.sandbox is not None
+    held = world.sandbox.faults.hold("OffsetFetch", group="billing", after=1)
+
+    def commit_meanwhile() -> None:
+        try:
+            held.wait(10)
+        except AssertionError:
+            return
+        admin_commit(world.bootstrap_servers, "billing", {O1: 1})
+        held.release()
+
+    meanwhile = threading.Thread(target=commit_meanwhile)
+    meanwhile.start()
+    return held, meanwhile
+
+
+def test_a_re_commit_of_the_same_offset_after_the_plan_was_read_is_not_overwritten(
+        capsys: pytest.CaptureFixture[str], sandbox_world: Kafka, kubeconfig: Path) -> None:
+    """The value is what the plan read, but the commit is new: Kafka keeps that offset alive from it, and
+    someone uses it. The group's records since the plan was read tell (decisions/fresh_verdict.py): skipped,
+    saying so; the other partition is reset."""
+    world = sandbox_world
+    _, meanwhile = _recommit_during_the_reread(world)
+    try:
+        code, out, err = reset(capsys, world, kubeconfig, "--all-topics", "--to-earliest", "--execute")
+    finally:
+        world.sandbox.faults.clear()
+        meanwhile.join(30)
+    assert (code, err) == (0, ""), err
+    assert committed(world.bootstrap_servers, "billing") == {O0: 2, O1: 1}
+    row = [line for line in out.splitlines() if line.split()[:3] == ["billing", "orders", "1"]][-1]
+    assert "committed again" in row and "since the plan was read" in row, row
+    assert "committed 1 offsets of group billing; 1 skipped" in out and "--overwrite-newer" in out
+
+
+def test_overwrite_newer_commits_over_it_and_says_so_loudly(
+        capsys: pytest.CaptureFixture[str], sandbox_world: Kafka, kubeconfig: Path) -> None:
+    world = sandbox_world
+    _, meanwhile = _recommit_during_the_reread(world)
+    try:
+        code, out, err = reset(capsys, world, kubeconfig, "--all-topics", "--to-earliest", "--execute",
+                               "--overwrite-newer")
+    finally:
+        world.sandbox.faults.clear()
+        meanwhile.join(30)
+    assert (code, err) == (0, ""), err
+    assert committed(world.bootstrap_servers, "billing") == {O0: 2, O1: 0}
+    assert "WARNING: --overwrite-newer: committing over 1 partitions" in out and "orders-1" in out

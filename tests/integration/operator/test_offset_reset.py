@@ -44,6 +44,7 @@ from operator_harness import (
 from waiting import wait_until
 
 from kafka_offset_operator.model.backups import Action, BackupRecord, Requester, decode
+from kafka_sandbox import SandboxBroker
 
 pytestmark = pytest.mark.slow  # an operator under Kopf with end-to-end waits
 
@@ -126,6 +127,19 @@ def world(real_kafka: Kafka, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         try:
             operators.start()
             yield World(broker, cluster, Kube(cluster.url), kubeconfig)
+        finally:
+            operators.close()
+
+
+@pytest.fixture
+def sandbox_world(broker: SandboxBroker, tmp_path: Path) -> Iterator[World]:
+    """The same world on the sandbox, for a test that needs its `faults` (a request held at the broker)."""
+    with emulated_cluster() as cluster:
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+        operators = Operators(fast_options(kubeconfig))
+        try:
+            operators.start()
+            yield World(Kafka.of_sandbox(broker), cluster, Kube(cluster.url), kubeconfig)
         finally:
             operators.close()
 
@@ -313,19 +327,22 @@ def test_resumed_after_a_crash_between_the_commit_and_its_results(world: World) 
     world.kube.create(RESETS, reset("resumed", "resumed-app", {"offset": 1}, kafka=world.kafka))
     world.phase("resumed", "AwaitingApproval")
     name = "offset-backup-offsetreset-resumed-reset-test"
+    # When the backup was read: one without status.backup.offsetsLog (an older operator's) is re-checked for
+    # commits since its takenAt, so it must not claim a time before the commits it holds (partition 1's).
+    taken_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
     product = ProductKube(load_config(world.kubeconfig))
     try:
         BackupStore(product).write(BackupRecord(
             name, Action.RESET, None, world.broker.bootstrap_servers, "resumed-app",
             {("resumed", 0): Committed(4), ("resumed", 1): Committed(2), ("resumed", 2): Committed(3)},
             Requester("OffsetReset", NAMESPACE, "resumed", "uid", "approved OffsetReset"),
-            "2026-01-01T00:00:00Z", "2999-01-01T00:00:00Z",
+            taken_at, "2999-01-01T00:00:00Z",
             extra={"resetTo": [["resumed", 0, 1, -1, ""], ["resumed", 1, 1, -1, ""], ["resumed", 2, 5, -1, ""]]}))
     finally:
         product.close()
     world.kube.patch(GROUP_VERSION, RESETS, "resumed", {"status": {
         "phase": "Running", "startTime": "2026-01-01T00:00:00Z", "commitStartTime": "2026-01-01T00:00:01Z",
-        "backup": {"name": name, "takenAt": "2026-01-01T00:00:00Z", "partitions": 3},
+        "backup": {"name": name, "takenAt": taken_at, "partitions": 3},
         "target": {"group": "resumed-app", "kafka": world.kafka, "spec": {"group": "resumed-app", "target": {"offset": 1}}}}},
         subresource="status")
     status = world.phase("resumed", *FINAL)
@@ -394,3 +411,26 @@ def test_a_from_group_reset_that_adds_a_partition_says_so_and_offers_its_deletio
     world.kube.create("offsetdeletions", deletion)
     assert world.kube.wait_for_phase(deletion["metadata"]["name"], *FINAL)["phase"] == "Succeeded"
     assert world.offsets("narrow") == {("wide", 0): 1}
+def test_a_re_commit_of_the_same_offset_after_the_backup_is_not_overwritten(sandbox_world: World) -> None:
+    """A standalone consumer (no membership, so DescribeGroups shows no member) commits its unchanged position
+    between the reset's backup and its commit: it is in use, and Kafka keeps it from that newest commit. The
+    re-check right before the OffsetCommit reads the group's records since the backup and leaves it as is;
+    the other partition is reset (decisions/fresh_verdict.py)."""
+    world = sandbox_world
+    assert world.broker.sandbox is not None
+    make_topics(world.broker, {"recommit": 2}, records_per_partition=6)
+    admin_commit(world.broker.bootstrap_servers, "standalone-reader", {("recommit", 0): 1, ("recommit", 1): 1})
+    # The reset's second DescribeGroups is the one right before its commit (the first is the backup's).
+    held = world.broker.sandbox.faults.hold("DescribeGroups", group="standalone-reader", after=1)
+    world.kube.create(RESETS, reset("recommit", "standalone-reader", {"latest": True}, kafka=world.kafka,
+                                    topics=[{"name": "recommit"}], approved=True))
+    held.wait()
+    admin_commit(world.broker.bootstrap_servers, "standalone-reader", {("recommit", 0): 1})  # same value, new commit
+    held.release()
+    status = world.phase("recommit", "Succeeded", "PartiallyFailed", "Failed")
+    found = {(r["topic"], r["partition"]): r for r in status["results"]}
+    assert found[("recommit", 0)]["status"] == "Skipped", found
+    assert "committed again" in found[("recommit", 0)]["message"]
+    assert found[("recommit", 1)]["status"] == "Reset"
+    assert world.offsets("standalone-reader") == {("recommit", 0): 1, ("recommit", 1): 6}
+    assert status["backup"]["offsetsLog"]["offset"] >= 0

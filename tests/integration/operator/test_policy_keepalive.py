@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 from brokers import make_topics, sandbox_broker, seed_kip848_group
+from kafka import TopicPartition
 from kafka_clients import GroupConsumer, admin_commit, committed, empty_group, member
 from waiting import wait_until
 
@@ -23,7 +24,15 @@ from kafka_offset_operator.decisions.keepalive import lead_ms
 from kafka_offset_operator.model.connection import ConnectionSettings
 from kafka_offset_operator.model.offsets import TP, Committed, GroupInfo
 from kafka_offset_operator.model.report import Report, from_rows
-from kafka_offset_operator.reconcilers.keepalive import BLOCKED, REBASED, RECOMMITTED, RESUMED, run_pass
+from kafka_offset_operator.reconcilers.keepalive import (
+    BLOCKED,
+    REBASED,
+    RECOMMITTED,
+    RESUMED,
+    UNNEEDED,
+    KeepAliveResult,
+    run_pass,
+)
 from kafka_sandbox import SandboxBroker
 from offset_expiry.policy import parse_policy
 from offset_expiry.raw import RawRecord
@@ -227,3 +236,56 @@ def test_an_interrupted_rebase_is_finished_without_overwriting_newer_commits(bro
     assert keep_alive(broker, store) == {"billing-monthly": RESUMED}
     assert committed(broker.bootstrap_servers, "billing-monthly") == {("invoices", 0): 1, ("invoices", 1): 4}  # 0 kept as it was
     assert store.backups == {}
+
+
+# -- the verdict from fresh facts (decisions/fresh_verdict.py): what the group did since the scan
+
+
+def scan_with_snapshot(broker: SandboxBroker) -> Report:
+    """scan(), with the report's snapshot (each __consumer_offsets partition's end offset when it was read), as
+    the analysis reports it and the policy passes it to keep-alive."""
+    with OffsetsTopicReader(broker.bootstrap_servers) as reader:
+        tps = [TopicPartition("__consumer_offsets", p) for p in reader.partitions]
+        ends = reader._consumer.end_offsets(tps)
+        records = [RawRecord(r.partition, r.offset, r.timestamp, r.key, r.value)
+                   for r in reader.records(None, from_beginning=True, follow=False)]
+    report = analyze_records(records, parse_policy(PROTECT), now_ms=broker.clock.now_ms(),
+                             retention_ms=RETENTION_MS, existing_topics=None,
+                             snapshot={tp.partition: int(end) for tp, end in ends.items()})
+    return from_rows(report["summary"], report["offsets"])
+
+
+def keep_alive_after(broker: SandboxBroker, report: Report) -> dict[str, KeepAliveResult]:
+    with admin(broker) as a:
+        results = run_pass(a, MemoryStore(), report.protected, broker.clock.now_ms(), lead_ms(RETENTION_MS, HOUR_MS),
+                           snapshot=report.summary["snapshot"])
+    return {r.group: r for r in results}
+
+
+def test_partitions_the_group_committed_itself_since_the_scan_are_not_re_committed(broker: SandboxBroker) -> None:
+    """A simple group due for a re-commit commits partition 0's unchanged position after the scan: its expiry
+    restarted, so keep-alive re-commits only partition 1 (and does not race the consumer on partition 0)."""
+    make_topics(broker, {"invoices": 2})
+    admin_commit(broker.bootstrap_servers, "batch-standalone", INVOICES)
+    broker.clock.advance(days=4)
+    report = scan_with_snapshot(broker)
+    sent = broker.faults.count("OffsetCommit", group="batch-standalone")
+    admin_commit(broker.bootstrap_servers, "batch-standalone", {("invoices", 0): 3})  # after the scan
+    result = keep_alive_after(broker, report)["batch-standalone"]
+    assert result.outcome == RECOMMITTED and result.partitions == 1, result
+    assert "1 committed by the group itself since the scan left as they are" in result.message
+    assert sent.hits == 2  # the consumer's commit, and keep-alive's of partition 1 alone
+
+
+def test_a_group_that_went_through_a_rebalance_since_the_scan_is_not_rebased(broker: SandboxBroker) -> None:
+    """An Empty consumer group due for a rebase: its consumer ran (joined, committed, left) after the scan,
+    so it became Empty again and its expiry moved. The rebase (DeleteGroups and a re-commit) is not needed:
+    not done; the next run decides from a new scan."""
+    make_topics(broker, {"invoices": 2})
+    empty_group(broker.bootstrap_servers, "billing-monthly", INVOICES)
+    broker.clock.advance(days=4)
+    report = scan_with_snapshot(broker)
+    empty_group(broker.bootstrap_servers, "billing-monthly", INVOICES)  # after the scan
+    result = keep_alive_after(broker, report)["billing-monthly"]
+    assert result.outcome == UNNEEDED and "metadata was rewritten" in result.message, result
+    assert describe(broker, "billing-monthly").protocol_type == "consumer"  # not rebased

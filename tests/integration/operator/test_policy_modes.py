@@ -231,7 +231,7 @@ def test_approve_proposes_the_rebase_and_changes_nothing_in_kafka_until_it_is_ap
     spec = approve.rebase["spec"]
     assert (spec["rebase"], spec["deleteGroup"], spec["restore"], spec["approved"]) == (True, True, True, False)
     assert spec["requestedBy"] == OPERATOR and "approvedBy" not in spec
-    assert spec["expectedOffsets"] == [{"topic": "invoices", "partition": 0, "offset": 5}]
+    assert spec["expectedOffsets"] == [{"topic": "invoices", "partition": 0, "offset": 5, "reason": "KeepAliveRebase"}]
     waiting = approve.rebase["status"]
     assert waiting["phase"] == "AwaitingApproval" and "backup" not in waiting
     assert "plan: keep-alive rebase of protected group billing-monthly" in condition(waiting, "Ready")["message"]
@@ -265,6 +265,21 @@ def test_approve_proposes_one_deletion_per_group_waiting_for_approval(approve: A
     assert all(d["spec"]["approved"] is False for d in proposed.values())
     assert proposed["orders-app"]["spec"]["topics"] == [{"name": "payments", "partitions": [0, 1]}]
     assert set(approve.phases.values()) == {"AwaitingApproval"}
+
+
+def test_proposals_carry_the_facts_of_their_scan(approve: Approve) -> None:
+    """What the re-check right before the delete reads from (decisions/fresh_verdict.py): where the scan
+    ended in the group's __consumer_offsets partition, and each offset's commit time and rule."""
+    from offset_expiry.codec import partition_for
+
+    spec = approve.proposed["orders-app"]["spec"]
+    snapshot = approve.status["lastRun"].get("snapshot")
+    scan = spec["scan"]
+    assert scan["groupType"] == "classic" and scan["offsetsEndOffset"] > 0 and scan["time"]
+    if snapshot:  # the partition count is the snapshot's
+        assert scan["offsetsPartition"] == partition_for("orders-app", len(snapshot))
+    assert {(e["topic"], e["reason"]) for e in spec["expectedOffsets"]} == {("payments", "UnsubscribedTopic")}
+    assert all(e["commitTimestamp"] > 0 for e in spec["expectedOffsets"])
 
 
 def test_an_offset_committed_after_the_scan_is_skipped_when_approved(late_commit: LateCommit) -> None:

@@ -83,8 +83,8 @@ def test_a_rebase_proposal_deletes_and_restores_the_whole_group_as_it_is_now() -
     spec = manifest["spec"]
     assert (spec["deleteGroup"], spec["restore"], spec["rebase"], spec["approved"]) == (True, True, True, False)
     assert spec["policyRef"] == {"name": "stale"} and spec["requestedBy"] == OPERATOR
-    assert spec["expectedOffsets"] == [{"topic": "invoices", "partition": 0, "offset": 9},
-                                       {"topic": "invoices", "partition": 1, "offset": 4}]
+    assert spec["expectedOffsets"] == [{"topic": "invoices", "partition": 0, "offset": 9, "reason": "KeepAliveRebase"},
+                                       {"topic": "invoices", "partition": 1, "offset": 4, "reason": "KeepAliveRebase"}]
     name = manifest["metadata"]["name"]
     assert name.startswith("stale-rebase-") and len(name) <= 63
     # The same group with the same offsets is the same proposal (found again, not made twice).

@@ -3,6 +3,7 @@ proposes, the status it writes, its schedule, and keep-alive plans. No doubles, 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from typing import Any
@@ -146,14 +147,20 @@ def test_children_are_named_by_content_and_approved_per_mode() -> None:
     assert approve["metadata"]["name"].startswith("stale-")
     assert (approve["spec"]["approved"], auto["spec"]["approved"]) == (False, True)
     assert approve["spec"]["topics"] == [{"name": "t", "partitions": [0, 1]}]
-    assert approve["spec"]["expectedOffsets"] == [{"topic": "t", "partition": 0, "offset": 4},
-                                                  {"topic": "t", "partition": 1, "offset": 5}]
+    scanned = NOW - 5 * DAY
+    assert approve["spec"]["expectedOffsets"] == [
+        {"topic": "t", "partition": 0, "offset": 4, "reason": "EmptyGroup", "commitTimestamp": scanned},
+        {"topic": "t", "partition": 1, "offset": 5, "reason": "EmptyGroup", "commitTimestamp": scanned}]
     assert approve["spec"]["policyRef"] == {"name": "stale"}
     assert parse_spec(auto["spec"]).expected == {("t", 0): 4, ("t", 1): 5}  # the CRD's schema accepts it
+    assert "scan" not in approve["spec"]  # without the report's snapshot, no scan facts
     # Not owned by the policy (its deletion must not garbage-collect them): provenance by label and uid.
     assert "ownerReferences" not in approve["metadata"]
     assert approve["metadata"]["labels"]["kafkaoffsets.dev/policy"] == "stale"
     assert approve["metadata"]["annotations"][proposals.POLICY_UID] == "u-1"
+    recommitted = proposal(row("orders-app", "t", 1, 5), row("orders-app", "t", 0, 4))
+    recommitted = dataclasses.replace(recommitted, commit_times={**recommitted.commit_times, ("t", 1): NOW})
+    assert proposals.child_name("stale", recommitted) != proposals.child_name("stale", p)  # same offsets, new commit
     moved = proposal(row("orders-app", "t", 1, 6), row("orders-app", "t", 0, 4))
     assert proposals.child_name("stale", moved) != proposals.child_name("stale", p)  # different offsets, new proposal
     long = proposals.child_name("x" * 80, p)
@@ -276,3 +283,19 @@ def test_group_patterns_that_look_like_regexes_or_match_nothing_are_warned_about
     assert "3 warnings about group patterns (status.warnings)" in patch["conditions"][0]["message"]
     clean = policy_status.run_succeeded({}, policy_status.RunSummary("Local", NOW, NOW, report, Mode.DRY_RUN), NOW, 3)
     assert clean["warnings"] == []  # a fixed spec clears them
+
+
+def test_children_carry_the_facts_of_the_scan_for_the_re_check_before_deleting() -> None:
+    """spec.scan: the group's __consumer_offsets partition (abs(javaHashCode) % partitions) and where the
+    scan's snapshot of it ended, so the deletion reads only what the group wrote since."""
+    from offset_expiry.codec import partition_for
+
+    p = proposal(row("orders-app", "t", 0, 4))
+    snapshot = {str(i): 100 + i for i in range(50)}
+    [child] = proposals.children(POLICY_BODY, [p], Mode.APPROVE, NOW, snapshot=snapshot)
+    home = partition_for("orders-app", 50)
+    assert child["spec"]["scan"] == {"time": "2026-01-01T00:00:00Z", "offsetsPartition": home,
+                                     "offsetsEndOffset": 100 + home, "groupType": "classic", "groupState": "Empty"}
+    parsed = parse_spec(child["spec"])
+    assert parsed.scan is not None and (parsed.scan.offsets_partition, parsed.scan.end_offset) == (home, 100 + home)
+    assert parsed.reasons == {("t", 0): "EmptyGroup"} and parsed.commit_times == {("t", 0): NOW - 5 * DAY}
