@@ -363,6 +363,10 @@ class RealKafka:
             "auto.create.topics.enable": "false",
             "delete.topic.enable": "true",
             "log.flush.interval.messages": "9223372036854775807",
+            # Tests produce records stamped in the past (CreateTime 2026-01-01): time retention (7 days, checked
+            # every 5 minutes) would delete those segments mid-test, the active one included, and move the log
+            # start to the log end (seen: a reset --to-earliest that planned the end offsets).
+            "log.retention.ms": "-1",
             # The secured listener: TLS from PEM files, SASL with SCRAM (credentials in the metadata log) and PLAIN.
             "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
             "listener.name.sasl_ssl.plain.sasl.jaas.config": plain_jaas,

@@ -6,6 +6,7 @@ a command prints or logs; a refused one is one line."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 from pathlib import Path
@@ -76,16 +77,19 @@ def test_reset_undo_and_restore_over_sasl_ssl(capsys: pytest.CaptureFixture[str]
         code, out2, err = run(capsys, *undo.split()[1:], *kubeconfig)
         assert (code, err) == (0, ""), err
         assert committed(secured.bootstrap_servers, "billing") == {O0: 5, O1: 2}
+        backup = tmp_path / "backup.json"  # restore: a backup file's offsets into a group that has none
+        # Taken now: the session's broker holds earlier tests' commits of a group "fresh", which restore would
+        # rightly take for commits made after an older backup.
+        taken = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        record = BackupRecord("b", Action.DELETE, None, secured.secured.bootstrap_servers, "fresh", {O0: Committed(3)},
+                              Requester("OffsetDeletion", "n", "od", "u", "test"), taken, "2999-01-01T00:00:00Z")
+        backup.write_text(json.dumps(to_document(record)))
+        code, out3, err = run(capsys, "restore", "--file", str(backup), "--command-config", str(config), "--execute",
+                              *kubeconfig)  # the policies that may protect the group
+        assert (code, err) == (0, "") and "committed 1 offsets of group fresh" in out3, (out3, err)
+        assert committed(secured.bootstrap_servers, "fresh") == {O0: 3}
     finally:
         cluster.stop()
-    backup = tmp_path / "backup.json"  # restore: a backup file's offsets into a group that has none
-    record = BackupRecord("b", Action.DELETE, None, secured.secured.bootstrap_servers, "fresh", {O0: Committed(3)},
-                          Requester("OffsetDeletion", "n", "od", "u", "test"), "2026-01-01T00:00:00Z",
-                          "2999-01-01T00:00:00Z")
-    backup.write_text(json.dumps(to_document(record)))
-    code, out3, err = run(capsys, "restore", "--file", str(backup), "--command-config", str(config), "--execute")
-    assert (code, err) == (0, "") and "committed 1 offsets of group fresh" in out3, (out3, err)
-    assert committed(secured.bootstrap_servers, "fresh") == {O0: 3}
     secret = secured.secured.plain_password if mechanism == "PLAIN" else secured.secured.scram_password
     assert secret not in out + out2 + out3 + caplog.text
 

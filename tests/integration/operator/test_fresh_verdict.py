@@ -244,7 +244,8 @@ def test_restore_skips_a_partition_the_group_committed_after_the_backup_unless_f
 
     def restore(*extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "kafka_offset_operator", "restore", "--file", str(file),
-                               "--execute", *extra], capture_output=True, text=True, timeout=120)
+                               "--execute", "--ignore-protection", *extra],  # no cluster here: protect is tested apart
+                              capture_output=True, text=True, timeout=120)
 
     done = restore()
     assert done.returncode == 0, done.stderr
