@@ -17,7 +17,7 @@
 Any problem answers 422 Invalid with the API server's Status: one cause per field error, each with the
 field and the message kubectl prints (`spec: Invalid value: spec is frozen once approved: ...`).
 
-What is not emulated: formats (date-time) are not checked, CEL sees date-time strings as strings (the API
+What is not emulated: CEL sees date-time strings as strings (the API
 server gives timestamps), set and map lists are compared in key order (the API server ignores order; rules
 that index into them see sorted lists here), the runtime cost budget is not metered, and validation
 ratcheting (keeping an unchanged invalid value) is not done. The API server's static cost estimate is
@@ -536,6 +536,7 @@ def _field_error(error: ValidationError) -> FieldError:
         "maximum": f"{at} in body should be less than or equal to {expected}",
         "oneOf": f"{at} in body must validate one and only one schema (oneOf)",
         "anyOf": f"{at} in body must validate at least one schema (anyOf)",
+        "format": f"{at} in body must be of type {expected}: {json.dumps(value)}",
     }
     shown = len(value) if kind == "minItems" else _json_type(value) if kind in ("oneOf", "anyOf") else value
     return FieldError(INVALID, at, shown, messages.get(kind, _one_line(error.message)))

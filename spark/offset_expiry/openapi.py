@@ -19,7 +19,9 @@ Draft4Validator does the checking, and what is not JSON Schema is handled here o
   durations' cap; the emulated API server of kafka_offset_demo evaluates them).
 - `default`: an annotation for JSON Schema. The API server fills defaults in; the spec parsers apply the
   same defaults themselves, so a spec that skipped defaulting (a policy file) means the same.
-- `format`: an annotation here (the CRDs' spec schemas use none).
+- `format`: `date-time` is checked as the API server checks it (kube-openapi's strfmt.IsDateTime: a date,
+  a `T` (or `t`), then `HH:MM:SS[.frac]` and `Z` or `+HH:MM`); `int64` refuses
+  an integer past 64 bits, as the API server's JSON decoder does; other formats are annotations here.
 - `pattern`: the API server matches with RE2, where `$` is the end of the text; Python's `$` also matches
   before a final newline, so patterns are compiled with `\\Z` for `$` (`re2_anchors`).
 
@@ -30,11 +32,13 @@ so a wrong value reads `'7 days' is not a duration like 7d, ...` rather than sho
 from __future__ import annotations
 
 import copy
+import datetime
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft4Validator, ValidationError
+from jsonschema import Draft4Validator, FormatChecker, ValidationError, validators
 
 from .errors import SpecError
 
@@ -47,6 +51,58 @@ _INT_OR_STRING = "x-kubernetes-int-or-string"
 _UNDERSTOOD = {_PRESERVE, _LIST_TYPE, _MAP_KEYS, _INT_OR_STRING}
 _CEL = "x-kubernetes-validations"
 
+# kube-openapi pkg/validation/strfmt (default.go: DateTimePattern, IsDateTime, IsDate), Kubernetes 1.36.
+_TIME_OF_DAY = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))\Z")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+
+
+def is_date_time(value: object) -> bool:
+    """A `format: date-time` string as the API server admits it (strfmt.IsDateTime); not a string: the
+    `type` check's to refuse."""
+    if not isinstance(value, str):
+        return True
+    if len(value) < 4:
+        return False
+    parts = value.lower().split("t")
+    if len(parts) < 2 or not _DATE.match(parts[0]):
+        return False
+    try:
+        datetime.date.fromisoformat(parts[0])  # time.Parse("2006-01-02"): the day must exist
+    except ValueError:
+        return False
+    found = _TIME_OF_DAY.match(parts[1])
+    return found is not None and found[1] <= "23" and found[2] <= "59" and found[3] <= "59"
+
+
+def is_int64(value: object) -> bool:
+    """A number the API server's JSON decoder reads as an integer: one past int64 is refused (422)."""
+    return not isinstance(value, int) or isinstance(value, bool) or -(2**63) <= value < 2**63
+
+
+def _integer(_: Any, value: object) -> bool:
+    """The API server decodes JSON numbers as float64 first: 1.0 is the integer 1 to it (draft 4 says no)."""
+    if isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_Validator = validators.create(  # draft 4 (the CRDs use no $ref), with the API server's integers
+    meta_schema=Draft4Validator.META_SCHEMA,
+    validators=Draft4Validator.VALIDATORS,
+    type_checker=Draft4Validator.TYPE_CHECKER.redefine("integer", _integer),
+    format_checker=Draft4Validator.FORMAT_CHECKER,
+    id_of=lambda schema: str(schema.get("id", "")) if isinstance(schema, Mapping) else "",  # draft 4's "id"
+)
+_FORMATS = FormatChecker(formats=())
+_FORMATS.checks("date-time")(is_date_time)
+_FORMATS.checks("int64")(is_int64)
+
+
+def _format(value: Any, fmt: Any, _: Mapping[str, Any]) -> Found:
+    if fmt == "int64":
+        return [], f"{value!r} is past a 64-bit integer"
+    return [], f"{value!r} is not a {fmt} (RFC 3339, e.g. 2026-01-31T12:00:00Z)"
+
 
 class SchemaCheck:
     """One schema, compiled once; `check` per value."""
@@ -55,7 +111,7 @@ class SchemaCheck:
         self.schema = copy.deepcopy(dict(schema))
         json_schema = _to_json_schema(self.schema, "#")
         Draft4Validator.check_schema(json_schema)
-        self._validator = Draft4Validator(json_schema)
+        self._validator = _Validator(json_schema, format_checker=_FORMATS)
         self._lists: set[int] = set()  # ids of the schema nodes with a list type at or below them
         _find_lists(self.schema, self._lists)
 
@@ -358,6 +414,7 @@ _EXPLAIN: dict[str, Callable[[Any, Any, Mapping[str, Any]], Found]] = {
     "minItems": _min_items,
     "maxItems": _max_items,
     "uniqueItems": _unique,
+    "format": _format,
 }
 
 _NOUNS = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "a whole number",

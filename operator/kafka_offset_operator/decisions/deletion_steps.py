@@ -468,9 +468,6 @@ def finish_deletion(
     summary = f"deleted {deleted} committed offsets of group {spec.group}; " + outcome_counts(tally["byStatus"])
     if errors:
         summary += f" ({', '.join(errors)})"
-    skipped = tally["byStatus"].get(SKIPPED, 0)
-    if skipped:
-        summary += f"; {skipped} skipped (changed since the scan or the backup: see results)"
     reason = Reason(phase)
     if phase == SUCCEEDED:
         conds = (Condition("Ready", "True", reason, summary), Condition("Degraded", "False", Reason.AS_EXPECTED, ""))
@@ -487,7 +484,7 @@ def finish_deletion(
 def outcome_counts(by_status: Mapping[str, int]) -> str:
     """Every outcome but Deleted counted, zeros included ("skipped 10; not committed 0; failed 0"), so a
     Ready message adds up to the partitions asked for; a status not named here is counted too."""
-    named = ((SKIPPED, "skipped"), (NOT_COMMITTED, "not committed"))
+    named = ((SKIPPED, "skipped"), (NOT_COMMITTED, "not committed"))  # skipped: changed since the scan or backup
     parts = [f"{word} {by_status.get(status, 0)}" for status, word in named]
     parts += [f"{status} {n}" for status, n in sorted(by_status.items())
               if status not in (DELETED, FAILED_RESULT, SKIPPED, NOT_COMMITTED)]

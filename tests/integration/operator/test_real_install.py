@@ -36,6 +36,7 @@ pytestmark = pytest.mark.slow  # operator processes
 INSTALL_NS = "kafka-offset-operator"  # manifests/base's namespace and ServiceAccount
 SERVICE_ACCOUNT = "kafka-offset-operator"
 FINAL = ("Succeeded", "PartiallyFailed", "Failed")
+ADMIN = "admin"  # the harness's admin client certificate: the user the admission policy sees approving
 
 
 @dataclass
@@ -97,7 +98,7 @@ def test_an_approved_deletion_is_backed_up_applied_and_restored_as_the_installed
     kube.create("offsetdeletions", {
         "apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": "old-orders"},
         "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "group": "reporting",
-                 "topics": [{"name": "orders"}], "approved": True}})
+                 "topics": [{"name": "orders"}], "approved": True, "approvedBy": ADMIN}})
     status = wait_status(kube, "offsetdeletions", "old-orders", lambda s: s.get("phase") in FINAL, "a final phase")
     assert status["phase"] == "Succeeded", (status, operator.log()[-3000:])
     assert committed(broker.bootstrap_servers, "reporting") == {}
@@ -133,7 +134,7 @@ def test_without_the_pause_opt_in_a_real_403_ends_in_a_condition_naming_the_perm
     kube.create("offsetresets", {
         "apiVersion": GROUP_VERSION, "kind": "OffsetReset", "metadata": {"name": "locked"},
         "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "group": "locked-app", "allTopics": True,
-                 "target": {"latest": True}, "approved": True, "pauseWorkloads": [{"kind": "Deployment", "name": "locked-api"}]}})
+                 "target": {"latest": True}, "approved": True, "approvedBy": ADMIN, "pauseWorkloads": [{"kind": "Deployment", "name": "locked-api"}]}})
     status = wait_status(kube, "offsetresets", "locked",
                          lambda s: condition(s, "Degraded").get("reason") == "WorkloadAccessDenied", "WorkloadAccessDenied")
     message = condition(status, "Degraded")["message"]
@@ -168,7 +169,7 @@ def test_with_the_pause_opt_in_real_workloads_are_scaled_down_and_back(
         kube.create("offsetresets", {
             "apiVersion": GROUP_VERSION, "kind": "OffsetReset", "metadata": {"name": "paused"},
             "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "group": "paused-app", "allTopics": True,
-                     "target": {"earliest": True}, "approved": True,
+                     "target": {"earliest": True}, "approved": True, "approvedBy": ADMIN,
                      "pauseWorkloads": [{"kind": "Deployment", "name": "paused-deployments"},
                                         {"kind": "StatefulSet", "name": "paused-statefulsets"}]}})
         status = wait_status(kube, "offsetresets", "paused", lambda s: s.get("phase") in FINAL
@@ -223,6 +224,9 @@ def test_helm_install_of_the_chart_into_the_real_api_server(real_cluster: Contro
     from kube_build import build
 
     helm = build() / "helm"
+    # One admission policy per cluster: the kustomize install's (cluster_wide) makes way for the chart's.
+    for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
+        kubectl(real_cluster.kubeconfig, "delete", kind, "kafka-offset-operator-approvals", "--ignore-not-found")
     out = subprocess_run([str(helm), "install", "koo", str(ROOT / "charts" / "kafka-offset-operator"),
                           "--namespace", "koo-helm", "--create-namespace", "--kubeconfig", str(real_cluster.kubeconfig),
                           "--wait=false"])

@@ -205,7 +205,7 @@ def test_durations_up_to_ten_years_pass(value: str) -> None:
 @pytest.mark.parametrize("value", ["0s", "1s", "0ms", "59s", "59999ms", "0d0h0m59s"])
 def test_an_interval_under_a_minute_is_refused_by_the_rule_and_the_code(value: str) -> None:
     assert refusal(POLICIES, policy(schedule={"interval": value})) == [
-        f'spec.schedule.interval: Invalid value: "string": must be at least 1m, not {value}']
+        f'spec.schedule.interval: Invalid value: "{value}": must be at least 1m, not {value}']
     with pytest.raises(SpecError, match="must be at least 1m"):
         parse_policy_spec({"kafka": {"bootstrapServers": "k:9092"}, "schedule": {"interval": value}})
 
@@ -219,7 +219,7 @@ def test_an_interval_of_a_minute_or_more_passes(value: str) -> None:
 def test_an_absurd_interval_gets_the_caps_message_alone() -> None:
     """The minimum's rule lets a part too large to multiply pass, for the cap's rule to refuse."""
     assert refusal(POLICIES, policy(schedule={"interval": "99999999999999999999d"})) == [
-        'spec.schedule.interval: Invalid value: "string": must be at most 3650d (10 years), not 99999999999999999999d']
+        'spec.schedule.interval: Invalid value: "99999999999999999999d": must be at most 3650d (10 years), not 99999999999999999999d']
 
 
 @pytest.mark.parametrize("value", ["3651d", "521w4d", "3650d1ms", "315360000001ms", "99999999999999999999d",
