@@ -10,6 +10,7 @@ evaluates the same expressions with a CEL interpreter meanwhile."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +46,15 @@ def refusal(call: Any) -> str | None:
 
 
 @pytest.fixture
-def admission(real_cluster: Any, real_crds: Path) -> Any:
-    """The policy and its binding applied (as the install applies them), and in force."""
+def admission(real_cluster: Any, real_crds: Path) -> Iterator[Any]:
+    """The policy and its binding applied (as the install applies them), and in force; removed afterwards, so
+    the session's other tests meet the API server without it (they approve without an approvedBy)."""
     out = kube_fixtures.kubectl(real_crds, "apply", "-f", str(POLICY_FILE))
     assert out.returncode == 0, out.stderr
-    return real_cluster
+    try:
+        yield real_cluster
+    finally:
+        kube_fixtures.kubectl(real_crds, "delete", "-f", str(POLICY_FILE), "--ignore-not-found", "--wait")
 
 
 def test_the_api_server_accepts_and_type_checks_the_policy(admission: Any) -> None:

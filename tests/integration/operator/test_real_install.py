@@ -48,11 +48,15 @@ class Installed:
 
 
 @pytest.fixture(scope="module")
-def cluster_wide(real_cluster: ControlPlane, real_crds: Path) -> ControlPlane:
+def cluster_wide(real_cluster: ControlPlane, real_crds: Path) -> Iterator[ControlPlane]:
     """`kubectl apply -k manifests/operator` once for the module; it must apply cleanly."""
     out = kubectl(real_cluster.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "operator"))
     assert out.returncode == 0, out.stderr
-    return real_cluster
+    try:
+        yield real_cluster
+    finally:  # the session's other tests meet the API server without the install's admission policy
+        for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
+            kubectl(real_cluster.kubeconfig, "delete", kind, "kafka-offset-operator-approvals", "--ignore-not-found")
 
 
 @pytest.fixture
@@ -227,16 +231,20 @@ def test_helm_install_of_the_chart_into_the_real_api_server(real_cluster: Contro
     # One admission policy per cluster: the kustomize install's (cluster_wide) makes way for the chart's.
     for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
         kubectl(real_cluster.kubeconfig, "delete", kind, "kafka-offset-operator-approvals", "--ignore-not-found")
-    out = subprocess_run([str(helm), "install", "koo", str(ROOT / "charts" / "kafka-offset-operator"),
-                          "--namespace", "koo-helm", "--create-namespace", "--kubeconfig", str(real_cluster.kubeconfig),
-                          "--wait=false"])
-    assert out.returncode == 0, out.stderr
-    sa = real_cluster.api.request("GET", "/api/v1/namespaces/koo-helm/serviceaccounts")["items"]
-    names = [s["metadata"]["name"] for s in sa if s["metadata"]["name"] != "default"]
-    assert len(names) == 1, names
-    kubeconfig = real_cluster.service_account_kubeconfig(tmp_path / "helm-sa.kubeconfig", "koo-helm", names[0])
-    out = kubectl(kubeconfig, "auth", "can-i", "patch", "offsetdeletions.kafkaoffsets.dev/status", "-n", "default")
-    assert out.stdout.strip() == "yes", (out.stdout, out.stderr)
+    try:
+        out = subprocess_run([str(helm), "install", "koo", str(ROOT / "charts" / "kafka-offset-operator"),
+                              "--namespace", "koo-helm", "--create-namespace", "--kubeconfig", str(real_cluster.kubeconfig),
+                              "--wait=false"])
+        assert out.returncode == 0, out.stderr
+        sa = real_cluster.api.request("GET", "/api/v1/namespaces/koo-helm/serviceaccounts")["items"]
+        names = [s["metadata"]["name"] for s in sa if s["metadata"]["name"] != "default"]
+        assert len(names) == 1, names
+        kubeconfig = real_cluster.service_account_kubeconfig(tmp_path / "helm-sa.kubeconfig", "koo-helm", names[0])
+        out = kubectl(kubeconfig, "auth", "can-i", "patch", "offsetdeletions.kafkaoffsets.dev/status", "-n", "default")
+        assert out.stdout.strip() == "yes", (out.stdout, out.stderr)
+    finally:  # the session's other tests meet the API server without the chart's admission policy
+        for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
+            kubectl(real_cluster.kubeconfig, "delete", kind, "kafka-offset-operator-approvals", "--ignore-not-found")
 
 
 def subprocess_run(args: list[str]) -> subprocess.CompletedProcess[str]:
