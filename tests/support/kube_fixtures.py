@@ -83,3 +83,30 @@ def real_crds(real_cluster: ControlPlane) -> Path:
     out = kubectl(real_cluster.kubeconfig, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
     assert out.returncode == 0, out.stderr
     return real_cluster.kubeconfig
+
+
+def remove_approvals_policy(plane: ControlPlane, timeout: float = 30.0) -> None:
+    """Delete the approvals admission policy and its binding, and wait until the API server stops enforcing
+    them (its admission plugin sees policies through an informer): a dry-run approval without approvedBy in
+    namespace default is admitted again. Tests that apply the policy call this, so the session's other tests
+    meet the API server without it."""
+    from waiting import wait_until
+
+    for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
+        kubectl(plane.kubeconfig, "delete", kind, "kafka-offset-operator-approvals", "--ignore-not-found")
+    probe = {"apiVersion": "kafkaoffsets.dev/v1alpha1", "kind": "OffsetDeletion",
+             "metadata": {"name": "admission-probe", "namespace": "default"},
+             "spec": {"kafka": {"bootstrapServers": "k:9092"}, "group": "g", "topics": [{"name": "t"}],
+                      "approved": True}}
+
+    def admitted() -> bool:
+        try:
+            plane.api.request("POST", "/apis/kafkaoffsets.dev/v1alpha1/namespaces/default/offsetdeletions?dryRun=All",
+                              probe)
+        except ApiError as exc:
+            if exc.status == 403:
+                return False
+            raise
+        return True
+
+    wait_until(admitted, timeout, "the API server to stop enforcing the approvals admission policy")

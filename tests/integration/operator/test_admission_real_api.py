@@ -54,7 +54,7 @@ def admission(real_cluster: Any, real_crds: Path) -> Iterator[Any]:
     try:
         yield real_cluster
     finally:
-        kube_fixtures.kubectl(real_crds, "delete", "-f", str(POLICY_FILE), "--ignore-not-found", "--wait")
+        kube_fixtures.remove_approvals_policy(real_cluster)
 
 
 def test_the_api_server_accepts_and_type_checks_the_policy(admission: Any) -> None:

@@ -23,7 +23,7 @@ import yaml
 from brokers import make_topics
 from kafka_clients import admin_commit, committed, empty_group
 from kube_cluster import ApiError, ControlPlane
-from kube_fixtures import kubectl
+from kube_fixtures import kubectl, remove_approvals_policy
 from operator_harness import GROUP_VERSION, ROOT, Kube, condition
 from operator_process import OperatorProcess
 from waiting import wait_until
@@ -55,8 +55,7 @@ def cluster_wide(real_cluster: ControlPlane, real_crds: Path) -> Iterator[Contro
     try:
         yield real_cluster
     finally:  # the session's other tests meet the API server without the install's admission policy
-        for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
-            kubectl(real_cluster.kubeconfig, "delete", kind, "kafka-offset-operator-approvals", "--ignore-not-found")
+        remove_approvals_policy(real_cluster)
 
 
 @pytest.fixture
@@ -243,8 +242,7 @@ def test_helm_install_of_the_chart_into_the_real_api_server(real_cluster: Contro
         out = kubectl(kubeconfig, "auth", "can-i", "patch", "offsetdeletions.kafkaoffsets.dev/status", "-n", "default")
         assert out.stdout.strip() == "yes", (out.stdout, out.stderr)
     finally:  # the session's other tests meet the API server without the chart's admission policy
-        for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
-            kubectl(real_cluster.kubeconfig, "delete", kind, "kafka-offset-operator-approvals", "--ignore-not-found")
+        remove_approvals_policy(real_cluster)
 
 
 def subprocess_run(args: list[str]) -> subprocess.CompletedProcess[str]:
