@@ -127,11 +127,6 @@ _KINDS: dict[int, RecordKind] = {
 }
 
 
-def offsets_partition_of(group: str, partitions: int) -> int:
-    """The group's `__consumer_offsets` partition: abs(javaHashCode(groupId)) % partitions."""
-    return partition_for(group, partitions)
-
-
 def group_records(settings: ConnectionSettings, group: str, partition: int, start: int | None,
                   timeout_ms: int, end: int | None = None) -> tuple[int, list[GroupRecord]]:
     """The end offset of the group's `__consumer_offsets` partition now (or `end`, when the caller read it:

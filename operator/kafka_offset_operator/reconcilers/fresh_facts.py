@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from offset_expiry.codec import partition_for
 from offset_expiry.raw import OFFSETS_TOPIC
 
 from ..adapters.kafka_admin import KafkaAdmin
-from ..adapters.offsets_topic import group_records, offsets_partition_of
+from ..adapters.offsets_topic import group_records
 from ..decisions.deletion_spec import ScanFacts
 from ..decisions.fresh_verdict import FreshFacts, baseline
 from ..decisions.times import parse_iso
@@ -25,7 +26,7 @@ def offsets_partition(admin: KafkaAdmin, group: str) -> int:
     count = len(admin.topic_partitions([OFFSETS_TOPIC]).get(OFFSETS_TOPIC) or ())
     if not count:
         raise KafkaFailure("UNKNOWN_TOPIC_OR_PARTITION", f"the cluster has no {OFFSETS_TOPIC} topic now", True)
-    return offsets_partition_of(group, count)
+    return partition_for(group, count)
 
 
 def log_position(admin: KafkaAdmin, group: str, timeout_ms: int) -> dict[str, int]:
