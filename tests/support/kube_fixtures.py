@@ -85,28 +85,31 @@ def real_crds(real_cluster: ControlPlane) -> Path:
     return real_cluster.kubeconfig
 
 
+_PROBE = {"apiVersion": "kafkaoffsets.dev/v1alpha1", "kind": "OffsetDeletion",
+          "metadata": {"name": "admission-probe", "namespace": "default"},
+          "spec": {"kafka": {"bootstrapServers": "k:9092"}, "group": "g", "topics": [{"name": "t"}], "approved": True}}
+
+
+def approvals_policy_enforced(plane: ControlPlane) -> bool:
+    """Whether the API server refuses (403) a dry-run approval without approvedBy in namespace default: the
+    approvals admission policy is in force. Its admission plugin sees policies through an informer, so this
+    turns some time after the policy is applied or deleted."""
+    try:
+        plane.api.request("POST", "/apis/kafkaoffsets.dev/v1alpha1/namespaces/default/offsetdeletions?dryRun=All",
+                          _PROBE)
+    except ApiError as exc:
+        if exc.status == 403:
+            return True
+        raise
+    return False
+
+
 def remove_approvals_policy(plane: ControlPlane, timeout: float = 30.0) -> None:
     """Delete the approvals admission policy and its binding, and wait until the API server stops enforcing
-    them (its admission plugin sees policies through an informer): a dry-run approval without approvedBy in
-    namespace default is admitted again. Tests that apply the policy call this, so the session's other tests
-    meet the API server without it."""
+    them. Tests that apply the policy call this, so the session's other tests meet the API server without it."""
     from waiting import wait_until
 
     for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
         kubectl(plane.kubeconfig, "delete", kind, "kafka-offset-operator-approvals", "--ignore-not-found")
-    probe = {"apiVersion": "kafkaoffsets.dev/v1alpha1", "kind": "OffsetDeletion",
-             "metadata": {"name": "admission-probe", "namespace": "default"},
-             "spec": {"kafka": {"bootstrapServers": "k:9092"}, "group": "g", "topics": [{"name": "t"}],
-                      "approved": True}}
-
-    def admitted() -> bool:
-        try:
-            plane.api.request("POST", "/apis/kafkaoffsets.dev/v1alpha1/namespaces/default/offsetdeletions?dryRun=All",
-                              probe)
-        except ApiError as exc:
-            if exc.status == 403:
-                return False
-            raise
-        return True
-
-    wait_until(admitted, timeout, "the API server to stop enforcing the approvals admission policy")
+    wait_until(lambda: not approvals_policy_enforced(plane), timeout,
+               "the API server to stop enforcing the approvals admission policy")

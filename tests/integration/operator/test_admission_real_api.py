@@ -51,6 +51,7 @@ def admission(real_cluster: Any, real_crds: Path) -> Iterator[Any]:
     the session's other tests meet the API server without it (they approve without an approvedBy)."""
     out = kube_fixtures.kubectl(real_crds, "apply", "-f", str(POLICY_FILE))
     assert out.returncode == 0, out.stderr
+    wait_until(lambda: kube_fixtures.approvals_policy_enforced(real_cluster), 30, "the admission policy in force")
     try:
         yield real_cluster
     finally:
