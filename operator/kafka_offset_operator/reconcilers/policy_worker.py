@@ -66,6 +66,8 @@ MAIN_FILE_ENV = "KAFKA_OFFSET_OPERATOR_SPARK_MAIN_FILE"
 # Visits under way at once when runs share scans (either engine): each waits in its own thread for its report,
 # so this bounds how many policies one scan can serve in one go (the others join the next scan).
 SHARED_VISITS = 128
+# Lists and deletes of one history trim: a child changed since its list is judged again on the next list.
+_TRIM_ATTEMPTS = 3
 
 
 class PolicyRunner:
@@ -223,9 +225,16 @@ class PolicyRunner:
         """After a run: the oldest finished OffsetDeletions beyond the limit go (their backups stay). Best
         effort: a Kubernetes error here is logged and the next run tries again."""
         meta = body["metadata"]
+        deleted: list[str] = []
         try:
-            plan = proposals.history_overflow(self._children(body), body, spec.finished_deletions_limit)
-            deleted, _ = self._apply_cleanup(meta["namespace"], plan)
+            # A child that changed between the list and the delete (Kopf's own finalizer or annotation on
+            # it, say) is kept by the precondition; it is judged again on a fresh list, a few times at most.
+            for _ in range(_TRIM_ATTEMPTS):
+                plan = proposals.history_overflow(self._children(body), body, spec.finished_deletions_limit)
+                gone, kept = self._apply_cleanup(meta["namespace"], plan)
+                deleted += gone
+                if not kept:
+                    break
         except KubeError as exc:
             log.warning("policy %s/%s: history not trimmed: %s", meta["namespace"], meta["name"], exc)
             return
