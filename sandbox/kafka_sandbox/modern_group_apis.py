@@ -39,7 +39,7 @@ async def handle_consumer_group_describe(ctx: BrokerContext, request: Any, api_v
     assignment_class = member_class.Assignment
 
     def empty() -> Any:
-        return assignment_class(topic_partitions=[], error=0, metadata_version=0, metadata_bytes=b"")
+        return assignment_class(topic_partitions=[])
 
     groups = []
     for group_id, group in ctx.coordinator.core.describe_modern_groups(list(request.group_ids), "consumer"):

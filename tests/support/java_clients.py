@@ -10,7 +10,9 @@ SyncGroup) or `protocol="consumer"` (KIP-848, ConsumerGroupHeartbeat; Kafka 3.9 
         c.commit({("orders", 0): 5})             # commitSync with this member's id and epoch
     # leaving the block closes it (the member leaves the group) and checks the process ended cleanly
 
-Extra consumer configs go in `config` (e.g. `{"group.instance.id": "a"}` for a static member). A driver that
+`regex="ord.*"` (with `topics=()`, protocol "consumer", Kafka 4.0+) subscribes by a broker-side regular
+expression (KIP-848's SubscriptionPattern): Kafka resolves it asynchronously, so for a moment the member is
+subscribed to nothing Kafka's OffsetDelete would see. Extra consumer configs go in `config` (e.g. `{"group.instance.id": "a"}` for a static member). A driver that
 fails prints its error, which `commit`/`wait_assigned` raise as AssertionError with the driver's words.
 """
 
@@ -55,7 +57,9 @@ class JavaConsumer:
     """A KafkaConsumer (Java) subscribed to `topics` in `group`, polling in its own process (ConsumerDriver)."""
 
     def __init__(self, bootstrap: str, group: str, topics: Iterable[str], *, protocol: str = "classic",
-                 version: str = NEWEST, config: Mapping[str, str] | None = None) -> None:
+                 version: str = NEWEST, config: Mapping[str, str] | None = None, regex: str | None = None) -> None:
+        topics = list(topics)
+        assert regex is None or (protocol == "consumer" and not topics), "a regex is KIP-848's, alone"
         self.group = group
         self.protocol = protocol
         self.assignment: set[tuple[str, int]] = set()
@@ -67,7 +71,7 @@ class JavaConsumer:
         self._process = subprocess.Popen(
             ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", cp,
              "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dlog4j2.level=WARN",
-             "ConsumerDriver", bootstrap, group, protocol, ",".join(topics), *extra],
+             "ConsumerDriver", bootstrap, group, protocol, f"regex:{regex}" if regex else ",".join(topics), *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
         )  # fmt: skip
         self._reader = threading.Thread(target=self._read, name=f"java-consumer-{group}", daemon=True)

@@ -14,6 +14,7 @@ import pytest
 from brokers import make_topics, seed_kip848_group
 from kafka import KafkaConsumer, TopicPartition
 from kafka_clients import admin_commit, committed, empty_group, member
+from kafka_under_test import Kafka
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube, OperatorThread, condition
 
 from kafka_sandbox import SandboxBroker
@@ -45,7 +46,7 @@ def scan_position(bootstrap: str, group: str) -> tuple[int, int]:
         consumer.close()
 
 
-def proposed(name: str, broker: SandboxBroker, group: str, offsets: Mapping[TP, int], reason: str, *,
+def proposed(name: str, broker: SandboxBroker | Kafka, group: str, offsets: Mapping[TP, int], reason: str, *,
              group_type: str = "classic", delete_group: bool = False) -> dict[str, Any]:
     """An OffsetDeletion as a policy's scan proposes it now (decisions/proposals.child_manifest's shape),
     waiting for approval."""

@@ -1,7 +1,10 @@
 // A Kafka Java consumer driven by a test over stdin/stdout (tests/support/java_clients.py starts it).
 //
-// Usage: ConsumerDriver <bootstrap> <group> <protocol: classic|consumer> <topic,topic,...> [key=value ...]
+// Usage: ConsumerDriver <bootstrap> <group> <protocol: classic|consumer> <topic,topic,...|regex:RE2J> [key=value ...]
 // The extra key=value pairs are consumer configs (e.g. group.instance.id=a for a static member).
+// `regex:ord.*` subscribes by a broker-side regular expression (KIP-848's SubscriptionPattern, Kafka 4.0+,
+// protocol consumer only): Kafka resolves it, not the client. Reached by reflection so that the driver still
+// compiles against Kafka 3.9's clients, which lack the class.
 // It subscribes and polls every 50 ms. It prints one line per event:
 //   READY                          subscribed (before the first poll)
 //   ASSIGNED t:p,t:p               whenever its assignment changes (also to nothing)
@@ -64,7 +67,7 @@ public class ConsumerDriver {
             int eq = args[i].indexOf('=');
             props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
         }
-        List<String> topics = Arrays.asList(args[3].split(","));
+        String subscription = args[3];
 
         LinkedBlockingQueue<String> commands = new LinkedBlockingQueue<>();
         Thread reader = new Thread(() -> {
@@ -80,7 +83,13 @@ public class ConsumerDriver {
         reader.start();
 
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
-            consumer.subscribe(topics);
+            if (subscription.startsWith("regex:")) {
+                Class<?> pattern = Class.forName("org.apache.kafka.clients.consumer.SubscriptionPattern");
+                Object regex = pattern.getConstructor(String.class).newInstance(subscription.substring(6));
+                KafkaConsumer.class.getMethod("subscribe", pattern).invoke(consumer, regex);
+            } else {
+                consumer.subscribe(Arrays.asList(subscription.split(",")));
+            }
             say("READY");
             String assigned = null;
             while (true) {
