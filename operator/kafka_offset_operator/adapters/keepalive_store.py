@@ -50,15 +50,19 @@ class RebaseBackups:
     def load_all(self) -> dict[str, dict[TP, Committed]]:
         return {r.group: dict(r.offsets) for r in self._taken()}
 
-    def save(self, group: str, offsets: Mapping[TP, Committed]) -> None:
+    def save(self, group: str, offsets: Mapping[TP, Committed]) -> str:
         now = _now()
-        self.store.write(BackupRecord(
+        stored = self.store.write(BackupRecord(
             name=backup_name("cgop", self.policy, Action.REBASE, f"{self.uid}/{group}/{_iso(now)}"),
             action=Action.REBASE, cluster_id=self.cluster_id, bootstrap_servers=self.bootstrap_servers,
             group=group, offsets=dict(offsets),
             requested_by=Requester(POLICY_KIND, self.namespace, self.policy, self.uid,
                                    "keep-alive rebase of a protected group (mode Auto)", self.user, self.user),
             taken_at=_iso(now), expires_at=_iso(now + self.retention), state=TAKEN))
+        return stored.name
+
+    def backup_name(self, group: str) -> str | None:
+        return next((r.name for r in self._taken() if r.group == group), None)
 
     def drop(self, group: str) -> None:
         for record in self._taken():

@@ -7,14 +7,21 @@ commits the partitions that still have no offset, never overwriting one a consum
 
 With `write=False` (a DryRun policy) the same pass only reads (DescribeGroups, OffsetFetch) and reports
 what it would do: DryRun writes nothing to Kafka, ever, and leaves the backup store alone too.
+
+Every write it makes has its audit line (adapters/audit.py, the OffsetDeletion's format), naming the policy,
+the operator as requester and (mode Auto) approver: the re-commit, the rebase's DeleteGroups and OffsetCommit,
+a request whose answer was lost. A resumed rebase writes the DeleteGroups line again, marked
+`confirmed=after-restart` (the process that sent it may have died before its own line: at-least-once).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..adapters import audit
 from ..adapters.kafka_admin import KafkaAdmin
 from ..decisions.fresh_verdict import FreshFacts, rebase_premise_gone, recommitted_since
 from ..decisions.keepalive import (
@@ -25,7 +32,8 @@ from ..decisions.keepalive import (
     preview,
     protected_groups,
 )
-from ..model.offsets import TP, Committed, GroupInfo, group_busy
+from ..model.api import POLICY_KIND
+from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, GroupInfo, KafkaFailure, group_busy
 from ..model.reasons import Reason
 from ..model.report import ScannedOffset
 from .fresh_facts import since_scan
@@ -45,9 +53,37 @@ class BackupStore(Protocol):
 
     def load_all(self) -> dict[str, dict[TP, Committed]]: ...
 
-    def save(self, group: str, offsets: Mapping[TP, Committed]) -> None: ...
+    def save(self, group: str, offsets: Mapping[TP, Committed]) -> str | None:
+        """Store it durably; the backup's name (for the audit lines), if it has one."""
+
+    def backup_name(self, group: str) -> str | None:
+        """The name of the group's backup still under way (an interrupted rebase's), if it has one."""
 
     def drop(self, group: str) -> None: ...
+
+
+def audit_body(policy: Mapping[str, Any], requested_by: str | None, approved_by: str | None) -> dict[str, Any]:
+    """Who keep-alive's audit lines name: the policy whose protection it carries out, the operator as the
+    requester and, in mode Auto (where the operator approves its policy's changes, as it does the policy's
+    proposals), as the approver. A re-commit of unchanged offsets in Approve mode runs without an approval
+    (docs/keep-alive.md): approvedBy=none says so."""
+    meta = policy.get("metadata") or {}
+    spec = {k: v for k, v in (("requestedBy", requested_by), ("approvedBy", approved_by)) if v}
+    return {"kind": POLICY_KIND, "metadata": {"namespace": meta.get("namespace"), "name": meta.get("name")},
+            "spec": spec}
+
+
+@contextmanager
+def _sent(call: str, who: Mapping[str, Any], group: str, before: Mapping[TP, Committed] | None,
+          after: Mapping[TP, Committed] | None, backup: str | None) -> Iterator[None]:
+    """A write whose answer was lost (the connection dropped, a timeout) may have been applied: its audit line
+    says it was sent, with the error for its outcome, before the failure ends the run (the next run re-reads)."""
+    try:
+        yield
+    except KafkaFailure as failure:
+        if failure.code in OUTCOME_UNKNOWN:
+            audit.changed(call, who, group, before, after, {}, failure.code, backup)
+        raise
 
 
 @dataclass(frozen=True)
@@ -83,13 +119,16 @@ Proposer = Callable[[str, Mapping[TP, Committed]], "KeepAliveResult | None"]
 
 
 def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, write: bool = True,
-              propose: Proposer | None = None, fresh: FreshFacts | None = None) -> KeepAliveResult | None:
+              propose: Proposer | None = None, fresh: FreshFacts | None = None,
+              who: Mapping[str, Any] | None = None) -> KeepAliveResult | None:
     """One plan. Kafka failures of a whole request raise KafkaFailure (the run retries later). Without
     `write`, only reads: what would be done, with the offsets it would concern. With `propose`, a rebase
     (which deletes the group for a moment) is handed to it instead of done here; a re-commit of unchanged
     offsets is not (it changes only their commit time). `fresh`: the group's records since the scan
     (decisions/fresh_verdict.py): a rebase whose premise is gone is neither done nor proposed, and
-    partitions the group committed itself since are not re-committed."""
+    partitions the group committed itself since are not re-committed. `who`: what its audit lines name
+    (audit_body)."""
+    who = who if who is not None else audit_body({}, None, None)
     if not write and plan.method is not None:
         offsets = len(admin.committed_offsets(plan.group))
         if not offsets:
@@ -97,7 +136,7 @@ def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, wri
         outcome = WOULD_REBASE if plan.method is Method.REBASE else WOULD_RECOMMIT
         return KeepAliveResult(plan.group, outcome, 0, preview(plan.method, offsets))
     if plan.method is Method.RECOMMIT:
-        return _recommit(admin, plan.group, recommitted_since(fresh) if fresh is not None else {})
+        return _recommit(admin, plan.group, recommitted_since(fresh) if fresh is not None else {}, who)
     if plan.method is Method.REBASE:
         gone = rebase_premise_gone(fresh) if fresh is not None else None
         if gone is not None:
@@ -109,13 +148,13 @@ def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, wri
             proposed = propose(plan.group, live)
             if proposed is not None:
                 return proposed
-        return _rebase(admin, store, plan.group)
+        return _rebase(admin, store, plan.group, who)
     if plan.blocked:
         return KeepAliveResult(plan.group, BLOCKED, 0, f"cannot keep alive: {plan.blocked}")
     return None
 
 
-def _recommit(admin: KafkaAdmin, group: str, fresh: Mapping[TP, str]) -> KeepAliveResult:
+def _recommit(admin: KafkaAdmin, group: str, fresh: Mapping[TP, str], who: Mapping[str, Any]) -> KeepAliveResult:
     # The live offsets, not the scanned ones: a keep-alive never moves a group back.
     live = admin.committed_offsets(group)
     if not live:
@@ -124,7 +163,9 @@ def _recommit(admin: KafkaAdmin, group: str, fresh: Mapping[TP, str]) -> KeepAli
     if not offsets:
         return KeepAliveResult(group, UNNEEDED, 0, f"not re-committed: the group committed all {len(live)} "
                                f"offsets itself since the scan ({next(iter(fresh.values()))})")
-    answers = admin.commit_offsets(group, offsets)
+    with _sent("OffsetCommit", who, group, offsets, offsets, None):
+        answers = admin.commit_offsets(group, offsets)
+    audit.changed("OffsetCommit", who, group, offsets, offsets, answers, None, None)  # the same values, new time
     errors = sorted({e for e in answers.values() if e is not None})
     done = sum(1 for e in answers.values() if e is None)
     busy = [e for e in errors if group_busy(e)]
@@ -139,30 +180,37 @@ def _recommit(admin: KafkaAdmin, group: str, fresh: Mapping[TP, str]) -> KeepAli
     return KeepAliveResult(group, RECOMMITTED, done, text)
 
 
-def _rebase(admin: KafkaAdmin, store: BackupStore, group: str) -> KeepAliveResult:
+def _rebase(admin: KafkaAdmin, store: BackupStore, group: str, who: Mapping[str, Any]) -> KeepAliveResult:
     live = admin.describe_group(group)
     if live.active or not live.protocol_type:
         return KeepAliveResult(group, BLOCKED, 0, f"not rebased: the group changed (state {live.state})")
     backup = admin.committed_offsets(group)
     if not backup:
         return KeepAliveResult(group, BLOCKED, 0, "no committed offsets left to keep alive")
-    store.save(group, backup)  # durable before anything is removed
-    error = admin.delete_group(group)
+    name = store.save(group, backup)  # durable before anything is removed
+    with _sent("DeleteGroups", who, group, backup, None, name):
+        error = admin.delete_group(group)
+    audit.changed("DeleteGroups", who, group, backup, None, {tp: error for tp in backup}, error, name)
     if error == "NON_EMPTY_GROUP":  # a member joined since the check: it keeps the group alive itself
         store.drop(group)
         return KeepAliveResult(group, BLOCKED, 0, "not rebased: a member joined (NON_EMPTY_GROUP)")
     if error not in (None, "GROUP_ID_NOT_FOUND"):
         store.drop(group)
         return KeepAliveResult(group, BLOCKED, 0, f"not rebased: DeleteGroups answered {error}")
-    return _commit_backup(admin, store, group, backup, admin.committed_offsets(group), REBASED,
+    return _commit_backup(admin, store, group, backup, admin.committed_offsets(group), who, name, REBASED,
                           "rebased as a simple group (DeleteGroups, then the {n} backed-up offsets re-committed): "
                           "its offsets now expire by commit time and are re-committed before they do")
 
 
 def _commit_backup(admin: KafkaAdmin, store: BackupStore, group: str, backup: Mapping[TP, Committed],
-                   current: Mapping[TP, Committed], outcome: str, text: str) -> KeepAliveResult:
+                   current: Mapping[TP, Committed], who: Mapping[str, Any], name: str | None, outcome: str,
+                   text: str) -> KeepAliveResult:
     missing = {tp: c for tp, c in backup.items() if tp not in current}  # never overwrite a newer commit
-    answers = admin.commit_offsets(group, missing) if missing else {}
+    answers: dict[TP, str | None] = {}
+    if missing:
+        with _sent("OffsetCommit", who, group, None, missing, name):
+            answers = admin.commit_offsets(group, missing)
+        audit.changed("OffsetCommit", who, group, None, missing, answers, None, name)
     if any(group_busy(e) for e in answers.values()):
         return KeepAliveResult(group, BLOCKED, 0, (
             f"a consumer joined while it was being rebased; {len(missing)} backed-up offsets are kept and "
@@ -175,17 +223,28 @@ def _commit_backup(admin: KafkaAdmin, store: BackupStore, group: str, backup: Ma
     return KeepAliveResult(group, outcome, len(missing), message)
 
 
-def resume_interrupted(admin: KafkaAdmin, store: BackupStore, *, write: bool = True) -> list[KeepAliveResult]:
+def resume_interrupted(admin: KafkaAdmin, store: BackupStore, *, write: bool = True,
+                       who: Mapping[str, Any] | None = None) -> list[KeepAliveResult]:
     """Finish rebases an earlier run began but did not end (operator restart, consumer race). Without
-    `write`, say which wait (a policy switched to DryRun mid-way must not leave that unsaid)."""
+    `write`, say which wait (a policy switched to DryRun mid-way must not leave that unsaid). What it finds
+    done in Kafka gets its audit line again, marked confirmed after a restart: backed-up offsets gone (the
+    DeleteGroups was sent), or every offset back in a group that is simple now (a rebase only starts on a
+    group with a protocol type: DeleteGroups and the re-commit were both sent)."""
+    who = who if who is not None else audit_body({}, None, None)
     out = []
     for group, backup in sorted(store.load_all().items()):
         live = admin.describe_group(group)
         current = admin.committed_offsets(group)
+        name = store.backup_name(group)
         if all(tp in current for tp in backup):
             if write:
+                if live.exists and not live.protocol_type:  # rebased in full: its lines may be missing
+                    audit.confirmed("DeleteGroups", who, group, backup, None, name)
+                    audit.confirmed("OffsetCommit", who, group, None, {tp: current[tp] for tp in backup}, name)
                 store.drop(group)  # never deleted, or already re-committed
             continue
+        if write:
+            audit.confirmed("DeleteGroups", who, group, backup, None, name)
         if live.active:
             out.append(KeepAliveResult(group, BLOCKED, 0, "an interrupted rebase waits for the group to be empty"))
             continue
@@ -195,19 +254,21 @@ def resume_interrupted(admin: KafkaAdmin, store: BackupStore, *, write: bool = T
                 f"an interrupted rebase left {missing} backed-up offsets uncommitted; DryRun writes nothing to "
                 "Kafka: they are re-committed by the first run in Approve or Auto mode")))
             continue
-        out.append(_commit_backup(admin, store, group, backup, current, RESUMED,
+        out.append(_commit_backup(admin, store, group, backup, current, who, name, RESUMED,
                                   "finished an interrupted rebase ({n} offsets re-committed)"))
     return out
 
 
 def run_pass(admin: KafkaAdmin, store: BackupStore, protected: Iterable[ScannedOffset], now_ms: int,
              lead: int, *, write: bool = True, propose: Proposer | None = None,
-             snapshot: Mapping[str, Any] | None = None, timeout_ms: int = 10_000) -> list[KeepAliveResult]:
+             snapshot: Mapping[str, Any] | None = None, timeout_ms: int = 10_000,
+             who: Mapping[str, Any] | None = None) -> list[KeepAliveResult]:
     """One keep-alive pass after an analysis: finish interrupted rebases, then handle every protected group
     that is due (see keepalive.plan_group). `write=False` (DryRun): the same decisions, reported, not done.
     `snapshot` (the report's {partition: end offset}): before acting on a group, its records since the scan
-    are read (fresh_facts.since_scan), so a group that kept itself alive meanwhile is left alone."""
-    results = resume_interrupted(admin, store, write=write)
+    are read (fresh_facts.since_scan), so a group that kept itself alive meanwhile is left alone. `who`: what
+    the audit lines of its writes name (audit_body)."""
+    results = resume_interrupted(admin, store, write=write, who=who)
     touched = {r.group for r in results}
     for group in protected_groups(protected):
         if group.group in touched or not needs_live_view(group, now_ms, lead):
@@ -215,7 +276,7 @@ def run_pass(admin: KafkaAdmin, store: BackupStore, protected: Iterable[ScannedO
         live = admin.describe_group(group.group) if group.group_type == "classic" else GroupInfo(group.group, "Unknown")
         plan = plan_group(group, live, now_ms, lead)
         fresh = since_scan(admin, group.group, snapshot, timeout_ms) if write and plan.acts and snapshot else None
-        result = carry_out(admin, store, plan, write=write, propose=propose, fresh=fresh)
+        result = carry_out(admin, store, plan, write=write, propose=propose, fresh=fresh, who=who)
         if result is not None:
             results.append(result)
     return results

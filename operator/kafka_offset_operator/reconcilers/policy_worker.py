@@ -57,7 +57,7 @@ from ..model.connection import ConnectionSettings
 from ..model.offsets import TP, Committed, KafkaFailure
 from ..model.reasons import Reason
 from ..model.report import Report
-from .keepalive import BLOCKED, PROPOSED, KeepAliveResult, Proposer, run_pass
+from .keepalive import BLOCKED, PROPOSED, KeepAliveResult, Proposer, audit_body, run_pass
 
 log = logging.getLogger(__name__)
 
@@ -419,7 +419,8 @@ class PolicyRunner:
         lead = keepalive.lead_ms(retention_ms, spec.interval_ms)
         results = run_pass(admin, store, report.protected, self.now_ms(), lead, write=spec.writes_to_kafka,
                            propose=self._rebase_proposer(body, spec), snapshot=report.summary.get("snapshot"),
-                           timeout_ms=self.options.kafka_timeout_ms)
+                           timeout_ms=self.options.kafka_timeout_ms,
+                           who=audit_body(body, self.options.user, self.options.user if spec.mode is Mode.AUTO else None))
         for result in results:
             if result.preview:  # DryRun: said in the Ready condition; no Event, no count (nothing happened)
                 continue

@@ -9,8 +9,10 @@ run after run); each test proves what one step does."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import pytest
 from brokers import make_topics, sandbox_broker, seed_kip848_group
@@ -31,6 +33,7 @@ from kafka_offset_operator.reconcilers.keepalive import (
     RESUMED,
     UNNEEDED,
     KeepAliveResult,
+    audit_body,
     run_pass,
 )
 from kafka_sandbox import SandboxBroker
@@ -45,8 +48,13 @@ INVOICES = {("invoices", 0): 3, ("invoices", 1): 4}
 PROTECTED = ("billing-monthly", "batch-standalone", "modern-batch")
 
 
+OPERATOR = "system:serviceaccount:kafka-offset-operator:kafka-offset-operator"
+POLICY_BODY = {"metadata": {"namespace": "kafka", "name": "guard"}}
+WHO = audit_body(POLICY_BODY, OPERATOR, OPERATOR)  # mode Auto: the operator asks and approves
+
+
 class MemoryStore:
-    """reconcilers.keepalive.BackupStore in a dict: the operator keeps it in a ConfigMap (ConfigMapStore)."""
+    """reconcilers.keepalive.BackupStore in a dict: the operator keeps it in the backup store (RebaseBackups)."""
 
     def __init__(self) -> None:
         self.backups: dict[str, dict[TP, Committed]] = {}
@@ -54,8 +62,12 @@ class MemoryStore:
     def load_all(self) -> dict[str, dict[TP, Committed]]:
         return {g: dict(o) for g, o in self.backups.items()}
 
-    def save(self, group: str, offsets: Mapping[TP, Committed]) -> None:
+    def save(self, group: str, offsets: Mapping[TP, Committed]) -> str:
         self.backups[group] = dict(offsets)
+        return f"rebase-{group}"
+
+    def backup_name(self, group: str) -> str | None:
+        return f"rebase-{group}" if group in self.backups else None
 
     def drop(self, group: str) -> None:
         self.backups.pop(group, None)
@@ -84,8 +96,37 @@ def keep_alive(broker: SandboxBroker, store: MemoryStore) -> dict[str, str]:
     """One keep-alive pass, as the policy's reconciler runs it after an analysis: group -> outcome."""
     report = scan(broker)
     with admin(broker) as a:
-        results = run_pass(a, store, report.protected, broker.clock.now_ms(), lead_ms(RETENTION_MS, HOUR_MS))
+        results = run_pass(a, store, report.protected, broker.clock.now_ms(), lead_ms(RETENTION_MS, HOUR_MS),
+                           who=WHO)
     return {r.group: r.outcome for r in results}
+
+
+class Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@contextmanager
+def audit_lines() -> Iterator[list[str]]:
+    """The audit lines (logger kafka_offset_operator.audit, as `run` logs it at INFO) written meanwhile."""
+    handler = Lines()
+    logger = logging.getLogger("kafka_offset_operator.audit")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield handler.lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def lines_of(lines: list[str], call: str, group: str) -> list[str]:
+    return [line for line in lines if line.startswith(f"{call} ") and f" group={group} " in line]
 
 
 def committed_by_group(broker: SandboxBroker, *groups: str) -> dict[str, dict[tuple[str, int], int]]:
@@ -126,14 +167,16 @@ class Due:
     outcomes: dict[str, str]
     billing: GroupInfo  # billing-monthly right after the pass
     backups: dict[str, dict[TP, Committed]]  # the store right after the pass
+    audit: list[str] = field(default_factory=list)  # the audit lines the pass wrote
 
 
 @pytest.fixture(scope="module")
 def due(groups: Groups, nothing_due: dict[str, str]) -> Due:
     """Four days later, within half the retention of expiry: the second pass."""
     groups.broker.clock.advance(days=4)
-    outcomes = keep_alive(groups.broker, groups.store)
-    return Due(outcomes, describe(groups.broker, "billing-monthly"), dict(groups.store.backups))
+    with audit_lines() as lines:
+        outcomes = keep_alive(groups.broker, groups.store)
+    return Due(outcomes, describe(groups.broker, "billing-monthly"), dict(groups.store.backups), lines)
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +213,25 @@ def test_due_groups_are_rebased_or_recommitted_by_kind(due: Due) -> None:
 def test_a_rebased_consumer_group_is_a_simple_group_and_its_backup_is_dropped(due: Due) -> None:
     assert (due.billing.state, due.billing.protocol_type) == ("Empty", "")  # a simple group now
     assert due.backups == {}  # the backup is dropped once the offsets are back
+
+
+def test_every_write_of_keep_alive_has_its_audit_line_naming_the_policy_and_who_approved(due: Due) -> None:
+    """Issue 18 item 4: the rebase's DeleteGroups and OffsetCommit, each re-commit: one line each, in the
+    OffsetDeletion's format, with the policy, the backup and the operator as requester and approver."""
+    who = f"approvedBy={OPERATOR} requestedBy={OPERATOR}"
+    [deleted] = lines_of(due.audit, "DeleteGroups", "billing-monthly")
+    assert deleted == ("DeleteGroups ConsumerGroupOffsetPolicy kafka/guard group=billing-monthly partitions=2 ok=2 "
+                       "errors=none before=[invoices:0=3,invoices:1=4] after=[none] backup=rebase-billing-monthly "
+                       f"{who}")
+    [back] = lines_of(due.audit, "OffsetCommit", "billing-monthly")
+    assert back == ("OffsetCommit ConsumerGroupOffsetPolicy kafka/guard group=billing-monthly partitions=2 ok=2 "
+                    "errors=none before=[none] after=[invoices:0=3,invoices:1=4] backup=rebase-billing-monthly "
+                    f"{who}")
+    for group in ("batch-standalone", "modern-batch"):  # re-commits of unchanged offsets: the same before and after
+        [line] = lines_of(due.audit, "OffsetCommit", group)
+        assert ("ok=2 errors=none before=[invoices:0=3,invoices:1=4] after=[invoices:0=3,invoices:1=4] "
+                f"backup=none {who}") in line, line
+    assert len(due.audit) == 4, due.audit  # nothing else was changed
 
 
 def test_protected_groups_outlive_the_broker_retention_and_unprotected_twins_do_not(
@@ -233,9 +295,38 @@ def test_an_interrupted_rebase_is_finished_without_overwriting_newer_commits(bro
         consumer.commit({("invoices", 0): 1})
         assert keep_alive(broker, store) == {"billing-monthly": BLOCKED}  # members: nothing can be committed
         assert "billing-monthly" in store.backups
-    assert keep_alive(broker, store) == {"billing-monthly": RESUMED}
+    with audit_lines() as lines:
+        assert keep_alive(broker, store) == {"billing-monthly": RESUMED}
     assert committed(broker.bootstrap_servers, "billing-monthly") == {("invoices", 0): 1, ("invoices", 1): 4}  # 0 kept as it was
     assert store.backups == {}
+    # The DeleteGroups the dead operator sent is audited again (at-least-once), then the re-commit of 1 alone.
+    [deleted] = lines_of(lines, "DeleteGroups", "billing-monthly")
+    assert deleted.endswith(f"backup=rebase-billing-monthly approvedBy={OPERATOR} requestedBy={OPERATOR} "
+                            "confirmed=after-restart"), deleted
+    [back] = lines_of(lines, "OffsetCommit", "billing-monthly")
+    assert "partitions=1 ok=1 errors=none before=[none] after=[invoices:1=4]" in back and "confirmed" not in back
+
+
+def test_a_rebase_done_before_the_operator_died_gets_its_audit_lines_on_the_next_run(broker: SandboxBroker) -> None:
+    """The operator deleted the group and committed the backup back, then died before its audit lines (and
+    before dropping the backup): the next run finds every offset back in a group that is simple now, so both
+    changes happened; their lines are written, marked confirmed after a restart. A backup of a group that was
+    never deleted (still a consumer group) is dropped without a line."""
+    make_topics(broker, {"invoices": 2})
+    empty_group(broker.bootstrap_servers, "billing-monthly", INVOICES)
+    empty_group(broker.bootstrap_servers, "billing-weekly", INVOICES)
+    store = MemoryStore()
+    with admin(broker) as a:
+        store.save("billing-monthly", a.committed_offsets("billing-monthly"))
+        assert a.delete_group("billing-monthly") is None
+        store.save("billing-weekly", a.committed_offsets("billing-weekly"))  # died before its DeleteGroups
+    admin_commit(broker.bootstrap_servers, "billing-monthly", INVOICES)
+    with audit_lines() as lines:
+        keep_alive(broker, store)
+    assert store.backups == {}
+    assert [line.split(" group=")[0] for line in lines] == [
+        "DeleteGroups ConsumerGroupOffsetPolicy kafka/guard", "OffsetCommit ConsumerGroupOffsetPolicy kafka/guard"]
+    assert all(line.endswith("confirmed=after-restart") and "billing-monthly" in line for line in lines), lines
 
 
 # -- the verdict from fresh facts (decisions/fresh_verdict.py): what the group did since the scan
