@@ -65,7 +65,7 @@ async def handle_consumer_group_describe(ctx: BrokerContext, request: Any, api_v
 async def handle_streams_group_describe(ctx: BrokerContext, request: Any, api_version: int) -> Any:
     group_class = StreamsGroupDescribeResponse.DescribedGroup
     member_class = group_class.Member
-    subtopology_class = group_class.Subtopology
+    topology_class = group_class.Topology
     assignment_class = member_class.Assignment
 
     def empty() -> Any:
@@ -78,13 +78,15 @@ async def handle_streams_group_describe(ctx: BrokerContext, request: Any, api_ve
                                       group_id=group_id, group_state="", group_epoch=0, assignment_epoch=0,
                                       topology=None, members=[], authorized_operations=UNSET_OPERATIONS))
             continue
-        topology = None if group.source_topics is None else [subtopology_class(
-            subtopology_id="0", source_topics=sorted(group.source_topics), source_topic_regex=[],
-            state_changelog_topics=[], repartition_sink_topics=[], repartition_source_topics=[])]
+        topology = None if group.source_topics is None else topology_class(epoch=0, subtopologies=[
+            topology_class.Subtopology(subtopology_id="0", source_topics=sorted(group.source_topics),
+                                       repartition_sink_topics=[], state_changelog_topics=[],
+                                       repartition_source_topics=[])])
         members = [member_class(member_id=m.member_id, member_epoch=m.member_epoch, instance_id=m.instance_id,
-                                rack_id=None, client_id=m.client_id, client_host=m.client_host, topology_id="",
-                                process_id="", client_tags=[], task_offsets=[], task_end_offsets=[],
-                                assignment=empty(), target_assignment=empty())
+                                rack_id=None, client_id=m.client_id, client_host=m.client_host, topology_epoch=0,
+                                process_id="", user_endpoint=None, client_tags=[], task_offsets=[],
+                                task_end_offsets=[], assignment=empty(), target_assignment=empty(),
+                                is_classic=False)
                    for m in group.members.values()]
         groups.append(group_class(error_code=0, error_message=None, group_id=group_id, group_state=group.state,
                                   group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,

@@ -374,7 +374,8 @@ class KafkaAdmin:
             str(m.member_id), str(m.client_id or ""), str(m.client_host or ""),
             tuple(getattr(m, "subscribed_topic_names", None) or ()), getattr(m, "subscribed_topic_regex", None))
             for m in described.members or ())
-        sources = frozenset(t for sub in (getattr(described, "topology", None) or ()) for t in sub.source_topics)
+        topology = getattr(described, "topology", None)  # streams: null until the group has one
+        sources = frozenset(t for sub in (getattr(topology, "subtopologies", None) or ()) for t in sub.source_topics)
         return ModernGroup(group, kind, str(described.group_state or "Dead"), members, sources)
 
     def committed_offsets(self, group: str) -> dict[TP, Committed]:

@@ -5,7 +5,8 @@ StreamsGroupDescribe (API 89, KIP-1071), version 0.
 
 The JSON files follow Apache Kafka's message specifications field for field:
 clients/src/main/resources/common/message/ConsumerGroupDescribeRequest.json, ConsumerGroupDescribeResponse.json,
-StreamsGroupDescribeRequest.json and StreamsGroupDescribeResponse.json (apache/kafka trunk, 4.1). Version 0 is
+StreamsGroupDescribeRequest.json and StreamsGroupDescribeResponse.json (as released in Kafka 4.4.0's
+kafka-clients; tests/unit/test_kafka_messages_shape.py compares the wire shape with the jar's). Version 0 is
 all the operator needs (ConsumerGroupDescribe v1 only adds MemberType, KIP-1099; StreamsGroupDescribe v1 a
 topology description, KIP-1331), and a broker that serves a later version serves version 0 too.
 
