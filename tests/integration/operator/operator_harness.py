@@ -248,3 +248,40 @@ def fast_options(kubeconfig: Path, **overrides: Any) -> OperatorOptions:
     share one); everything else as in production."""
     options: dict[str, Any] = {"scan_share_window_s": 0.0, "namespaces": (NAMESPACE,), **overrides}
     return OperatorOptions(kubeconfig=kubeconfig, retry_interval=0.3, kafka_timeout_ms=5000, **options)
+
+
+# -- a policy's runs (the policy tests share these: test_policy_modes, test_policy_modes_kafka, test_policy_children,
+#    test_policy_spark_application)
+
+POLICIES = "consumergroupoffsetpolicies"
+RUN_TIMEOUT = 240.0  # a policy run with a cold Spark start on a busy 2-core machine
+
+
+def policy_status(kube: Kube, name: str) -> dict[str, Any]:
+    """The policy's status ({} before its first write)."""
+    return kube.get(GROUP_VERSION, POLICIES, name).get("status") or {}
+
+
+def wait_run(kube: Kube, name: str, after: str | None = None, what: str = "a policy run",
+             timeout: float = RUN_TIMEOUT) -> dict[str, Any]:
+    """The policy's status once a run newer than `after` (a lastRun.completionTime) succeeded; a run that
+    failed (Ready False for any reason but AnalysisRunning) fails the test at once, naming its condition."""
+    def done() -> dict[str, Any] | None:
+        status = policy_status(kube, name)
+        last = (status.get("lastRun") or {}).get("completionTime")
+        ready = condition(status, "Ready")
+        if last and last != after and ready.get("status") == "True":
+            return status
+        if ready.get("status") == "False" and ready.get("reason") not in (None, "AnalysisRunning"):
+            raise AssertionError(f"the run failed: {ready}")
+        return None
+    return wait_until(done, timeout, what)
+
+
+def deletions_by_group(kube: Kube, namespace: str | None = None) -> dict[str, dict[str, Any]]:
+    """The OffsetDeletions of the namespace by group (one per group in these tests), hand-made ones included."""
+    return {d["spec"]["group"]: d for d in kube.list(GROUP_VERSION, "offsetdeletions", namespace)}
+
+
+def set_mode(kube: Kube, name: str, mode: str) -> None:
+    kube.patch(GROUP_VERSION, POLICIES, name, {"spec": {"mode": mode}})

@@ -20,7 +20,15 @@ from brokers import make_topics
 from install_renders import cluster_wide_rules
 from kafka_clients import committed as committed_at
 from kafka_clients import empty_group as empty_group_at
-from operator_harness import GROUP_VERSION, NAMESPACE, EmulatedCluster, Kube, OperatorThread
+from operator_harness import (
+    GROUP_VERSION,
+    NAMESPACE,
+    EmulatedCluster,
+    Kube,
+    OperatorThread,
+    deletions_by_group,
+    wait_run,
+)
 from waiting import wait_past, wait_until
 
 from kafka_offset_operator.adapters.offsets_topic import OffsetsTopicReader
@@ -91,26 +99,9 @@ def create_policy(kube: Kube, broker: SandboxBroker, mode: str, **extra: Any) ->
                  "mode": mode, **extra}})
 
 
-def wait_run(kube: Kube, after: str | None = None) -> dict[str, Any]:
-    """The policy's status once a run newer than `after` (a lastRun.completionTime) succeeded."""
-    def done() -> dict[str, Any] | None:
-        status = kube.get(GROUP_VERSION, PLURAL, POLICY).get("status") or {}
-        last = (status.get("lastRun") or {}).get("completionTime")
-        ready = next((c for c in status.get("conditions", []) if c["type"] == "Ready"), {})
-        if ready.get("status") == "False" and ready.get("reason") not in (None, "AnalysisRunning"):
-            raise AssertionError(f"the run failed: {ready}")
-        return status if last and last != after and ready.get("status") == "True" else None
-    return wait_until(done, TIMEOUT, "a policy run")
-
-
-def children(kube: Kube) -> dict[str, dict[str, Any]]:
-    """The OffsetDeletions of the namespace by group (one per group here), hand-made ones included."""
-    return {d["spec"]["group"]: d for d in kube.list(GROUP_VERSION, DELETIONS)}
-
-
 def proposals_waiting(kube: Kube) -> dict[str, dict[str, Any]]:
     def waiting() -> dict[str, dict[str, Any]] | None:
-        found = children(kube)
+        found = deletions_by_group(kube)
         ok = set(found) >= set(GROUPS) and all(
             (found[g].get("status") or {}).get("phase") == "AwaitingApproval" for g in GROUPS)
         return found if ok else None
@@ -140,7 +131,7 @@ def test_deleting_a_policy_deletes_its_unstarted_proposals_and_keeps_the_rest(
     broker = stale_groups
     start_operator()
     uid = create_policy(kube, broker, "Approve")["metadata"]["uid"]
-    wait_run(kube)
+    wait_run(kube, POLICY, timeout=TIMEOUT)
     proposed = proposals_waiting(kube)
     for child in proposed.values():  # provenance without ownership
         meta = child["metadata"]
@@ -200,7 +191,7 @@ def test_a_finished_deletion_restores_after_its_policy_is_gone(
     broker = stale_groups
     start_operator()
     create_policy(kube, broker, "Approve")
-    wait_run(kube)
+    wait_run(kube, POLICY, timeout=TIMEOUT)
     finished = approve(kube, proposals_waiting(kube)["g-a"])
     assert finished["status"]["backup"]["partitions"] == 2 and committed(broker, "g-a") == {}
     delete_policy(kube)
@@ -230,7 +221,7 @@ def test_the_history_limit_trims_the_oldest_finished_deletions(
     kube.patch(GROUP_VERSION, DELETIONS, "other-policy-old", {"status": {
         "phase": "Succeeded", "completionTime": "2025-01-01T00:00:00Z"}}, subresource="status")
     start_operator()
-    wait_run(kube)
+    wait_run(kube, POLICY, timeout=TIMEOUT)
     proposals_waiting(kube)
 
     def trimmed() -> set[str] | None:
@@ -241,7 +232,7 @@ def test_the_history_limit_trims_the_oldest_finished_deletions(
     names = wait_until(trimmed, TIMEOUT, "the history to be trimmed")
     kept = {n for n in names if n.startswith(f"{POLICY}-day")} | ({"other-policy-old"} & names)
     assert kept == {f"{POLICY}-day3", f"{POLICY}-day4", "other-policy-old"}
-    assert {g for g, d in children(kube).items() if g in GROUPS} == set(GROUPS)  # the new proposals stay
+    assert {g for g, d in deletions_by_group(kube).items() if g in GROUPS} == set(GROUPS)  # the new proposals stay
 
 
 def test_auto_approves_a_waiting_proposal_of_its_own_and_not_one_of_another_policy(
@@ -249,7 +240,7 @@ def test_auto_approves_a_waiting_proposal_of_its_own_and_not_one_of_another_poli
     broker = stale_groups
     start_operator()
     create_policy(kube, broker, "Approve")
-    last = wait_run(kube)["lastRun"]["completionTime"]
+    last = wait_run(kube, POLICY, timeout=TIMEOUT)["lastRun"]["completionTime"]
     proposed = proposals_waiting(kube)
     # g-b's proposal has the very name the policy would give it, but another policy's uid (an earlier
     # policy of the same name made it): Auto must leave it to whoever decides for that one.
@@ -258,7 +249,7 @@ def test_auto_approves_a_waiting_proposal_of_its_own_and_not_one_of_another_poli
 
     wait_past(last)  # runs are told apart by completionTime, in whole seconds
     kube.patch(GROUP_VERSION, PLURAL, POLICY, {"spec": {"mode": "Auto"}})
-    status = wait_run(kube, last)
+    status = wait_run(kube, POLICY, last, timeout=TIMEOUT)
     assert status["lastRun"]["deletionsCreated"] == 0  # the same proposals, found again
     for group in ("g-a", "g-c"):
         name = proposed[group]["metadata"]["name"]

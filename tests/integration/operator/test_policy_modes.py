@@ -26,8 +26,11 @@ from operator_harness import (
     Kube,
     Operators,
     condition,
+    deletions_by_group,
     emulated_cluster,
     fast_options,
+    set_mode,
+    wait_run,
 )
 from waiting import wait_past, wait_until
 
@@ -40,7 +43,6 @@ from kafka_sandbox import SandboxBroker
 pytestmark = pytest.mark.slow  # Spark analyses
 
 POLICY = "stale-offsets"
-RUN_TIMEOUT = 240.0  # a cold Spark start on a busy 2-core machine
 GROUPS = ("reporting-old", "orders-app", "nightly-export", "billing-monthly")
 OPERATOR = "system:serviceaccount:kafka-offset-operator:kafka-offset-operator"  # as the install names it
 
@@ -69,32 +71,6 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
             operators.close()
 
 
-def policy_status(kube: Kube) -> dict[str, Any]:
-    return kube.get(GROUP_VERSION, "consumergroupoffsetpolicies", POLICY).get("status") or {}
-
-
-def wait_run(kube: Kube, after: str | None, what: str) -> dict[str, Any]:
-    """The status once a run newer than `after` (a lastRun.completionTime) finished."""
-    def done() -> dict[str, Any] | None:
-        status = policy_status(kube)
-        last = (status.get("lastRun") or {}).get("completionTime")
-        ready = condition(status, "Ready")
-        if last and last != after and ready.get("status") == "True":
-            return status
-        if ready.get("status") == "False" and ready.get("reason") not in (None, "AnalysisRunning"):
-            raise AssertionError(f"the run failed: {ready}")
-        return None
-    return wait_until(done, RUN_TIMEOUT, what)
-
-
-def deletions(kube: Kube) -> dict[str, dict[str, Any]]:
-    return {d["spec"]["group"]: d for d in kube.list(GROUP_VERSION, "offsetdeletions")}
-
-
-def set_mode(kube: Kube, mode: str) -> None:
-    kube.patch(GROUP_VERSION, "consumergroupoffsetpolicies", POLICY, {"spec": {"mode": mode}})
-
-
 # -- the steps
 
 
@@ -107,10 +83,10 @@ class DryRun:
 
 @pytest.fixture(scope="module")
 def dry_run(played: Played) -> DryRun:
-    status = wait_run(played.kube, None, "the DryRun analysis")
+    status = wait_run(played.kube, POLICY, None, "the DryRun analysis")
     with KafkaAdmin(ConnectionSettings(played.broker.bootstrap_servers)) as admin:
         billing = admin.describe_group("billing-monthly")
-    return DryRun(status, deletions(played.kube), billing.protocol_type)
+    return DryRun(status, deletions_by_group(played.kube), billing.protocol_type)
 
 
 @dataclass
@@ -127,9 +103,9 @@ class Approve:
 def approve(played: Played, dry_run: DryRun) -> Approve:
     kube = played.kube
     wait_past(dry_run.status["lastRun"]["completionTime"])  # runs are told apart by completionTime (seconds)
-    set_mode(kube, "Approve")
-    status = wait_run(kube, dry_run.status["lastRun"]["completionTime"], "the Approve analysis")
-    found = deletions(kube)
+    set_mode(kube, POLICY, "Approve")
+    status = wait_run(kube, POLICY, dry_run.status["lastRun"]["completionTime"], "the Approve analysis")
+    found = deletions_by_group(kube)
     phases = {group: kube.wait_for_phase(d["metadata"]["name"], "AwaitingApproval")["phase"]
               for group, d in found.items()}
     rebase = kube.deletion(found["billing-monthly"]["metadata"]["name"])  # with its status
@@ -168,9 +144,9 @@ class Auto:
 def auto(played: Played, approve: Approve, late_commit: LateCommit) -> Auto:
     kube = played.kube
     wait_past(approve.status["lastRun"]["completionTime"])  # runs are told apart by completionTime (seconds)
-    set_mode(kube, "Auto")
-    status = wait_run(kube, approve.status["lastRun"]["completionTime"], "the Auto analysis")
-    found = deletions(kube)
+    set_mode(kube, POLICY, "Auto")
+    status = wait_run(kube, POLICY, approve.status["lastRun"]["completionTime"], "the Auto analysis")
+    found = deletions_by_group(kube)
     for group in ("reporting-old", "orders-app"):
         kube.wait_for_phase(approve.proposed[group]["metadata"]["name"], "Succeeded")
     rebase = approve.rebase["metadata"]["name"]

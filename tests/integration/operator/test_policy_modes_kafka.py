@@ -25,16 +25,18 @@ from operator_harness import (
     NAMESPACE,
     Kube,
     Operators,
-    condition,
+    deletions_by_group,
     emulated_cluster,
     fast_options,
+    policy_status,
+    set_mode,
+    wait_run,
 )
 from waiting import wait_past, wait_until
 
 pytestmark = pytest.mark.slow  # Spark analyses
 
 POLICY = "short-retention"
-RUN_TIMEOUT = 240.0  # a cold Spark start on a busy 2-core machine
 SPEC = {
     "groups": {"include": ["*"]},
     "rules": {"emptyGroupRetention": "2s", "unsubscribedTopicRetention": "2s", "standaloneRetention": "2s"},
@@ -77,35 +79,10 @@ def played(real_kafka: Kafka, tmp_path_factory: pytest.TempPathFactory) -> Itera
                 operators.close()
 
 
-def policy_status(kube: Kube) -> dict[str, Any]:
-    return kube.get(GROUP_VERSION, "consumergroupoffsetpolicies", POLICY).get("status") or {}
-
-
-def wait_run(kube: Kube, after: str | None, what: str) -> dict[str, Any]:
-    def done() -> dict[str, Any] | None:
-        status = policy_status(kube)
-        last = (status.get("lastRun") or {}).get("completionTime")
-        ready = condition(status, "Ready")
-        if last and last != after and ready.get("status") == "True":
-            return status
-        if ready.get("status") == "False" and ready.get("reason") not in (None, "AnalysisRunning"):
-            raise AssertionError(f"the run failed: {ready}")
-        return None
-    return wait_until(done, RUN_TIMEOUT, what)
-
-
-def deletions(kube: Kube) -> dict[str, dict[str, Any]]:
-    return {d["spec"]["group"]: d for d in kube.list(GROUP_VERSION, "offsetdeletions")}
-
-
-def set_mode(kube: Kube, mode: str) -> None:
-    kube.patch(GROUP_VERSION, "consumergroupoffsetpolicies", POLICY, {"spec": {"mode": mode}})
-
-
 @pytest.fixture(scope="module")
 def dry_run(played: Played) -> dict[str, Any]:
-    status = wait_run(played.kube, None, "the DryRun analysis")
-    assert deletions(played.kube) == {}
+    status = wait_run(played.kube, POLICY, None, "the DryRun analysis")
+    assert deletions_by_group(played.kube) == {}
     return status
 
 
@@ -113,9 +90,9 @@ def dry_run(played: Played) -> dict[str, Any]:
 def approve(played: Played, dry_run: dict[str, Any]) -> dict[str, dict[str, Any]]:
     kube = played.kube
     wait_past(dry_run["lastRun"]["completionTime"])
-    set_mode(kube, "Approve")
-    wait_run(kube, dry_run["lastRun"]["completionTime"], "the Approve analysis")
-    proposed = deletions(kube)
+    set_mode(kube, POLICY, "Approve")
+    wait_run(kube, POLICY, dry_run["lastRun"]["completionTime"], "the Approve analysis")
+    proposed = deletions_by_group(kube)
     for d in proposed.values():
         kube.wait_for_phase(d["metadata"]["name"], "AwaitingApproval")
     return proposed
@@ -124,10 +101,10 @@ def approve(played: Played, dry_run: dict[str, Any]) -> dict[str, dict[str, Any]
 @pytest.fixture(scope="module")
 def auto(played: Played, approve: dict[str, dict[str, Any]]) -> dict[str, dict[tuple[str, int], int]]:
     kube = played.kube
-    last = policy_status(kube)["lastRun"]["completionTime"]
+    last = policy_status(kube, POLICY)["lastRun"]["completionTime"]
     wait_past(last)
-    set_mode(kube, "Auto")
-    wait_run(kube, last, "the Auto analysis")
+    set_mode(kube, POLICY, "Auto")
+    wait_run(kube, POLICY, last, "the Auto analysis")
     for d in approve.values():
         kube.wait_for_phase(d["metadata"]["name"], "Succeeded")
     return {g: committed(played.kafka.bootstrap_servers, g)

@@ -32,6 +32,7 @@ from operator_harness import (
     condition,
     emulated_cluster,
     fast_options,
+    policy_status,
 )
 from spark_operator_standin import SparkOperatorStandIn
 from waiting import wait_until
@@ -48,10 +49,6 @@ IMAGE = "ghcr.io/example/kafka-offset-operator:test"
 def spark_crds() -> list[dict[str, Any]]:
     """spark-operator's SparkApplication, served beside our CRDs."""
     return [yaml.safe_load(SPARK_CRD.read_text())]
-
-
-def policy_status(kube: Kube, name: str) -> dict[str, Any]:
-    return kube.get(GROUP_VERSION, "consumergroupoffsetpolicies", name).get("status") or {}
 
 
 def app_names(kube: Kube) -> list[str]:
