@@ -1,7 +1,8 @@
 """`kafka-offset-demo`: the README's first command (`scripts/dev.sh demo`). The whole product on one machine, no cluster, Docker or network:
 
 1. the sandbox Kafka broker (a wire-protocol simulator) plays a week of consumer groups (story.py);
-2. kmock's emulated Kubernetes API serves our CRDs, and the operator runs against it under Kopf;
+2. kmock's emulated Kubernetes API serves our CRDs (or, with --real-cluster, a real kube-apiserver with etcd
+   and kube-controller-manager, built once by `scripts/dev.sh cluster`), and the operator runs against it;
 3. an example ConsumerGroupOffsetPolicy is applied in DryRun, then switched to Approve;
 4. the policy's status and the OffsetDeletions it proposed are printed as tables.
 
@@ -21,7 +22,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -42,9 +44,11 @@ from kafka_offset_operator.model.api import (
     VERSION,
 )
 from kafka_offset_operator.model.connection import ConnectionSettings
+from kafka_offset_operator.model.crds import build_crds
 from kafka_offset_operator.runtime import run_operator
 from offset_expiry.session import JavaMissing, check_java
 
+from .control_plane import ApiError, ControlPlane, built_binaries
 from .emulated_cluster import EmulatedCluster
 from .story import POLICY_SPEC, STORY, Story, story_broker
 
@@ -53,6 +57,20 @@ NAMESPACE = "kafka"
 POLICY = "stale-offsets"
 PROMISE_GROUP = "reporting-old"  # the proposal the demo approves, deletes and restores
 RUN_TIMEOUT_S = 300.0
+
+
+# What a user of --stay-up meets on kmock's emulated API that a real API server does differently (issue 20);
+# said in the demo's own output so nobody takes it for Kubernetes' behaviour. `scripts/dev.sh cluster` starts
+# a real control plane (docs/real-cluster.md).
+EMULATOR_GAPS = (
+    "Not faithful on this emulated API (a real one: scripts/dev.sh cluster, docs/real-cluster.md):\n"
+    "  kubectl create namespace / create configmap   fail with the emulator's own error text\n"
+    "  writes into a namespace that does not exist    accepted (a real API server refuses them)\n"
+    "  kubectl delete                                 may wait on its watch: add --wait=false\n"
+    "  --field-selector, and kubectl describe's Events  not filtered: other objects' Events may show\n"
+    "  a 404                                          says 'not found in the Kubernetes server ... kmock'\n"
+    "  CEL rules, RBAC, garbage collection            imitated by the demo, not the API server's own\n"
+)
 
 
 class UserError(Exception):
@@ -64,8 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S, metavar="SECONDS",
                    help=f"give up when an analysis takes longer than this (default {RUN_TIMEOUT_S:.0f})")
     p.add_argument("--stay-up", action="store_true",
-                   help="after the story, keep the broker, the emulated API and the operator running and print the "
-                        "KUBECONFIG to try kubectl with; Ctrl-C (or SIGTERM) stops them")
+                   help="after the story, keep the broker, the Kubernetes API and the operator running and print the "
+                        "KUBECONFIG to try kubectl with; Ctrl-C (or SIGTERM) stops them. Runs on the real control "
+                        "plane where it is built (see --real-cluster), else on the emulated API")
+    api = p.add_mutually_exclusive_group()
+    api.add_argument("--real-cluster", action="store_true",
+                     help="run on a real kube-apiserver, etcd and kube-controller-manager (built once from Go by "
+                          "`scripts/dev.sh cluster` into ~/.cache/kafka-offset-operator/kube/) instead of kmock's "
+                          "emulated API; the default with --stay-up where they are built")
+    api.add_argument("--emulated-api", action="store_true",
+                     help="run on kmock's emulated API even with --stay-up where the real control plane is built")
     return p
 
 
@@ -96,8 +122,13 @@ def run(args: argparse.Namespace) -> int:
         check_java()
     except JavaMissing as exc:
         raise UserError(str(exc)) from None
+    binaries = built_binaries()
+    real = args.real_cluster or (args.stay_up and not args.emulated_api and binaries is not None)
+    if real and binaries is None:
+        raise UserError("--real-cluster: no Kubernetes control plane is built here; `scripts/dev.sh cluster` builds "
+                        "it (needs Go 1.26+), or leave the option out to use the emulated API")
     _quiet_logs()
-    return Demo(sys.stdout, args.timeout, args.stay_up).play()
+    return Demo(sys.stdout, args.timeout, args.stay_up, binaries if real else None).play()
 
 
 def _quiet_logs() -> None:
@@ -107,60 +138,118 @@ def _quiet_logs() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
+@dataclass(frozen=True)
+class Kubernetes:
+    """The API the demo runs on: where it listens, the admin kubeconfig, what it is (for people), and what
+    kubectl does differently there than on a cluster (said with --stay-up)."""
+
+    url: str
+    kubeconfig: Path
+    what: str
+    gaps: str
+
+
+@contextlib.contextmanager
+def emulated_api(tmp: Path) -> Iterator[Kubernetes]:
+    cluster = EmulatedCluster()
+    try:
+        cluster.start()
+        yield Kubernetes(cluster.url, cluster.write_kubeconfig(tmp / "kubeconfig"),
+                         "emulated Kubernetes API (kmock)", EMULATOR_GAPS)
+    finally:
+        if cluster.emulator is not None:
+            cluster.stop()
+
+
+@contextlib.contextmanager
+def real_api(tmp: Path, binaries: Path, timeout_s: float) -> Iterator[Kubernetes]:
+    """etcd, kube-apiserver and kube-controller-manager on loopback, with the namespace and our CRDs."""
+    plane = ControlPlane(binaries, tmp / "kube")
+    try:
+        try:
+            _start_real(plane, timeout_s)
+        except (ApiError, RuntimeError, OSError) as exc:
+            raise UserError(f"the real control plane did not start: {str(exc).splitlines()[0]}") from None
+        yield Kubernetes(plane.url, plane.kubeconfig, f"real Kubernetes API server {binaries.name} (etcd, "
+                         "kube-apiserver, kube-controller-manager; no scheduler or kubelet: pods stay Pending)", "")
+    finally:
+        plane.stop()
+
+
+def _start_real(plane: ControlPlane, timeout_s: float) -> None:
+    """Start it, create the demo's namespace and our CRDs, and wait until the API server serves them."""
+    plane.start()
+    plane.create_namespace(NAMESPACE)
+    crds = list(build_crds().values())
+    for crd in crds:
+        plane.api.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    deadline = time.monotonic() + timeout_s
+    for crd in crds:
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}"
+        while not any(c.get("type") == "Established" and c.get("status") == "True"
+                      for c in (plane.api.request("GET", path).get("status") or {}).get("conditions") or ()):
+            if time.monotonic() > deadline:
+                raise UserError(f"CRD {crd['metadata']['name']} not Established after {timeout_s:.0f}s")
+            time.sleep(0.2)  # polling cadence; the deadline decides
+
+
 class Demo:
-    def __init__(self, out: TextIO, timeout_s: float, stay_up: bool = False) -> None:
+    def __init__(self, out: TextIO, timeout_s: float, stay_up: bool = False, real: Path | None = None) -> None:
         self.out = out
         self.timeout_s = timeout_s
         self.stay_up = stay_up
+        self.real = real  # the real control plane's binaries, or None: the emulated API
         self.progress = Progress(out)
 
     def play(self) -> int:
         say = self.progress.say
         self.out.write("kafka-offset-operator demo: a week of consumer groups, a policy, and what the operator does\n\n")
         tmp = Path(tempfile.mkdtemp(prefix="koo-demo-"))
-        cluster = EmulatedCluster()
         try:
             with story_broker() as broker:
                 say(f"sandbox Kafka broker on {broker.bootstrap_servers} (a wire-protocol simulator, not a real broker)")
                 with Story(broker):
                     say("played six days of consumer-group activity on it:")
                     self._story_table()
-                    cluster.start()
-                    kube = Kube(load_config(cluster.write_kubeconfig(tmp / "kubeconfig")))
-                    say(f"emulated Kubernetes API (kmock) on {cluster.url}, serving the CRDs of crds/")
-                    operator = OperatorThread(tmp / "kubeconfig")
-                    operator.start()
-                    say(f"operator started under Kopf, watching namespace {NAMESPACE}")
-                    try:
-                        self._apply(kube, {"kafka": {"bootstrapServers": broker.bootstrap_servers}, **POLICY_SPEC,
-                                           "mode": "DryRun"})
-                        say(f"applied ConsumerGroupOffsetPolicy {NAMESPACE}/{POLICY} in mode DryRun; "
-                            "the analysis starts Spark (local mode) ...")
-                        first = self._wait_run(kube, None)
-                        say(f"DryRun analysis done: {first['lastRun']['candidates']} candidate offsets, nothing proposed, "
-                            "nothing written to Kafka")
-                        self._say_keep_alive(first)
-                        kube.patch_object(GROUP, VERSION, POLICIES, NAMESPACE, POLICY, {"spec": {"mode": "Approve"}})
-                        say("switched the policy to mode Approve ...")
-                        status = self._wait_run(kube, first["lastRun"]["completionTime"])
-                        created = status["lastRun"]["deletionsCreated"]
-                        say(f"Approve analysis done: {created} OffsetDeletions proposed, waiting for approval")
-                        self._say_keep_alive(status)
-                        children = self._wait_children(kube, created)
-                        promise = self._approve_delete_restore(kube, broker.bootstrap_servers, children,
-                                                               tmp / "kubeconfig")
-                        self._report(status, children, promise)
-                        if self.stay_up:
-                            self._wait_for_stop(broker.bootstrap_servers, cluster.url, tmp / "kubeconfig")
-                    finally:
-                        operator.stop()
-                        kube.close()
+                    if self.real is not None:
+                        say("starting the real control plane (etcd, kube-apiserver, kube-controller-manager) ...")
+                    with (real_api(tmp, self.real, self.timeout_s) if self.real is not None
+                          else emulated_api(tmp)) as api:
+                        self._play(broker.bootstrap_servers, api)
             return 0
         finally:
-            if cluster.emulator is not None:
-                cluster.stop()
             shared_engine().close()
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def _play(self, servers: str, api: Kubernetes) -> None:
+        say = self.progress.say
+        kube = Kube(load_config(api.kubeconfig))
+        say(f"{api.what} on {api.url}, serving the CRDs of crds/")
+        operator = OperatorThread(api.kubeconfig)
+        operator.start()
+        say(f"operator started under Kopf, watching namespace {NAMESPACE}")
+        try:
+            self._apply(kube, {"kafka": {"bootstrapServers": servers}, **POLICY_SPEC, "mode": "DryRun"})
+            say(f"applied ConsumerGroupOffsetPolicy {NAMESPACE}/{POLICY} in mode DryRun; "
+                "the analysis starts Spark (local mode) ...")
+            first = self._wait_run(kube, None)
+            say(f"DryRun analysis done: {first['lastRun']['candidates']} candidate offsets, nothing proposed, "
+                "nothing written to Kafka")
+            self._say_keep_alive(first)
+            kube.patch_object(GROUP, VERSION, POLICIES, NAMESPACE, POLICY, {"spec": {"mode": "Approve"}})
+            say("switched the policy to mode Approve ...")
+            status = self._wait_run(kube, first["lastRun"]["completionTime"])
+            created = status["lastRun"]["deletionsCreated"]
+            say(f"Approve analysis done: {created} OffsetDeletions proposed, waiting for approval")
+            self._say_keep_alive(status)
+            children = self._wait_children(kube, created)
+            promise = self._approve_delete_restore(kube, servers, children, api.kubeconfig)
+            self._report(status, children, promise)
+            if self.stay_up:
+                self._wait_for_stop(servers, api)
+        finally:
+            operator.stop()
+            kube.close()
 
     def _report(self, status: Mapping[str, Any], children: Sequence[Mapping[str, Any]], promise: Sequence[str]) -> None:
         self.out.write("\n")
@@ -177,18 +266,19 @@ class Demo:
                            f"this, run the demo with --stay-up ({PROG} --stay-up).\n")
         self.out.flush()
 
-    def _wait_for_stop(self, bootstrap: str, api: str, kubeconfig: Path) -> None:
+    def _wait_for_stop(self, bootstrap: str, api: Kubernetes) -> None:
         """Everything stays up until Ctrl-C or SIGTERM; the temporary kubeconfig lives as long."""
         stop = threading.Event()
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
         self.out.write(
-            f"\nThe demo stays up: sandbox Kafka on {bootstrap}, emulated Kubernetes API on {api}, the operator "
+            f"\nThe demo stays up: sandbox Kafka on {bootstrap}, {api.what} on {api.url}, the operator "
             f"running. In another terminal:\n"
-            f"  export KUBECONFIG={kubeconfig}\n"
+            f"  export KUBECONFIG={api.kubeconfig}\n"
             f"  kubectl get kafka                      # policies and OffsetDeletions (category kafka)\n"
             f"  kubectl get od -o wide\n"
             f"  kubectl explain cgop.spec.rules\n"
             f"  kubectl get configmaps -l kafkaoffsets.dev/backup=true\n"
+            f"{api.gaps}"
             f"Ctrl-C stops it.\n")
         self.out.flush()
         try:
@@ -198,7 +288,7 @@ class Demo:
             pass
         finally:
             signal.signal(signal.SIGTERM, previous)
-        self.out.write("stopping: operator, emulated API, sandbox broker\n")
+        self.out.write(f"stopping: operator, {'real control plane' if self.real else 'emulated API'}, sandbox broker\n")
 
     def _say_keep_alive(self, status: Mapping[str, Any]) -> None:
         """What keep-alive did (Approve, Auto) or would do (DryRun), from the run's Ready condition."""

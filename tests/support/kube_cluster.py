@@ -1,343 +1,36 @@
-"""A real Kubernetes control plane on loopback, started as controller-runtime's envtest starts one.
-
-etcd (a temp data dir, no fsync), kube-apiserver (a serving certificate and an admin client certificate in
-system:masters from a CA made here with the `cryptography` package, RBAC authorization, service-account
-signing keys and issuer) and kube-controller-manager (garbage collector, namespaces, deployments and
-replica sets, stateful sets, service accounts and their tokens). There is no scheduler and no kubelet:
-pods stay Pending and no container runs, which the tests must not need.
-
-The binaries come from tests/support/kube_build.py. Used by the pytest fixtures in kube_fixtures.py and by
-a person through `scripts/dev.sh cluster` (this file's main: it prints `export KUBECONFIG=...` and runs
-until Ctrl-C).
+"""A real Kubernetes control plane on loopback for the tests: the machinery is the demo's
+(kafka_offset_demo/control_plane.py, which the demo's `--real-cluster` runs too); here it is built first if
+need be (kube_build.py) and run for a person by `scripts/dev.sh cluster` (this file's main: it prints
+`export KUBECONFIG=...` and runs until Ctrl-C). Used by the pytest fixtures in kube_fixtures.py.
 """
 
 from __future__ import annotations
 
-import base64
-import datetime
-import ipaddress
-import json
 import os
 import signal
-import socket
-import ssl
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kube_build import build
 
-CONTROLLERS = (
-    "garbage-collector-controller", "namespace-controller", "deployment-controller", "replicaset-controller",
-    "statefulset-controller", "serviceaccount-controller", "serviceaccount-token-controller",
-    "root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
-    "validatingadmissionpolicy-status-controller",
+from kafka_offset_demo.control_plane import (
+    CONTROLLERS,
+    ISSUER,
+    Api,
+    ApiError,
+    CertificateAuthority,
+    ControlPlane,
+    Issued,
+    free_port,
+    kubeconfig,
 )
-ISSUER = "https://kubernetes.default.svc.cluster.local"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-# -- certificates
-
-
-def _key() -> rsa.RSAPrivateKey:
-    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
-
-
-def _pem_key(key: rsa.RSAPrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption())
-
-
-@dataclass(frozen=True)
-class Issued:
-    """A certificate and its key, PEM-encoded."""
-
-    cert: bytes
-    key: bytes
-
-
-class CertificateAuthority:
-    """The cluster's one CA: it signs the API server's serving certificate and every client certificate (the
-    API server trusts it through --client-ca-file: a certificate's CN is the user, its O entries the groups)."""
-
-    def __init__(self) -> None:
-        self.key = _key()
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kafka-offset-operator-test-ca")])
-        now = datetime.datetime.now(datetime.UTC)
-        self.cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(self.key.public_key())
-                     .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-                     .not_valid_after(now + datetime.timedelta(days=7))
-                     .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                     .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                                  content_commitment=False, key_encipherment=False,
-                                                  data_encipherment=False, key_agreement=False,
-                                                  encipher_only=False, decipher_only=False), critical=True)
-                     .sign(self.key, hashes.SHA256()))
-        self.pem = self.cert.public_bytes(serialization.Encoding.PEM)
-
-    def issue(self, common_name: str, organizations: Sequence[str] = (), server: bool = False) -> Issued:
-        """A client certificate for user `common_name` in groups `organizations`, or (`server`) the serving
-        certificate for localhost and 127.0.0.1."""
-        key = _key()
-        attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
-        attrs += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
-        now = datetime.datetime.now(datetime.UTC)
-        builder = (x509.CertificateBuilder().subject_name(x509.Name(attrs)).issuer_name(self.cert.subject)
-                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
-                   .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=7))
-                   .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True))
-        if server:
-            builder = builder.add_extension(x509.SubjectAlternativeName([
-                x509.DNSName("localhost"), x509.IPAddress(ipaddress.IPv4Address("127.0.0.1"))]), critical=False)
-            builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        else:
-            builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        cert = builder.sign(self.key, hashes.SHA256())
-        return Issued(cert.public_bytes(serialization.Encoding.PEM), _pem_key(key))
-
-
-# -- the API as a client
-
-
-class ApiError(Exception):
-    """The API server refused a request: `status` is its HTTP code, `body` its Status object (a dict)."""
-
-    def __init__(self, status: int, body: dict[str, Any]) -> None:
-        super().__init__(f"HTTP {status}: {body.get('message', body)}")
-        self.status = status
-        self.body = body
-
-
-class Api:
-    """A small synchronous JSON client of the real API server (admin or a named user), for tests and the
-    harness. Paths are the API's own (`/api/v1/namespaces`, `/apis/GROUP/VERSION/...`)."""
-
-    def __init__(self, url: str, ca: bytes, client: Issued | None = None, token: str | None = None) -> None:
-        self.url = url
-        self.token = token
-        self.context = ssl.create_default_context(cadata=ca.decode())
-        if client is not None:
-            with tempfile.TemporaryDirectory() as tmp:  # ssl loads a client certificate from files only
-                cert, key = Path(tmp) / "c.crt", Path(tmp) / "c.key"
-                cert.write_bytes(client.cert)
-                key.write_bytes(client.key)
-                self.context.load_cert_chain(cert, key)
-
-    def request(self, method: str, path: str, body: Any = None,
-                content_type: str = "application/json", timeout: float = 30) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", content_type)
-        if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
-        try:
-            with urllib.request.urlopen(req, timeout=timeout, context=self.context) as rsp:
-                text = rsp.read().decode()
-        except urllib.error.HTTPError as exc:
-            raw = exc.read().decode(errors="replace")
-            try:
-                parsed = json.loads(raw)
-            except ValueError:
-                parsed = {"message": raw}
-            raise ApiError(exc.code, parsed if isinstance(parsed, dict) else {"message": raw}) from None
-        return json.loads(text) if text else None
-
-    def apply(self, path: str, obj: Mapping[str, Any], manager: str = "tests") -> Any:
-        """Server-side apply of `obj` at `path` (the object's own path, with its name)."""
-        return self.request("PATCH", f"{path}?fieldManager={manager}&force=true", dict(obj),
-                            "application/apply-patch+yaml")
-
-
-# -- the control plane
-
-
-def kubeconfig(url: str, ca: bytes, user: str, client: Issued | None = None, token: str | None = None,
-               namespace: str | None = None) -> dict[str, Any]:
-    """A kubeconfig document for `user` (a client certificate or a bearer token), credentials embedded."""
-    creds: dict[str, str] = {}
-    if client is not None:
-        creds = {"client-certificate-data": base64.b64encode(client.cert).decode(),
-                 "client-key-data": base64.b64encode(client.key).decode()}
-    if token is not None:
-        creds = {"token": token}
-    context: dict[str, str] = {"cluster": "real", "user": user}
-    if namespace:
-        context["namespace"] = namespace
-    return {"apiVersion": "v1", "kind": "Config", "current-context": "real",
-            "clusters": [{"name": "real", "cluster": {"server": url,
-                                                      "certificate-authority-data": base64.b64encode(ca).decode()}}],
-            "users": [{"name": user, "user": creds}], "contexts": [{"name": "real", "context": context}]}
-
-
-class ControlPlane:
-    """etcd, kube-apiserver and kube-controller-manager as processes on loopback, in `workdir` (their data,
-    certificates and logs). `start()` returns once /readyz answers ok; `stop()` ends all three."""
-
-    def __init__(self, binaries: Path, workdir: Path) -> None:
-        self.binaries = binaries
-        self.dir = workdir
-        self.ca = CertificateAuthority()
-        self.admin = self.ca.issue("admin", ["system:masters"])
-        self.port = free_port()
-        self.url = f"https://127.0.0.1:{self.port}"
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-        self.kubeconfig = workdir / "admin.kubeconfig"
-        self.api = Api(self.url, self.ca.pem, self.admin)
-
-    def _write(self, name: str, data: bytes) -> str:
-        path = self.dir / name
-        path.write_bytes(data)
-        path.chmod(0o600)
-        return str(path)
-
-    def _spawn(self, name: str, args: list[str]) -> None:
-        log = open(self.dir / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it
-        self.procs[name] = subprocess.Popen([str(self.binaries / name), *args], stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
-        log.close()
-
-    def log(self, name: str, tail: int = 4000) -> str:
-        path = self.dir / f"{name}.log"
-        return path.read_text(errors="replace")[-tail:] if path.exists() else ""
-
-    def _alive(self) -> None:
-        for name, proc in self.procs.items():
-            if proc.poll() is not None:
-                raise RuntimeError(f"{name} exited with {proc.returncode}:\n{self.log(name)}")
-
-    def start(self, timeout: float = 180) -> ControlPlane:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        ca = self._write("ca.crt", self.ca.pem)
-        serving = self.ca.issue("kube-apiserver", server=True)
-        sa_key = _key()
-        sa_private = self._write("sa.key", _pem_key(sa_key))
-        sa_public = self._write("sa.pub", sa_key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-        client_port, peer_port = free_port(), free_port()
-        etcd_url, peer_url = f"http://127.0.0.1:{client_port}", f"http://127.0.0.1:{peer_port}"
-        self._spawn("etcd", [
-            f"--data-dir={self.dir / 'etcd'}", "--name=default", f"--listen-client-urls={etcd_url}",
-            f"--advertise-client-urls={etcd_url}", f"--listen-peer-urls={peer_url}",
-            f"--initial-advertise-peer-urls={peer_url}", f"--initial-cluster=default={peer_url}",
-            "--unsafe-no-fsync=true", "--log-level=warn"])
-        self._spawn("kube-apiserver", [
-            f"--etcd-servers={etcd_url}", "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-            f"--secure-port={self.port}", f"--tls-cert-file={self._write('apiserver.crt', serving.cert)}",
-            f"--tls-private-key-file={self._write('apiserver.key', serving.key)}", f"--client-ca-file={ca}",
-            "--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true",
-            "--disable-admission-plugins=ServiceAccount", f"--service-account-issuer={ISSUER}",
-            f"--service-account-key-file={sa_public}", f"--service-account-signing-key-file={sa_private}",
-            "--endpoint-reconciler-type=none", "--v=0"])
-        self.kubeconfig.write_text(yaml.safe_dump(kubeconfig(self.url, self.ca.pem, "admin", self.admin)))
-        self.kubeconfig.chmod(0o600)
-        self._wait_ready(timeout)
-        self._spawn("kube-controller-manager", [
-            f"--kubeconfig={self.kubeconfig}", f"--authentication-kubeconfig={self.kubeconfig}",
-            f"--authorization-kubeconfig={self.kubeconfig}", "--bind-address=127.0.0.1",
-            f"--secure-port={free_port()}", "--leader-elect=false", f"--controllers={','.join(CONTROLLERS)}",
-            f"--service-account-private-key-file={sa_private}", f"--root-ca-file={ca}",
-            "--use-service-account-credentials=false", "--concurrent-gc-syncs=5", "--v=0"])
-        self._wait_controllers(timeout)
-        return self
-
-    def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        last = ""
-        while time.monotonic() < deadline:
-            self._alive()
-            try:
-                self.api.request("GET", "/readyz", timeout=5)
-                return
-            except ApiError as exc:
-                last = str(exc)
-            except (OSError, ValueError) as exc:  # not listening yet; /readyz answers "ok", not JSON
-                if isinstance(exc, ValueError):
-                    return
-                last = str(exc)
-            time.sleep(0.2)  # the polling cadence; the deadline decides
-        raise RuntimeError(f"kube-apiserver not ready after {timeout}s ({last}):\n{self.log('kube-apiserver')}")
-
-    def _wait_controllers(self, timeout: float) -> None:
-        """The controller manager is working once the default namespace has its service account (the
-        serviceaccount controller made it) with the root CA published next to it."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self._alive()
-            try:
-                self.api.request("GET", "/api/v1/namespaces/default/serviceaccounts/default", timeout=5)
-                self.api.request("GET", "/api/v1/namespaces/default/configmaps/kube-root-ca.crt", timeout=5)
-                return
-            except ApiError as exc:
-                if exc.status != 404:
-                    raise
-            time.sleep(0.2)
-        raise RuntimeError(f"kube-controller-manager not working after {timeout}s:\n{self.log('kube-controller-manager')}")
-
-    def stop(self) -> None:
-        for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
-            proc = self.procs.pop(name, None)
-            if proc is None or proc.poll() is not None:
-                continue
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-    # -- users
-
-    def user_kubeconfig(self, path: Path, user: str, groups: Sequence[str] = (), namespace: str | None = None) -> Path:
-        """A kubeconfig authenticating as `user` in `groups` with a client certificate from the cluster's CA:
-        what RBAC allows that user is all it may do (no impersonation involved)."""
-        issued = self.ca.issue(user, list(groups))
-        path.write_text(yaml.safe_dump(kubeconfig(self.url, self.ca.pem, user, issued, namespace=namespace)))
-        path.chmod(0o600)
-        return path
-
-    def user_api(self, user: str, groups: Sequence[str] = ()) -> Api:
-        """An API client authenticating as `user` in `groups` (a client certificate)."""
-        return Api(self.url, self.ca.pem, self.ca.issue(user, list(groups)))
-
-    def service_account_token(self, namespace: str, name: str, seconds: int = 3600) -> str:
-        """A token for ServiceAccount `namespace/name` from the TokenRequest API, as the kubelet gets one."""
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                "spec": {"expirationSeconds": seconds}}
-        answer = self.api.request("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", body)
-        return str(answer["status"]["token"])
-
-    def service_account_kubeconfig(self, path: Path, namespace: str, name: str) -> Path:
-        """A kubeconfig acting as ServiceAccount `namespace/name` (a TokenRequest token)."""
-        token = self.service_account_token(namespace, name)
-        doc = kubeconfig(self.url, self.ca.pem, f"system:serviceaccount:{namespace}:{name}", token=token,
-                         namespace=namespace)
-        path.write_text(yaml.safe_dump(doc))
-        path.chmod(0o600)
-        return path
-
-    def create_namespace(self, name: str) -> None:
-        self.api.request("POST", "/api/v1/namespaces",
-                         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+__all__ = ["CONTROLLERS", "ISSUER", "Api", "ApiError", "CertificateAuthority", "ControlPlane", "Issued",
+           "control_plane", "free_port", "kubeconfig", "main"]
 
 
 @contextmanager

@@ -5,6 +5,7 @@ network."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import time
 import pytest
 
 DEMO_TIMEOUT_S = 420  # a cold Spark start on a busy 2-core machine; about 30-70 s as a rule
+STAY_UP_TIMEOUT_S = 900  # two analyses (the demo gives each 300 s) and a control plane's start, under load
 
 
 @pytest.mark.slow  # the whole demo, with a Spark analysis
@@ -50,16 +52,16 @@ def test_demo_exits_0_with_the_policy_and_its_deletions_as_tables() -> None:
     print(f"demo took {time.monotonic() - started:.1f}s")
 
 
-@pytest.mark.slow  # the whole demo again, kept up and driven with kubectl
-def test_the_demo_stays_up_for_kubectl_until_ctrl_c() -> None:
-    """`kafka-offset-demo --stay-up`: the story, then the KUBECONFIG to use; kubectl lists the proposals with
-    their columns and approves one, which the operator carries out; Ctrl-C ends it with exit 0."""
-    demo = subprocess.Popen([sys.executable, "-m", "kafka_offset_demo", "--stay-up"], stdout=subprocess.PIPE,
+def stay_up(*args: str) -> tuple[list[str], str]:
+    """`kafka-offset-demo --stay-up ARGS`: the story, then the KUBECONFIG to use; kubectl lists the proposals
+    with their columns and approves one, which the operator carries out; Ctrl-C ends it with exit 0. The
+    lines up to "Ctrl-C stops it", and all the output after."""
+    demo = subprocess.Popen([sys.executable, "-m", "kafka_offset_demo", "--stay-up", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
     try:
         assert demo.stdout is not None
-        deadline = time.monotonic() + DEMO_TIMEOUT_S
+        deadline = time.monotonic() + STAY_UP_TIMEOUT_S
         while not any(line.startswith("Ctrl-C stops it") for line in lines):
             line = demo.stdout.readline()
             assert line or demo.poll() is None, "".join(lines)[-3000:]
@@ -85,10 +87,50 @@ def test_the_demo_stays_up_for_kubectl_until_ctrl_c() -> None:
         # The demo's deletion of one proposal and this deletion; keep-alive's rebase of billing-monthly is a
         # proposal that waits for an approval in Approve mode, so it took no backup (nothing changed).
         assert len(backups) == 2 and all("-delete-" in b for b in backups), backups
+        if "--emulated-api" not in args:  # what the emulator gets wrong works here, as on any cluster
+            kubectl("create", "namespace", "team-a")
+            kubectl("-n", "team-a", "create", "configmap", "c", "--from-literal=a=b")
+            kubectl("-n", "team-a", "delete", "configmap", "c")  # returns: its watch sees the deletion
+            missing = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "-n", "nowhere", "create", "configmap",
+                                      "c", "--from-literal=a=b"], capture_output=True, text=True, timeout=60)
+            assert missing.returncode != 0 and 'namespaces "nowhere" not found' in missing.stderr, missing.stderr
         demo.send_signal(signal.SIGINT)
-        out, err = demo.communicate(timeout=120)
+        out, err = demo.communicate(timeout=300)  # the operator's stop waits up to 90 s, then Spark's
     finally:
         if demo.poll() is None:
             demo.kill()
     assert demo.returncode == 0, err[-3000:]
-    assert "stopping: operator, emulated API, sandbox broker" in out and "Traceback" not in out + err
+    assert "Traceback" not in "".join(lines) + out + err
+    return lines, out
+
+
+@pytest.mark.slow  # the whole demo again, kept up and driven with kubectl
+def test_the_demo_stays_up_for_kubectl_until_ctrl_c() -> None:
+    """On the emulated API (forced: the default where no control plane is built), which says what kubectl
+    does differently there."""
+    lines, out = stay_up("--emulated-api")
+    assert any(line.startswith("Not faithful on this emulated API") for line in lines), "".join(lines)
+    assert "stopping: operator, emulated API, sandbox broker" in out
+
+
+@pytest.mark.slow  # the whole demo again, on the real control plane
+def test_the_demo_stays_up_on_the_real_control_plane_where_it_is_built() -> None:
+    """`--stay-up` where the control plane is built runs on it: kubectl behaves as on a cluster (namespaces,
+    configmaps, delete with its watch, a missing namespace refused), and nothing is said to be unfaithful."""
+    from kafka_offset_demo.control_plane import built_binaries
+
+    if built_binaries() is None:
+        pytest.skip("no Kubernetes control plane built here (scripts/dev.sh cluster builds it; needs Go)")
+    lines, out = stay_up()
+    assert any("real Kubernetes API server v" in line for line in lines), "".join(lines)
+    assert not any(line.startswith("Not faithful") for line in lines)
+    assert "stopping: operator, real control plane, sandbox broker" in out
+
+
+@pytest.mark.slow  # a process importing PySpark
+def test_real_cluster_without_a_built_control_plane_is_one_line_and_exit_2(tmp_path: object) -> None:
+    done = subprocess.run([sys.executable, "-m", "kafka_offset_demo", "--real-cluster"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "KOO_KUBE_CACHE": str(tmp_path)})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("kafka-offset-demo: error: --real-cluster: no Kubernetes control plane is built")
+    assert len(done.stderr.splitlines()) == 1 and done.stdout == ""
