@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+import yaml
+
 from kafka_offset_operator import cli
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
 from kafka_offset_operator.adapters.kube import Kube, NotFound, load_config
@@ -48,7 +50,7 @@ from kafka_offset_operator.model.crds import build_crds
 from kafka_offset_operator.runtime import run_operator
 from offset_expiry.session import JavaMissing, check_java
 
-from .control_plane import ApiError, ControlPlane, built_binaries
+from .control_plane import ApiError, ControlPlane, built_binaries, kubeconfig
 from .emulated_cluster import EmulatedCluster
 from .story import POLICY_SPEC, STORY, Story, story_broker
 
@@ -170,7 +172,10 @@ def real_api(tmp: Path, binaries: Path, timeout_s: float) -> Iterator[Kubernetes
             _start_real(plane, timeout_s)
         except (ApiError, RuntimeError, OSError) as exc:
             raise UserError(f"the real control plane did not start: {str(exc).splitlines()[0]}") from None
-        yield Kubernetes(plane.url, plane.kubeconfig, f"real Kubernetes API server {binaries.name} (etcd, "
+        config = tmp / "kubeconfig"  # the admin's, in the demo's namespace as kubectl's default
+        config.write_text(yaml.safe_dump(kubeconfig(plane.url, plane.ca.pem, "admin", plane.admin, namespace=NAMESPACE)))
+        config.chmod(0o600)
+        yield Kubernetes(plane.url, config, f"real Kubernetes API server {binaries.name} (etcd, "
                          "kube-apiserver, kube-controller-manager; no scheduler or kubelet: pods stay Pending)", "")
     finally:
         plane.stop()
@@ -205,17 +210,17 @@ class Demo:
         say = self.progress.say
         self.out.write("kafka-offset-operator demo: a week of consumer groups, a policy, and what the operator does\n\n")
         tmp = Path(tempfile.mkdtemp(prefix="koo-demo-"))
+        if self.real is not None:
+            say("starting the real control plane (etcd, kube-apiserver, kube-controller-manager) ...")
         try:
-            with story_broker() as broker:
+            # The API outlives the broker and the story: it is stopped last, as it is started first.
+            kubernetes = real_api(tmp, self.real, self.timeout_s) if self.real is not None else emulated_api(tmp)
+            with kubernetes as api, story_broker() as broker:
                 say(f"sandbox Kafka broker on {broker.bootstrap_servers} (a wire-protocol simulator, not a real broker)")
                 with Story(broker):
                     say("played six days of consumer-group activity on it:")
                     self._story_table()
-                    if self.real is not None:
-                        say("starting the real control plane (etcd, kube-apiserver, kube-controller-manager) ...")
-                    with (real_api(tmp, self.real, self.timeout_s) if self.real is not None
-                          else emulated_api(tmp)) as api:
-                        self._play(broker.bootstrap_servers, api)
+                    self._play(broker.bootstrap_servers, api)
             return 0
         finally:
             shared_engine().close()
