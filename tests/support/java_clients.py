@@ -175,12 +175,30 @@ class JavaStreams(_Driver):
     its state in `state_dir`. `protocol="streams"` needs Kafka 4.1+ (StreamsConfig.GROUP_PROTOCOL_CONFIG)."""
 
     def __init__(self, bootstrap: str, application_id: str, topics: Iterable[str], state_dir: Path, *,
-                 protocol: str = "classic", version: str = NEWEST, config: Mapping[str, str] | None = None) -> None:
+                 protocol: str = "classic", version: str = NEWEST, config: Mapping[str, str] | None = None,
+                 start: bool = True) -> None:
         self.application_id = application_id
         self.state = "CREATED"
         extra = [f"{k}={v}" for k, v in (config or {}).items()]
         super().__init__(application_id, "StreamsDriver",
                          [bootstrap, application_id, protocol, ",".join(topics), str(state_dir), *extra], version)
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """KafkaStreams.start(): it joins its group. With `start=False` the JVM starts and waits for this, so a
+        test can warm it up first and time the join."""
+        assert self._process.stdin is not None
+        self._process.stdin.write("start\n")
+        self._process.stdin.flush()
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Until the driver's JVM built the topology and waits for `start`."""
+        def ready() -> bool:
+            self._alive()
+            return "READY" in self.lines
+
+        wait_until(ready, timeout, f"{self.application_id}'s Streams driver to start")
 
     def _on_line(self, line: str) -> None:
         if line.startswith("STATE "):

@@ -12,7 +12,9 @@
 //   STATE <state>                  each KafkaStreams state change (CREATED, REBALANCING, RUNNING, ...)
 //   ERROR <class>: <message>       an uncaught exception of a stream thread (the client then shuts down)
 //   CLOSED                         after `close`
-// Commands, one per line on stdin: `close` (close() and exit 0). End of stdin closes it too.
+//   READY                          built, waiting for `start` (the JVM is warm: a test can time the join)
+// Commands, one per line on stdin: `start` (KafkaStreams.start()), `close` (close() and exit 0). End of
+// stdin closes it too.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -65,10 +67,11 @@ public class StreamsDriver {
             say("ERROR " + e.getClass().getSimpleName() + ": " + e.getMessage());
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
-        streams.start();
+        say("READY");
         try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
             String line;
             while ((line = in.readLine()) != null) {
+                if (line.trim().equals("start")) streams.start();
                 if (line.trim().equals("close")) break;
             }
         }
