@@ -14,6 +14,16 @@ SyncGroup) or `protocol="consumer"` (KIP-848, ConsumerGroupHeartbeat; Kafka 3.9 
 expression (KIP-848's SubscriptionPattern): Kafka resolves it asynchronously, so for a moment the member is
 subscribed to nothing Kafka's OffsetDelete would see. Extra consumer configs go in `config` (e.g. `{"group.instance.id": "a"}` for a static member). A driver that
 fails prints its error, which `commit`/`wait_assigned` raise as AssertionError with the driver's words.
+
+`JavaStreams` is a Kafka Streams application (StreamsDriver: stream(sources).groupBy(value).count(), so a
+repartition and a changelog topic) with `protocol="classic"` or `protocol="streams"` (the streams rebalance
+protocol, KIP-1071, from 4.1); `JavaShareConsumer` is a KafkaShareConsumer (KIP-932, from 4.1 on the tests'
+broker) that reads from the earliest record and acknowledges what it got:
+
+    with JavaStreams(bootstrap, "counts", ["orders"], tmp_path, protocol="streams") as app:
+        app.wait_state("RUNNING")
+    with JavaShareConsumer(bootstrap, "workers", ["orders"]) as share:
+        share.wait_received(10)
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ import queue
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -53,28 +63,25 @@ def compiled_drivers(version: str = NEWEST) -> Path:
     return out
 
 
-class JavaConsumer:
-    """A KafkaConsumer (Java) subscribed to `topics` in `group`, polling in its own process (ConsumerDriver)."""
+class _Driver:
+    """One driver process (a main class of tests/kafka-maven/drivers) steered over stdin/stdout: `_on_line`
+    reads what it prints, `_send` writes a command and waits for its reply (a line starting with one of
+    `REPLIES`)."""
 
-    def __init__(self, bootstrap: str, group: str, topics: Iterable[str], *, protocol: str = "classic",
-                 version: str = NEWEST, config: Mapping[str, str] | None = None, regex: str | None = None) -> None:
-        topics = list(topics)
-        assert regex is None or (protocol == "consumer" and not topics), "a regex is KIP-848's, alone"
-        self.group = group
-        self.protocol = protocol
-        self.assignment: set[tuple[str, int]] = set()
+    REPLIES: tuple[str, ...] = ("ERROR", "CLOSED")
+
+    def __init__(self, name: str, main: str, args: Sequence[str], version: str) -> None:
+        self.name = name
         self.lines: list[str] = []
         self._replies: queue.Queue[str] = queue.Queue()
         drivers = compiled_drivers(version)
         cp = f"{drivers}:{classpath(resolve(version))}"
-        extra = [f"{k}={v}" for k, v in (config or {}).items()]
         self._process = subprocess.Popen(
             ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", cp,
-             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dlog4j2.level=WARN",
-             "ConsumerDriver", bootstrap, group, protocol, f"regex:{regex}" if regex else ",".join(topics), *extra],
+             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dlog4j2.level=WARN", main, *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
         )  # fmt: skip
-        self._reader = threading.Thread(target=self._read, name=f"java-consumer-{group}", daemon=True)
+        self._reader = threading.Thread(target=self._read, name=f"java-{main}-{name}", daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
@@ -82,11 +89,16 @@ class JavaConsumer:
         for raw in self._process.stdout:
             line = raw.rstrip("\n")
             self.lines.append(line)
-            if line.startswith("ASSIGNED"):
-                items = line[len("ASSIGNED"):].strip()
-                self.assignment = {(t, int(p)) for t, p in (i.rsplit(":", 1) for i in items.split(",") if i)}
-            elif line.startswith(("COMMITTED", "POSITION", "ERROR", "CLOSED")):
+            self._on_line(line)
+            if line.startswith(self.REPLIES):
                 self._replies.put(line)
+
+    def _on_line(self, line: str) -> None:
+        """What a subclass keeps of each printed line (its assignment, its state)."""
+
+    def _alive(self) -> None:
+        if self._process.poll() is not None:
+            raise AssertionError(f"{self.name}'s Java driver exited: {self.lines[-5:]}")
 
     def _send(self, command: str, timeout: float) -> str:
         assert self._process.stdin is not None
@@ -95,29 +107,14 @@ class JavaConsumer:
         try:
             reply = self._replies.get(timeout=timeout)
         except queue.Empty:
-            raise AssertionError(f"{self.group}'s Java consumer did not answer {command!r} in {timeout}s; "
+            raise AssertionError(f"{self.name}'s Java driver did not answer {command!r} in {timeout}s; "
                                  f"it printed {self.lines[-5:]}") from None
         if reply.startswith("ERROR"):
-            raise AssertionError(f"{self.group}'s Java consumer: {command!r} failed: {reply}")
+            raise AssertionError(f"{self.name}'s Java driver: {command!r} failed: {reply}")
         return reply
 
-    def wait_assigned(self, partitions: int | None = None, timeout: float = 60.0) -> set[tuple[str, int]]:
-        """Until the group gave this member `partitions` partitions (any, if None)."""
-        def assigned() -> set[tuple[str, int]] | None:
-            if self._process.poll() is not None:
-                raise AssertionError(f"{self.group}'s Java consumer exited: {self.lines[-5:]}")
-            if partitions is None:
-                return self.assignment or None
-            return self.assignment if len(self.assignment) == partitions else None
-
-        return wait_until(assigned, timeout, f"{self.group}'s Java consumer's assignment")
-
-    def commit(self, offsets: Mapping[tuple[str, int], int], timeout: float = 60.0) -> None:
-        """commitSync of `offsets` as this member (its member id and generation or epoch)."""
-        self._send("commit " + ",".join(f"{t}:{p}={o}" for (t, p), o in offsets.items()), timeout)
-
     def close(self, timeout: float = 60.0) -> None:
-        """close(): the member leaves the group; the process exits."""
+        """close(): the member leaves its group; the process exits."""
         if self._process.poll() is None:
             try:
                 self._send("close", timeout)
@@ -130,10 +127,124 @@ class JavaConsumer:
                     self._process.kill()
                     self._process.wait()
 
-    def __enter__(self) -> JavaConsumer:
+    def __enter__(self) -> _Driver:
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+class JavaConsumer(_Driver):
+    """A KafkaConsumer (Java) subscribed to `topics` in `group`, polling in its own process (ConsumerDriver)."""
+
+    REPLIES = ("COMMITTED", "POSITION", "ERROR", "CLOSED")
+
+    def __init__(self, bootstrap: str, group: str, topics: Iterable[str], *, protocol: str = "classic",
+                 version: str = NEWEST, config: Mapping[str, str] | None = None, regex: str | None = None) -> None:
+        topics = list(topics)
+        assert regex is None or (protocol == "consumer" and not topics), "a regex is KIP-848's, alone"
+        self.group = group
+        self.protocol = protocol
+        self.assignment: set[tuple[str, int]] = set()
+        extra = [f"{k}={v}" for k, v in (config or {}).items()]
+        subscription = f"regex:{regex}" if regex else ",".join(topics)
+        super().__init__(group, "ConsumerDriver", [bootstrap, group, protocol, subscription, *extra], version)
+
+    def _on_line(self, line: str) -> None:
+        if line.startswith("ASSIGNED"):
+            items = line[len("ASSIGNED"):].strip()
+            self.assignment = {(t, int(p)) for t, p in (i.rsplit(":", 1) for i in items.split(",") if i)}
+
+    def wait_assigned(self, partitions: int | None = None, timeout: float = 60.0) -> set[tuple[str, int]]:
+        """Until the group gave this member `partitions` partitions (any, if None)."""
+        def assigned() -> set[tuple[str, int]] | None:
+            self._alive()
+            if partitions is None:
+                return self.assignment or None
+            return self.assignment if len(self.assignment) == partitions else None
+
+        return wait_until(assigned, timeout, f"{self.group}'s Java consumer's assignment")
+
+    def commit(self, offsets: Mapping[tuple[str, int], int], timeout: float = 60.0) -> None:
+        """commitSync of `offsets` as this member (its member id and generation or epoch)."""
+        self._send("commit " + ",".join(f"{t}:{p}={o}" for (t, p), o in offsets.items()), timeout)
+
+    def __enter__(self) -> JavaConsumer:
+        return self
+
+
+class JavaStreams(_Driver):
+    """A Kafka Streams application `application_id` counting the records of `topics` by value (StreamsDriver),
+    its state in `state_dir`. `protocol="streams"` needs Kafka 4.1+ (StreamsConfig.GROUP_PROTOCOL_CONFIG)."""
+
+    def __init__(self, bootstrap: str, application_id: str, topics: Iterable[str], state_dir: Path, *,
+                 protocol: str = "classic", version: str = NEWEST, config: Mapping[str, str] | None = None,
+                 start: bool = True) -> None:
+        self.application_id = application_id
+        self.state = "CREATED"
+        extra = [f"{k}={v}" for k, v in (config or {}).items()]
+        super().__init__(application_id, "StreamsDriver",
+                         [bootstrap, application_id, protocol, ",".join(topics), str(state_dir), *extra], version)
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """KafkaStreams.start(): it joins its group. With `start=False` the JVM starts and waits for this, so a
+        test can warm it up first and time the join."""
+        assert self._process.stdin is not None
+        self._process.stdin.write("start\n")
+        self._process.stdin.flush()
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Until the driver's JVM built the topology and waits for `start`."""
+        def ready() -> bool:
+            self._alive()
+            return "READY" in self.lines
+
+        wait_until(ready, timeout, f"{self.application_id}'s Streams driver to start")
+
+    def _on_line(self, line: str) -> None:
+        if line.startswith("STATE "):
+            self.state = line[len("STATE "):]
+
+    def wait_state(self, state: str = "RUNNING", timeout: float = 90.0) -> None:
+        """Until KafkaStreams reports `state` (RUNNING: every thread has its tasks)."""
+        def reached() -> bool:
+            self._alive()
+            errors = [line for line in self.lines if line.startswith("ERROR")]
+            if errors:
+                raise AssertionError(f"{self.application_id}'s Streams application failed: {errors[0]}")
+            return self.state == state
+
+        wait_until(reached, timeout, f"{self.application_id}'s Streams application to be {state}")
+
+    def __enter__(self) -> JavaStreams:
+        return self
+
+
+class JavaShareConsumer(_Driver):
+    """A KafkaShareConsumer (KIP-932) of `topics` in share group `group` (ShareDriver), from the earliest record."""
+
+    def __init__(self, bootstrap: str, group: str, topics: Iterable[str], *, version: str = NEWEST,
+                 config: Mapping[str, str] | None = None) -> None:
+        self.group = group
+        self.received = 0
+        extra = [f"{k}={v}" for k, v in (config or {}).items()]
+        super().__init__(group, "ShareDriver", [bootstrap, group, ",".join(topics), *extra], version)
+
+    def _on_line(self, line: str) -> None:
+        if line.startswith("RECEIVED "):
+            self.received = int(line.split()[1])
+
+    def wait_received(self, records: int, timeout: float = 60.0) -> None:
+        """Until the share group delivered at least `records` records to this member."""
+        def enough() -> bool:
+            self._alive()
+            return self.received >= records
+
+        wait_until(enough, timeout, f"{self.group}'s share consumer to receive {records} records")
+
+    def __enter__(self) -> JavaShareConsumer:
+        return self

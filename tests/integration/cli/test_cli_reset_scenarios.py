@@ -16,7 +16,7 @@ import pytest
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka_clients import admin_commit, committed, member
-from kafka_tools import reset_plan
+from kafka_tools import reset_dry_run, reset_export, reset_plan
 from kafka_under_test import Kafka
 from reset_cli import NAMESPACE, backups, plan_of, reset
 
@@ -315,6 +315,42 @@ def test_from_file_plans_as_kafkas_tool_in_both_csv_forms(capsys: pytest.Capture
     code, out, err = reset(capsys, world, kubeconfig, "--from-file", str(csv))
     assert (code, err) == (0, ""), err
     assert plan_of(out) == want, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scope", [["--topic", "missing"], ["--topic", "orders:7"]])
+def test_a_missing_topic_or_partition_is_refused_as_kafkas_tool_refuses_it(
+        capsys: pytest.CaptureFixture[str], world: Kafka, kubeconfig: Path, scope: list[str]) -> None:
+    """Kafka's tool resets nothing when a partition of the scope does not exist (ListOffsets answers
+    UNKNOWN_TOPIC_OR_PARTITION, `getLogOffsets`; later `GroupOffsetsResetter.checkAllTopicPartitionsValid`);
+    the `reset` command refuses it too, in one line, before any change."""
+    if not world.is_real:
+        pytest.skip("Kafka's own tool is the oracle on Apache Kafka")
+    theirs = reset_dry_run(world.version, world.bootstrap_servers, "billing", *scope, "--to-earliest")
+    said = (theirs.stdout + theirs.stderr).strip()
+    assert not [line for line in theirs.stdout.splitlines() if line.startswith("billing ")], said  # no plan row
+    assert "does not exist" in said or "UnknownTopicOrPartition" in said or "not exist" in said.lower(), said
+    code, out, err = reset(capsys, world, kubeconfig, *scope, "--to-earliest")
+    assert code == 2 and len(err.strip().splitlines()) == 1, (code, out, err)
+    assert committed(world.bootstrap_servers, "billing") == {O0: 5, O1: 1}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", [["--to-offset", "7"], ["--to-earliest"], ["--shift-by", "-4"]])
+def test_export_writes_the_csv_kafkas_tool_exports(capsys: pytest.CaptureFixture[str], world: Kafka,
+                                                   kubeconfig: Path, tmp_path: Path, target: list[str]) -> None:
+    """`--export`: Kafka's tool prints `topic,partition,offset` lines (one group, no header,
+    `exportOffsetsToCsv`); the `reset` command writes the same lines to its file, and the file plans the
+    same reset when read back by either (`--from-file`)."""
+    if not world.is_real:
+        pytest.skip("Kafka's own tool is the oracle on Apache Kafka")
+    theirs = reset_export(world.version, world.bootstrap_servers, "billing", "--all-topics", *target)
+    exported = tmp_path / "plan.csv"
+    code, out, err = reset(capsys, world, kubeconfig, "--all-topics", *target, "--export", str(exported))
+    assert (code, err) == (0, ""), err
+    ours = [line for line in exported.read_text().splitlines() if line.strip()]
+    assert sorted(ours) == sorted(theirs), (ours, theirs)
+    assert reset_plan(world.version, world.bootstrap_servers, "billing", "--from-file", str(exported)) == plan_of(out)
 
 
 # -- a re-commit of the same offset while the command runs: on the sandbox, which holds the OffsetFetch (`faults`)
