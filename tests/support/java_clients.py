@@ -12,8 +12,9 @@ SyncGroup) or `protocol="consumer"` (KIP-848, ConsumerGroupHeartbeat; Kafka 3.9 
 
 `regex="ord.*"` (with `topics=()`, protocol "consumer", Kafka 4.0+) subscribes by a broker-side regular
 expression (KIP-848's SubscriptionPattern): Kafka resolves it asynchronously, so for a moment the member is
-subscribed to nothing Kafka's OffsetDelete would see. Extra consumer configs go in `config` (e.g. `{"group.instance.id": "a"}` for a static member). A driver that
-fails prints its error, which `commit`/`wait_assigned` raise as AssertionError with the driver's words.
+subscribed to nothing Kafka's OffsetDelete would see. Extra consumer configs go in `config` (e.g.
+`{"group.instance.id": "a"}` for a static member). A driver that fails prints its error, which
+`commit`/`wait_assigned` raise as AssertionError with the driver's words.
 
 `JavaStreams` is a Kafka Streams application (StreamsDriver: stream(sources).groupBy(value).count(), so a
 repartition and a changelog topic) with `protocol="classic"` or `protocol="streams"` (the streams rebalance
