@@ -56,8 +56,8 @@ def stay_up(*args: str) -> tuple[list[str], str]:
     """`kafka-offset-demo --stay-up ARGS`: the story, then the KUBECONFIG to use; kubectl lists the proposals
     with their columns and approves one, which the operator carries out; Ctrl-C ends it with exit 0. The
     lines up to "Ctrl-C stops it", and all the output after."""
-    demo = subprocess.Popen([sys.executable, "-m", "kafka_offset_demo", "--stay-up", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    demo = subprocess.Popen([sys.executable, "-m", "kafka_offset_demo", "--stay-up", "--timeout", "420", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # each analysis: a ceiling
     lines: list[str] = []
     try:
         assert demo.stdout is not None
