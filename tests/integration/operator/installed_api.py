@@ -55,6 +55,23 @@ def install(plane: ControlPlane) -> None:
     assert out.returncode == 0, out.stderr
     out = kubectl(plane.kubeconfig, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
     assert out.returncode == 0, out.stderr
+    for plural in OUR_PLURALS:
+        wait_served(plane, GROUP_VERSION, plural)
+
+
+def wait_served(plane: ControlPlane, group_version: str, plural: str, timeout: float = 60.0) -> None:
+    """Until the API server serves the resource: a CRD that the apply changed has its storage re-initialised,
+    and until then every request for it is answered 429 ("storage is (re)initializing")."""
+    def served() -> bool:
+        try:
+            plane.api.request("GET", f"/apis/{group_version}/{plural}?limit=1")
+        except ApiError as exc:
+            if exc.status in (404, 429, 503):
+                return False
+            raise
+        return True
+
+    wait_until(served, timeout, f"the API server to serve {plural}")
 
 
 @contextmanager
@@ -130,8 +147,16 @@ def rules_changed(plane: ControlPlane, rules: list[Mapping[str, Any]],
 
 
 def apply_file(plane: ControlPlane, path: Path) -> None:
-    """`kubectl apply -f` as admin (server-side: a CRD's size is no matter); CRDs in it Established."""
+    """`kubectl apply -f` as admin (server-side: a CRD's size is no matter); CRDs in it Established and
+    served."""
     out = kubectl(plane.kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(path))
     assert out.returncode == 0, out.stderr
     out = kubectl(plane.kubeconfig, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
     assert out.returncode == 0, out.stderr
+    import yaml
+
+    for doc in yaml.safe_load_all(path.read_text()):
+        if doc and doc.get("kind") == "CustomResourceDefinition":
+            spec = doc["spec"]
+            served = [v["name"] for v in spec["versions"] if v.get("served")]
+            wait_served(plane, f"{spec['group']}/{served[0]}", spec["names"]["plural"])
