@@ -335,11 +335,21 @@ def emulated_api(tmp: Path) -> Iterator[ApiUnderTest]:
 
 @contextmanager
 def real_api(plane: Any, tmp: Path) -> Iterator[ApiUnderTest]:
-    """A fresh namespace on the real API server (the install applied), the installed ServiceAccount's token."""
-    from installed_api import installed_api
+    """A fresh namespace on the real API server (the install applied), the installed ServiceAccount's token,
+    and the operator's user name as the Deployment gives it (KAFKA_OFFSET_OPERATOR_USER): without it the
+    install's admission policy refuses Auto's approved proposals (403: approvedBy must be the user)."""
+    from installed_api import OPERATOR_USER, installed_api
 
-    with installed_api(plane, tmp) as api:
-        yield ApiUnderTest(api.kube, api.token_kubeconfig, api.namespace, [p.pid for p in plane.procs.values()])
+    before = os.environ.get("KAFKA_OFFSET_OPERATOR_USER")
+    os.environ["KAFKA_OFFSET_OPERATOR_USER"] = OPERATOR_USER  # read by the operator process started next
+    try:
+        with installed_api(plane, tmp) as api:
+            yield ApiUnderTest(api.kube, api.token_kubeconfig, api.namespace, [p.pid for p in plane.procs.values()])
+    finally:
+        if before is None:
+            os.environ.pop("KAFKA_OFFSET_OPERATOR_USER", None)
+        else:
+            os.environ["KAFKA_OFFSET_OPERATOR_USER"] = before
 
 
 def run_one(label: str, sizes: Sizes, running: int, window: str, concurrency: int, timeout: float,
