@@ -4,6 +4,7 @@ one scan per policy.
     PYTHONPATH=... .venv/bin/python bench/many_policies.py                 # 100 policies, 1,000 deletions, 10,000 groups
     PYTHONPATH=... .venv/bin/python bench/many_policies.py --quick         # 10 / 100 / 1,000
     PYTHONPATH=... .venv/bin/python bench/many_policies.py --kafka-concurrency 2 --kafka-concurrency 16
+    PYTHONPATH=... .venv/bin/python bench/many_policies.py --quick --api both   # emulated and real API, side by side
 
 The sandbox broker holds G simple groups `team-NNN-gMMMMM` (two offsets each on one topic), D of them
 committed three days ago (candidates of the policies' `standaloneRetention: 1d`), the rest just now. The
@@ -29,6 +30,14 @@ figures), the time until every policy has run, the time until every
 OffsetDeletion has settled, the peak memory (RSS) of the operator's process tree (operator, Spark worker,
 its JVM and Python workers) sampled every 0.5 s, and the Kafka requests the broker answered (counted by
 API) with the request rate while OffsetDeletions run. Then the ratios. No timed assertions: figures only.
+
+`--api`: the Kubernetes API the operator talks to: kmock's emulator (`emulated`, the default: no Go
+toolchain needed), the real kube-apiserver with etcd and kube-controller-manager (`real`,
+tests/support/kube_cluster.py; the install applied, a fresh namespace per configuration, the operator with
+the installed ServiceAccount's token), or `both`, each configuration once per API. Beside wall times it
+prints the CPU time (user+sys) of the operator's process tree and of the API's processes (the emulator's
+process; etcd, kube-apiserver and kube-controller-manager), since wall time on a machine shared with other
+work says little alone.
 """
 
 from __future__ import annotations
@@ -87,6 +96,8 @@ class Figures:
     with_results: int = 0
     load_before: float = 0.0
     load_after: float = 0.0
+    operator_cpu_s: float = 0.0  # user+sys of the operator's process tree, from the policies' creation to the end
+    api_cpu_s: float = 0.0  # user+sys of the API's processes over the same span
 
     @property
     def total_requests(self) -> int:
@@ -120,17 +131,47 @@ def seed(broker: Any, sizes: Sizes) -> None:
         broker.append_offsets_records(batch)
 
 
-def policy(index: int, bootstrap: str) -> dict[str, Any]:
-    from operator_harness import GROUP_VERSION, NAMESPACE
+def policy(index: int, bootstrap: str, namespace: str) -> dict[str, Any]:
+    from operator_harness import GROUP_VERSION
 
     return {
         "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-        "metadata": {"name": f"team-{index:03d}", "namespace": NAMESPACE},
+        "metadata": {"name": f"team-{index:03d}", "namespace": namespace},
         "spec": {"kafka": {"bootstrapServers": bootstrap}, "mode": "Auto",
                  "schedule": {"interval": "24h"}, "analysis": {"brokerRetention": "7d"},
                  "groups": {"include": [f"team-{index:03d}-*"]}, "rules": {"standaloneRetention": "1d"},
                  "history": {"finishedDeletionsLimit": 1000}},
     }
+
+
+def cpu_s(pids: list[int], tree: bool = True) -> float:
+    """User+sys CPU seconds of processes (and, with `tree`, their live descendants and reaped children),
+    from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, list[str]] = {}
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        stats[int(entry)] = fields
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    total, todo, seen = 0, list(pids), set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen or pid not in stats:
+            continue
+        seen.add(pid)
+        fields = stats[pid]
+        total += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+        if tree:
+            todo.extend(children.get(pid, []))
+    return total / tick
 
 
 def tree_rss_mb(pid: int) -> float:
@@ -271,28 +312,67 @@ def child(target: Any, *args: Any) -> Iterator[tuple[Connection, mp.process.Base
             proc.join()
 
 
+@dataclass
+class ApiUnderTest:
+    """Where the operator's Kubernetes API is: an admin client in the bench's namespace, the operator's
+    kubeconfig, and the processes that serve it (for their CPU time)."""
+
+    kube: Any
+    kubeconfig: Path
+    namespace: str
+    pids: list[int]
+
+
+@contextmanager
+def emulated_api(tmp: Path) -> Iterator[ApiUnderTest]:
+    """The emulated API in its own process (the operator's kubeconfig is admin's: the emulator has no RBAC)."""
+    from operator_harness import NAMESPACE, Kube
+
+    with child(serve_api, str(tmp / "kubeconfig")) as (api, proc):
+        assert proc.pid is not None
+        yield ApiUnderTest(Kube(api.recv()), tmp / "kubeconfig", NAMESPACE, [proc.pid])
+
+
+@contextmanager
+def real_api(plane: Any, tmp: Path) -> Iterator[ApiUnderTest]:
+    """A fresh namespace on the real API server (the install applied), the installed ServiceAccount's token,
+    and the operator's user name as the Deployment gives it (KAFKA_OFFSET_OPERATOR_USER): without it the
+    install's admission policy refuses Auto's approved proposals (403: approvedBy must be the user)."""
+    from installed_api import OPERATOR_USER, installed_api
+
+    before = os.environ.get("KAFKA_OFFSET_OPERATOR_USER")
+    os.environ["KAFKA_OFFSET_OPERATOR_USER"] = OPERATOR_USER  # read by the operator process started next
+    try:
+        with installed_api(plane, tmp) as api:
+            yield ApiUnderTest(api.kube, api.token_kubeconfig, api.namespace, [p.pid for p in plane.procs.values()])
+    finally:
+        if before is None:
+            os.environ.pop("KAFKA_OFFSET_OPERATOR_USER", None)
+        else:
+            os.environ["KAFKA_OFFSET_OPERATOR_USER"] = before
+
+
 def run_one(label: str, sizes: Sizes, running: int, window: str, concurrency: int, timeout: float,
-            keep_logs: Path | None = None) -> Figures:
-    """One configuration on a fresh broker, API and operator (three processes besides this one); `running`: how
-    many of the policies are created."""
-    from operator_harness import GROUP_VERSION, Kube
+            keep_logs: Path | None = None, plane: Any = None) -> Figures:
+    """One configuration on a fresh broker, API (or, with `plane`, a fresh namespace of the real API server) and
+    operator; `running`: how many of the policies are created."""
+    from operator_harness import GROUP_VERSION
     from operator_process import OperatorProcess
 
     figures = Figures(label, running)
     figures.load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp, child(serve_broker, sizes) as (broker, _), \
-            child(serve_api, str(Path(tmp) / "kubeconfig")) as (api, _):
+            (emulated_api(Path(tmp)) if plane is None else real_api(plane, Path(tmp))) as api:
         bootstrap, seeded_s = broker.recv()
         print(f"  [{label}] seeded {sizes.groups:,} groups in {seeded_s:.1f}s", flush=True)
-        kube = Kube(api.recv())
-        kubeconfig = Path(tmp) / "kubeconfig"
-        op = OperatorProcess(kubeconfig, Path(tmp), "--scan-share-window", window, "--kafka-concurrency",
-                             str(concurrency), retry_interval=2.0)
+        kube = api.kube
+        op = OperatorProcess(api.kubeconfig, Path(tmp), "--scan-share-window", window, "--kafka-concurrency",
+                             str(concurrency), retry_interval=2.0, namespace=api.namespace)
         try:
             with op, PeakSampler(op.proc.pid) as sampler:
                 # Spark's start (JVM, Python workers) is paid once per operator: by a warm-up policy that
                 # selects no group, before the clock starts; its scan is not counted.
-                warm = policy(sizes.policies, bootstrap)
+                warm = policy(sizes.policies, bootstrap, api.namespace)
                 warm["metadata"]["name"] = "warm-up"
                 warm["spec"].update(mode="DryRun", groups={"include": ["no-such-group"]})
                 kube.create("consumergroupoffsetpolicies", warm)
@@ -306,9 +386,10 @@ def run_one(label: str, sizes: Sizes, running: int, window: str, concurrency: in
                 print(f"  [{label}] operator warm ({warm_scans:.0f} warm-up scan)", flush=True)
                 broker.send("count")
                 broker.recv()
+                cpu_before = cpu_s([op.proc.pid]), cpu_s(api.pids, tree=False)
                 t0 = time.monotonic()
                 for i in range(running):
-                    kube.create("consumergroupoffsetpolicies", policy(i, bootstrap))
+                    kube.create("consumergroupoffsetpolicies", policy(i, bootstrap, api.namespace))
                 expected = sum(1 for i in range(sizes.deletions) if i % sizes.policies < running)
                 first_deletion = None
                 requests_at_first: dict[str, int] = {}
@@ -344,6 +425,8 @@ def run_one(label: str, sizes: Sizes, running: int, window: str, concurrency: in
                 figures.requests_deleting = {k: v - requests_at_first.get(k, 0) for k, v in figures.requests.items()}
                 figures.scans = metric(op.metrics, "kafka_offset_operator_analysis_scans_total") - warm_scans
                 figures.peak_rss_mb = max(sampler.peak, tree_rss_mb(op.proc.pid))
+                figures.operator_cpu_s = cpu_s([op.proc.pid]) - cpu_before[0]
+                figures.api_cpu_s = cpu_s(api.pids, tree=False) - cpu_before[1]
                 figures.load_after = os.getloadavg()[0]
                 figures.phases, figures.with_results = check_objects(kube, "offsetdeletions")
                 print(f"  [{label}] OffsetDeletions by phase (from the API): "
@@ -384,6 +467,7 @@ def report(f: Figures) -> None:
           f"{f.deletions} OffsetDeletions settled after {f.settled_s:.1f}s (deleting for {f.deleting_s:.1f}s), "
           f"peak operator RSS {f.peak_rss_mb:.0f} MiB; load {f.load_before:.1f} before, {f.load_after:.1f} after",
           flush=True)
+    print(f"    CPU (user+sys): operator tree {f.operator_cpu_s:.1f}s, API processes {f.api_cpu_s:.1f}s", flush=True)
     per_s = f.total_requests / f.settled_s if f.settled_s else 0.0
     print(f"    Kafka requests: {f.total_requests:,} ({per_s:.1f}/s over the run): "
           + ", ".join(f"{k} {v:,}" for k, v in sorted(f.requests.items()) if v), flush=True)
@@ -405,43 +489,70 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=1800.0, help="per configuration, seconds")
     p.add_argument("--no-shared", action="store_true", help="only the separate-scans run (its ratios are not printed)")
     p.add_argument("--keep-logs", type=Path, help="copy each operator's log into this directory")
+    p.add_argument("--api", choices=("emulated", "real", "both"), default="emulated",
+                   help="the Kubernetes API: kmock's emulator, the real kube-apiserver (needs Go or a built one), or both")
     args = p.parse_args()
     sizes = Sizes(10, 100, 1000) if args.quick else Sizes(args.policies, args.deletions, args.groups)
     if not 0 < sizes.deletions <= sizes.groups or sizes.policies < 1:
         p.error("need 0 < deletions <= groups and at least one policy")
-    separate = sizes.policies if args.separate_policies is None else min(args.separate_policies, sizes.policies)
-    concurrencies = args.kafka_concurrency or [8]
     print(f"issue 12 benchmark: {sizes.policies} policies, {sizes.deletions:,} OffsetDeletions, {sizes.groups:,} "
           f"groups ({sizes.groups * TOPIC_PARTITIONS:,} offsets); load: {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores", flush=True)
-    shared = [] if args.no_shared else [
-        run_one(f"shared (window {args.window}s, kafka-concurrency {c})", sizes, sizes.policies, args.window, c,
-                args.timeout, args.keep_logs) for c in concurrencies]
-    for f in shared:
-        report(f)
-    if separate:
-        alone = run_one("separate (--scan-share-window off)", sizes, separate, "off", concurrencies[0], args.timeout,
-                        args.keep_logs)
-        report(alone)
-        if not shared:
-            print(f"  per separate scan: {alone.analysed_s / max(alone.scans, 1):.1f}s ({alone.scans:.0f} scans for "
-                  f"{separate} policies)", flush=True)
-            return 0
-        base = shared[0]
-        per_scan = alone.analysed_s / max(alone.scans, 1)
-        scale = sizes.policies / separate
-        note = "" if separate == sizes.policies else f" (extrapolated from {separate} policies: x{scale:.1f})"
-        print(f"ratios, separate / shared{note}:")
-        print(f"  scans per interval: {alone.scans * scale:.0f} / {base.scans:.0f} = "
-              f"{alone.scans * scale / max(base.scans, 1):.0f}x")
-        print(f"  time until every policy has run: {alone.analysed_s * scale:.0f}s / {base.analysed_s:.0f}s = "
-              f"{alone.analysed_s * scale / max(base.analysed_s, 0.001):.1f}x ({per_scan:.1f}s per separate scan)")
-        print(f"  time until every object settled: {alone.settled_s * scale:.0f}s / {base.settled_s:.0f}s = "
-              f"{alone.settled_s * scale / max(base.settled_s, 0.001):.1f}x")
-        print(f"  peak operator memory: {alone.peak_rss_mb:.0f} / {base.peak_rss_mb:.0f} MiB = "
-              f"{alone.peak_rss_mb / max(base.peak_rss_mb, 1):.2f}x (not extrapolated)")
+    everything: list[tuple[str, Figures]] = []
+    for api in (("emulated", "real") if args.api == "both" else (args.api,)):
+        if api == "emulated":
+            everything += [(api, f) for f in run_all(args, sizes, None)]
+            continue
+        from kube_cluster import control_plane
+
+        with control_plane() as plane:
+            everything += [(api, f) for f in run_all(args, sizes, plane)]
+    if len({api for api, _ in everything}) > 1:
+        print("side by side (CPU: user+sys seconds; wall times inflated by whatever else the machine runs):")
+        print(f"  {'configuration':48} {'API':9} {'scans':>5} {'all ran':>8} {'settled':>8} {'op CPU':>7} "
+              f"{'API CPU':>8} {'op RSS':>7}")
+        for api, f in everything:
+            print(f"  {f.label[:48]:48} {api:9} {f.scans:5.0f} {f.analysed_s:7.1f}s {f.settled_s:7.1f}s "
+                  f"{f.operator_cpu_s:6.1f}s {f.api_cpu_s:7.1f}s {f.peak_rss_mb:4.0f} MiB")
     print(f"load after: {os.getloadavg()[0]:.1f}", flush=True)
     return 0
+
+
+def run_all(args: argparse.Namespace, sizes: Sizes, plane: Any) -> list[Figures]:
+    """Every configuration the arguments ask for, on one API (`plane`: the real one; None: the emulator)."""
+    where = "emulated API" if plane is None else "real API"
+    separate = sizes.policies if args.separate_policies is None else min(args.separate_policies, sizes.policies)
+    concurrencies = args.kafka_concurrency or [8]
+    shared = [] if args.no_shared else [
+        run_one(f"shared (window {args.window}s, kafka-concurrency {c}), {where}", sizes, sizes.policies, args.window,
+                c, args.timeout, args.keep_logs, plane) for c in concurrencies]
+    for f in shared:
+        report(f)
+    if not separate:
+        return shared
+    alone = run_one(f"separate (--scan-share-window off), {where}", sizes, separate, "off", concurrencies[0],
+                    args.timeout, args.keep_logs, plane)
+    report(alone)
+    if not shared:
+        print(f"  per separate scan: {alone.analysed_s / max(alone.scans, 1):.1f}s ({alone.scans:.0f} scans for "
+              f"{separate} policies)", flush=True)
+        return [alone]
+    base = shared[0]
+    per_scan = alone.analysed_s / max(alone.scans, 1)
+    scale = sizes.policies / separate
+    note = "" if separate == sizes.policies else f" (extrapolated from {separate} policies: x{scale:.1f})"
+    print(f"ratios on the {where}, separate / shared{note}:")
+    print(f"  scans per interval: {alone.scans * scale:.0f} / {base.scans:.0f} = "
+          f"{alone.scans * scale / max(base.scans, 1):.0f}x")
+    print(f"  time until every policy has run: {alone.analysed_s * scale:.0f}s / {base.analysed_s:.0f}s = "
+          f"{alone.analysed_s * scale / max(base.analysed_s, 0.001):.1f}x ({per_scan:.1f}s per separate scan)")
+    print(f"  time until every object settled: {alone.settled_s * scale:.0f}s / {base.settled_s:.0f}s = "
+          f"{alone.settled_s * scale / max(base.settled_s, 0.001):.1f}x")
+    print(f"  operator CPU: {alone.operator_cpu_s * scale:.0f}s / {base.operator_cpu_s:.0f}s = "
+          f"{alone.operator_cpu_s * scale / max(base.operator_cpu_s, 0.001):.1f}x")
+    print(f"  peak operator memory: {alone.peak_rss_mb:.0f} / {base.peak_rss_mb:.0f} MiB = "
+          f"{alone.peak_rss_mb / max(base.peak_rss_mb, 1):.2f}x (not extrapolated)")
+    return [*shared, alone]
 
 
 if __name__ == "__main__":

@@ -4,22 +4,35 @@ resource cluster-wide, so the namespaced install's Roles (manifests/components/n
 
 The emulated API records every request it serves (kmock); the operator runs against it with OffsetDeletions
 in two namespaces whose Secrets have the same names in every namespace (decoys), so a read in the wrong
-namespace would succeed and only the request log can tell.
+namespace would succeed and only the request log can tell. That needs the emulator: a real API server keeps
+no such log we could read.
+
+The second half runs on the real API server: one permission at a time taken out of the installed
+ClusterRole, and a real 403 ending in a condition that names it (see the section's comment below).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import kmock
 import pytest
 import yaml
+from brokers import make_topics
 from install_renders import MANIFESTS, allowed
+from installed_api import ADMIN, InstalledApi, cluster_role, installed_api, rules_changed
+from kafka_clients import committed, empty_group
+from kube_cluster import ControlPlane
 from operator_harness import GROUP_VERSION, EmulatedCluster, Kube, Operators, condition, fast_options
+from operator_process import OperatorProcess
 from waiting import wait_until
+
+from kafka_sandbox import SandboxBroker
 
 WATCHED = ("kafka", "team-b")
 KAFKA_TIMEOUT_MS = 300  # the OffsetResets' dry runs find no Kafka: give up soon
@@ -134,3 +147,146 @@ def test_with_watch_namespaces_secrets_stay_in_them_and_nothing_is_listed_cluste
         elif r.namespace not in WATCHED or not allowed(role, *call):
             refused.append(f"{verb} {resource} in {r.namespace}")
     assert refused == [], "calls the namespaced install does not grant"
+
+
+# -- On the real API server: the shipped rules are what a real RBAC authorizer checks
+#
+# The install applied as a platform team does it (installed_api.py) and `kafka-offset-operator run` as a
+# process with the installed ServiceAccount's token. The flows of test_real_install.py, test_policy_modes*.py
+# and test_peering.py pass with the shipped ClusterRole as it is: it is enough. Here one permission at a time
+# is taken out of it (each kind of access: reading credentials, writing the backup store, a workload's scale
+# subresource, best-effort Events) and the flow that needs it ends in a condition naming what the real 403
+# refused, with Kafka untouched and the process alive; the ClusterRole is restored after each and the test
+# waits until the authorizer answers as before. Not taken out: the status subresource (no condition can be
+# written without it) and the watch rules (Kopf's own answer to a 403, not ours). The sandbox broker serves
+# Kafka: nothing here is about Kafka.
+
+
+@dataclass(frozen=True)
+class Removal:
+    """One permission out of the installed ClusterRole, the flow that needs it, and what that flow ends in."""
+
+    without: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+    probe: tuple[str, str, str, str]  # (verb, resource, group, subresource) whose answer the change turns
+    flow: str  # "deletion", "sasl-deletion" or "paused-reset"
+    refused: str  # in the condition's message: the API server's own words about the 403
+
+
+def _drop_verb(resource: str, verb: str) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    def without(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for rule in rules:
+            if resource in rule["resources"]:
+                rule = {**rule, "verbs": [v for v in rule["verbs"] if v != verb]}
+            out.append(rule)
+        return out
+    return without
+
+
+def _drop_rule(resource: str) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    return lambda rules: [r for r in rules if resource not in r["resources"]]
+
+
+PAUSE_RULE = {"apiGroups": ["apps"], "resources": ["deployments/scale", "statefulsets/scale"], "verbs": ["get", "patch"]}
+REMOVALS = {
+    "secrets-get": Removal(_drop_rule("secrets"), ("get", "secrets", "", ""), "sasl-deletion",
+                           'cannot get resource "secrets" in API group "" in the namespace'),
+    "configmaps-create": Removal(_drop_verb("configmaps", "create"), ("create", "configmaps", "", ""), "deletion",
+                                 'cannot create resource "configmaps" in API group "" in the namespace'),
+    "scale-patch": Removal(lambda rules: [*rules, {**PAUSE_RULE, "verbs": ["get"]}], ("get", "deployments", "apps", "scale"),
+                           "paused-reset", "may not patch deployments/scale (apps) in namespace"),
+    "events-create": Removal(lambda rules: [r for r in rules if "events" not in r["resources"]],
+                             ("create", "events", "", ""), "deletion", ""),  # best effort: the flow succeeds
+}
+
+
+@pytest.fixture
+def real_installed(real_cluster: ControlPlane, real_crds: Path, tmp_path: Path) -> Iterator[InstalledApi]:
+    with installed_api(real_cluster, tmp_path) as api:
+        yield api
+
+
+def conditions_text(status: Mapping[str, Any]) -> str:
+    return " | ".join(f"{c.get('type')}={c.get('reason')}: {c.get('message')}" for c in status.get("conditions") or ())
+
+
+@pytest.mark.slow  # an operator process
+@pytest.mark.parametrize("removed", list(REMOVALS), ids=list(REMOVALS))
+def test_one_permission_less_ends_in_a_condition_naming_it_from_a_real_403(
+        removed: str, broker: SandboxBroker, real_installed: InstalledApi, tmp_path: Path) -> None:
+    removal = REMOVALS[removed]
+    api, kube = real_installed, real_installed.kube
+    make_topics(broker, {"orders": 2}, records_per_partition=8)
+    offsets = {("orders", 0): 3, ("orders", 1): 4}
+    empty_group(broker.bootstrap_servers, "least-app", offsets)
+    verb, resource, group, subresource = removal.probe
+    rules = removal.without(cluster_role(api.plane)["rules"])
+    in_force = (api.namespace, verb, resource, group, subresource)
+    with rules_changed(api.plane, rules, in_force), \
+            OperatorProcess(api.token_kubeconfig, tmp_path, namespace=api.namespace) as operator:
+        plural, name = start_flow(removal.flow, kube, broker)
+        status = wait_ended(kube, plural, name, removal)
+        if removal.refused:  # said once: the object stays as it is while the operator goes on visiting it
+            unchanged_while_visited(kube, plural, name)
+            warnings = [e for e in kube.events_for(name) if e["type"] == "Warning"]
+            assert len(warnings) == 1 and removal.refused in warnings[0]["message"], warnings
+        assert operator.proc.poll() is None, operator.log()[-3000:]
+        assert "Traceback" not in operator.log(), operator.log()[-3000:]
+    if removal.refused:
+        assert committed(broker.bootstrap_servers, "least-app") == offsets, "Kafka changed without the permission"
+        if removal.flow == "paused-reset":
+            assert kube.get("apps/v1", "deployments", "least-api")["spec"]["replicas"] == 2
+    else:
+        assert status["phase"] == "Succeeded", conditions_text(status)
+        assert committed(broker.bootstrap_servers, "least-app") == {}
+
+
+def start_flow(flow: str, kube: Kube, broker: SandboxBroker) -> tuple[str, str]:
+    """Create what the flow acts on; (plural, name) of the object whose status tells how it ended."""
+    kafka: dict[str, Any] = {"bootstrapServers": broker.bootstrap_servers}
+    if flow == "sasl-deletion":
+        kube.create_secret("least-user", {"username": "u", "password": "p"})
+        kafka = {**kafka, "securityProtocol": "SASL_PLAINTEXT",
+                 "sasl": {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": "least-user"}}}
+    if flow in ("deletion", "sasl-deletion"):
+        kube.create("offsetdeletions", {
+            "apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": "least"},
+            "spec": {"kafka": kafka, "group": "least-app", "topics": [{"name": "orders"}], "approved": True,
+                     "approvedBy": ADMIN}})
+        return "offsetdeletions", "least"
+    kube.create("deployments", {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "least-api"},
+                                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "least-api"}},
+                                         "template": {"metadata": {"labels": {"app": "least-api"}},
+                                                      "spec": {"containers": [{"name": "c", "image": "none"}]}}}})
+    kube.create("offsetresets", {
+        "apiVersion": GROUP_VERSION, "kind": "OffsetReset", "metadata": {"name": "least"},
+        "spec": {"kafka": kafka, "group": "least-app", "allTopics": True, "target": {"latest": True},
+                 "approved": True, "approvedBy": ADMIN, "pauseWorkloads": [{"kind": "Deployment", "name": "least-api"}]}})
+    return "offsetresets", "least"
+
+
+def wait_ended(kube: Kube, plural: str, name: str, removal: Removal) -> dict[str, Any]:
+    """The status once the flow ended: a condition quoting the refusal, or (nothing refused) a final phase."""
+    seen: list[dict[str, Any]] = [{}]
+
+    def ended() -> dict[str, Any] | None:
+        seen[0] = kube.get(GROUP_VERSION, plural, name).get("status") or {}
+        if removal.refused:
+            return seen[0] if removal.refused in conditions_text(seen[0]) else None
+        return seen[0] if seen[0].get("phase") in ("Succeeded", "PartiallyFailed", "Failed") else None
+
+    try:
+        return wait_until(ended, 60, f"{plural}/{name} to end")
+    except AssertionError:
+        raise AssertionError(f"{plural}/{name} did not end as expected; status: {seen[0]}") from None
+
+
+def unchanged_while_visited(kube: Kube, plural: str, name: str, seconds: float = 3.0) -> None:
+    """No write to the object for `seconds` (ten of the tests' 0.3 s retry intervals, each a visit that
+    meets the same 403): the refusal is said once, not rewritten in a loop."""
+    version = kube.get(GROUP_VERSION, plural, name)["metadata"]["resourceVersion"]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        current = kube.get(GROUP_VERSION, plural, name)
+        assert current["metadata"]["resourceVersion"] == version, ("rewritten", current.get("status"))
+        time.sleep(0.2)  # an observation window, not a synchronisation: nothing is waited for

@@ -1,5 +1,8 @@
-"""One actor at a time (docs/safety.md): real `kafka-offset-operator run` processes sharing one emulated API
-and one sandbox broker, peering through Kopf's ClusterKopfPeering as the Deployment's pods do.
+"""One actor at a time (docs/safety.md): real `kafka-offset-operator run` processes sharing the real
+kube-apiserver (the install applied, each process with the installed ServiceAccount's token:
+installed_api.py) and one sandbox broker, peering through Kopf's ClusterKopfPeering as the Deployment's pods
+do. On the real API server because nothing here needs fault injection: the peering object is created,
+watched and kept alive under a real RBAC authorizer and real watches.
 
 The module is a saga, one fixture per phase, each test proving one thing a phase did:
 
@@ -30,11 +33,11 @@ from typing import Any
 
 import pytest
 from brokers import make_topics, sandbox_broker
-from install_renders import allowed, cluster_wide_rules
+from installed_api import ADMIN, InstalledApi, can_i, installed_api
 from kafka_clients import committed, empty_group
-from operator_harness import GROUP_VERSION, NAMESPACE, EmulatedCluster, Kube, emulated_cluster
+from kube_cluster import ApiError, ControlPlane
+from operator_harness import GROUP_VERSION, Kube
 from operator_process import free_port, get
-from test_manifests import VERBS
 from waiting import wait_until
 
 from kafka_offset_operator.model.api import DEFAULT_PEERING
@@ -77,7 +80,7 @@ class Process:
 @dataclass
 class World:
     broker: Any
-    cluster: EmulatedCluster
+    api: InstalledApi
     kube: Kube
     kubeconfig: Path
     home: Path
@@ -87,7 +90,7 @@ class World:
         health = free_port()
         log = self.home / f"{name}.log"
         popen = subprocess.Popen(
-            [sys.executable, "-m", "kafka_offset_operator", "run", "--namespace", NAMESPACE, "--kubeconfig",
+            [sys.executable, "-m", "kafka_offset_operator", "run", "--namespace", self.api.namespace, "--kubeconfig",
              str(self.kubeconfig), "--health-port", str(health), "--metrics-port", "0", "--retry-interval", "0.3",
              "--peering-lifetime", str(LIFETIME)],
             stdout=log.open("wb"), stderr=subprocess.STDOUT,
@@ -112,9 +115,9 @@ class World:
         """An approved OffsetDeletion of `topic`'s offsets in group GROUP; its name."""
         name = f"del-{topic}"
         self.kube.create("offsetdeletions", {
-            "apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": name, "namespace": NAMESPACE},
+            "apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": name},
             "spec": {"kafka": {"bootstrapServers": self.broker.bootstrap_servers}, "group": GROUP,
-                     "topics": [{"name": topic}], "approved": True}})
+                     "topics": [{"name": topic}], "approved": True, "approvedBy": ADMIN}})
         return name
 
     def succeeded(self, names: list[str], timeout: float) -> None:
@@ -123,7 +126,7 @@ class World:
 
     def acted(self, name: str) -> dict[str, int]:
         """Per process, how many audit lines of a change (backup, OffsetDelete) name deletion `name`."""
-        pattern = re.compile(rf"kafka_offset_operator\.audit: (BackedUp|OffsetDelete OffsetDeletion) {NAMESPACE}/{name} ")
+        pattern = re.compile(rf"kafka_offset_operator\.audit: (BackedUp|OffsetDelete OffsetDeletion) {self.api.namespace}/{name} ")
         return {p.name: len(pattern.findall(p.text())) for p in self.processes}
 
     def events(self, name: str, reason: str) -> int:
@@ -143,12 +146,17 @@ def stop(processes: list[Process]) -> None:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with sandbox_broker() as broker, emulated_cluster() as cluster:
+def world(real_cluster: ControlPlane, real_crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    home = tmp_path_factory.mktemp("peering")
+    with sandbox_broker() as broker, installed_api(real_cluster, home) as api:
         make_topics(broker, dict.fromkeys(TOPICS, 1))
         empty_group(broker.bootstrap_servers, GROUP, {(t, 0): 5 for t in TOPICS})
-        home = tmp_path_factory.mktemp("peering")
-        w = World(broker, cluster, Kube(cluster.url), cluster.write_kubeconfig(home / "kubeconfig"), home)
+        try:  # an earlier test's processes may have left it: the first process here must create it
+            real_cluster.api.request("DELETE", PEERING_PATH)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        w = World(broker, api, api.kube, api.token_kubeconfig, home)
         try:
             yield w
         finally:
@@ -267,16 +275,11 @@ def test_the_newcomer_finishes_new_work_alone(world: World, crash: Crash) -> Non
 
 
 def test_the_clusterrole_allows_what_peering_does(world: World, crash: Crash) -> None:
-    """Every call the processes made on Kopf's peering object (create at startup, watch, keep-alive patches)
-    is allowed by the default install's ClusterRoles (manifests/base, components/cluster-wide)."""
-    assert world.cluster.emulator is not None
-    calls = set()
-    for request in world.cluster.emulator._requests:  # kmock keeps every request it served
-        if request.resource is None or request.resource.group != "kopf.dev" or request.action is None:
-            continue
-        if not request.resource.plural:  # API discovery, open to every authenticated client
-            continue
-        verb = "patch" if request.method.value == "PATCH" else VERBS[request.action.value.lower()]
-        calls.add((request.resource.group, request.resource.plural, verb))
-    assert {("kopf.dev", "clusterkopfpeerings", v) for v in ("create", "list", "watch", "patch")} <= calls
-    assert sorted(c for c in calls if not allowed(cluster_wide_rules(), *c)) == []
+    """The processes ran with the installed ServiceAccount's token only, and the peering object (deleted
+    before they started) exists with their keep-alives: the real authorizer let them create, watch and patch
+    it. The authorizer agrees, and grants nothing more on it than the ClusterRole says."""
+    assert crash.newcomer.name in world.peers()
+    namespace = world.api.namespace
+    for verb in ("create", "get", "list", "watch", "patch"):
+        assert can_i(world.api.plane, namespace, verb, "clusterkopfpeerings", "kopf.dev"), verb
+    assert not can_i(world.api.plane, namespace, "delete", "clusterkopfpeerings", "kopf.dev")

@@ -1,5 +1,6 @@
-"""A ConsumerGroupOffsetPolicy through the real operator (Kopf on kmock's emulated API), the sandbox broker
-and the Local engine (PySpark local mode in the operator's warm worker): the demo's story played in DryRun,
+"""A ConsumerGroupOffsetPolicy through the real operator (Kopf on the real kube-apiserver, installed as a
+platform team does it and running with the installed ServiceAccount's token: installed_api.py), the sandbox
+broker and the Local engine (PySpark local mode in the operator's warm worker): the demo's story played in DryRun,
 then Approve, then Auto; an offset committed between the scan and the deletion is skipped; the protected
 group is never deleted, and its keep-alive only says what it would do in DryRun, proposes its rebase in
 Approve (an OffsetDeletion that changes nothing until approved), and Auto approves that proposal, which
@@ -7,28 +8,36 @@ rebases the group.
 
 Three analysis runs in all (the first pays for Spark's start), so the story is played once per module and
 each mode is a module fixture one step further than the one before (DryRun, Approve, a late commit, Auto);
-each fixture records what its step left, and each test proves one thing a step did."""
+each fixture records what its step left, and each test proves one thing a step did.
+
+On the real API server because nothing here needs the emulator's fault injection: so the RBAC we ship is
+proven enough for the whole policy story (proposals created, approved by Auto as the operator's own user
+under the real approvals admission policy, backups, Events, keep-alive's rebase), and the last step deletes
+the policy and the real garbage collector takes what it owns. The sandbox broker stays: the story moves its
+clock by days."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from argocd_health import health, health_script
 from brokers import sandbox_broker
 from flux_health import flux_status
+from installed_api import ADMIN, OPERATOR_USER, installed_api
 from kafka_clients import admin_commit, committed
+from kube_cluster import ControlPlane
 from operator_harness import (
     GROUP_VERSION,
-    NAMESPACE,
     Kube,
     Operators,
     condition,
     deletions_by_group,
-    emulated_cluster,
-    fast_options,
     set_mode,
     wait_run,
 )
@@ -44,31 +53,54 @@ pytestmark = pytest.mark.slow  # Spark analyses
 
 POLICY = "stale-offsets"
 GROUPS = ("reporting-old", "orders-app", "nightly-export", "billing-monthly")
-OPERATOR = "system:serviceaccount:kafka-offset-operator:kafka-offset-operator"  # as the install names it
+OPERATOR = OPERATOR_USER  # as the install names it
 
 
 @dataclass
 class Played:
     broker: SandboxBroker
     kube: Kube
+    namespace: str
 
 
 @pytest.fixture(scope="module")
-def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
-    """The demo's story on its own broker, an operator, and the policy applied in DryRun."""
-    with sandbox_broker(clock=story_clock()) as broker, Story(broker), emulated_cluster() as cluster:
-        kube = Kube(cluster.url)
-        operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig"),
-                                           user=OPERATOR))
+def played(real_cluster: ControlPlane, real_crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
+    """The demo's story on its own broker, an operator with the installed ServiceAccount's token, and the
+    policy applied in DryRun."""
+    with sandbox_broker(clock=story_clock()) as broker, Story(broker) as story, \
+            installed_api(real_cluster, tmp_path_factory.mktemp("kube")) as api, serving(story):
+        kube = api.kube
+        operators = Operators(api.options())
         try:
             operators.start()
             kube.create("consumergroupoffsetpolicies", {
                 "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-                "metadata": {"name": POLICY, "namespace": NAMESPACE},
+                "metadata": {"name": POLICY, "namespace": api.namespace},
                 "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, **POLICY_SPEC, "mode": "DryRun"}})
-            yield Played(broker, kube)
+            yield Played(broker, kube, api.namespace)
         finally:
             operators.close()
+
+
+@contextmanager
+def serving(story: Story) -> Iterator[None]:
+    """The live orders-app consumer polls, as the live service does: a member that does not poll for
+    max.poll.interval.ms (5 min) leaves its group, and on a loaded machine the first analysis alone (Spark's
+    cold start) can take that long."""
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(1.0):  # a service's poll loop, not a synchronisation
+            if story.live is not None:
+                story.live.poll(timeout_ms=100)
+
+    poller = threading.Thread(target=poll, name="orders-app", daemon=True)
+    poller.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        poller.join(10)
 
 
 # -- the steps
@@ -126,7 +158,7 @@ def late_commit(played: Played, approve: Approve) -> LateCommit:
     """The replay tool commits again after the scan; then someone approves its proposal."""
     admin_commit(played.broker.bootstrap_servers, "manual-replay", {("payments", 0): 4})
     replay = approve.proposed["manual-replay"]["metadata"]["name"]
-    played.kube.patch(GROUP_VERSION, "offsetdeletions", replay, {"spec": {"approved": True}})
+    played.kube.patch(GROUP_VERSION, "offsetdeletions", replay, {"spec": {"approved": True, "approvedBy": ADMIN}})
     status = played.kube.wait_for_phase(replay, "Succeeded")
     return LateCommit(status, committed(played.broker.bootstrap_servers, "manual-replay"))
 
@@ -180,10 +212,10 @@ def test_a_policy_after_a_successful_run_is_healthy_for_argo_cd_and_current_for_
     assert not {c["type"] for c in dry_run.status["conditions"]} & {"Reconciling", "Stalled"}
 
 
-def test_a_successful_run_exports_readiness_its_time_and_the_first_expiries(dry_run: DryRun) -> None:
+def test_a_successful_run_exports_readiness_its_time_and_the_first_expiries(dry_run: DryRun, played: Played) -> None:
     from kafka_offset_operator.adapters.metrics import REGISTRY
 
-    labels = {"namespace": NAMESPACE, "policy": POLICY}
+    labels = {"namespace": played.namespace, "policy": POLICY}
     assert REGISTRY.get_sample_value("kafka_offset_operator_policy_ready", labels) == 1
     completed = parse_iso(dry_run.status["lastRun"]["completionTime"])
     assert completed is not None

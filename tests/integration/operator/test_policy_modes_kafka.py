@@ -1,4 +1,6 @@
-"""A ConsumerGroupOffsetPolicy on Apache Kafka (the session's real broker): the operator under Kopf, the Local
+"""A ConsumerGroupOffsetPolicy on Apache Kafka (the session's real broker) and the real kube-apiserver (the
+install applied as a platform team does it, the operator running with the installed ServiceAccount's token:
+installed_api.py): the operator under Kopf, the Local
 engine (PySpark local mode) reading the real broker's `__consumer_offsets` as Kafka's group coordinator wrote
 it, in DryRun, then Approve, then Auto. The rules are seconds long, so groups made a moment ago are already
 candidates: an Empty classic group, a simple group (standalone commits), a protected group, and a group with
@@ -6,28 +8,31 @@ a live member (Kafka's Java consumer) that is never a candidate for its subscrib
 
 The day-long story of test_policy_modes.py (retention by days, keep-alive ahead of expiry) stays on the
 sandbox: it moves the broker's clock, which only the sandbox can. Three analysis runs in all (the first pays
-for Spark's start); each mode is a module fixture one step further than the one before."""
+for Spark's start); each mode is a module fixture one step further than the one before.
+
+Nothing here needs the emulator's fault injection, so it runs where every call is authorized by a real RBAC
+authorizer and Auto's approvals pass the real approvals admission policy as the operator's own user."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from brokers import make_topics
+from installed_api import installed_api
 from java_clients import JavaConsumer
 from kafka_clients import admin_commit, committed, empty_group
 from kafka_under_test import Kafka, clean_after
+from kube_cluster import ControlPlane
 from operator_harness import (
     GROUP_VERSION,
-    NAMESPACE,
     Kube,
     Operators,
     deletions_by_group,
-    emulated_cluster,
-    fast_options,
     policy_status,
     set_mode,
     wait_run,
@@ -52,11 +57,12 @@ class Played:
 
 
 @pytest.fixture(scope="module")
-def played(real_kafka: Kafka, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
+def played(real_kafka: Kafka, real_cluster: ControlPlane, real_crds: Path,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
     """The groups, a live Java member, an operator, and the policy in DryRun once every commit is 2 s old."""
     if not real_kafka.is_real:
         pytest.skip("the day-long sandbox story is test_policy_modes.py")
-    with clean_after(real_kafka) as kafka, emulated_cluster() as cluster:
+    with clean_after(real_kafka) as kafka, installed_api(real_cluster, tmp_path_factory.mktemp("kube")) as api:
         make_topics(kafka, {"orders": 2, "invoices": 1, "payments": 1}, records_per_partition=6)
         empty_group(kafka.bootstrap_servers, "reporting-old", {("orders", 0): 3, ("orders", 1): 4})
         empty_group(kafka.bootstrap_servers, "billing-monthly", {("invoices", 0): 5})
@@ -66,13 +72,13 @@ def played(real_kafka: Kafka, tmp_path_factory: pytest.TempPathFactory) -> Itera
             live.commit({("orders", 0): 5, ("orders", 1): 6})
             started = time.time()
             wait_until(lambda: time.time() > started + 2.5, 5, "the commits to be older than the rules' 2 s")
-            kube = Kube(cluster.url)
-            operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")))
+            kube = api.kube
+            operators = Operators(api.options())
             try:
                 operators.start()
                 kube.create("consumergroupoffsetpolicies", {
                     "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-                    "metadata": {"name": POLICY, "namespace": NAMESPACE},
+                    "metadata": {"name": POLICY, "namespace": api.namespace},
                     "spec": {"kafka": {"bootstrapServers": kafka.bootstrap_servers}, **SPEC, "mode": "DryRun"}})
                 yield Played(kafka, kube)
             finally:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 from brokers import make_topics
+from installed_api import ADMIN, INSTALL_NS, SERVICE_ACCOUNT
 from kafka_clients import admin_commit, committed, empty_group
 from kube_cluster import ApiError, ControlPlane
 from kube_fixtures import kubectl, remove_approvals_policy
@@ -33,10 +34,7 @@ from kafka_sandbox import SandboxBroker
 
 pytestmark = pytest.mark.slow  # operator processes
 
-INSTALL_NS = "kafka-offset-operator"  # manifests/base's namespace and ServiceAccount
-SERVICE_ACCOUNT = "kafka-offset-operator"
 FINAL = ("Succeeded", "PartiallyFailed", "Failed")
-ADMIN = "admin"  # the harness's admin client certificate: the user the admission policy sees approving
 
 
 @dataclass

@@ -1,11 +1,20 @@
-"""Shared SparkApplications (issue 12), the operator under Kopf on the emulated API:
+"""Shared SparkApplications (issue 12), the operator under Kopf on the real kube-apiserver (the install
+applied, the operator with the installed ServiceAccount's token, the SparkApplication CRD installed, the
+driver with its own ServiceAccount's token and manifests/spark/driver-rbac.yaml: installed_api.py):
 
 - three policies of one namespace, cluster and credentials due together cost ONE application (the
   spark-operator stand-in runs its job.py for real, one scan); one of them is deleted while it runs, and the
-  other two still get each its own report, from its own rules; then the application and every ConfigMap go;
+  other two still get each its own report, from its own rules, and the real garbage collector keeps the
+  application (still owned by them) and drops the gone owner's reference; then the application and every
+  ConfigMap go;
 - an operator restart while a shared application runs: the next operator adopts it for each member (no
   second application), and delivers each member its own results once it completes (no Spark here: the test
-  writes the results as the driver would, through offset_expiry.results_sink, and completes the run).
+  writes the results as the driver would, through offset_expiry.results_sink, and completes the run);
+- an application several policies own survives until the last of them is gone, then the real garbage
+  collector takes it and the ConfigMaps it owns.
+
+Nothing here needs the emulator's fault injection, so it runs on the real API server: the module overrides
+the folder's `kube`, `kubeconfig` and `operator_options` fixtures with the real ones.
 
 That each member's report equals the report of a solo run on the same snapshot is proven where it is
 computed (tests/integration/spark/test_shared_scan_pipeline.py: execute_many against each policy alone);
@@ -18,30 +27,25 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from brokers import make_topics, sandbox_broker
+from installed_api import InstalledApi, apply_file, installed_api
 from kafka_clients import admin_commit
-from operator_harness import (
-    GROUP_VERSION,
-    NAMESPACE,
-    EmulatedCluster,
-    Kube,
-    Operators,
-    OperatorThread,
-    condition,
-    emulated_cluster,
-    fast_options,
-)
+from kube_cluster import ControlPlane
+from operator_harness import GROUP_VERSION, ROOT, Kube, Operators, OperatorThread, condition
 from spark_operator_standin import SparkOperatorStandIn
 from waiting import wait_until
 
 from kafka_offset_operator.context import OperatorOptions
 from kafka_offset_operator.decisions import spark_application as sparkapp
+from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
+from kafka_offset_operator.engines.spark_application import shared_owner
+from kafka_offset_operator.model.connection import ConnectionSettings
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.clock import Clock
 from offset_expiry import results_sink
@@ -56,18 +60,39 @@ TEAMS = {"team-a": 3, "team-b": 2, "team-c": 1}  # standalone groups per team, e
 WINDOW_S = 2.0  # policies created together arrive well within it, even on a loaded machine
 
 
-def spark_crds() -> list[dict[str, Any]]:
-    return [yaml.safe_load(SPARK_CRD.read_text())]
+DRIVER_SA = "kafka-offset-spark"  # manifests/spark/driver-rbac.yaml
+
+
+@dataclass
+class SparkApi:
+    api: InstalledApi
+    driver_kubeconfig: Path  # the driver's ServiceAccount's token: what spark-operator's driver pod would have
+
+    def options(self, **overrides: Any) -> OperatorOptions:
+        return self.api.options(**{"spark_image": IMAGE, "scan_share_window_s": WINDOW_S, **overrides})
+
+
+@contextmanager
+def spark_api(plane: ControlPlane, workdir: Path) -> Iterator[SparkApi]:
+    """The install, the SparkApplication CRD, and the driver's RBAC in the test's namespace."""
+    apply_file(plane, SPARK_CRD)
+    with installed_api(plane, workdir) as api:
+        rbac = (ROOT / "manifests" / "spark" / "driver-rbac.yaml").read_text().replace("namespace: team-a",
+                                                                                    f"namespace: {api.namespace}")
+        (workdir / "driver-rbac.yaml").write_text(rbac)
+        apply_file(plane, workdir / "driver-rbac.yaml")
+        driver = plane.service_account_kubeconfig(workdir / "driver.kubeconfig", api.namespace, DRIVER_SA)
+        yield SparkApi(api, driver)
 
 
 def new_policy(kube: Kube, name: str, bootstrap: str, team: str) -> None:
     kube.create(POLICIES, {
         "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-        "metadata": {"name": name, "namespace": NAMESPACE},
+        "metadata": {"name": name, "namespace": kube.namespace},
         "spec": {"kafka": {"bootstrapServers": bootstrap},
                  "groups": {"include": [f"{team}-*"]}, "rules": {"standaloneRetention": "1d"},
                  "analysis": {"engine": "SparkApplication", "brokerRetention": "7d",
-                              "sparkApplication": {"image": IMAGE}}}})
+                              "sparkApplication": {"image": IMAGE, "serviceAccount": DRIVER_SA}}}})
 
 
 def status(kube: Kube, name: str) -> dict[str, Any]:
@@ -113,6 +138,7 @@ class SharedRun:
     members: list[str]  # the shared application's members
     reports: dict[str, dict[str, Any]]  # each member's results, as the job wrote them
     c_gone_while_running: bool  # policy c was deleted (finalizer and all) before the application completed
+    owners: list[list[str]]  # the application's owners (policy names) when it ran, and once c was gone
     a: dict[str, Any]
     b: dict[str, Any]
     apps_after: list[str]
@@ -128,24 +154,32 @@ def read_results(kube: Kube, name: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def shared_run(broker: SandboxBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedRun]:
-    with emulated_cluster(spark_crds()) as cluster:
-        kube = Kube(cluster.url)
-        kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
-        standin = SparkOperatorStandIn(kube, kubeconfig).start()
-        operators = Operators(fast_options(kubeconfig, spark_image=IMAGE, scan_share_window_s=WINDOW_S))
+def shared_run(broker: SandboxBroker, real_cluster: ControlPlane, real_crds: Path,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedRun]:
+    with spark_api(real_cluster, tmp_path_factory.mktemp("kube")) as spark:
+        kube = spark.api.kube
+        standin = SparkOperatorStandIn(kube, spark.driver_kubeconfig, kube.namespace).start()
+        operators = Operators(spark.options())
         seen_members: list[str] = []
         reports: dict[str, dict[str, Any]] = {}
+        owners: list[list[str]] = []
         c_gone = threading.Event()
 
         def delete_c(app: dict[str, Any]) -> None:
             """After the job, before COMPLETED: a member goes while the application runs."""
+            name = app["metadata"]["name"]
             for member in sparkapp.members_of(app):
                 seen_members.append(member.name)
                 reports[member.name] = read_results(kube, member.results)
+            owners.append(sorted(o["name"] for o in kube.get(APPS, "sparkapplications", name)["metadata"]["ownerReferences"]))
             kube.delete(GROUP_VERSION, POLICIES, "c")
             wait_until(lambda: kube.find(GROUP_VERSION, POLICIES, "c") is None, 30, "policy c deleted")
-            if app_names(kube) == [app["metadata"]["name"]]:  # ... and the others' run is still there
+            # The real garbage collector drops the dangling reference and keeps what others still own.
+            left = wait_until(lambda: (lambda o: o if "c" not in o else None)(
+                sorted(r["name"] for r in kube.get(APPS, "sparkapplications", name)["metadata"]["ownerReferences"])),
+                60, "the gone owner's reference dropped")
+            owners.append(left)
+            if app_names(kube) == [name]:  # ... and the others' run is still there
                 c_gone.set()
 
         standin.before_complete = delete_c
@@ -153,11 +187,15 @@ def shared_run(broker: SandboxBroker, tmp_path_factory: pytest.TempPathFactory) 
             operators.start()
             for name, team in (("a", "team-a"), ("b", "team-b"), ("c", "team-c")):
                 new_policy(kube, name, broker.bootstrap_servers, team)
-            a = wait_until(lambda: ready(kube, "a"), RUN_TIMEOUT, "policy a's run")
-            b = wait_until(lambda: ready(kube, "b"), RUN_TIMEOUT, "policy b's run")
+            try:
+                a = wait_until(lambda: ready(kube, "a"), RUN_TIMEOUT, "policy a's run")
+                b = wait_until(lambda: ready(kube, "b"), RUN_TIMEOUT, "policy b's run")
+            except AssertionError as exc:  # what spark-operator's stand-in saw, and where each policy is
+                raise AssertionError(f"{exc}; applications: {dict(standin.states)}; policies: "
+                                     f"{ {n: status(kube, n).get('conditions') for n in ('a', 'b')} }") from None
             wait_until(lambda: app_names(kube) == [] and run_configmaps(kube) == [], 30, "the run cleaned up")
-            yield SharedRun(kube, list(standin.seen), seen_members, reports, c_gone.is_set(), a, b, app_names(kube),
-                            run_configmaps(kube))
+            yield SharedRun(kube, list(standin.seen), seen_members, reports, c_gone.is_set(), owners, a, b,
+                            app_names(kube), run_configmaps(kube))
         finally:
             operators.close()
             standin.stop()
@@ -196,6 +234,7 @@ def test_each_members_results_are_a_solo_runs_of_its_own_policy_on_the_shared_sn
 @pytest.mark.slow
 def test_deleting_one_member_mid_run_does_not_cancel_the_others(shared_run: SharedRun) -> None:
     assert shared_run.c_gone_while_running  # c went while the application ran, which stayed for a and b
+    assert shared_run.owners == [["a", "b", "c"], ["a", "b"]]
     assert condition(shared_run.a, "Degraded").get("status") != "True"
     assert condition(shared_run.b, "Degraded").get("status") != "True"
 
@@ -209,14 +248,24 @@ def test_the_shared_application_and_every_configmap_go_once_read(shared_run: Sha
 
 
 @pytest.fixture
-def cluster() -> Iterator[EmulatedCluster]:
-    with emulated_cluster(spark_crds()) as c:
-        yield c
+def spark(real_cluster: ControlPlane, real_crds: Path, tmp_path: Path) -> Iterator[SparkApi]:
+    with spark_api(real_cluster, tmp_path) as s:
+        yield s
 
 
 @pytest.fixture
-def operator_options(kubeconfig: Path) -> OperatorOptions:
-    return fast_options(kubeconfig, spark_image=IMAGE, scan_share_window_s=WINDOW_S)
+def kube(spark: SparkApi) -> Kube:
+    return spark.api.kube
+
+
+@pytest.fixture
+def kubeconfig(spark: SparkApi) -> Path:
+    return spark.api.token_kubeconfig
+
+
+@pytest.fixture
+def operator_options(spark: SparkApi) -> OperatorOptions:
+    return spark.options()
 
 
 def write_results(kube: Kube, url: str, summary: dict[str, Any], rows: list[dict[str, Any]]) -> None:
@@ -301,7 +350,7 @@ def configmap_names(kube: Kube) -> set[str]:
 def test_the_next_shared_run_deletes_an_orphaned_shared_application_and_keeps_one_a_live_member_still_needs(
         broker: SandboxBroker, kube: Kube, start_operator: Any) -> None:
     kube.create(POLICIES, {"apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-                           "metadata": {"name": "idle", "namespace": NAMESPACE},
+                           "metadata": {"name": "idle", "namespace": kube.namespace},
                            "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers, "securityProtocol": "SASL_PLAINTEXT",
                                               "sasl": {"mechanism": "PLAIN", "secretRef": {"name": "missing"}}}}})  # never runs
     idle = kube.get(GROUP_VERSION, POLICIES, "idle")["metadata"]["uid"]
@@ -316,10 +365,46 @@ def test_the_next_shared_run_deletes_an_orphaned_shared_application_and_keeps_on
 
 @pytest.mark.slow  # the operator under Kopf
 def test_a_member_that_no_longer_shares_lets_go_of_its_unread_shared_results(
-        broker: SandboxBroker, kube: Kube, kubeconfig: Path, start_operator: Any) -> None:
+        broker: SandboxBroker, kube: Kube, spark: SparkApi, start_operator: Any) -> None:
     new_policy(kube, "a", broker.bootstrap_servers, "team-a")
     uid = kube.get(GROUP_VERSION, POLICIES, "a")["metadata"]["uid"]
     left = leftover(kube, "shared-analysis-00000003", [("a", uid)], "COMPLETED")
-    start_operator(fast_options(kubeconfig, spark_image=IMAGE, scan_share_window_s=None))  # sharing off
+    start_operator(spark.options(scan_share_window_s=None))  # sharing off
     wait_until(lambda: "shared-analysis-00000003" not in app_names(kube) and not set(left) & configmap_names(kube),
                30, "the shared application deleted, with its ConfigMaps")
+
+
+# -- the real garbage collector and an application several policies own (no operator, no Spark)
+
+
+@pytest.mark.slow  # the real garbage collector's pace
+def test_an_application_several_policies_own_outlives_all_but_the_last_and_goes_with_it(
+        broker: SandboxBroker, kube: Kube) -> None:
+    """As the operator writes a shared application (batch_manifest: one ownerReference per member, none a
+    controller that blocks deletion) and its policies ConfigMap (the same owners): the real garbage collector
+    keeps both while any owner lives, and takes both once the last goes."""
+    policies = []
+    for name, team in (("a", "team-a"), ("b", "team-b"), ("c", "team-c")):
+        new_policy(kube, name, broker.bootstrap_servers, team)  # no operator: nothing runs them
+        policies.append(kube.get(GROUP_VERSION, POLICIES, name))
+    runs = [sparkapp.BatchRun(p, shared_owner(p), 7 * DAY_MS) for p in policies]
+    body = sparkapp.batch_manifest(runs, parse_policy_spec(policies[0]["spec"]), ConnectionSettings(broker.bootstrap_servers),
+                                   "0000abcd", "k" * 64, image=IMAGE)
+    app = body["metadata"]["name"]
+    kube.create("sparkapplications", body)
+    kube.create("configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": sparkapp.policy_configmap_name(app), "labels": body["metadata"]["labels"],
+                                            "ownerReferences": body["metadata"]["ownerReferences"]}, "data": {}})
+
+    def owners() -> list[str]:
+        return sorted(o["name"] for o in kube.get(APPS, "sparkapplications", app)["metadata"]["ownerReferences"])
+
+    assert owners() == ["a", "b", "c"]
+    for gone, left in (("a", ["b", "c"]), ("b", ["c"])):
+        kube.delete(GROUP_VERSION, POLICIES, gone)
+        wait_until(lambda left=left: owners() == left or None, 60, f"the real garbage collector to drop {gone}")
+        assert kube.find("v1", "configmaps", sparkapp.policy_configmap_name(app)) is not None
+    kube.delete(GROUP_VERSION, POLICIES, "c")
+    wait_until(lambda: kube.find(APPS, "sparkapplications", app) is None
+               and kube.find("v1", "configmaps", sparkapp.policy_configmap_name(app)) is None, 60,
+               "the application and its ConfigMap collected with their last owner")
