@@ -14,9 +14,9 @@ Shapes (50 partitions, Kafka's default; written in batches of 1-20 records as a 
 - mixed: half the records from each of the above (the history part with K = 3).
 
 Generated topics are cached under /tmp/offset-expiry-bench (as the batches the broker stores), so a
-second run seeds in seconds. The broker (`--broker`, repeatable) is Apache Kafka by default (the newest
-version tests/kafka-maven resolves, `--kafka-version` another; a fresh KRaft broker per shape with 50
-`__consumer_offsets` partitions), or the sandbox broker (`--broker sandbox`). Kafka is seeded through its
+second run seeds in seconds. The broker (`--broker`, repeatable) is Apache Kafka by default (3.9.2 with
+its classic group coordinator: BENCH_KAFKA says why; `--kafka-version` another; a fresh KRaft broker per
+shape with 50 `__consumer_offsets` partitions), or the sandbox broker (`--broker sandbox`). Kafka is seeded through its
 produce path: the same v2 batches, one per partition per Produce request (v3+ takes one batch per
 partition), pipelined, from a client whose id is `__admin_client`, the one id Kafka lets append to internal
 topics (KafkaApis.handleProduceRequest, `internalTopicsAllowed`); the broker validates each batch (CRC,
@@ -319,7 +319,12 @@ def serve_real_broker(shape: str, target: int, seed: int, version: str, conn: Co
         try:
             admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
             try:
-                admin.create_topics([NewTopic(name, 8, 1) for name in sorted(topics)], wait_for_metadata=True)
+                admin.create_topics([NewTopic(name, 8, 1) for name in sorted(topics)])
+                deadline = time.monotonic() + 120  # kafka-python's own wait gives up after 10 s on a busy machine
+                while not set(topics) <= set(admin.list_topics()):
+                    if time.monotonic() > deadline:
+                        raise SystemExit(f"the topics {sorted(topics)} did not appear on Kafka within 120 s")
+                    time.sleep(0.2)  # the polling cadence; the deadline decides
             finally:
                 admin.close()
             assert broker.pid is not None
