@@ -14,14 +14,25 @@ Shapes (50 partitions, Kafka's default; written in batches of 1-20 records as a 
 - mixed: half the records from each of the above (the history part with K = 3).
 
 Generated topics are cached under /tmp/offset-expiry-bench (as the batches the broker stores), so a
-second run seeds in seconds. For each shape: a sandbox broker in its own process is seeded; a local
+second run seeds in seconds. The broker (`--broker`, repeatable) is Apache Kafka by default (3.9.2 with
+its classic group coordinator: BENCH_KAFKA says why; `--kafka-version` another; a fresh KRaft broker per
+shape with 50 `__consumer_offsets` partitions), or the sandbox broker (`--broker sandbox`). Kafka is seeded through its
+produce path: the same v2 batches, one per partition per Produce request (v3+ takes one batch per
+partition), pipelined, from a client whose id is `__admin_client`, the one id Kafka lets append to internal
+topics (KafkaApis.handleProduceRequest, `internalTopicsAllowed`); the broker validates each batch (CRC,
+keys of a compacted topic) and assigns offsets, and the records are then read back through Kafka's fetch
+path like any others. Kafka's group coordinator does not load records appended behind its back (until the
+partition is loaded again), which the analysis never asks it about. The sandbox is seeded in its own
+process by appending the batches. For each shape: the broker is seeded; a local
 Spark session (started apart: JVM start-up is excluded) runs the analysis as `kafka-offset-operator
 analyze -o json --output FILE` runs it (Kafka describe, snapshot, Spark, every row of the report written
 to a file), twice: the first run also pays for starting Spark's Python workers, the second is a warm
 session as in the long-running operator. Then, in their own processes, the plain reader (kafka-python's
 KafkaConsumer, every record decoded in Python into a dict by logical key: what a hand-written tool
 does) and the reference (offset_expiry.reference; its summary must equal Spark's). Printed: seconds,
-records/s, ratios, and peak memory of the driver (Python), its JVM and the other processes.
+records/s, ratios, CPU seconds (user+sys) beside the wall seconds (Spark: this process and its JVM with its
+Python workers; the plain reader: its process; the broker's own CPU while each was read, apart), and peak
+memory of the driver (Python), its JVM and the other processes.
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 DAY_MS = 86_400_000
@@ -177,9 +189,184 @@ def serve_broker(shape: str, target: int, seed: int, conn: Connection) -> None:
 
         for partition, items in batches.items():
             broker.call(lambda p=partition, b=items: seed_partition(p, b))  # type: ignore[misc]
+        seeded = sum(_batch_records(b) for items in batches.values() for b in items)
         batches.clear()
-        conn.send({"bootstrap": broker.bootstrap_servers, "seeded_s": time.perf_counter() - t0})
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        conn.send({"bootstrap": broker.bootstrap_servers, "seeded_s": time.perf_counter() - t0, "seed_records": seeded,
+                   "seed_client_cpu_s": usage.ru_utime + usage.ru_stime, "seed_broker_cpu_s": 0.0,
+                   "broker_pid": os.getpid(), "startup_s": 0.0, "version": "sandbox"})
         conn.recv()  # stop
+
+
+# Kafka 3.9 with only the classic protocol runs the classic group coordinator (GroupMetadataManager), which
+# reads __consumer_offsets when it loads a partition and otherwise leaves records it did not write alone.
+# The coordinator of 4.x (CoordinatorRuntime) follows each partition's high watermark and logs an ERROR,
+# "IllegalStateException: New committed offset N of __consumer_offsets-P must be less than or equal to
+# <the last offset it wrote>", for batches appended behind its back (seen on 4.4.0: 36,452 lines of errors
+# and stack traces for 19,072 batches). The records land and read back the same, but that broker is not
+# healthy, so the bench uses 3.9 by default. What is measured is the broker's Fetch of the log, which
+# involves no coordinator.
+BENCH_KAFKA = "3.9.2"
+ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID: may append to internal topics
+
+
+def produce_batches(bootstrap: str, topic: str, batches: dict[int, list[bytes]], in_flight: int = 8) -> int:
+    """Append prebuilt v2 record batches to `topic` on a single broker: round i sends the i-th batch of every
+    partition in one Produce request (acks=all), `in_flight` requests pipelined on one connection. Returns
+    the records Kafka acknowledged (its base offsets say where each batch went)."""
+    from kafka.errors import for_code
+    from kafka.net.compat import KafkaNetClient
+    from kafka.protocol.producer import ProduceRequest
+
+    client = KafkaNetClient(bootstrap_servers=bootstrap, client_id=ADMIN_CLIENT_ID,
+                            max_in_flight_requests_per_connection=in_flight, request_timeout_ms=120_000)
+    try:
+        client.get_broker_version(timeout_ms=30_000)
+        future = client.cluster.add_topic(topic)
+        client.poll(future=future, timeout_ms=30_000)
+        node = _only_leader(client, topic)
+        version = client.api_version(ProduceRequest, max_version=8)  # v9+ is flexible; nothing here needs it
+        rounds = max(len(b) for b in batches.values())
+        Topic = ProduceRequest.TopicProduceData
+        pending: list[Any] = []
+        acknowledged = 0
+
+        def settle(f: Any) -> int:
+            client.poll(future=f, timeout_ms=120_000)
+            if not f.succeeded():
+                raise SystemExit(f"produce to {topic} failed: {f.exception if f.failed() else 'timed out'}")
+            n = 0
+            for answer in f.value.responses:
+                for part in answer.partition_responses:
+                    if part.error_code:
+                        raise SystemExit(f"produce to {topic}-{part.index}: {for_code(part.error_code).__name__}")
+                    n += 1
+            return n
+
+        sizes = {p: [_batch_records(b) for b in items] for p, items in batches.items()}
+
+        def request(i: int, partitions: list[int]) -> Any:
+            data = [Topic.PartitionProduceData(index=p, records=batches[p][i]) for p in partitions]
+            return ProduceRequest(version=version, transactional_id=None, acks=-1, timeout_ms=120_000,
+                                  topic_data=[Topic(name=topic, partition_data=data)])
+
+        # The first round alone, until every partition took it: a partition of a topic made a moment ago may
+        # not have its leader yet (NOT_LEADER_OR_FOLLOWER, retriable). Later rounds are pipelined, so a retry
+        # there could reorder a partition's batches; a stable single broker gives none.
+        todo = sorted(p for p, items in batches.items() if items)
+        deadline = time.monotonic() + 120
+        while todo:
+            f = client.send(node, request(0, todo))
+            client.poll(future=f, timeout_ms=120_000)
+            if not f.succeeded():
+                raise SystemExit(f"produce to {topic} failed: {f.exception if f.failed() else 'timed out'}")
+            retry = []
+            for answer in f.value.responses:
+                for part in answer.partition_responses:
+                    if part.error_code and for_code(part.error_code).retriable and time.monotonic() < deadline:
+                        retry.append(part.index)
+                    elif part.error_code:
+                        raise SystemExit(f"produce to {topic}-{part.index}: {for_code(part.error_code).__name__}")
+            acknowledged += sum(sizes[p][0] for p in todo if p not in retry)
+            todo = sorted(retry)
+            if todo:
+                time.sleep(0.2)  # the retry backoff; the deadline decides
+        for i in range(1, rounds):
+            client.await_ready(node, timeout_ms=120_000)
+            pending.append(client.send(node, request(i, [p for p, items in sorted(batches.items()) if i < len(items)])))
+            acknowledged += sum(sizes[p][i] for p in batches if i < len(sizes[p]))
+            while len(pending) >= in_flight:
+                settle(pending.pop(0))
+        for f in pending:
+            settle(f)
+        return acknowledged
+    finally:
+        client.close()
+
+
+def _only_leader(client: Any, topic: str) -> int:
+    from kafka import TopicPartition
+
+    leaders = {client.cluster.leader_for_partition(TopicPartition(topic, p))
+               for p in client.cluster.partitions_for_topic(topic) or ()}
+    if len(leaders) != 1 or None in leaders:
+        raise SystemExit(f"expected one broker leading every partition of {topic}, found {leaders}")
+    return int(leaders.pop())
+
+
+def _batch_records(batch: bytes) -> int:
+    """recordsCount of a v2 batch (the last int32 of its 61-byte header)."""
+    return int(struct.unpack_from(">i", batch, 57)[0])
+
+
+def serve_real_broker(shape: str, target: int, seed: int, version: str, conn: Connection) -> None:
+    """Apache Kafka for one shape (a fresh KRaft broker, 50 __consumer_offsets partitions): start, make the
+    topics, seed `__consumer_offsets` through Kafka's produce path, report, serve until told to stop."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    from real_kafka import RealKafka
+
+    from offset_expiry.raw import OFFSETS_TOPIC
+
+    batches, topics = cached_batches(shape, target, seed)
+    with tempfile.TemporaryDirectory(prefix="bench-kafka-") as workdir:
+        settings = {"offsets.topic.num.partitions": str(OFFSETS_PARTITIONS)}
+        if version.startswith("3."):
+            settings["group.coordinator.rebalance.protocols"] = "classic"  # the classic coordinator: see main()
+        broker = RealKafka(version, settings=settings, workdir=Path(workdir), heap="1g")
+        broker.start()
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+            try:
+                admin.create_topics([NewTopic(name, 8, 1) for name in sorted(topics)])
+                deadline = time.monotonic() + 120  # kafka-python's own wait gives up after 10 s on a busy machine
+                while not set(topics) <= set(admin.list_topics()):
+                    if time.monotonic() > deadline:
+                        raise SystemExit(f"the topics {sorted(topics)} did not appear on Kafka within 120 s")
+                    time.sleep(0.2)  # the polling cadence; the deadline decides
+            finally:
+                admin.close()
+            assert broker.pid is not None
+            jvm = broker.pid
+            cpu0, t0 = proc_cpu_s(jvm), time.perf_counter()
+            seeded = produce_batches(broker.bootstrap_servers, OFFSETS_TOPIC, batches)
+            seeded_s, broker_cpu = time.perf_counter() - t0, proc_cpu_s(jvm) - cpu0
+            batches.clear()
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            conn.send({"bootstrap": broker.bootstrap_servers, "seeded_s": seeded_s, "seed_records": seeded,
+                       "seed_client_cpu_s": usage.ru_utime + usage.ru_stime, "seed_broker_cpu_s": broker_cpu,
+                       "broker_pid": jvm, "startup_s": broker.startup_seconds, "version": broker.version})
+            conn.recv()  # stop
+        finally:
+            broker.stop()
+
+
+def proc_cpu_s(pid: int) -> float:
+    """user+sys seconds of one live process (its reaped children included), from /proc/PID/stat."""
+    fields = _read(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s(root: int) -> float:
+    """proc_cpu_s of `root` and every live descendant (a Spark JVM and its Python workers)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                ppid = int(_read(f"/proc/{entry}/stat").rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry))
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            total += proc_cpu_s(pid)
+        except OSError:
+            continue
+        todo.extend(parents.get(pid, ()))
+    return total
 
 
 # ---- the plain reader and the reference (their own processes, so their memory is their own) ----
@@ -194,6 +381,8 @@ def plain_reader_run(bootstrap: str, conn: Connection) -> None:
     from offset_expiry.facts import fact_from_record
     from offset_expiry.raw import OFFSETS_TOPIC
 
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu0 = usage.ru_utime + usage.ru_stime  # the imports above are not the reader's work
     t0 = time.perf_counter()
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap,
@@ -224,9 +413,11 @@ def plain_reader_run(bootstrap: str, conn: Connection) -> None:
                 remaining.discard(tp)
     consumer.close()
     live = sum(1 for v in state.values() if v is not None)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     conn.send(
         {
             "seconds": time.perf_counter() - t0,
+            "cpu_s": usage.ru_utime + usage.ru_stime - cpu0,
             "records": records,
             "live": live,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -294,8 +485,8 @@ def _read(path: str) -> str:
         return f.read()
 
 
-def _jvm_peak_mb() -> float | None:
-    """VmHWM of the JVM the local Spark session runs in (a child of this process)."""
+def _jvm_pid() -> int | None:
+    """The JVM the local Spark session runs in (a child of this process)."""
     for task in os.listdir(f"/proc/{os.getpid()}/task"):
         try:
             children = _read(f"/proc/{os.getpid()}/task/{task}/children").split()
@@ -303,14 +494,21 @@ def _jvm_peak_mb() -> float | None:
             continue
         for child in children:
             try:
-                status = _read(f"/proc/{child}/status")
-                cmdline = _read(f"/proc/{child}/cmdline")
+                if "java" in _read(f"/proc/{child}/cmdline"):
+                    return int(child)
             except OSError:
                 continue
-            if "java" in cmdline:
-                for line in status.splitlines():
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1]) / 1024
+    return None
+
+
+def _jvm_peak_mb() -> float | None:
+    """VmHWM of the JVM the local Spark session runs in."""
+    jvm = _jvm_pid()
+    if jvm is None:
+        return None
+    for line in _read(f"/proc/{jvm}/status").splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
     return None
 
 
@@ -319,6 +517,17 @@ def _rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def _self_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _spark_cpu_s() -> float:
+    """CPU seconds of this process (the driver) and its JVM with the JVM's Python workers."""
+    jvm = _jvm_pid()
+    return _self_cpu_s() + (tree_cpu_s(jvm) if jvm is not None else 0.0)
 
 
 def _analyze(spark: Any, bootstrap: str) -> tuple[dict[str, Any], float, int]:
@@ -356,20 +565,32 @@ def read_stage(bootstrap: str) -> dict[str, float]:
     return {"read_s": seconds, "read_rps": records / seconds, "read_rows": rows}
 
 
-def run_shape(shape: str, target: int, seed: int, cores: list[int], ctx: Any, profile: bool) -> list[dict[str, Any]]:
+def run_shape(
+    shape: str, target: int, seed: int, cores: list[int], ctx: Any, profile: bool, broker_kind: str
+) -> list[dict[str, Any]]:
     from offset_expiry.session import local_session
 
     ours, theirs = ctx.Pipe()
-    broker = ctx.Process(target=serve_broker, args=(shape, target, seed, theirs), daemon=True)
+    if broker_kind == "sandbox":
+        broker = ctx.Process(target=serve_broker, args=(shape, target, seed, theirs), daemon=True)
+    else:
+        broker = ctx.Process(target=serve_real_broker, args=(shape, target, seed, broker_kind, theirs), daemon=True)
     broker.start()
     theirs.close()  # so a broker process that dies ends our recv() instead of hanging it
     info = ours.recv()
-    bootstrap = info["bootstrap"]
-    print(f"  {shape}: seeded in {info['seeded_s']:.0f}s at {bootstrap}", file=sys.stderr)
+    bootstrap, broker_pid = info["bootstrap"], info["broker_pid"]
+    print(
+        f"  {shape} on {info['version']}: {info['seed_records']:,} records seeded in {info['seeded_s']:.1f}s "
+        f"(CPU: client {info['seed_client_cpu_s']:.1f}s, broker {info['seed_broker_cpu_s']:.1f}s) at {bootstrap}",
+        file=sys.stderr,
+    )
     out = []
     try:
+        broker_cpu = proc_cpu_s(broker_pid)
         plain = _in_process(ctx, plain_reader_run, bootstrap)
-        print(f"  plain reader {plain['seconds']:.1f}s (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
+        plain_broker_cpu = proc_cpu_s(broker_pid) - broker_cpu
+        print(f"  plain reader {plain['seconds']:.1f}s, CPU {plain['cpu_s']:.1f}s (load {os.getloadavg()[0]:.1f})",
+              file=sys.stderr)
         reference = _in_process(ctx, reference_run, bootstrap, POLICY)
         print(f"  reference {reference['seconds']:.1f}s (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
         stage = read_stage(bootstrap) if profile else {}
@@ -381,25 +602,35 @@ def run_shape(shape: str, target: int, seed: int, cores: list[int], ctx: Any, pr
             rss_before = _rss_mb()
             load_before = os.getloadavg()[0]
             summary, first_s, _ = _analyze(spark, bootstrap)
+            cpu0, broker_cpu = _spark_cpu_s(), proc_cpu_s(broker_pid)
             summary, warm_s, size = _analyze(spark, bootstrap)
+            warm_cpu_s, warm_broker_cpu_s = _spark_cpu_s() - cpu0, proc_cpu_s(broker_pid) - broker_cpu
             driver_mb = _rss_mb()
             jvm_mb = _jvm_peak_mb()
             spark.stop()
             if summary != reference["summary"]:
                 raise SystemExit(f"the reports disagree:\n  spark:     {summary}\n  reference: {reference['summary']}")
             scanned = summary["recordsScanned"]
-            print(f"  local[{n}] start {startup_s:.1f}s first {first_s:.1f}s warm {warm_s:.1f}s", file=sys.stderr)
+            print(f"  local[{n}] start {startup_s:.1f}s first {first_s:.1f}s warm {warm_s:.1f}s, CPU {warm_cpu_s:.1f}s",
+                  file=sys.stderr)
             out.append(
                 {
+                    "broker": info["version"],
                     "shape": shape,
                     "cores": n,
                     "records": scanned,
                     "offsets": summary["offsets"],
                     "groups": summary["groups"],
                     "report_mb": size / 1e6,
+                    "seed_s": info["seeded_s"],
+                    "seed_cpu_s": info["seed_client_cpu_s"] + info["seed_broker_cpu_s"],
                     "first_s": first_s,
                     "warm_s": warm_s,
+                    "warm_cpu_s": warm_cpu_s,
+                    "warm_broker_cpu_s": warm_broker_cpu_s,
                     "plain_s": plain["seconds"],
+                    "plain_cpu_s": plain["cpu_s"],
+                    "plain_broker_cpu_s": plain_broker_cpu,
                     "reference_s": reference["seconds"],
                     "driver_mb": driver_mb,
                     "driver_growth_mb": driver_mb - rss_before,
@@ -411,7 +642,7 @@ def run_shape(shape: str, target: int, seed: int, cores: list[int], ctx: Any, pr
             )
     finally:
         ours.send("stop")
-        broker.join(timeout=60)
+        broker.join(timeout=90)
     return out
 
 
@@ -421,37 +652,68 @@ def main() -> None:
     parser.add_argument("--shape", action="append", choices=SHAPES, help="default: all three")
     parser.add_argument("--cores", type=int, action="append", help="local[N] (repeatable); default 2")
     parser.add_argument("--seed", type=int, default=4)
+    parser.add_argument("--broker", action="append", choices=("kafka", "sandbox"),
+                        help="Apache Kafka (default) or the sandbox broker (repeatable: both, one after the other)")
+    parser.add_argument("--kafka-version", default=BENCH_KAFKA,
+                        help=f"Kafka's version for --broker kafka (default {BENCH_KAFKA}: see BENCH_KAFKA)")
     parser.add_argument("--profile", action="store_true", help="also time the reader stage alone, in one process")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    kinds = []
+    for kind in args.broker or ["kafka"]:
+        if kind == "kafka":
+            sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))
+            from real_kafka import missing_tools, resolve
+
+            version = args.kafka_version
+            if not version.startswith("3."):
+                print(f"bench: Kafka {version}'s group coordinator did not write the seeded records and logs an "
+                      "IllegalStateException for each batch (see BENCH_KAFKA); reading them is unaffected",
+                      file=sys.stderr)
+            missing = missing_tools()
+            if missing:
+                raise SystemExit(f"bench: Apache Kafka cannot run here ({missing}); --broker sandbox runs without it")
+            resolve(version)  # Maven, once; nothing when the jars are cached
+            kinds.append(version)
+        else:
+            kinds.append("sandbox")
     ctx = mp.get_context("spawn")
     rows = []
     for target in args.records or [5_000_000]:
         for shape in args.shape or SHAPES:
-            print(f"{shape} ~{target:,} records (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
-            rows.extend(run_shape(shape, target, args.seed, args.cores or [2], ctx, args.profile))
+            for kind in kinds:
+                print(f"{shape} ~{target:,} records on {kind} (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
+                rows.extend(run_shape(shape, target, args.seed, args.cores or [2], ctx, args.profile, kind))
     print(
         "first/warm: end to end incl. the JSON report file, excl. JVM start; x plain = plain s / warm s; "
-        "driver: this process's RSS after the runs (growth during them)"
+        "CPU: user+sys s of the reader's own processes (Spark: driver + JVM + Python workers), "
+        "broker CPU apart; driver: this process's RSS after the runs (growth during them)"
     )
-    header = ("shape", "cores", "records", "offsets", "report MB", "first s", "warm s", "warm rec/s",
-              "plain s", "plain rec/s", "x plain", "reference s", "driver MB", "JVM MB", "plain MB", "load")
+    header = ("broker", "shape", "cores", "records", "offsets", "report MB", "seed s (CPU)", "first s", "warm s",
+              "warm CPU s", "warm rec/s", "plain s", "plain CPU s", "plain rec/s", "x plain (wall)", "x plain (CPU)",
+              "broker CPU s warm/plain", "reference s", "driver MB", "JVM MB", "plain MB", "load")
     print(" | ".join(header))
     for r in rows:
         print(
             " | ".join(
                 [
+                    r["broker"],
                     r["shape"],
                     f"local[{r['cores']}]",
                     f"{r['records']:,}",
                     f"{r['offsets']:,}",
                     f"{r['report_mb']:.0f}",
+                    f"{r['seed_s']:.1f} ({r['seed_cpu_s']:.1f})",
                     f"{r['first_s']:.1f}",
                     f"{r['warm_s']:.1f}",
+                    f"{r['warm_cpu_s']:.1f}",
                     f"{r['records'] / r['warm_s']:,.0f}",
                     f"{r['plain_s']:.1f}",
+                    f"{r['plain_cpu_s']:.1f}",
                     f"{r['records'] / r['plain_s']:,.0f}",
                     f"{r['plain_s'] / r['warm_s']:.2f}x",
+                    f"{r['plain_cpu_s'] / r['warm_cpu_s']:.2f}x",
+                    f"{r['warm_broker_cpu_s']:.1f}/{r['plain_broker_cpu_s']:.1f}",
                     f"{r['reference_s']:.1f}",
                     f"{r['driver_mb']:.0f} (+{r['driver_growth_mb']:.0f})",
                     f"{r['jvm_mb'] or 0:.0f}",

@@ -22,6 +22,13 @@ from kafka.errors import RebalanceInProgressError
 from kafka.structs import OffsetAndMetadata
 from waiting import wait_until
 
+# Long enough for a JoinGroup and SyncGroup to finish inside one poll on a loaded machine. kafka-python 3.0.12
+# leaves a member REBALANCING for good when a poll gives up while its join is in flight and the SyncGroup
+# answer arrives before the next poll (seen on Apache Kafka: a second join follows every first one, because
+# the consumer joins before its metadata snapshot has the topics; each of its commits then waits out the
+# helper's timeout, 20 s). A command waits at most this long for the thread to take it.
+POLL_MS = 300
+
 
 class GroupConsumer:
     """A subscribed KafkaConsumer polling in a background thread; `received` collects what it read."""
@@ -55,7 +62,7 @@ class GroupConsumer:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                for records in self._consumer.poll(timeout_ms=50).values():
+                for records in self._consumer.poll(timeout_ms=POLL_MS).values():
                     self.received.extend(records)
                 self.assignment = set(self._consumer.assignment())
                 while not self._commands.empty():

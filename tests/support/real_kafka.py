@@ -189,6 +189,11 @@ class RealKafka:
         return f"127.0.0.1:{self.secured_port}"
 
     @property
+    def pid(self) -> int | None:
+        """The broker's JVM while it runs (benchmarks read its CPU time from /proc)."""
+        return self._process.pid if self._process is not None else None
+
+    @property
     def log_file(self) -> Path:
         assert self.workdir is not None
         return self.workdir / "logs" / "server.log"

@@ -2,23 +2,27 @@
 bad arguments and unreachable brokers fail fast in one line, and a real analysis is quiet (no JVM or Spark
 noise on stderr), shows its progress in records, warns about regex-looking and unmatched group patterns,
 accepts a `spec:`-wrapped policy, and prints a table with a KIND column and a summary saying its `now` and
-retention. One Spark run checks all of the latter."""
+retention. One Spark run checks all of the latter, on Apache Kafka's own `__consumer_offsets` (the `kafka`
+fixture: groups made by kafka-python, the records written by Kafka's group coordinator; the sandbox with
+KOO_KAFKA_VERSIONS=sandbox)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from brokers import sandbox_broker
+from brokers import make_topics
+from kafka import KafkaConsumer, TopicPartition
+from kafka_clients import admin_commit, empty_group
+from kafka_under_test import Kafka
 
-from kafka_sandbox.synthetic import generate
 from offset_expiry.raw import OFFSETS_TOPIC
 
 CLI = str(Path(sys.executable).parent / "kafka-offset-operator")
-NOW_MS = 1_700_000_000_000
 JVM_NOISE = ("Using incubator modules", "Setting default log level", "To adjust logging level", "log4j", " WARN ", " INFO ")
 
 
@@ -54,26 +58,38 @@ spec:
 """
 
 
+def offsets_topic_records(bootstrap: str) -> int:
+    """How many records `__consumer_offsets` holds now (log end - log start of each partition, as Kafka's
+    ListOffsets says): what a snapshot of it reads."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
+    try:
+        partitions = [TopicPartition(OFFSETS_TOPIC, p) for p in consumer.partitions_for_topic(OFFSETS_TOPIC) or ()]
+        starts, ends = consumer.beginning_offsets(partitions), consumer.end_offsets(partitions)
+        return sum(ends[tp] - starts[tp] for tp in partitions)
+    finally:
+        consumer.close()
+
+
 @pytest.mark.slow
-def test_a_real_run_is_quiet_counts_records_and_says_what_it_used(tmp_path: Path) -> None:
-    topic = generate(7, groups=30, partitions=2, commits=2, now_ms=NOW_MS)
+def test_a_real_run_is_quiet_counts_records_and_says_what_it_used(kafka: Kafka, tmp_path: Path) -> None:
+    make_topics(kafka, {"orders": 2, "payments": 1})
+    for group in ("reporting-1", "reporting-2"):  # classic groups that joined, committed and left
+        empty_group(kafka.bootstrap_servers, group, {("orders", 0): 3, ("orders", 1): 4})
+    for group in ("simple-10", "simple-2"):  # standalone commits: simple groups
+        admin_commit(kafka.bootstrap_servers, group, {("payments", 0): 2})
     (tmp_path / "policy.yaml").write_text(POLICY)
-    with sandbox_broker(offsets_retention="5d", offsets_partitions=2) as broker:
-        for name in sorted(topic.existing_topics):
-            broker.create_topic(name, 1)
-        for partition in range(2):
-            rows = [(r.key, r.value, r.timestamp) for r in topic.records if r.partition == partition]
-            broker.append_records(OFFSETS_TOPIC, partition, rows)
-        done, _ = cli(
-            "analyze",
-            "--bootstrap-server",
-            broker.bootstrap_servers,
-            "--policy",
-            str(tmp_path / "policy.yaml"),
-            "--now",
-            "2023-11-14T22:13:20Z",
-            timeout=600,
-        )
+    now = (datetime.now(UTC) + timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%SZ")  # the empty groups are due
+    total = offsets_topic_records(kafka.bootstrap_servers)
+    done, _ = cli(
+        "analyze",
+        "--bootstrap-server",
+        kafka.bootstrap_servers,
+        "--policy",
+        str(tmp_path / "policy.yaml"),
+        "--now",
+        now,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     stderr = done.stderr.splitlines()
     assert [line for line in stderr if any(noise in line for noise in JVM_NOISE)] == []
@@ -83,12 +99,12 @@ def test_a_real_run_is_quiet_counts_records_and_says_what_it_used(tmp_path: Path
         "kafka-offset-operator: warning: spec.groups.exclude: 'nobody-*' matches none of the " in done.stderr
     )
     # stderr is not a terminal here: plain progress lines, in records of the snapshot
-    total = len(topic.records)
     assert any(line.startswith("[analyze") and f"/{total} records read" in line for line in stderr), stderr
     assert all(line.startswith(("[analyze", "kafka-offset-operator: warning: ")) for line in stderr), stderr
     table = done.stdout.splitlines()
     assert table[0].split()[:3] == ["GROUP", "KIND", "TOPIC"]
     kinds = {line.split()[1] for line in table[1:] if line and not line[0].isdigit() and " " in line}
     assert "simple" in kinds and "classic" in kinds, kinds
-    assert "as of 2023-11-14T22:13:20Z, with a broker offset retention of 5d" in done.stdout
+    assert f"as of {now}, with a broker offset retention of 7d" in done.stdout  # Kafka's default, asked
+    assert f"scanned {total} records" in done.stdout
     assert " 1 groups" not in done.stdout

@@ -1,7 +1,8 @@
-"""`reset --to-current` and `reset --from-file` over the wire on the sandbox broker, checked against the
-offsets ListOffsets and OffsetFetch report (asked with kafka-python's own admin client) and Kafka's rules
-(ConsumerGroupCommand.prepareOffsetsToReset, parseResetPlan, checkOffsetsRange: docs/kafka-semantics.md).
-In-process through cli.main, as test_cli_reset_scenarios.py."""
+"""`reset --to-current` and `reset --from-file` over the wire on Apache Kafka (the `kafka` fixture; the
+sandbox with KOO_KAFKA_VERSIONS=sandbox), checked against the offsets ListOffsets and OffsetFetch report
+(asked with kafka-python's own admin client) and Kafka's rules (ConsumerGroupCommand.prepareOffsetsToReset,
+parseResetPlan, checkOffsetsRange: docs/kafka-semantics.md). In-process through cli.main, as
+test_cli_reset_scenarios.py."""
 
 from __future__ import annotations
 
@@ -11,40 +12,40 @@ import pytest
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka_clients import admin_commit, committed
+from kafka_under_test import Kafka
 from reset_cli import backups, plan_of, reset
 
 from kafka_offset_operator.model.offsets import Committed
-from kafka_sandbox import SandboxBroker
 
 O0, O1, O2 = ("orders", 0), ("orders", 1), ("orders", 2)
 
 
 @pytest.fixture
-def world(broker: SandboxBroker) -> SandboxBroker:
-    """orders-0: offsets 2..10 (retention took 0 and 1); orders-1: 0..4; orders-2: 0..6. billing committed
-    orders-0 at 5 and orders-1 at 1, nothing on orders-2; it has no members."""
-    broker.create_topic("orders", 3)
+def world(kafka: Kafka) -> Kafka:
+    """orders-0: offsets 2..10 (retention took 0 and 1: DeleteRecords); orders-1: 0..4; orders-2: 0..6.
+    billing committed orders-0 at 5 and orders-1 at 1, nothing on orders-2; it has no members."""
+    kafka.create_topic("orders", 3)
     for p, count in ((0, 10), (1, 4), (2, 6)):
-        broker.append_records("orders", p, [(None, b"r", 1_767_225_600_000 + i) for i in range(count)])
-    log = broker.ctx.topics.partition("orders", 0)
-    broker.call(lambda: setattr(log, "log_start_offset", 2))
-    admin_commit(broker.bootstrap_servers, "billing", {O0: 5, O1: 1})
-    return broker
+        kafka.append_records("orders", p, [(None, b"r", 1_767_225_600_000 + i) for i in range(count)])
+    kafka.delete_records_before("orders", 0, 2)
+    admin_commit(kafka.bootstrap_servers, "billing", {O0: 5, O1: 1})
+    return kafka
 
 
-def log_ends(broker: SandboxBroker) -> dict[tuple[str, int], int]:
+def log_ends(broker: Kafka, spec: OffsetSpec = OffsetSpec.LATEST) -> dict[tuple[str, int], int]:
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
     try:
-        raw = admin.list_partition_offsets({TopicPartition(*tp): OffsetSpec.LATEST for tp in (O0, O1, O2)})
+        raw = admin.list_partition_offsets({TopicPartition(*tp): spec for tp in (O0, O1, O2)})
         return {(tp.topic, tp.partition): found.offset for tp, found in raw.items()}
     finally:
         admin.close()
 
 
-def test_to_current_with_and_without_committed_offsets(capsys: pytest.CaptureFixture[str], world: SandboxBroker,
+def test_to_current_with_and_without_committed_offsets(capsys: pytest.CaptureFixture[str], world: Kafka,
                                                         kubeconfig: Path) -> None:
     """Committed partitions keep their offset; orders-2, without one, gets the log end offset."""
     assert log_ends(world) == {O0: 10, O1: 4, O2: 6}
+    assert log_ends(world, OffsetSpec.EARLIEST) == {O0: 2, O1: 0, O2: 0}
     code, out, err = reset(capsys, world, kubeconfig, "--all-topics", "--to-current")
     assert (code, err) == (0, ""), err
     assert plan_of(out) == {O0: 5, O1: 1}  # --all-topics: the partitions the group has offsets for
@@ -57,7 +58,7 @@ def test_to_current_with_and_without_committed_offsets(capsys: pytest.CaptureFix
     assert [b.offsets for b in backups(kubeconfig)] == [{O0: Committed(5), O1: Committed(1)}]  # orders-2 had nothing to keep
 
 
-def test_from_file_reads_the_export_and_is_clamped(capsys: pytest.CaptureFixture[str], world: SandboxBroker,
+def test_from_file_reads_the_export_and_is_clamped(capsys: pytest.CaptureFixture[str], world: Kafka,
                                                    kubeconfig: Path, tmp_path: Path) -> None:
     exported = tmp_path / "plan.csv"
     code, _, err = reset(capsys, world, kubeconfig, "--all-topics", "--to-offset", "3", "--export", str(exported))
@@ -77,7 +78,7 @@ def test_from_file_reads_the_export_and_is_clamped(capsys: pytest.CaptureFixture
     assert committed(world.bootstrap_servers, "billing") == {O0: 3, O1: 3, O2: 6}
 
 
-def test_a_bad_file_is_refused_before_anything(capsys: pytest.CaptureFixture[str], world: SandboxBroker,
+def test_a_bad_file_is_refused_before_anything(capsys: pytest.CaptureFixture[str], world: Kafka,
                                                kubeconfig: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.csv"
     for text, message in (("orders,0,5\norders,one,3\n", f"--from-file {bad}: line 2: the partition 'one' is not"),

@@ -1,6 +1,7 @@
-"""`kafka-offset-operator reset` as a user runs it, a child process (`python -m kafka_offset_operator`), on the
-sandbox broker and the emulated Kubernetes API (the backup store): the plan, --execute with its backup first,
-and a bad argument. Every target over the wire is test_cli_reset_scenarios.py (in-process)."""
+"""`kafka-offset-operator reset` as a user runs it, a child process (`python -m kafka_offset_operator`), on Apache
+Kafka (the `kafka` fixture; the sandbox with KOO_KAFKA_VERSIONS=sandbox) and the emulated Kubernetes API (the
+backup store): the plan, --execute with its backup first, and a bad argument. Every target over the wire is
+test_cli_reset_scenarios.py (in-process)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from kafka_clients import admin_commit, committed
+from kafka_under_test import Kafka
 
 from kafka_offset_operator.adapters.backup_store import BackupStore
 from kafka_offset_operator.adapters.kube import Kube, load_config
 from kafka_offset_operator.model.offsets import Committed
-from kafka_sandbox import SandboxBroker
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -23,12 +24,12 @@ def cli(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow  # three child processes, each loading kafka-python and the kubernetes client: 3-10 s
-def test_the_plan_then_execute_with_the_backup_first(broker: SandboxBroker, kubeconfig: Path) -> None:
-    broker.create_topic("orders", 2)
+def test_the_plan_then_execute_with_the_backup_first(kafka: Kafka, kubeconfig: Path) -> None:
+    kafka.create_topic("orders", 2)
     for p in (0, 1):
-        broker.append_records("orders", p, [(None, b"r", 1_767_225_600_000 + i) for i in range(6)])
-    admin_commit(broker.bootstrap_servers, "billing", {("orders", 0): 4, ("orders", 1): 2})
-    args = ["--bootstrap-server", broker.bootstrap_servers, "--group", "billing", "--topic", "orders:1",
+        kafka.append_records("orders", p, [(None, b"r", 1_767_225_600_000 + i) for i in range(6)])
+    admin_commit(kafka.bootstrap_servers, "billing", {("orders", 0): 4, ("orders", 1): 2})
+    args = ["--bootstrap-server", kafka.bootstrap_servers, "--group", "billing", "--topic", "orders:1",
             "--shift-by", "-5", "--kubeconfig", str(kubeconfig)]
 
     dry = cli(*args)
@@ -38,12 +39,12 @@ def test_the_plan_then_execute_with_the_backup_first(broker: SandboxBroker, kube
         "billing  orders  1          2        0    clamped to the log start offset 0 (asked -3)",
         "dry run: 1 offsets would be committed (1 of them change); add --execute to commit them",
     ]
-    assert committed(broker.bootstrap_servers, "billing") == {("orders", 0): 4, ("orders", 1): 2}
+    assert committed(kafka.bootstrap_servers, "billing") == {("orders", 0): 4, ("orders", 1): 2}
 
     done = cli(*args, "--execute")
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     assert "billing  orders  1          2       0      committed" in done.stdout
-    assert committed(broker.bootstrap_servers, "billing") == {("orders", 0): 4, ("orders", 1): 0}
+    assert committed(kafka.bootstrap_servers, "billing") == {("orders", 0): 4, ("orders", 1): 0}
     kube = Kube(load_config(kubeconfig))
     try:
         [backup] = BackupStore(kube).find("kafka")

@@ -59,7 +59,8 @@ def deletion(name: str, bootstrap: str, group: str, *, approved: bool = True) ->
 def offset_tombstones(bootstrap: str, group: str) -> collections.Counter[tuple[str, int]]:
     """How many times each partition's committed offset of `group` was deleted: the OffsetCommit tombstones in
     `__consumer_offsets` (an OffsetDelete writes one per partition it deletes; Kafka keeps them all until
-    compaction, which the sandbox does not run)."""
+    compaction, which never touches the active segment: 100 MiB, offsets.topic.segment.bytes; the sandbox
+    does not compact)."""
     counts: collections.Counter[tuple[str, int]] = collections.Counter()
     with OffsetsTopicReader(bootstrap) as reader:
         for rec in reader.records([reader.partition_for(group)], from_beginning=True, follow=False):

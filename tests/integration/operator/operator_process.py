@@ -49,7 +49,9 @@ class OperatorProcess:
             stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": "/nonexistent", "POD_ID": pod_id},
         )
 
-    def ready(self, timeout: float = 30) -> OperatorProcess:
+    def ready(self, timeout: float = 60) -> OperatorProcess:
+        """Until the liveness endpoint answers. A deadline, not a wait: at a load average of 20 (five test
+        suites on 2 cores) a process took more than 30 s to import and start Kopf, on either broker."""
         def up() -> bool:
             if self.proc.poll() is not None:
                 raise AssertionError(f"the operator exited with {self.proc.returncode}:\n{self.log()[-3000:]}")

@@ -3,7 +3,9 @@
 policy's status written (kube_faults.POLICY_STEPS). The write is held, the operator SIGKILLed while it is
 held (then dropped) or just after it applied, and a fresh process finishes: the policy Ready, exactly one
 proposal (the same name from every run), nothing deleted in Kafka (Approve mode proposes only).
-The SparkApplication engine runs against kube_faults.InstantSparkOperator (no Spark)."""
+The SparkApplication engine runs against kube_faults.InstantSparkOperator (no Spark). Apache Kafka (the
+session's real broker; the sandbox with KOO_KAFKA_VERSIONS=sandbox) holds the groups: "nothing deleted" is an
+OffsetFetch and no tombstone in Kafka's own `__consumer_offsets`, read over the wire."""
 
 from __future__ import annotations
 
@@ -13,15 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from brokers import make_topics, sandbox_broker
+from brokers import make_topics
 from kafka_clients import admin_commit, committed
+from kafka_under_test import Kafka, clean_after
 from kube_faults import POLICY_STEPS, InstantSparkOperator, candidate_rows, offset_tombstones, policy
 from operator_harness import GROUP_VERSION, Kube, condition, emulated_cluster
 from operator_process import OperatorProcess
 from test_policy_spark_application import spark_crds
 from waiting import wait_until
-
-from kafka_sandbox import SandboxBroker
 
 pytestmark = pytest.mark.slow
 
@@ -29,15 +30,15 @@ OFFSETS = {("orders", 0): 3, ("orders", 1): 4}
 
 
 @pytest.fixture(scope="module")
-def broker() -> Iterator[SandboxBroker]:
-    with sandbox_broker() as b:
-        make_topics(b, {"orders": 2})
-        yield b
+def broker(real_kafka: Kafka) -> Iterator[Kafka]:
+    with clean_after(real_kafka) as kafka:
+        make_topics(kafka, {"orders": 2})
+        yield kafka
 
 
 @pytest.mark.parametrize("when", ["held", "applied"])
 @pytest.mark.parametrize("step", list(POLICY_STEPS))
-def test_sigkill_at_each_step_of_a_policy_run(broker: SandboxBroker, tmp_path: Path, step: str, when: str) -> None:
+def test_sigkill_at_each_step_of_a_policy_run(broker: Kafka, tmp_path: Path, step: str, when: str) -> None:
     group = f"pkill-{step}-{when}"
     admin_commit(broker.bootstrap_servers, group, OFFSETS)
     with emulated_cluster(spark_crds()) as cluster:

@@ -1,11 +1,15 @@
 """A policy's OffsetDeletions outlive it (issue 9): they carry no ownerReference to the policy, so deleting the
 policy (a GitOps prune) takes only the proposals that never started; finished ones stay with their results;
 a history limit trims the oldest finished ones; Auto approves a waiting proposal of its own, never one of
-another policy. Through the real operator (Kopf on the emulated API) and the sandbox broker.
+another policy. Through the real operator (Kopf on the emulated API) and Apache Kafka (the `kafka` fixture:
+the session's real broker, or the sandbox with KOO_KAFKA_VERSIONS=sandbox); every offset asserted is an
+OffsetFetch over TCP.
 
 The analysis is the plain-Python reference analysis (the Spark job's test oracle, same rules) in place of
 the Local engine: what is tested here is what happens after an analysis, and each test runs a few of them.
-The real engine runs in test_policy_modes.py and test_policy_dryrun.py.
+It reads the broker's own `__consumer_offsets` and judges it as of two days from now (LATER_MS), so groups
+that left a moment ago are candidates of a 1d emptyGroupRetention without moving any clock. The real engine
+runs in test_policy_modes_kafka.py, test_policy_modes.py and test_policy_dryrun.py.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from brokers import make_topics
 from install_renders import cluster_wide_rules
 from kafka_clients import committed as committed_at
 from kafka_clients import empty_group as empty_group_at
+from kafka_under_test import Kafka
 from operator_harness import (
     GROUP_VERSION,
     NAMESPACE,
@@ -37,7 +42,6 @@ from kafka_offset_operator.engines.job import CancelFlag, Job
 from kafka_offset_operator.model.api import POLICY_LABEL
 from kafka_offset_operator.model.report import Report, from_rows
 from kafka_offset_operator.reconcilers import policy_worker
-from kafka_sandbox import SandboxBroker
 from offset_expiry.policy import parse_policy
 from offset_expiry.raw import RawRecord
 from offset_expiry.reference import analyze_records
@@ -46,6 +50,7 @@ pytestmark = pytest.mark.slow  # see the module docstring: real processes or a S
 
 
 RETENTION_MS = 7 * 86_400_000
+LATER_MS = 2 * 86_400_000  # the reference analysis judges as of two days from now
 
 Start = Callable[..., OperatorThread]
 PLURAL = "consumergroupoffsetpolicies"
@@ -56,33 +61,34 @@ OFFSETS = {("orders", 0): 3, ("orders", 1): 4}
 TIMEOUT = 60.0
 
 
-def committed(broker: SandboxBroker, group: str) -> dict[tuple[str, int], int]:
+def committed(broker: Kafka, group: str) -> dict[tuple[str, int], int]:
     return committed_at(broker.bootstrap_servers, group)
 
 
-def empty_group(broker: SandboxBroker, group: str, offsets: dict[tuple[str, int], int]) -> None:
+def empty_group(broker: Kafka, group: str, offsets: dict[tuple[str, int], int]) -> None:
     empty_group_at(broker.bootstrap_servers, group, offsets)
 
 
-def scan(broker: SandboxBroker, spec: Any) -> Report:
+def scan(broker: Kafka, spec: Any) -> Report:
     """The reference analysis (the Spark job's oracle) of the whole __consumer_offsets, as the operator
     reads a report: these tests are about what happens after an analysis, not about Spark."""
     with OffsetsTopicReader(broker.bootstrap_servers) as reader:
         records = [RawRecord(r.partition, r.offset, r.timestamp, r.key, r.value)
                    for r in reader.records(None, from_beginning=True, follow=False)]
-    report = analyze_records(records, parse_policy(spec), now_ms=broker.clock.now_ms(), retention_ms=RETENTION_MS,
+    now_ms = int(time.time() * 1000) + LATER_MS
+    report = analyze_records(records, parse_policy(spec), now_ms=now_ms, retention_ms=RETENTION_MS,
                              existing_topics=None)
     return from_rows(report["summary"], report["offsets"])
 
 
 @pytest.fixture
-def stale_groups(broker: SandboxBroker, monkeypatch: pytest.MonkeyPatch) -> SandboxBroker:
-    """Three Empty consumer groups that left two days ago (candidates of a 1d emptyGroupRetention), and the
+def stale_groups(kafka: Kafka, monkeypatch: pytest.MonkeyPatch) -> Kafka:
+    """Three Empty consumer groups (candidates of a 1d emptyGroupRetention two days from now), and the
     reference analysis in place of the engine."""
+    broker = kafka
     make_topics(broker, {"orders": 2})
     for group in GROUPS:
         empty_group(broker, group, OFFSETS)
-    broker.clock.advance(days=2)
 
     def reference(job: Job, cancel: CancelFlag, spark: Any) -> Report:
         return scan(broker, job.spec.analysis_spec)
@@ -91,7 +97,7 @@ def stale_groups(broker: SandboxBroker, monkeypatch: pytest.MonkeyPatch) -> Sand
     return broker
 
 
-def create_policy(kube: Kube, broker: SandboxBroker, mode: str, **extra: Any) -> dict[str, Any]:
+def create_policy(kube: Kube, broker: Kafka, mode: str, **extra: Any) -> dict[str, Any]:
     return kube.create(PLURAL, {
         "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
         "metadata": {"name": POLICY, "namespace": NAMESPACE},
@@ -127,7 +133,7 @@ def hand_made(name: str, group: str, labels: dict[str, str], annotations: dict[s
 
 
 def test_deleting_a_policy_deletes_its_unstarted_proposals_and_keeps_the_rest(
-        stale_groups: SandboxBroker, cluster: EmulatedCluster, kube: Kube, start_operator: Start) -> None:
+        stale_groups: Kafka, cluster: EmulatedCluster, kube: Kube, start_operator: Start) -> None:
     broker = stale_groups
     start_operator()
     uid = create_policy(kube, broker, "Approve")["metadata"]["uid"]
@@ -160,7 +166,7 @@ def test_deleting_a_policy_deletes_its_unstarted_proposals_and_keeps_the_rest(
 
 
 def test_a_policy_deleted_while_its_run_is_under_way_leaves_no_proposal_behind(
-        stale_groups: SandboxBroker, kube: Kube, start_operator: Start, monkeypatch: pytest.MonkeyPatch) -> None:
+        stale_groups: Kafka, kube: Kube, start_operator: Start, monkeypatch: pytest.MonkeyPatch) -> None:
     """The worst moment: the analysis ends just after the policy was deleted. The deletion handler waits for
     the run to end, and the run, told to stop, proposes nothing more."""
     broker = stale_groups
@@ -187,7 +193,7 @@ def test_a_policy_deleted_while_its_run_is_under_way_leaves_no_proposal_behind(
 
 
 def test_a_finished_deletion_restores_after_its_policy_is_gone(
-        stale_groups: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+        stale_groups: Kafka, kube: Kube, start_operator: Start) -> None:
     broker = stale_groups
     start_operator()
     create_policy(kube, broker, "Approve")
@@ -203,7 +209,7 @@ def test_a_finished_deletion_restores_after_its_policy_is_gone(
 
 
 def test_the_history_limit_trims_the_oldest_finished_deletions(
-        stale_groups: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+        stale_groups: Kafka, kube: Kube, start_operator: Start) -> None:
     broker = stale_groups
     uid = create_policy(kube, broker, "Approve", history={"finishedDeletionsLimit": 2})["metadata"]["uid"]
     # Finished OffsetDeletions of earlier runs (made before the operator starts, so it finds them finished),
@@ -236,7 +242,7 @@ def test_the_history_limit_trims_the_oldest_finished_deletions(
 
 
 def test_auto_approves_a_waiting_proposal_of_its_own_and_not_one_of_another_policy(
-        stale_groups: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+        stale_groups: Kafka, kube: Kube, start_operator: Start) -> None:
     broker = stale_groups
     start_operator()
     create_policy(kube, broker, "Approve")

@@ -1,7 +1,9 @@
-"""Shared scans (issue 12) through the real Local engine and the sandbox broker: two policies of one cluster
-due together cost ONE scan of __consumer_offsets, and each gets its own status from its own rules (operator
-under Kopf on the emulated API); a shared scan one of whose policies gives up (deleted) still serves the
-other, with the report that policy gets alone on the same snapshot."""
+"""Shared scans (issue 12) through the real Local engine and Apache Kafka (the session's real broker; the
+sandbox with KOO_KAFKA_VERSIONS=sandbox): two policies of one cluster due together cost ONE scan of Kafka's
+own __consumer_offsets, and each gets its own status from its own rules (operator under Kopf on the emulated
+API); a shared scan one of whose policies gives up (deleted) still serves the other, with the report that
+policy gets alone on the same snapshot. The rule is seconds long (standaloneRetention 2s), so simple groups
+committed a moment ago are candidates without moving a clock."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from brokers import make_topics, sandbox_broker
+from brokers import make_topics
 from kafka_clients import admin_commit
+from kafka_under_test import Kafka, clean_after
 from operator_harness import (
     GROUP_VERSION,
     NAMESPACE,
@@ -28,27 +31,27 @@ from waiting import wait_until
 from kafka_offset_operator.engines.job import Cancelled
 from kafka_offset_operator.engines.local import LocalRequest, shared_engine
 from kafka_offset_operator.model.report import Report
-from kafka_sandbox import SandboxBroker
-from kafka_sandbox.clock import Clock
 
 pytestmark = pytest.mark.slow  # Spark analyses
 
 DAY_MS = 86_400_000
 RUN_TIMEOUT = 240.0  # a cold Spark start on a busy 2-core machine
 TEAMS = {"team-a": 3, "team-b": 2}  # groups per team, each with 2 offsets
-RULES = {"standaloneRetention": "1d"}
+RULES = {"standaloneRetention": "2s"}
 
 
 @pytest.fixture(scope="module")
-def broker() -> Iterator[SandboxBroker]:
-    """Simple groups whose offsets were committed three days ago (standalone: candidates of a 1d rule)."""
-    with sandbox_broker(clock=Clock(start_ms=int(time.time() * 1000) - 3 * DAY_MS)) as b:
-        make_topics(b, {"orders": 2})
+def broker(real_kafka: Kafka) -> Iterator[Kafka]:
+    """Simple groups whose offsets were committed more than 2 s ago (standalone: candidates of the rule)."""
+    with clean_after(real_kafka) as kafka:
+        make_topics(kafka, {"orders": 2})
         for team, count in TEAMS.items():
             for i in range(count):
-                admin_commit(b.bootstrap_servers, f"{team}-{i}", {("orders", 0): 1, ("orders", 1): 2})
-        admin_commit(b.bootstrap_servers, "other", {("orders", 0): 1})
-        yield b
+                admin_commit(kafka.bootstrap_servers, f"{team}-{i}", {("orders", 0): 1, ("orders", 1): 2})
+        admin_commit(kafka.bootstrap_servers, "other", {("orders", 0): 1})
+        committed_at = time.time()
+        wait_until(lambda: time.time() > committed_at + 2.5, 5, "the commits to be older than the rule's 2 s")
+        yield kafka
 
 
 def scans() -> float:
@@ -59,7 +62,7 @@ def analysis(team: str) -> dict[str, Any]:
     return {"groups": {"include": [f"{team}-*"]}, "rules": RULES}
 
 
-def test_two_policies_due_together_share_one_scan(broker: SandboxBroker, tmp_path: Any) -> None:
+def test_two_policies_due_together_share_one_scan(broker: Kafka, tmp_path: Any) -> None:
     with emulated_cluster() as cluster:
         kube = Kube(cluster.url)
         operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path / "kubeconfig"), scan_share_window_s=5.0))
@@ -96,9 +99,9 @@ def test_two_policies_due_together_share_one_scan(broker: SandboxBroker, tmp_pat
         assert last["groupsSeen"] == sum(TEAMS.values()) + 1  # the scan saw every group, the rules only its own
 
 
-def test_a_deleted_policy_leaves_the_shared_scan_to_the_other(broker: SandboxBroker) -> None:
+def test_a_deleted_policy_leaves_the_shared_scan_to_the_other(broker: Kafka) -> None:
     engine = shared_engine()
-    now_ms = int(time.time() * 1000)  # as the operator: wall time (the broker clock runs 3 days behind)
+    now_ms = int(time.time() * 1000)  # as the operator: wall time
 
     def request(team: str, key: str | None) -> LocalRequest:
         return LocalRequest(f"{team}-run", broker.bootstrap_servers, analysis(team), now_ms=now_ms,

@@ -1,18 +1,22 @@
 """spec.kafka.strimzi end to end: an OffsetDeletion naming a Strimzi Kafka and KafkaUser (objects shaped as
-Strimzi writes them, served by the emulated API) reaches the sandbox broker over SASL_SSL with SCRAM-SHA-512,
-trusting the cluster CA from <cluster>-cluster-ca-cert; and a deletion whose KafkaUser has no Secret yet
-waits (StrimziNotReady) and goes on once the User Operator's Secret appears."""
+Strimzi writes them, served by the emulated API) reaches Apache Kafka (the session's real broker) over its
+SASL_SSL listener with SCRAM-SHA-512, trusting the cluster CA from <cluster>-cluster-ca-cert; and a deletion
+whose KafkaUser has no Secret yet waits (StrimziNotReady) and goes on once the User Operator's Secret
+appears. Every offset asserted is an OffsetFetch over that same SASL_SSL listener. With
+KOO_KAFKA_VERSIONS=sandbox the sandbox broker plays the TLS listener instead."""
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
+from kafka_under_test import Kafka, clean_after
 from operator_harness import (
     GROUP_VERSION,
     NAMESPACE,
@@ -26,25 +30,38 @@ from operator_harness import (
 from strimzi_objects import STRIMZI, crds, kafka, kafka_user, scram_user_secret, secret
 
 from kafka_sandbox import SandboxBroker
-from kafka_sandbox.certificates import Certificates, make_certificates
+from kafka_sandbox.certificates import make_certificates
 from kafka_sandbox.security import server_ssl_context
 
 pytestmark = pytest.mark.slow  # an operator under Kopf, a TLS broker
 
-USER, PASSWORD = "offsets-admin", "Strimzi-generated-7Qx"
 
+@dataclass(frozen=True)
+class Listener:
+    """A SASL_SSL listener as Strimzi's status would name it: its address, the CA that signed its
+    certificate, a SCRAM-SHA-512 user the User Operator would have made, and the broker for topics."""
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
-    return make_certificates(tmp_path_factory.mktemp("pki"))
+    bootstrap_servers: str
+    ca_cert: Path
+    user: str
+    password: str
+    broker: Kafka
 
 
 @pytest.fixture
-def broker(pki: Certificates) -> Iterator[SandboxBroker]:
-    context = server_ssl_context(pki.server_cert, pki.server_key, pki.ca_cert, client_auth="none")
-    with SandboxBroker(offsets_partitions=4, security_protocol="SASL_SSL", ssl_context=context,
-                       sasl_users={USER: PASSWORD}, sasl_mechanisms=["SCRAM-SHA-512"]) as b:
-        yield b
+def listener(real_kafka: Kafka, tmp_path: Path) -> Iterator[Listener]:
+    with clean_after(real_kafka) as under_test:
+        if under_test.is_real:
+            secured = under_test.secured
+            yield Listener(secured.bootstrap_servers, secured.ca_file, secured.scram_user, secured.scram_password,
+                           under_test)
+            return
+        pki = make_certificates(tmp_path / "pki")
+        user, password = "offsets-admin", "Strimzi-generated-7Qx"
+        context = server_ssl_context(pki.server_cert, pki.server_key, pki.ca_cert, client_auth="none")
+        with SandboxBroker(offsets_partitions=4, security_protocol="SASL_SSL", ssl_context=context,
+                           sasl_users={user: password}, sasl_mechanisms=["SCRAM-SHA-512"]) as b:
+            yield Listener(b.bootstrap_servers, pki.ca_cert, user, password, Kafka.of_sandbox(b))
 
 
 @pytest.fixture
@@ -53,14 +70,15 @@ def cluster() -> Iterator[EmulatedCluster]:
         yield c
 
 
-def client(broker: SandboxBroker, pki: Certificates) -> dict[str, Any]:
-    return {"bootstrap_servers": broker.bootstrap_servers, "security_protocol": "SASL_SSL", "ssl_cafile": str(pki.ca_cert),
-            "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": USER, "sasl_plain_password": PASSWORD}
+def client(listener: Listener) -> dict[str, Any]:
+    return {"bootstrap_servers": listener.bootstrap_servers, "security_protocol": "SASL_SSL",
+            "ssl_cafile": str(listener.ca_cert), "sasl_mechanism": "SCRAM-SHA-512",
+            "sasl_plain_username": listener.user, "sasl_plain_password": listener.password}
 
 
-def seed(broker: SandboxBroker, pki: Certificates, group: str) -> None:
-    broker.create_topic("orders", 2)
-    consumer = KafkaConsumer(group_id=group, enable_auto_commit=False, **client(broker, pki))
+def seed(listener: Listener, group: str) -> None:
+    listener.broker.create_topic("orders", 2)
+    consumer = KafkaConsumer(group_id=group, enable_auto_commit=False, **client(listener))
     try:
         consumer.assign([TopicPartition("orders", p) for p in (0, 1)])
         consumer.commit({TopicPartition("orders", p): OffsetAndMetadata(3, "", -1) for p in (0, 1)})
@@ -68,8 +86,8 @@ def seed(broker: SandboxBroker, pki: Certificates, group: str) -> None:
         consumer.close()
 
 
-def committed(broker: SandboxBroker, pki: Certificates, group: str) -> dict[tuple[str, int], int]:
-    admin = KafkaAdminClient(**client(broker, pki))
+def committed(listener: Listener, group: str) -> dict[tuple[str, int], int]:
+    admin = KafkaAdminClient(**client(listener))
     try:
         return {(tp.topic, tp.partition): o.offset for tp, o in admin.list_group_offsets({group: None})[group].items()}
     finally:
@@ -83,17 +101,18 @@ def create_with_status(kube: Kube, plural: str, obj: dict[str, Any]) -> None:
 
 
 def test_an_offset_deletion_reaches_kafka_through_the_strimzi_listener_and_user(
-        broker: SandboxBroker, pki: Certificates, cluster: EmulatedCluster, tmp_path: Path) -> None:
+        listener: Listener, cluster: EmulatedCluster, tmp_path: Path) -> None:
     kube = Kube(cluster.url)
-    seed(broker, pki, "replay")
+    user, password = listener.user, listener.password
+    seed(listener, "replay")
     create_with_status(kube, "kafkas", kafka("events", NAMESPACE, [
-        ("plain", "127.0.0.1:1", False, None), ("scram", broker.bootstrap_servers, True, "scram-sha-512")]))
-    create_with_status(kube, "kafkausers", kafka_user(USER, NAMESPACE, "events", "scram-sha-512"))
-    kube.create("secrets", secret("events-cluster-ca-cert", NAMESPACE, {"ca.crt": pki.ca_cert.read_bytes()}))
+        ("plain", "127.0.0.1:1", False, None), ("scram", listener.bootstrap_servers, True, "scram-sha-512")]))
+    create_with_status(kube, "kafkausers", kafka_user(user, NAMESPACE, "events", "scram-sha-512"))
+    kube.create("secrets", secret("events-cluster-ca-cert", NAMESPACE, {"ca.crt": listener.ca_cert.read_bytes()}))
     operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path / "kubeconfig")))
     try:
         operators.start()
-        strimzi = {"strimzi": {"kafka": "events", "listener": "scram", "user": USER}}
+        strimzi = {"strimzi": {"kafka": "events", "listener": "scram", "user": user}}
         for name in ("od", "early"):
             kube.create("offsetdeletions", {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion",
                                             "metadata": {"name": name, "namespace": NAMESPACE},
@@ -103,17 +122,17 @@ def test_an_offset_deletion_reaches_kafka_through_the_strimzi_listener_and_user(
         for name in ("od", "early"):
             waiting = kube.wait_for_status(name, lambda s: condition(s, "Degraded").get("reason") == "SecretNotFound",
                                            what=f"{name} SecretNotFound")["status"]
-            assert f"Secret '{USER}' not found" in condition(waiting, "Degraded")["message"]
+            assert f"Secret '{user}' not found" in condition(waiting, "Degraded")["message"]
             assert condition(waiting, "Reconciling")["status"] == "True"
-        assert committed(broker, pki, "replay") == {("orders", 0): 3, ("orders", 1): 3}
-        kube.create("secrets", scram_user_secret(USER, NAMESPACE, PASSWORD))
+        assert committed(listener, "replay") == {("orders", 0): 3, ("orders", 1): 3}
+        kube.create("secrets", scram_user_secret(user, NAMESPACE, password))
         done = kube.wait_for_phase("od", "Succeeded", timeout=30)
-        assert done["deleted"] == 2 and committed(broker, pki, "replay") == {}
-        assert done["target"]["bootstrapServers"] == broker.bootstrap_servers
+        assert done["deleted"] == 2 and committed(listener, "replay") == {}
+        assert done["target"]["bootstrapServers"] == listener.bootstrap_servers
         assert done["target"]["kafka"] == {**strimzi, "securityProtocol": "PLAINTEXT"}  # by reference
         kube.wait_for_status("early", lambda s: condition(s, "Ready").get("reason") == "AwaitingApproval",
                              what="AwaitingApproval once the Secret exists")
         everything = str([kube.deletion(n) for n in ("od", "early")]) + str(kube.events_for("od"))
-        assert PASSWORD not in everything and base64.b64encode(PASSWORD.encode()).decode() not in everything
+        assert password not in everything and base64.b64encode(password.encode()).decode() not in everything
     finally:
         operators.close()
