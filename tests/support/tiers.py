@@ -32,6 +32,7 @@ def in_unit_tier(path: Path, slow: bool) -> bool:
     return not slow and path.resolve().is_relative_to(UNIT_DIR)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks set here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if in_unit_tier(item.path, item.get_closest_marker("slow") is not None):
