@@ -19,8 +19,9 @@ from kafka_sandbox import SandboxBroker
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-# The real Kubernetes control plane's fixtures (real_cluster, real_namespace, real_crds): tests/support/kube_fixtures.py.
-pytest_plugins = ["kube_fixtures"]
+# The real Kubernetes control plane's fixtures (real_cluster, real_namespace, real_crds): tests/support/kube_fixtures.py;
+# the test tiers (`unit` and its guard against sockets, processes and sleeps): tests/support/tiers.py.
+pytest_plugins = ["kube_fixtures", "tiers"]
 
 
 @pytest.fixture

@@ -33,8 +33,10 @@ import hashlib
 import queue
 import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from pathlib import Path
 from types import TracebackType
 
@@ -51,16 +53,21 @@ def compiled_drivers(version: str = NEWEST) -> Path:
     out = home(version) / f"drivers-{digest}"
     if (out / ".compiled").is_file():
         return out
-    staging = out.with_name(out.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    done = subprocess.run(["javac", "-nowarn", "-d", str(staging), "-cp", classpath(libs), *map(str, sources)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"javac of the Kafka drivers failed against {version}: {done.stderr.strip()[-2000:]}")
-    (staging / ".compiled").touch()
-    shutil.rmtree(out, ignore_errors=True)
-    staging.rename(out)
+    # A staging directory of this process's own: parallel pytest workers may compile at once, and the first
+    # whole directory renamed into place wins (the others' are the same classes and are dropped).
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}-"))
+    try:
+        done = subprocess.run(["javac", "-nowarn", "-d", str(staging), "-cp", classpath(libs), *map(str, sources)],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"javac of the Kafka drivers failed against {version}: {done.stderr.strip()[-2000:]}")
+        (staging / ".compiled").touch()
+        if not (out / ".compiled").is_file():
+            shutil.rmtree(out, ignore_errors=True)  # a directory left by an interrupted run of an older version
+            with suppress(OSError):  # another worker renamed its own first
+                staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return out
 
 

@@ -94,16 +94,20 @@ def resolve(version: str, say: Callable[[str], None] = _say_default) -> Path:
         return libs
     say(f"resolving Apache Kafka {version} from Maven Central into {libs} (once; about 130 MB, a minute)")
     started = time.monotonic()
-    staging = home(version) / "libs.partial"
-    shutil.rmtree(staging, ignore_errors=True)
+    home(version).mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=home(version), prefix="libs.partial-"))  # this process's own
     done = subprocess.run(
         ["mvn", "-q", "-B", "-Dstyle.color=never", "-f", str(POM), "dependency:copy-dependencies", f"-Dkafka.version={version}",
          "-Dmdep.includeScope=runtime", f"-DoutputDirectory={staging}"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if done.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
         errors = [line for line in (done.stdout + done.stderr).splitlines() if "ERROR" in line] or ["(no output)"]
         raise Unavailable(f"Maven could not resolve Apache Kafka {version}: {errors[0].strip()[:300]}")
+    if marker.is_file() and marker.read_text().strip() == stamp:  # another process resolved it meanwhile
+        shutil.rmtree(staging, ignore_errors=True)
+        return libs
     shutil.rmtree(libs, ignore_errors=True)
     staging.rename(libs)
     marker.write_text(stamp + "\n")
@@ -312,8 +316,11 @@ class RealKafka:
             if self._archive_written is not None:  # the archive, once whole, where the next broker finds it
                 written, final = self._archive_written
                 if written.is_file() and process.returncode in (0, 143, -signal.SIGTERM):
-                    shutil.move(written, final.with_suffix(".partial"))
-                    final.with_suffix(".partial").rename(final)
+                    # Parallel pytest workers' brokers may each write one: each moves its own next to the final
+                    # name, then renames it into place (atomic; the last one wins, all are equivalent).
+                    partial = final.with_name(f"{final.name}.{os.getpid()}.partial")
+                    shutil.move(written, partial)
+                    partial.rename(final)
                 self._archive_written = None
         if self._own_workdir and self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -407,7 +414,8 @@ def _cluster_id() -> str:
 
 def main(argv: list[str]) -> int:
     """`scripts/dev.sh kafka [VERSION]`: one broker until Ctrl-C. `--resolve` (scripts/dev.sh test) only
-    resolves the versions of KOO_KAFKA_VERSIONS, or says in one line why real Kafka will be skipped."""
+    resolves the versions of KOO_KAFKA_VERSIONS and compiles the Java drivers against them (once, before
+    parallel pytest workers would each do it), or says in one line why real Kafka will be skipped."""
     if argv[:1] == ["--resolve"]:
         reason = missing_tools()
         if reason:
@@ -417,6 +425,9 @@ def main(argv: list[str]) -> int:
             if v != "sandbox":
                 try:
                     resolve(v)
+                    from java_clients import compiled_drivers  # late: java_clients imports this module
+
+                    compiled_drivers(v)
                 except Unavailable as exc:
                     _say_default(f"the real-Kafka tests of {v} will be skipped: {exc}")
         return 0
