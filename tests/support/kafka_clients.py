@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
@@ -29,6 +30,13 @@ from waiting import wait_until
 # helper's timeout, 20 s). A command waits at most this long for the thread to take it.
 POLL_MS = 300
 
+# kafka-python 3.0.12 drops a finished JoinGroup/SyncGroup whose answer arrived between two polls and sends a
+# new JoinGroup (`BaseCoordinator.join_group_async` replaces a done `_join_task` instead of reading it). When
+# the coordinator answers slower than POLL_MS (a loaded machine, the in-process sandbox broker), a member can
+# rebalance over and over and refuse every commit. A member refused this long, or unassigned this long, is
+# restarted, as its operator would restart it.
+STUCK_S = 15.0
+
 
 class GroupConsumer:
     """A subscribed KafkaConsumer polling in a background thread; `received` collects what it read."""
@@ -40,7 +48,9 @@ class GroupConsumer:
         self.assignment: set[TopicPartition] = set()
         self.received: list[ConsumerRecord] = []
         self.error: BaseException | None = None
-        settings = {
+        self.restarts = 0
+        self._topics = topics
+        self._settings = {
             "bootstrap_servers": bootstrap,
             "group_id": group,
             "enable_auto_commit": False,
@@ -49,15 +59,27 @@ class GroupConsumer:
             "session_timeout_ms": 10_000,
             **config,
         }
-        self._consumer = KafkaConsumer(**settings)
+        self._consumer = self._subscribed()
+        self._thread = threading.Thread(target=self._run, name=f"consumer-{group}", daemon=True)
+        self._thread.start()
+
+    def _subscribed(self) -> KafkaConsumer:
+        consumer = KafkaConsumer(**self._settings)
         # Know the topics before joining: kafka-python 3.0.12 can stall for good when its first
         # JoinGroup completes before the subscribed topics' metadata arrives and it rejoins (seen with
         # group.initial.rebalance.delay.ms=0; Kafka's default 3 s delay hides the race).
-        for topic in topics:
-            self._consumer.partitions_for_topic(topic)
-        self._consumer.subscribe(topics)
-        self._thread = threading.Thread(target=self._run, name=f"consumer-{group}", daemon=True)
-        self._thread.start()
+        for topic in self._topics:
+            consumer.partitions_for_topic(topic)
+        consumer.subscribe(self._topics)
+        return consumer
+
+    def _restart(self, consumer: KafkaConsumer) -> None:
+        """What an operator does with a consumer stuck rebalancing: close it (LeaveGroup) and start a new
+        one in the same group. Runs in the polling thread, which owns the consumer."""
+        consumer.close(autocommit=False)
+        self.assignment = set()
+        self._consumer = self._subscribed()
+        self.restarts += 1
 
     def _run(self) -> None:
         try:
@@ -82,15 +104,23 @@ class GroupConsumer:
     ) -> None:
         self.close()
 
-    def wait_assigned(self, partitions: int | None = None, timeout: float = 30.0) -> set[TopicPartition]:
-        """Until the group gave this member `partitions` partitions (any, if None)."""
-        return wait_until(
-            lambda: self.assignment if partitions is None or len(self.assignment) == partitions else None,
-            timeout,
-            f"{self.group}'s assignment",
-        )
+    def wait_assigned(self, partitions: int | None = None, timeout: float = 90.0) -> set[TopicPartition]:
+        """Until the group gave this member `partitions` partitions (any, if None). A member still without
+        them after STUCK_S is restarted (see `STUCK_S`), as often as the timeout allows."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return wait_until(
+                    lambda: self.assignment if partitions is None or len(self.assignment) == partitions else None,
+                    min(STUCK_S, max(0.0, deadline - time.monotonic())),
+                    f"{self.group}'s assignment",
+                )
+            except AssertionError:
+                if time.monotonic() >= deadline:
+                    raise
+                self.call(self._restart)
 
-    def call(self, command: Callable[[KafkaConsumer], Any], timeout: float = 30) -> Any:
+    def call(self, command: Callable[[KafkaConsumer], Any], timeout: float = 60) -> Any:
         reply: queue.Queue[Any] = queue.Queue()
         self._commands.put((command, reply))
         result = reply.get(timeout=timeout)
@@ -98,16 +128,26 @@ class GroupConsumer:
             raise result
         return result
 
-    def commit(self, offsets: Mapping[tuple[str, int], int], timeout: float = 30.0) -> None:
+    def commit(self, offsets: Mapping[tuple[str, int], int], timeout: float = 90.0) -> None:
         """A member commit (with this member's id and generation), for any partitions. Kafka refuses a
         commit while the group rebalances (a slow machine can miss a heartbeat); a real consumer polls and
-        commits again, and so does this one until `timeout`."""
+        commits again, and so does this one, restarting a member stuck rebalancing after STUCK_S, until
+        `timeout`."""
         request = {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}
+        deadline = time.monotonic() + timeout
+        refused_since: float | None = None
 
         def committed() -> bool | None:
+            nonlocal refused_since
             try:
                 self.call(lambda c: c.commit(request))
             except RebalanceInProgressError:
+                now = time.monotonic()
+                refused_since = refused_since or now
+                if now - refused_since > STUCK_S:
+                    self.call(self._restart)
+                    self.wait_assigned(timeout=max(1.0, deadline - time.monotonic()))
+                    refused_since = None
                 return None  # the polling thread rejoins meanwhile
             return True
 
@@ -131,22 +171,11 @@ def member(bootstrap: str, group: str, topics: Iterable[str]) -> Iterator[GroupC
         yield consumer
 
 
-def empty_group(
-    bootstrap: str, group: str, offsets: Mapping[tuple[str, int], int], attempts: int = 3, timeout: float = 20.0
-) -> None:
+def empty_group(bootstrap: str, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
     """A classic consumer group that joined, committed `offsets` and left: state Empty, protocol consumer.
-
-    On a loaded machine kafka-python 3.0.12 can stay "rebalancing" for good after a missed heartbeat (its
-    commit keeps raising RebalanceInProgressError while polls never rejoin). A fresh member, as a restarted
-    consumer would be, gets the group Stable again, so a stuck attempt is closed and retried."""
-    for attempt in range(1, attempts + 1):
-        try:
-            with member(bootstrap, group, sorted({t for t, _ in offsets})) as consumer:
-                consumer.commit(offsets, timeout=timeout)
-            return
-        except AssertionError:
-            if attempt == attempts:
-                raise
+    (`GroupConsumer.commit` restarts a member kafka-python left stuck rebalancing.)"""
+    with member(bootstrap, group, sorted({t for t, _ in offsets})) as consumer:
+        consumer.commit(offsets)
 
 
 def admin_commit(bootstrap: str, group: str, offsets: Mapping[tuple[str, int], int]) -> None:

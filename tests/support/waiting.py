@@ -16,7 +16,7 @@ T = TypeVar("T")
 
 
 def wait_until(
-    condition: Callable[[], T | None], timeout: float = 30.0, what: str = "condition", interval: float = 0.05
+    condition: Callable[[], T | None], timeout: float = 90.0, what: str = "condition", interval: float = 0.05
 ) -> T:
     """Poll `condition` until it returns something truthy and return that, or fail after `timeout` s."""
     deadline = time.monotonic() + timeout

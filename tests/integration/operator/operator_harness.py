@@ -147,7 +147,7 @@ class Kube:
     def events_for(self, name: str, namespace: str | None = None) -> list[dict[str, Any]]:
         return [e for e in self.list("v1", "events", namespace) if e.get("involvedObject", {}).get("name") == name]
 
-    def wait_for_status(self, name: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 20.0,
+    def wait_for_status(self, name: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 90.0,
                         what: str = "status") -> dict[str, Any]:
         """Poll an OffsetDeletion until `predicate(status)` holds; returns the whole object."""
         seen: list[dict[str, Any]] = []
@@ -162,12 +162,12 @@ class Kube:
         except AssertionError:
             raise AssertionError(f"timed out waiting for {what} of {name}; status: {seen[0] if seen else None}") from None
 
-    def wait_for_phase(self, name: str, *phases: str, timeout: float = 20.0) -> dict[str, Any]:
+    def wait_for_phase(self, name: str, *phases: str, timeout: float = 90.0) -> dict[str, Any]:
         """The status of an OffsetDeletion once its phase is one of `phases`."""
         what = " or ".join(phases)
         return self.wait_for_status(name, lambda s: s.get("phase") in phases, timeout, what)["status"]
 
-    def wait_for_reason(self, name: str, reason: str, timeout: float = 20.0) -> dict[str, Any]:
+    def wait_for_reason(self, name: str, reason: str, timeout: float = 90.0) -> dict[str, Any]:
         """The status of an OffsetDeletion once one of its conditions has `reason`."""
         return self.wait_for_status(
             name, lambda s: any(c["reason"] == reason for c in s.get("conditions", [])), timeout, reason)["status"]

@@ -83,7 +83,7 @@ class World:
     def status(self, name: str) -> dict[str, Any]:
         return self.kube.get(GROUP_VERSION, RESETS, name).get("status") or {}
 
-    def wait(self, name: str, predicate: Any, what: str, timeout: float = 20.0) -> dict[str, Any]:
+    def wait(self, name: str, predicate: Any, what: str, timeout: float = 90.0) -> dict[str, Any]:
         seen: list[dict[str, Any]] = [{}]
 
         def check() -> dict[str, Any] | None:

@@ -62,7 +62,7 @@ class World:
     def status(self, name: str) -> dict[str, Any]:
         return self.kube.get(GROUP_VERSION, RESETS, name).get("status") or {}
 
-    def wait(self, name: str, predicate: Any, what: str, timeout: float = 20.0) -> dict[str, Any]:
+    def wait(self, name: str, predicate: Any, what: str, timeout: float = 90.0) -> dict[str, Any]:
         seen: list[dict[str, Any]] = [{}]
 
         def check() -> dict[str, Any] | None:
@@ -95,7 +95,7 @@ class World:
     def scale(self, kind: str, name: str, replicas: int) -> None:
         self.kube.patch("apps/v1", PLURAL[kind], name, {"spec": {"replicas": replicas}}, subresource="scale")
 
-    def at_zero(self, *workloads: tuple[str, str], timeout: float = 20.0) -> None:
+    def at_zero(self, *workloads: tuple[str, str], timeout: float = 90.0) -> None:
         """Until every workload is scaled to zero (what Kubernetes would answer by stopping its pods)."""
         wait_until(lambda: all(self.replicas(k, n) == 0 for k, n in workloads), timeout, f"{workloads} at zero")
 

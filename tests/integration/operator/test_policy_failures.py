@@ -49,7 +49,7 @@ def get(kube: Kube, name: str) -> dict[str, Any]:
     return kube.get(GROUP_VERSION, PLURAL, name)
 
 
-def wait_cond(kube: Kube, name: str, kind: str, status: str, timeout: float = 30.0) -> dict[str, Any]:
+def wait_cond(kube: Kube, name: str, kind: str, status: str, timeout: float = 90.0) -> dict[str, Any]:
     return wait_until(lambda: condition((obj := get(kube, name)).get("status"), kind).get("status") == status and obj, timeout,
                       f"{name}: {kind}={status}")
 

@@ -69,7 +69,7 @@ def operator(installed: Installed, tmp_path: Path) -> Iterator[OperatorProcess]:
         yield proc
 
 
-def wait_status(kube: Kube, plural: str, name: str, predicate: Any, what: str, timeout: float = 30) -> dict[str, Any]:
+def wait_status(kube: Kube, plural: str, name: str, predicate: Any, what: str, timeout: float = 90) -> dict[str, Any]:
     seen: list[Any] = [None]
 
     def check() -> dict[str, Any] | None:
