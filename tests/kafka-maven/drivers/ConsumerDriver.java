@@ -17,9 +17,6 @@
 //   position                       the consumer's positions of its assignment
 //   close                          close() and exit 0
 // End of stdin closes it too. Nothing here decides anything: the test asserts through Kafka's wire protocol.
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -37,13 +34,6 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 public class ConsumerDriver {
-    private static void say(String line) {
-        synchronized (System.out) {
-            System.out.println(line);
-            System.out.flush();
-        }
-    }
-
     private static String names(Set<TopicPartition> partitions) {
         TreeSet<String> sorted = new TreeSet<>();
         for (TopicPartition tp : partitions) sorted.add(tp.topic() + ":" + tp.partition());
@@ -63,24 +53,10 @@ public class ConsumerDriver {
             props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
             props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
         }
-        for (int i = 4; i < args.length; i++) {
-            int eq = args[i].indexOf('=');
-            props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
-        }
+        DriverIO.putConfigs(props, args, 4);
         String subscription = args[3];
 
-        LinkedBlockingQueue<String> commands = new LinkedBlockingQueue<>();
-        Thread reader = new Thread(() -> {
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = in.readLine()) != null) commands.add(line.trim());
-            } catch (Exception e) {
-                // stdin gone: close below
-            }
-            commands.add("close");
-        });
-        reader.setDaemon(true);
-        reader.start();
+        LinkedBlockingQueue<String> commands = DriverIO.commands();
 
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
             if (subscription.startsWith("regex:")) {
@@ -90,21 +66,21 @@ public class ConsumerDriver {
             } else {
                 consumer.subscribe(Arrays.asList(subscription.split(",")));
             }
-            say("READY");
+            DriverIO.say("READY");
             String assigned = null;
             while (true) {
                 consumer.poll(Duration.ofMillis(50));
                 String now = names(consumer.assignment());
                 if (!now.equals(assigned)) {
                     assigned = now;
-                    say("ASSIGNED " + now);
+                    DriverIO.say("ASSIGNED " + now);
                 }
                 String command;
                 while ((command = commands.poll()) != null) {
                     if (command.isEmpty()) continue;
                     if (command.equals("close")) {
                         consumer.close();
-                        say("CLOSED");
+                        DriverIO.say("CLOSED");
                         return;
                     }
                     try {
@@ -116,18 +92,18 @@ public class ConsumerDriver {
                                         new OffsetAndMetadata(Long.parseLong(tpo[2])));
                             }
                             consumer.commitSync(offsets, Duration.ofSeconds(30));
-                            say("COMMITTED");
+                            DriverIO.say("COMMITTED");
                         } else if (command.equals("position")) {
                             List<String> items = new ArrayList<>();
                             for (TopicPartition tp : consumer.assignment()) {
                                 items.add(tp.topic() + ":" + tp.partition() + "=" + consumer.position(tp));
                             }
-                            say("POSITION " + String.join(",", items));
+                            DriverIO.say("POSITION " + String.join(",", items));
                         } else {
-                            say("ERROR IllegalArgumentException: unknown command " + command);
+                            DriverIO.say("ERROR IllegalArgumentException: unknown command " + command);
                         }
                     } catch (Exception e) {
-                        say("ERROR " + e.getClass().getSimpleName() + ": " + e.getMessage());
+                        DriverIO.say("ERROR " + e.getClass().getSimpleName() + ": " + e.getMessage());
                     }
                 }
             }

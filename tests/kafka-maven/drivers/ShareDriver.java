@@ -11,9 +11,6 @@
 //   ERROR <class>: <message>       a poll failed (the driver keeps running)
 //   CLOSED                         after `close` (the member leaves the share group)
 // Commands, one per line on stdin: `close` (close() and exit 0). End of stdin closes it too.
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
@@ -31,13 +28,6 @@ import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 public class ShareDriver {
-    private static void say(String line) {
-        synchronized (System.out) {
-            System.out.println(line);
-            System.out.flush();
-        }
-    }
-
     public static void main(String[] args) throws Exception {
         Properties admin = new Properties();
         admin.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
@@ -53,43 +43,29 @@ public class ShareDriver {
         props.put(ConsumerConfig.GROUP_ID_CONFIG, args[1]);
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        for (int i = 3; i < args.length; i++) {
-            int eq = args[i].indexOf('=');
-            props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
-        }
+        DriverIO.putConfigs(props, args, 3);
 
-        LinkedBlockingQueue<String> commands = new LinkedBlockingQueue<>();
-        Thread reader = new Thread(() -> {
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = in.readLine()) != null) commands.add(line.trim());
-            } catch (Exception e) {
-                // stdin gone: close below
-            }
-            commands.add("close");
-        });
-        reader.setDaemon(true);
-        reader.start();
+        LinkedBlockingQueue<String> commands = DriverIO.commands();
 
         try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(props)) {
             consumer.subscribe(Arrays.asList(args[2].split(",")));
-            say("READY");
+            DriverIO.say("READY");
             long received = 0;
             while (true) {
                 try {
                     ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(50));
                     if (!records.isEmpty()) {
                         received += records.count();
-                        say("RECEIVED " + received);
+                        DriverIO.say("RECEIVED " + received);
                     }
                 } catch (Exception e) {
-                    say("ERROR " + e.getClass().getSimpleName() + ": " + e.getMessage());
+                    DriverIO.say("ERROR " + e.getClass().getSimpleName() + ": " + e.getMessage());
                 }
                 String command;
                 while ((command = commands.poll()) != null) {
                     if (command.equals("close")) {
                         consumer.close();
-                        say("CLOSED");
+                        DriverIO.say("CLOSED");
                         return;
                     }
                 }

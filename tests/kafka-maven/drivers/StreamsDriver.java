@@ -15,12 +15,10 @@
 //   READY                          built, waiting for `start` (the JVM is warm: a test can time the join)
 // Commands, one per line on stdin: `start` (KafkaStreams.start()), `close` (close() and exit 0). End of
 // stdin closes it too.
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Properties;
+import java.util.concurrent.LinkedBlockingQueue;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
@@ -30,13 +28,6 @@ import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Grouped;
 
 public class StreamsDriver {
-    private static void say(String line) {
-        synchronized (System.out) {
-            System.out.println(line);
-            System.out.flush();
-        }
-    }
-
     public static void main(String[] args) throws Exception {
         Properties props = new Properties();
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
@@ -51,10 +42,7 @@ public class StreamsDriver {
         props.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
         props.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), "500");
         props.put(StreamsConfig.consumerPrefix("session.timeout.ms"), "10000");
-        for (int i = 5; i < args.length; i++) {
-            int eq = args[i].indexOf('=');
-            props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
-        }
+        DriverIO.putConfigs(props, args, 5);
 
         StreamsBuilder builder = new StreamsBuilder();
         builder.<byte[], byte[]>stream(Arrays.asList(args[3].split(",")))
@@ -62,20 +50,17 @@ public class StreamsDriver {
                 .count();
 
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
-        streams.setStateListener((now, before) -> say("STATE " + now));
+        streams.setStateListener((now, before) -> DriverIO.say("STATE " + now));
         streams.setUncaughtExceptionHandler(e -> {
-            say("ERROR " + e.getClass().getSimpleName() + ": " + e.getMessage());
+            DriverIO.say("ERROR " + e.getClass().getSimpleName() + ": " + e.getMessage());
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
-        say("READY");
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-            String line;
-            while ((line = in.readLine()) != null) {
-                if (line.trim().equals("start")) streams.start();
-                if (line.trim().equals("close")) break;
-            }
+        DriverIO.say("READY");
+        LinkedBlockingQueue<String> commands = DriverIO.commands();
+        for (String command = commands.take(); !command.equals("close"); command = commands.take()) {
+            if (command.equals("start")) streams.start();
         }
         streams.close(Duration.ofSeconds(30));
-        say("CLOSED");
+        DriverIO.say("CLOSED");
     }
 }
