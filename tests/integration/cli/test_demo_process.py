@@ -76,7 +76,7 @@ def stay_up(*args: str) -> tuple[list[str], str]:
             return done.stdout
 
         table = kubectl("get", "od").splitlines()
-        assert table[0].split() == ["NAME", "GROUP", "PHASE", "DELETED", "FAILED", "AGE"]
+        assert table[0].split() == ["NAME", "GROUP", "APPROVED", "PHASE", "DELETED", "FAILED", "AGE"]
         name = kubectl("get", "od", "-o", "jsonpath={.items[?(@.spec.group==\"manual-replay\")].metadata.name}")
         kubectl("patch", "od", name, "--type", "merge", "-p", '{"spec":{"approved":true}}')
         deadline = time.monotonic() + 60
