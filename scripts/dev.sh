@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One entry point for people and CI: `scripts/dev.sh demo` and `scripts/dev.sh test`; `scripts/dev.sh generate`
 # rewrites the files derived from others (CRDs, the chart's copies; see scripts/generate.py);
-# `scripts/dev.sh images [operator|spark]` builds the container images (scripts/images.sh, docs/images.md);
+# `scripts/dev.sh images [operator|spark]` builds the container images and `images --push REGISTRY/PREFIX` pushes
+# them (scripts/images.sh, docs/images.md);
 # `scripts/dev.sh cluster` runs the real Kubernetes control plane the tests use until Ctrl-C (docs/testing.md).
 # `scripts/dev.sh kafka [VERSION]` runs Apache Kafka from Maven Central for a person (docs/testing.md).
 # Each creates (or reuses) ./.venv and installs the project into it, so a fresh clone needs nothing else.
@@ -143,7 +144,7 @@ case "$cmd" in
         exec "$VENV/bin/kafka-offset-demo" "$@"
         ;;
     *)
-        echo "usage: scripts/dev.sh demo | test [pytest args] | cluster | kafka [VERSION] | generate [--check] | images [operator|spark|names]" >&2
+        echo "usage: scripts/dev.sh demo | test [pytest args] | cluster | kafka [VERSION] | generate [--check] | images [operator|spark|names] | images --push REGISTRY/PREFIX" >&2
         exit 2
         ;;
 esac
