@@ -48,6 +48,11 @@ ensure_system_tools() {
     # Apache Kafka under test: Maven resolves its jars, javac builds the Java client drivers.
     command -v mvn >/dev/null 2>&1 || apt_install "real Kafka's jars come from Maven Central" maven
     command -v javac >/dev/null 2>&1 || apt_install "the Java Kafka clients the tests drive" openjdk-17-jdk-headless
+    # The opt-in image tests (KOO_IMAGE_TESTS=1, docs/images.md) build and push with buildah.
+    if [ "${KOO_IMAGE_TESTS:-}" = 1 ]; then
+        command -v buildah >/dev/null 2>&1 || apt_install "the image tests build and push with buildah" buildah
+        command -v debootstrap >/dev/null 2>&1 || apt_install "the image tests' local Debian base" debootstrap
+    fi
 }
 
 KUBE_BUILD_PID=""

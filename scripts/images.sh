@@ -13,7 +13,8 @@
 #   KOO_IMAGE_REGISTRY (the registry setting), KOO_IMAGE_TAG (the version),
 #   KOO_OPERATOR_IMAGE, KOO_SPARK_IMAGE (the full references).
 # Pushing: buildah push (docker/podman push after a tag); KOO_PUSH_TLS_VERIFY=false for a plain-HTTP registry
-# (buildah, podman); log in first (buildah login REGISTRY) where the registry asks.
+# (buildah, podman); log in first (buildah login REGISTRY) where the registry asks. KOO_NO_BUILD=1 pushes the
+# images the store holds under those names and builds nothing (the registry test's tiny images).
 # Bases (the Containerfiles' BASE build argument):
 #   KOO_BASE_IMAGE        the operator's (python:3.11-slim-bookworm), KOO_SPARK_BASE_IMAGE the Spark job's (the
 #                         Apache Spark Python image, spark:$SPARK_VERSION-...-python3-ubuntu).
@@ -187,9 +188,22 @@ pushed_name() {  # $1 a built reference: the same name and tag under PUSH_TO
 if [ -n "$PUSH_TO" ]; then
     which="${1:-all}"
     case "$which" in operator|spark|all) ;; *) die "usage: scripts/images.sh --push REGISTRY/PREFIX [operator|spark|all]" ;; esac
-    pip_secrets
-    if [ "$which" != spark ]; then build_operator; push "$OPERATOR_IMAGE" "$(pushed_name "$OPERATOR_IMAGE")"; fi
-    if [ "$which" != operator ]; then build_spark; push "$SPARK_IMAGE" "$(pushed_name "$SPARK_IMAGE")"; fi
+    if [ -n "${KOO_NO_BUILD:-}" ]; then  # push what the store holds under these names, build nothing
+        [ -n "$BUILDER" ] || builder >/dev/null
+        for image in $([ "$which" != spark ] && echo "$OPERATOR_IMAGE") $([ "$which" != operator ] && echo "$SPARK_IMAGE"); do
+            have_image "$image" || die "KOO_NO_BUILD: no image $image in the store"
+        done
+    else
+        pip_secrets
+    fi
+    if [ "$which" != spark ]; then
+        [ -n "${KOO_NO_BUILD:-}" ] || build_operator
+        push "$OPERATOR_IMAGE" "$(pushed_name "$OPERATOR_IMAGE")"
+    fi
+    if [ "$which" != operator ]; then
+        [ -n "${KOO_NO_BUILD:-}" ] || build_spark
+        push "$SPARK_IMAGE" "$(pushed_name "$SPARK_IMAGE")"
+    fi
     if [ "$PUSH_TO" != "$REGISTRY" ]; then
         say "install them with registry \"$PUSH_TO\": pyproject.toml [tool.kafka-offset-operator.images] then" \
             "scripts/dev.sh generate (kustomize), or helm --set image.registry=$PUSH_TO (docs/images.md)"
