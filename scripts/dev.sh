@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One entry point for people and CI: `scripts/dev.sh demo` and `scripts/dev.sh test`; `scripts/dev.sh generate`
 # rewrites the files derived from others (CRDs, the chart's copies; see scripts/generate.py);
-# `scripts/dev.sh images [operator|spark]` builds the container images (scripts/images.sh, docs/images.md);
+# `scripts/dev.sh images [operator|spark]` builds the container images and `images --push REGISTRY/PREFIX` pushes
+# them (scripts/images.sh, docs/images.md);
 # `scripts/dev.sh cluster` runs the real Kubernetes control plane the tests use until Ctrl-C (docs/testing.md).
 # `scripts/dev.sh kafka [VERSION]` runs Apache Kafka from Maven Central for a person (docs/testing.md).
 # Each creates (or reuses) ./.venv and installs the project into it, so a fresh clone needs nothing else.
@@ -47,6 +48,11 @@ ensure_system_tools() {
     # Apache Kafka under test: Maven resolves its jars, javac builds the Java client drivers.
     command -v mvn >/dev/null 2>&1 || apt_install "real Kafka's jars come from Maven Central" maven
     command -v javac >/dev/null 2>&1 || apt_install "the Java Kafka clients the tests drive" openjdk-17-jdk-headless
+    # The opt-in image tests (KOO_IMAGE_TESTS=1, docs/images.md) build and push with buildah.
+    if [ "${KOO_IMAGE_TESTS:-}" = 1 ]; then
+        command -v buildah >/dev/null 2>&1 || apt_install "the image tests build and push with buildah" buildah
+        command -v debootstrap >/dev/null 2>&1 || apt_install "the image tests' local Debian base" debootstrap
+    fi
 }
 
 KUBE_BUILD_PID=""
@@ -143,7 +149,7 @@ case "$cmd" in
         exec "$VENV/bin/kafka-offset-demo" "$@"
         ;;
     *)
-        echo "usage: scripts/dev.sh demo | test [pytest args] | cluster | kafka [VERSION] | generate [--check] | images [operator|spark|names]" >&2
+        echo "usage: scripts/dev.sh demo | test [pytest args] | cluster | kafka [VERSION] | generate [--check] | images [operator|spark|names] | images --push REGISTRY/PREFIX" >&2
         exit 2
         ;;
 esac

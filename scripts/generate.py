@@ -15,6 +15,9 @@
 - manifests/components/admission-policy/admission-policy.yaml and the chart's files/admission-policy.yaml: the
   ValidatingAdmissionPolicy and its binding (kafka_offset_operator.model.admission) that verify approvedBy and
   requestedBy against the user sending the request.
+- manifests/components/images/kustomization.yaml (the images both kustomize installs use), the chart's
+  image.registry default and the example policy's Spark image: from pyproject.toml's one image setting,
+  [tool.kafka-offset-operator.images] registry, and the package version (docs/images.md).
 - docs/crd-reference.md: every field of both CRDs, rendered from the same schemas (scripts/crd_reference.py).
 - integrations/argocd/argocd-cm-patch.yaml: the health checks of integrations/argocd/resource_customizations
   (Argo CD's own layout, tested there) as the argocd-cm keys an Argo CD installation reads them from.
@@ -26,7 +29,9 @@ Run it as `scripts/dev.sh generate` (or `python scripts/generate.py` wherever th
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+import tomllib
 from pathlib import Path
 
 import yaml
@@ -55,6 +60,10 @@ CHART_COPIES = {
 ARGOCD = ROOT / "integrations" / "argocd"
 ADMISSION = MANIFESTS / "components" / "admission-policy" / "admission-policy.yaml"
 COMMAND = "scripts/dev.sh generate"
+IMAGES_COMPONENT = MANIFESTS / "components" / "images" / "kustomization.yaml"
+VALUES = CHART / "values.yaml"
+SPARK_EXAMPLE = MANIFESTS / "examples" / "policy-approve-sasl.yaml"
+OPERATOR_NAME, SPARK_NAME = "kafka-offset-operator", "kafka-offset-operator-spark"  # the base's bare names
 # Directories holding only generated files: a file the generator no longer writes there is removed.
 CRD_DIRS = (ROOT / "crds", CHART / "crds", BASE_CRDS)
 
@@ -78,7 +87,51 @@ def derived() -> dict[Path, str]:
     out[ARGOCD / "argocd-cm-patch.yaml"] = argocd_cm_patch()
     out[ADMISSION] = out[CHART / "files" / "admission-policy.yaml"] = admission_policy()
     out[ROOT / "docs" / "crd-reference.md"] = render_reference(crds)
+    registry, version = image_setting()
+    out[IMAGES_COMPONENT] = images_component(registry, version)
+    note = placeholder_note(registry)
+    out[VALUES] = replaced_line(VALUES, r"^(  registry: ).*$", rf"\g<1>{registry}{note}")
+    out[SPARK_EXAMPLE] = replaced_line(SPARK_EXAMPLE, rf"^(      image: )\S+/{SPARK_NAME}:.*$",
+                                       rf"\g<1>{registry}/{SPARK_NAME}:{version}{note}")
     return out
+
+
+def image_setting() -> tuple[str, str]:
+    """The registry/prefix and the tag of both images: pyproject.toml's one setting and the version."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return project["tool"]["kafka-offset-operator"]["images"]["registry"], project["project"]["version"]
+
+
+PLACEHOLDER_REGISTRY = "ghcr.io/example"
+
+
+def placeholder_note(registry: str) -> str:
+    """The comment beside every applied line naming the placeholder registry (nobody owns ghcr.io/example)."""
+    if registry == PLACEHOLDER_REGISTRY or registry.startswith(PLACEHOLDER_REGISTRY + "/"):
+        return "  # a placeholder registry nobody owns: set yours (docs/images.md)"
+    return ""
+
+
+def images_component(registry: str, version: str) -> str:
+    """A kustomize Component naming both images. `configurations` makes kustomize's image transformer also
+    rewrite the container's environment values, so the Spark image (KAFKA_OFFSET_OPERATOR_SPARK_IMAGE) follows
+    `images:` as the container image does, here and in any overlay above (which matches the full names)."""
+    placeholder = placeholder_note(registry)
+    return (f"# Written by `{COMMAND}` from pyproject.toml ([tool.kafka-offset-operator.images] registry and the\n"
+            "# version): edit that setting, then run it; or, in an overlay of your own, `images:` entries naming\n"
+            "# the references below with your newName (docs/images.md).\n"
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+            "configurations:\n  - env-images.yaml  # the Spark image is an environment value\nimages:\n"
+            + "".join(f"  - name: {name}\n    newName: {registry}/{name}{placeholder}\n    newTag: \"{version}\"\n"
+                      for name in (OPERATOR_NAME, SPARK_NAME)))
+
+
+def replaced_line(path: Path, pattern: str, replacement: str) -> str:
+    """`path`'s text with the one line matching `pattern` rewritten (a hand-written file with one derived value)."""
+    text, count = re.subn(pattern, replacement, path.read_text(), count=1, flags=re.M)
+    if count != 1:
+        raise SystemExit(f"{path.relative_to(ROOT)}: no line matches {pattern!r}")
+    return text
 
 
 def copied(source: Path) -> str:

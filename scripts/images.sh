@@ -5,10 +5,16 @@
 #   scripts/images.sh [build] [operator|spark|all]   build (default: all)
 #   scripts/images.sh names                          the image references a build would tag, KEY=VALUE
 #   scripts/images.sh base                           only the local bases (below)
+#   scripts/images.sh --push REGISTRY/PREFIX [operator|spark|all]
+#                                                    build (or reuse) and push to REGISTRY/PREFIX/NAME:TAG
 #
-# Names and tags come from the package version in pyproject.toml; each can be overridden:
-#   KOO_IMAGE_REGISTRY (ghcr.io/example), KOO_IMAGE_TAG (the version),
+# Names and tags come from pyproject.toml: [tool.kafka-offset-operator.images] registry (the one setting the
+# manifests and the chart are generated from) and the package version; each can be overridden:
+#   KOO_IMAGE_REGISTRY (the registry setting), KOO_IMAGE_TAG (the version),
 #   KOO_OPERATOR_IMAGE, KOO_SPARK_IMAGE (the full references).
+# Pushing: buildah push (docker/podman push after a tag); KOO_PUSH_TLS_VERIFY=false for a plain-HTTP registry
+# (buildah, podman); log in first (buildah login REGISTRY) where the registry asks. KOO_NO_BUILD=1 pushes the
+# images the store holds under those names and builds nothing (the registry test's tiny images).
 # Bases (the Containerfiles' BASE build argument):
 #   KOO_BASE_IMAGE        the operator's (python:3.11-slim-bookworm), KOO_SPARK_BASE_IMAGE the Spark job's (the
 #                         Apache Spark Python image, spark:$SPARK_VERSION-...-python3-ubuntu).
@@ -28,7 +34,15 @@ die() { say "$*"; exit 2; }
 VERSION="$(sed -n 's/^version *= *"\(.*\)"/\1/p' pyproject.toml | head -1)"
 [ -n "$VERSION" ] || die "no version in pyproject.toml"
 SPARK_VERSION="4.1.2"  # the Apache Spark the job image runs on (pyproject: pyspark>=4.1,<5)
-REGISTRY="${KOO_IMAGE_REGISTRY:-ghcr.io/example}"
+SETTING="$(sed -n '/^\[tool\.kafka-offset-operator\.images\]/,/^\[/s/^registry *= *"\(.*\)"/\1/p' pyproject.toml | head -1)"
+[ -n "$SETTING" ] || die "no [tool.kafka-offset-operator.images] registry in pyproject.toml"
+PUSH_TO=""
+if [ "${1:-}" = --push ]; then
+    PUSH_TO="${2:-}"; shift 2 || true
+    [ -n "$PUSH_TO" ] || die "--push needs REGISTRY/PREFIX, e.g. --push registry.example.com/team"
+    PUSH_TO="${PUSH_TO%/}"
+fi
+REGISTRY="${KOO_IMAGE_REGISTRY:-$SETTING}"
 TAG="${KOO_IMAGE_TAG:-$VERSION}"
 OPERATOR_IMAGE="${KOO_OPERATOR_IMAGE:-$REGISTRY/kafka-offset-operator:$TAG}"
 SPARK_IMAGE="${KOO_SPARK_IMAGE:-$REGISTRY/kafka-offset-operator-spark:$TAG}"
@@ -155,7 +169,47 @@ build_spark() {
     build images/spark-job/Containerfile "$SPARK_IMAGE" --build-arg BASE="$base" --build-arg VERSION="$VERSION"
 }
 
+push() {  # $1 the local image, $2 the reference to push it as
+    local start=$SECONDS
+    case "$BUILDER" in
+        buildah) tool push --tls-verify="${KOO_PUSH_TLS_VERIFY:-true}" "$1" "docker://$2" ;;
+        podman) podman tag "$1" "$2" && podman push --tls-verify="${KOO_PUSH_TLS_VERIFY:-true}" "$2" ;;
+        *) "$BUILDER" tag "$1" "$2" && "$BUILDER" push "$2" ;;
+    esac
+    say "pushed $2 in $((SECONDS - start)) s"
+}
+
+pushed_name() {  # $1 a built reference: the same name and tag under PUSH_TO
+    local last="${1##*/}"
+    echo "$PUSH_TO/$last"
+}
+
 [ "${1:-}" = build ] && shift
+if [ -n "$PUSH_TO" ]; then
+    which="${1:-all}"
+    case "$which" in operator|spark|all) ;; *) die "usage: scripts/images.sh --push REGISTRY/PREFIX [operator|spark|all]" ;; esac
+    if [ -n "${KOO_NO_BUILD:-}" ]; then  # push what the store holds under these names, build nothing
+        [ -n "$BUILDER" ] || builder >/dev/null
+        for image in $([ "$which" != spark ] && echo "$OPERATOR_IMAGE") $([ "$which" != operator ] && echo "$SPARK_IMAGE"); do
+            have_image "$image" || die "KOO_NO_BUILD: no image $image in the store"
+        done
+    else
+        pip_secrets
+    fi
+    if [ "$which" != spark ]; then
+        [ -n "${KOO_NO_BUILD:-}" ] || build_operator
+        push "$OPERATOR_IMAGE" "$(pushed_name "$OPERATOR_IMAGE")"
+    fi
+    if [ "$which" != operator ]; then
+        [ -n "${KOO_NO_BUILD:-}" ] || build_spark
+        push "$SPARK_IMAGE" "$(pushed_name "$SPARK_IMAGE")"
+    fi
+    if [ "$PUSH_TO" != "$REGISTRY" ]; then
+        say "install them with registry \"$PUSH_TO\": pyproject.toml [tool.kafka-offset-operator.images] then" \
+            "scripts/dev.sh generate (kustomize), or helm --set image.registry=$PUSH_TO (docs/images.md)"
+    fi
+    exit 0
+fi
 case "${1:-all}" in
     names)
         printf 'OPERATOR_IMAGE=%s\nSPARK_IMAGE=%s\nVERSION=%s\nSPARK_VERSION=%s\nBUILDER=%s\n' \
@@ -165,5 +219,5 @@ case "${1:-all}" in
     operator) pip_secrets; build_operator ;;
     spark) pip_secrets; build_spark ;;
     all) pip_secrets; build_operator; build_spark ;;
-    *) echo "usage: scripts/images.sh [build] [operator|spark|all] | names | base" >&2; exit 2 ;;
+    *) echo "usage: scripts/images.sh [build] [operator|spark|all] | --push REGISTRY/PREFIX [operator|spark|all] | names | base" >&2; exit 2 ;;
 esac

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import io
 import logging
+import os
 import shutil
 import signal
 import sys
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--real-cluster: no Kubernetes control plane is built here; `scripts/dev.sh cluster` builds "
                         "it (needs Go 1.26+), or leave the option out to use the emulated API")
     _quiet_logs()
-    return Demo(sys.stdout, args.timeout, args.stay_up, binaries if real else None).play()
+    return Demo(sys.stdout, args.timeout, args.stay_up, binaries if real else None, operator_log()).play()
 
 
 def _quiet_logs() -> None:
@@ -138,6 +139,21 @@ def _quiet_logs() -> None:
     logging.basicConfig(level=logging.CRITICAL)
     for name in ("kopf", "kafka", "kubernetes", "urllib3", "aiohttp", "asyncio", "kmock", "py4j"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def operator_log() -> Path:
+    """The operator's own log, as `kafka-offset-operator run` writes it (its audit trail: one line per backup and
+    per change of offsets, logger kafka_offset_operator.audit), in a file the demo names and leaves behind; the
+    terminal keeps the demo's story."""
+    fd, name = tempfile.mkstemp(prefix="koo-demo-operator-", suffix=".log")
+    os.close(fd)
+    handler = logging.FileHandler(name)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("kafka_offset_operator")
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    logger.propagate = False
+    return Path(name)
 
 
 @dataclass(frozen=True)
@@ -199,12 +215,15 @@ def _start_real(plane: ControlPlane, timeout_s: float) -> None:
 
 
 class Demo:
-    def __init__(self, out: TextIO, timeout_s: float, stay_up: bool = False, real: Path | None = None) -> None:
+    def __init__(self, out: TextIO, timeout_s: float, stay_up: bool = False, real: Path | None = None,
+                 log: Path | None = None) -> None:
         self.out = out
         self.timeout_s = timeout_s
         self.stay_up = stay_up
         self.real = real  # the real control plane's binaries, or None: the emulated API
+        self.log = log  # the operator's log file (its audit lines), or None: not kept
         self.progress = Progress(out)
+        self.cpu_start = time.process_time()
 
     def play(self) -> int:
         say = self.progress.say
@@ -217,6 +236,8 @@ class Demo:
             kubernetes = real_api(tmp, self.real, self.timeout_s) if self.real is not None else emulated_api(tmp)
             with kubernetes as api, story_broker() as broker:
                 say(f"sandbox Kafka broker on {broker.bootstrap_servers} (a wire-protocol simulator, not a real broker)")
+                if self.log is not None:
+                    say(f"the operator's log, with its audit lines (every backup and change of offsets): {self.log}")
                 with Story(broker):
                     say("played six days of consumer-group activity on it:")
                     self._story_table()
@@ -250,6 +271,7 @@ class Demo:
             children = self._wait_children(kube, created)
             promise = self._approve_delete_restore(kube, servers, children, api.kubeconfig)
             self._report(status, children, promise)
+            self._timing()
             if self.stay_up:
                 self._wait_for_stop(servers, api)
         finally:
@@ -269,6 +291,15 @@ class Demo:
         else:
             self.out.write("\nThe other proposals wait for approval. To approve one yourself, and try kubectl on all of "
                            f"this, run the demo with --stay-up ({PROG} --stay-up).\n")
+        self.out.flush()
+
+    def _timing(self) -> None:
+        """The demo's own figures (the README's are checked against the recorded ones: tests/unit/test_figures.py)."""
+        wall, cpu = time.monotonic() - self.progress.start, time.process_time() - self.cpu_start
+        self.out.write(f"\nThe demo took {wall:.0f} s of wall time ({cpu:.0f} s of CPU in this process, Spark's JVM apart)")
+        if self.log is not None:
+            self.out.write(f"; the operator's audit lines are in {self.log}")
+        self.out.write(".\n")
         self.out.flush()
 
     def _wait_for_stop(self, bootstrap: str, api: Kubernetes) -> None:

@@ -15,6 +15,7 @@ the ages a real cluster would show:
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from types import TracebackType
@@ -60,11 +61,16 @@ def story_broker(**settings: object) -> SandboxBroker:
 
 class Story:
     """`with Story(broker) as story:` plays the week; the live orders-app consumer stays a member until the
-    block ends."""
+    block ends: a thread polls it, as a live service does, so it stays in the group however long the block
+    lasts (the demo's --stay-up), not only until kafka-python's max.poll.interval.ms (5 minutes) runs out.
+    It polls without committing: the story's offsets stay as played."""
 
-    def __init__(self, broker: SandboxBroker) -> None:
+    def __init__(self, broker: SandboxBroker, max_poll_interval_ms: int = 300_000) -> None:
         self.broker = broker
         self.live: KafkaConsumer | None = None
+        self.max_poll_interval_ms = max_poll_interval_ms
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
 
     def __enter__(self) -> Story:
         b = self.broker
@@ -78,11 +84,22 @@ class Story:
         b.clock.advance(days=2)
         commit_and_leave(b, "nightly-export", {("orders", 0): 5, ("orders", 1): 5})
         catch_up(b)
-        self.live = join(b, "orders-app", ["orders"])
+        self.live = join(b, "orders-app", ["orders"], max_poll_interval_ms=self.max_poll_interval_ms)
         commit(self.live, {("orders", 0): 5, ("orders", 1): 6})
+        # From here on only the poller touches the consumer (kafka-python's consumer is not thread-safe).
+        self._poller = threading.Thread(target=self._poll, args=(self.live,), name="orders-app", daemon=True)
+        self._poller.start()
         return self
 
+    def _poll(self, consumer: KafkaConsumer) -> None:
+        while not self._stop.is_set():
+            consumer.poll(timeout_ms=500)
+
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._stop.set()
+        if self._poller is not None:
+            self._poller.join(timeout=30)
+            self._poller = None
         if self.live is not None:
             self.live.close()
             self.live = None
@@ -125,11 +142,14 @@ def admin_commit(broker: SandboxBroker, group: str, offsets: Mapping[tuple[str, 
         admin.close()
 
 
-def join(broker: SandboxBroker, group: str, topics: Iterable[str], timeout: float = 30.0) -> KafkaConsumer:
+def join(broker: SandboxBroker, group: str, topics: Iterable[str], timeout: float = 30.0,
+         max_poll_interval_ms: int = 300_000) -> KafkaConsumer:
     """A consumer that is a member of `group` (subscribed to `topics`) once this returns."""
     topics = list(topics)
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group, enable_auto_commit=False,
-                             auto_offset_reset="earliest", session_timeout_ms=30_000)
+                             auto_offset_reset="earliest", session_timeout_ms=min(30_000, max_poll_interval_ms),
+                             heartbeat_interval_ms=min(3_000, max_poll_interval_ms // 3),
+                             max_poll_interval_ms=max_poll_interval_ms)
     for topic in topics:  # know the topics before joining (a kafka-python 3.0.12 rejoin stall otherwise)
         consumer.partitions_for_topic(topic)
     consumer.subscribe(topics)

@@ -1,4 +1,4 @@
-"""Evaluates the healthCheckExprs of integrations/flux/kustomization.yaml as Flux does: CEL over the object,
+"""Evaluates the healthCheckExprs of integrations/flux/flux-kustomization.yaml as Flux does: CEL over the object,
 `inProgress` first, then `failed`, then `current`; none true means InProgress (Flux's documented order). An
 expression that reads a field the object does not have yet (no status at all) makes Flux wait, as here."""
 

@@ -27,7 +27,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
-{{/* An image reference from {repository, tag}; the tag defaults to the chart's appVersion. */}}
+{{/* An image reference from {repository, tag}: the repository defaults to {image.registry}/NAME, the tag to the
+chart's appVersion. */}}
 {{- define "koo.image" -}}
-{{- printf "%s:%s" .image.repository (.image.tag | default .appVersion) -}}
+{{- printf "%s:%s" (.image.repository | default (printf "%s/%s" .registry .name)) (.image.tag | default .appVersion) -}}
 {{- end -}}

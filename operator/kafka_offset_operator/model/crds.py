@@ -1231,6 +1231,30 @@ def _crd(
     }
 
 
+# `kubectl get od` / `get ors`: whether a change is approved, beside its phase (an unapproved proposal waits).
+APPROVED_COLUMN: Schema = {"name": "Approved", "type": "boolean", "jsonPath": ".spec.approved",
+                           "description": "spec.approved: the operator acts only on an approved request."}
+# `-o wide` (priority 1): who asked and who approved, and which policy proposed it.
+WIDE_REQUEST_COLUMNS: list[Schema] = [
+    {"name": "Policy", "type": "string", "jsonPath": ".spec.policyRef.name", "priority": 1,
+     "description": "The policy whose connection it uses (and which proposed it, when requestedBy is the operator)."},
+    {"name": "Requested By", "type": "string", "jsonPath": ".spec.requestedBy", "priority": 1,
+     "description": "Who asked for the change."},
+    {"name": "Approved By", "type": "string", "jsonPath": ".spec.approvedBy", "priority": 1,
+     "description": "Who approved it (verified by the install's admission policy)."},
+]
+WIDE_POLICY_COLUMNS: list[Schema] = [
+    {"name": "Engine", "type": "string", "jsonPath": ".spec.analysis.engine", "priority": 1,
+     "description": "The analysis engine of the runs."},
+    {"name": "Interval", "type": "string", "jsonPath": ".spec.schedule.interval", "priority": 1,
+     "description": "How often the analysis runs."},
+    {"name": "Deletions", "type": "integer", "jsonPath": ".status.lastRun.deletionsCreated", "priority": 1,
+     "description": "OffsetDeletions the last run created (Approve, Auto)."},
+    {"name": "Next Run", "type": "date", "jsonPath": ".status.nextRunTime", "priority": 1,
+     "description": "When the next scheduled run is due."},
+]
+
+
 def build_crds() -> dict[str, dict[str, Any]]:
     """File name in crds/ -> CRD."""
     return {
@@ -1252,6 +1276,7 @@ def build_crds() -> dict[str, dict[str, Any]]:
                     "type": "string",
                     "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
                 },
+                *WIDE_POLICY_COLUMNS,
             ],
         ),
         f"{DELETIONS}.yaml": _crd(
@@ -1264,9 +1289,15 @@ def build_crds() -> dict[str, dict[str, Any]]:
             _deletion_status(),
             [
                 {"name": "Group", "type": "string", "jsonPath": ".spec.group"},
+                APPROVED_COLUMN,
                 {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
                 {"name": "Deleted", "type": "integer", "jsonPath": ".status.deleted"},
                 {"name": "Failed", "type": "integer", "jsonPath": ".status.failed"},
+                {"name": "Delete Group", "type": "boolean", "jsonPath": ".spec.deleteGroup", "priority": 1,
+                 "description": "The whole group (DeleteGroups) rather than the listed offsets."},
+                {"name": "Restore", "type": "boolean", "jsonPath": ".spec.restore", "priority": 1,
+                 "description": "The backup is to be (or was) re-committed."},
+                *WIDE_REQUEST_COLUMNS,
             ],
         ),
         f"{RESETS}.yaml": _crd(
@@ -1280,10 +1311,12 @@ def build_crds() -> dict[str, dict[str, Any]]:
             _reset_status(),
             [
                 {"name": "Group", "type": "string", "jsonPath": ".spec.group"},
+                APPROVED_COLUMN,
                 {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
                 {"name": "Changes", "type": "integer", "jsonPath": ".status.plan.changes"},
                 {"name": "Reset", "type": "integer", "jsonPath": ".status.reset"},
                 {"name": "Failed", "type": "integer", "jsonPath": ".status.failed"},
+                *WIDE_REQUEST_COLUMNS,
             ],
         ),
     }

@@ -6,10 +6,12 @@ network."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +51,15 @@ def test_demo_exits_0_with_the_policy_and_its_deletions_as_tables() -> None:
     assert "the backup stays, and the group has 0 committed offsets" in promise
     assert "committed 3 offsets of group reporting-old" in promise
     assert "group reporting-old has its 3 offsets back, exactly as before the deletion" in promise
+    # Its own figures (README.md states their range) and the operator's audit lines, in the file it names.
+    took = re.search(r"The demo took (\d+) s of wall time \((\d+) s of CPU[^;]*; the operator's audit lines are in (\S+)\.\n", out)
+    assert took is not None, out[-2000:]
+    assert 0 < int(took.group(1)) <= time.monotonic() - started + 1
+    log = Path(took.group(3))
+    audit = log.read_text()
+    log.unlink()
+    assert re.search(r"kafka_offset_operator\.audit: BackedUp kafka/\S+ ", audit), audit[-2000:]
+    assert re.search(r"kafka_offset_operator\.audit: OffsetDelete OffsetDeletion kafka/\S+ ", audit), audit[-2000:]
     print(f"demo took {time.monotonic() - started:.1f}s")
 
 
@@ -76,7 +87,7 @@ def stay_up(*args: str) -> tuple[list[str], str]:
             return done.stdout
 
         table = kubectl("get", "od").splitlines()
-        assert table[0].split() == ["NAME", "GROUP", "PHASE", "DELETED", "FAILED", "AGE"]
+        assert table[0].split() == ["NAME", "GROUP", "APPROVED", "PHASE", "DELETED", "FAILED", "AGE"]
         name = kubectl("get", "od", "-o", "jsonpath={.items[?(@.spec.group==\"manual-replay\")].metadata.name}")
         kubectl("patch", "od", name, "--type", "merge", "-p", '{"spec":{"approved":true}}')
         deadline = time.monotonic() + 60

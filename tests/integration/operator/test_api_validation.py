@@ -6,8 +6,10 @@ and every example in manifests/examples applies as it is. Each test has a fresh 
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 import subprocess
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +207,42 @@ def test_every_example_applies_with_the_crds_defaults(kube: Kube, kubeconfig: Pa
             assert stored["approved"] is False and stored["kafka"]["securityProtocol"] == "PLAINTEXT"
         else:
             assert stored["schedule"]["interval"] and stored["kafka"]["securityProtocol"]
+
+
+TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1"  # what kubectl get asks for
+
+
+def table(kube: Kube, plural: str) -> dict[str, Any]:
+    """The API server's own Table of `plural` in the test's namespace: the columns kubectl prints."""
+    req = urllib.request.Request(kube.url + kube.path(GROUP_VERSION, plural, kube.namespace), headers={"Accept": TABLE})
+    with urllib.request.urlopen(req, timeout=30, context=kube.context) as rsp:
+        return json.loads(rsp.read())  # type: ignore[no-any-return]
+
+
+def test_get_shows_whether_a_change_is_approved_and_wide_adds_who(kube: Kube, kubeconfig: Path, tmp_path: Path) -> None:
+    """`kubectl get od` / `get ors`: an Approved column beside the phase; `-o wide` (priority 1) adds the policy,
+    who asked and who approved. Read from the real API server's Table (the CRDs' additionalPrinterColumns)."""
+    docs = [yaml.safe_load((ROOT / "manifests" / "examples" / f).read_text()) for f in ("offsetdeletion.yaml", "offset-reset.yaml")]
+    for doc in docs:
+        doc["metadata"]["namespace"] = kube.namespace
+    out = apply(kubeconfig, tmp_path, *docs)
+    assert out.returncode == 0, out.stderr
+    for plural, name, approved, normal in (
+            ("offsetdeletions", "orders-reporting-old-topics", True, ["Name", "Group", "Approved", "Phase", "Deleted", "Failed", "Age"]),
+            ("offsetresets", "replay-orders", False, ["Name", "Group", "Approved", "Phase", "Changes", "Reset", "Failed", "Age"])):
+        got = table(kube, plural)
+        columns = [c["name"] for c in got["columnDefinitions"]]
+        shown = [c["name"] for c in got["columnDefinitions"] if c["priority"] == 0]
+        assert shown == normal, plural
+        assert {"Policy", "Requested By", "Approved By"} <= set(columns) - set(shown), plural
+        [row] = [r for r in got["rows"] if r["cells"][0] == name]
+        cells = dict(zip(columns, row["cells"], strict=True))
+        assert cells["Approved"] is approved, (plural, cells)
+    wide = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "get", "od", "-o", "wide"], capture_output=True,
+                          text=True, timeout=60)
+    assert wide.returncode == 0, wide.stderr
+    assert wide.stdout.splitlines()[0].split()[:4] == ["NAME", "GROUP", "APPROVED", "PHASE"]
+    assert "APPROVED BY" in wide.stdout.splitlines()[0] and "POLICY" in wide.stdout.splitlines()[0]
 
 
 def test_strict_field_validation_names_an_unknown_field(kube: Kube) -> None:

@@ -288,7 +288,8 @@ def test_kubectl_applies_the_rendered_chart(kube: Kube, kubeconfig: Path, tmp_pa
 def test_peering_values_reach_the_arguments() -> None:
     parse = build_parser().parse_args
     default = parse(container_args(render()))
-    assert (default.standalone, default.peering, default.peering_lifetime) == (False, "kafka-offset-operator", 60)
+    # The release's own peering object (the kubelet expands the namespace): two releases act side by side.
+    assert (default.standalone, default.peering, default.peering_lifetime) == (False, "koo-kafka-offset-operator.$(POD_NAMESPACE)", 60)
     tuned = parse(container_args(render({"peering": {"name": "team-a", "lifetime": 20}})))
     assert (tuned.standalone, tuned.peering, tuned.peering_lifetime) == (False, "team-a", 20)
     assert parse(container_args(render({"peering": {"enabled": False}}))).standalone

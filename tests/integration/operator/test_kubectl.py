@@ -41,14 +41,18 @@ def applied(kubeconfig: Path) -> Path:
 
 def test_get_by_short_name_shows_the_printer_columns(applied: Path) -> None:
     lines = kubectl(applied, "get", "od", "-A").stdout.splitlines()
-    assert lines[0].split() == ["NAMESPACE", "NAME", "GROUP", "PHASE", "DELETED", "FAILED", "AGE"]
-    assert lines[1].split()[:3] == ["kafka", "orders-reporting-old-topics", "orders-reporting"]
+    assert lines[0].split() == ["NAMESPACE", "NAME", "GROUP", "APPROVED", "PHASE", "DELETED", "FAILED", "AGE"]
+    assert lines[1].split()[:4] == ["kafka", "orders-reporting-old-topics", "orders-reporting", "true"]
     assert "Warning" not in kubectl(applied, "get", "od", "-A").stderr
 
 
 def test_get_one_object_and_wide_columns(applied: Path) -> None:
     assert kubectl(applied, "get", "cgop", "stale-offsets").stdout.split()[:7] == [
         "NAME", "MODE", "LAST", "RUN", "CANDIDATES", "READY", "AGE"]
+    wide = kubectl(applied, "get", "od", "-n", "kafka", "-o", "wide").stdout.splitlines()
+    assert wide[0].split() == ["NAME", "GROUP", "APPROVED", "PHASE", "DELETED", "FAILED", "DELETE", "GROUP",
+                               "RESTORE", "POLICY", "REQUESTED", "BY", "APPROVED", "BY", "AGE"]
+    assert "stale-offsets" in wide[1].split()  # the policy whose connection it uses
     jsonpath = kubectl(applied, "get", "od", "orders-reporting-old-topics", "-o", "jsonpath={.spec.group}").stdout
     assert jsonpath == "orders-reporting"
 
@@ -65,7 +69,7 @@ def test_get_watch_prints_a_row_per_change_after_the_list(applied: Path, tmp_pat
             return [line.split() for line in out.read_text().splitlines()]
 
         listed = wait_until(lambda: len(rows()) >= 2 and rows(), timeout=30, what="the listed rows")
-        assert listed[0] == ["NAME", "GROUP", "PHASE", "DELETED", "FAILED", "AGE"]
+        assert listed[0] == ["NAME", "GROUP", "APPROVED", "PHASE", "DELETED", "FAILED", "AGE"]
         kubectl(applied, "label", "od", "-n", "kafka", "orders-reporting-old-topics", "watched=yes")
         changed = wait_until(lambda: len(rows()) >= 3 and rows(), timeout=30, what="a row for the change")
         assert [row[:2] for row in changed[1:]] == [["orders-reporting-old-topics", "orders-reporting"]] * 2
@@ -87,8 +91,8 @@ def test_the_kafka_category_lists_every_kind(applied: Path) -> None:
 
 def test_an_offset_reset_by_its_short_name(applied: Path) -> None:
     lines = kubectl(applied, "get", "ors", "-A").stdout.splitlines()
-    assert lines[0].split() == ["NAMESPACE", "NAME", "GROUP", "PHASE", "CHANGES", "RESET", "FAILED", "AGE"]
-    assert lines[1].split()[:3] == ["kafka", "replay-orders", "orders-app"]
+    assert lines[0].split() == ["NAMESPACE", "NAME", "GROUP", "APPROVED", "PHASE", "CHANGES", "RESET", "FAILED", "AGE"]
+    assert lines[1].split()[:4] == ["kafka", "replay-orders", "orders-app", "false"]  # a plan, not yet approved
     assert "target" in kubectl(applied, "explain", "ors.spec").stdout
 
 

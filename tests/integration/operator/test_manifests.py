@@ -84,7 +84,7 @@ def test_every_kustomization_lists_every_file_beside_it() -> None:
     """A manifest dropped into a directory (a merge, a new CRD) without being listed would silently not install."""
     for kustomization in MANIFESTS.rglob("kustomization.yaml"):
         listed = yaml.safe_load(kustomization.read_text())
-        names = {Path(p).parts[0] for key in ("resources", "components") for p in listed.get(key) or []}
+        names = {Path(p).parts[0] for key in ("resources", "components", "configurations") for p in listed.get(key) or []}
         names |= {Path(p["path"]).parts[0] for p in listed.get("patches") or [] if "path" in p}
         here = {p.name for p in kustomization.parent.iterdir() if p.name != "kustomization.yaml"}
         assert here <= names, f"{kustomization.relative_to(ROOT)} does not list {sorted(here - names)}"
@@ -125,7 +125,8 @@ def test_the_deployments_arguments_parse_and_name_the_namespaces_with_a_role(
     env = {e["name"]: e for e in container(renders["cluster-wide"])["env"]}
     assert env["KAFKA_OFFSET_OPERATOR_SPARK_IMAGE"]["value"].startswith("ghcr.io/")  # the SparkApplication engine's default
     # One actor at a time: peering on (the CLI's default), with the pod's name as Kopf's identity.
-    assert (wide.standalone, wide.peering, narrow.standalone) == (False, "kafka-offset-operator", False)
+    # The peering object is the install's own (the kubelet expands the namespace): two installs act side by side.
+    assert (wide.standalone, wide.peering, narrow.standalone) == (False, "kafka-offset-operator.$(POD_NAMESPACE)", False)
     assert env["POD_ID"] == {"name": "POD_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
     # Approvals verified by the API server: the admission policy ships, so the operator refuses unverified ones,
     # and knows its own user name (its Auto approvals and its proposals' requestedBy must be it).

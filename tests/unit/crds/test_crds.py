@@ -106,3 +106,43 @@ def test_deletion_needs_a_connection() -> None:
     del doc["spec"]["policyRef"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(doc, _schemas()["OffsetDeletion"])
+
+
+# -- kubectl get: the printer columns
+
+
+def _columns(kind: str) -> list[dict[str, Any]]:
+    [crd] = [c for c in build_crds().values() if c["spec"]["names"]["kind"] == kind]
+    return list(crd["spec"]["versions"][0]["additionalPrinterColumns"])
+
+
+@pytest.mark.parametrize(("kind", "shown", "wide"), [
+    ("OffsetDeletion", ["Group", "Approved", "Phase", "Deleted", "Failed", "Age"],
+     ["Delete Group", "Restore", "Policy", "Requested By", "Approved By"]),
+    ("OffsetReset", ["Group", "Approved", "Phase", "Changes", "Reset", "Failed", "Age"],
+     ["Policy", "Requested By", "Approved By"]),
+    ("ConsumerGroupOffsetPolicy", ["Mode", "Last Run", "Candidates", "Ready", "Age"],
+     ["Engine", "Interval", "Deletions", "Next Run"]),
+])
+def test_get_shows_approval_and_wide_adds_the_details(kind: str, shown: list[str], wide: list[str]) -> None:
+    """`kubectl get od`/`ors` shows whether a change is approved; `-o wide` (priority 1) adds who and what."""
+    columns = _columns(kind)
+    assert [c["name"] for c in columns if c.get("priority", 0) == 0] == shown
+    assert [c["name"] for c in columns if c.get("priority", 0) == 1] == wide
+
+
+@pytest.mark.parametrize("kind", ["OffsetDeletion", "OffsetReset", "ConsumerGroupOffsetPolicy"])
+def test_every_printer_column_names_a_field_of_the_schema(kind: str) -> None:
+    """A column whose path the schema lacks would print <none> for ever (the API server does not check)."""
+    schema = _schemas()[kind]
+    for column in _columns(kind):
+        path = column["jsonPath"].split("[", 1)[0].lstrip(".").split(".")
+        if path[0] == "metadata":
+            continue
+        node = schema
+        for part in path:
+            assert part in node.get("properties", {}), (column["name"], column["jsonPath"])
+            node = node["properties"][part]
+        expected = {"integer": "integer", "boolean": "boolean", "date": "string", "string": "string"}[column["type"]]
+        if "[" not in column["jsonPath"]:
+            assert node.get("type") == expected, (column["name"], node.get("type"))
