@@ -144,23 +144,35 @@ def policy(index: int, bootstrap: str, namespace: str) -> dict[str, Any]:
     }
 
 
-def cpu_s(pids: list[int], tree: bool = True) -> float:
-    """User+sys CPU seconds of processes (and, with `tree`, their live descendants and reaped children),
-    from /proc."""
-    tick = os.sysconf("SC_CLK_TCK")
+def _proc_table(rss: bool = False) -> tuple[dict[int, list[str]], dict[int, list[int]], dict[int, int]]:
+    """Every live process from /proc: its stat fields after the command name, its children (by parent pid)
+    and, with `rss`, its resident bytes. Processes that exit while being read are left out."""
+    page = os.sysconf("SC_PAGE_SIZE")
     stats: dict[int, list[str]] = {}
     children: dict[int, list[int]] = {}
+    resident: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
                 stat = f.read()
+            if rss:
+                with open(f"/proc/{entry}/statm") as f:
+                    resident[int(entry)] = int(f.read().split()[1]) * page
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2:].split()
         stats[int(entry)] = fields
         children.setdefault(int(fields[1]), []).append(int(entry))
+    return stats, children, resident
+
+
+def cpu_s(pids: list[int], tree: bool = True) -> float:
+    """User+sys CPU seconds of processes (and, with `tree`, their live descendants and reaped children),
+    from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats, children, _ = _proc_table()
     total, todo, seen = 0, list(pids), set()
     while todo:
         pid = todo.pop()
@@ -176,22 +188,7 @@ def cpu_s(pids: list[int], tree: bool = True) -> float:
 
 def tree_rss_mb(pid: int) -> float:
     """RSS of a process and all its descendants, from /proc."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    page = os.sysconf("SC_PAGE_SIZE")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{entry}/statm") as f:
-                pages = int(f.read().split()[1])
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-        rss[int(entry)] = pages * page
+    _, children, rss = _proc_table(rss=True)
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()

@@ -86,6 +86,19 @@ def _pem_key(key: rsa.RSAPrivateKey) -> bytes:
                              serialization.NoEncryption())
 
 
+def terminate(proc: subprocess.Popen[Any], timeout: float) -> None:
+    """SIGTERM (a clean shutdown), then SIGKILL if it has not exited within `timeout` seconds: a process hung
+    in its shutdown must not hang whoever stops it. Also the tests' way to stop the operator's process."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @dataclass(frozen=True)
 class Issued:
     """A certificate and its key, PEM-encoded."""
@@ -315,14 +328,8 @@ class ControlPlane:
     def stop(self) -> None:
         for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
             proc = self.procs.pop(name, None)
-            if proc is None or proc.poll() is not None:
-                continue
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            if proc is not None:
+                terminate(proc, 20)
 
     # -- users
 

@@ -44,6 +44,18 @@ def confirmed(call: str, body: Mapping[str, Any], group: str, before: Mapping[TP
         _line(call, body, group, before, after, {tp: None for tp in tps}, None, backup, " " + CONFIRMED)
 
 
+UNKNOWN = "outcome=unknown-after-restart"  # a resumed visit could not tell whether the change was applied
+
+
+def unknown(call: str, body: Mapping[str, Any], group: str, before: Mapping[TP, Committed] | None,
+            after: Mapping[TP, Committed] | None, backup: str | None, why: str) -> None:
+    """A change an earlier process may have sent before it died, which a resumed visit cannot confirm or
+    rule out: the trail says so rather than nothing (ok=0, the reason in `errors`)."""
+    tps = before if before is not None else after or {}
+    _line(call, body, group, before, after, {tp: None for tp in tps}, "UNKNOWN", backup,
+          f" {UNKNOWN} ({why})")
+
+
 def _line(call: str, body: Mapping[str, Any], group: str, before: Mapping[TP, Committed] | None,
           after: Mapping[TP, Committed] | None, answers: Mapping[TP, str | None], top_error: str | None,
           backup: str | None, mark: str) -> None:

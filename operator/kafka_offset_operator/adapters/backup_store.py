@@ -112,9 +112,13 @@ class BackupStore:
 
     def mark(self, namespace: str, record: BackupRecord, state: str) -> BackupRecord:
         """Record the change's progress in its backup (a rebase is Done once its offsets are back)."""
-        updated = replace(record, state=state)
+        return self.update(namespace, replace(record, state=state))
+
+    def update(self, namespace: str, updated: BackupRecord) -> BackupRecord:
+        """Replace a stored record's document (its name and labels stay): a keep-alive pass's intent record
+        grows by one group before each re-commit."""
         with _counted("write"):
-            self.kube.patch_configmap(namespace, record.name,
+            self.kube.patch_configmap(namespace, updated.name,
                                       {"binaryData": {BACKUP_KEY: base64.b64encode(encode(updated)).decode()}})
         return updated
 

@@ -4,16 +4,32 @@ A rebase deletes a protected group and commits its offsets back, so its backup i
 store (unowned: it outlives the policy) before DeleteGroups, as a record `Taken`; once the offsets are back
 the record is marked `Done` and stays until it expires. A record still `Taken` when a run starts is an
 interrupted rebase, which the run finishes.
+
+A re-commit of unchanged offsets needs no backup (nothing is lost), but a crash after its OffsetCommit reached
+Kafka and before its audit line would leave no line: `RecommitIntents` writes, before each re-commit, the
+group's offsets and where its `__consumer_offsets` partition ended into ONE record per pass (action
+`Recommit`, created before the pass's first re-commit and grown by one group before each further one), and
+marks the group Done after the commit's answer and its line. A group still `Taken` when a run starts is
+resolved from Kafka's records (reconcilers/keepalive.resume_recommits).
 """
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..model.api import BACKUP_ACTION_LABEL, POLICY_KIND, SOURCE_KIND_LABEL, SOURCE_NAME_LABEL
-from ..model.backups import Action, BackupRecord, Requester
+from ..model.backups import (
+    INTENTS_KEY,
+    Action,
+    BackupRecord,
+    RecommitIntent,
+    Requester,
+    intent_entries,
+    intents_of,
+)
 from ..model.offsets import TP, Committed
 from .backup_store import BackupStore, backup_name, label_value
 
@@ -28,7 +44,7 @@ def _iso(moment: datetime.datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class RebaseBackups:
+class _PolicyRecords:
     def __init__(self, store: BackupStore, policy_body: Mapping[str, Any], cluster_id: str | None,
                  bootstrap_servers: str, retention_s: float, user: str | None = None) -> None:
         meta = policy_body["metadata"]
@@ -39,13 +55,70 @@ class RebaseBackups:
         self.cluster_id = cluster_id
         self.bootstrap_servers = bootstrap_servers
         self.retention = datetime.timedelta(seconds=retention_s)
-        self.user = user  # the operator: it asks, and (mode Auto) approves, a rebase it does itself
+        self.user = user  # the operator: it asks, and (mode Auto) approves, what it does itself
 
-    def _taken(self) -> list[BackupRecord]:
+    def _taken_of(self, action: Action) -> list[BackupRecord]:
         labels = {SOURCE_KIND_LABEL: POLICY_KIND, SOURCE_NAME_LABEL: label_value(self.policy),
-                  BACKUP_ACTION_LABEL: Action.REBASE.value}
+                  BACKUP_ACTION_LABEL: action.value}
         return [r for r in self.store.find(self.namespace, labels)
                 if r.state == TAKEN and r.requested_by.uid == self.uid]
+
+
+class RecommitIntents(_PolicyRecords):
+    """reconcilers.keepalive.IntentStore in the backup store: one unowned record per pass (see the module)."""
+
+    def __init__(self, store: BackupStore, policy_body: Mapping[str, Any], cluster_id: str | None,
+                 bootstrap_servers: str, retention_s: float, user: str | None = None) -> None:
+        super().__init__(store, policy_body, cluster_id, bootstrap_servers, retention_s, user)
+        self._records: dict[str, BackupRecord] = {}  # by name: earlier passes' records read, this pass's own
+        self._own: str | None = None
+
+    def pending(self) -> list[RecommitIntent]:
+        out = []
+        for record in self._taken_of(Action.RECOMMIT):
+            self._records[record.name] = record
+            out += [i for i in intents_of(record) if i.state == TAKEN]
+        return out
+
+    def intend(self, group: str, offsets: Mapping[TP, Committed], offsets_log: Mapping[str, int] | None) -> str:
+        intent = RecommitIntent("", group, dict(offsets), offsets_log)
+        if self._own is None:
+            now = _now()
+            record = self.store.write(BackupRecord(
+                name=backup_name("cgop", self.policy, Action.RECOMMIT, f"{self.uid}/{_iso(now)}"),
+                action=Action.RECOMMIT, cluster_id=self.cluster_id, bootstrap_servers=self.bootstrap_servers,
+                group=group, offsets={},
+                requested_by=Requester(POLICY_KIND, self.namespace, self.policy, self.uid,
+                                       "keep-alive re-commit of unchanged offsets (intent)", self.user),
+                taken_at=_iso(now), expires_at=_iso(now + self.retention), state=TAKEN,
+                extra={INTENTS_KEY: intent_entries([intent])}))
+            self._own = record.name
+            self._records[record.name] = record
+            if [i.group for i in intents_of(record)] != [group]:  # a record of this second already: grow it
+                self._update(record, [*[i for i in intents_of(record) if i.group != group], intent])
+            return record.name
+        record = self._records[self._own]
+        self._update(record, [*[i for i in intents_of(record) if i.group != group], intent])
+        return self._own
+
+    def settle(self, record_name: str, group: str) -> None:
+        record = self._records.get(record_name)
+        if record is None:
+            return
+        self._update(record, [RecommitIntent(i.record, i.group, i.offsets, i.offsets_log, DONE)
+                              if i.group == group else i for i in intents_of(record)])
+
+    def _update(self, record: BackupRecord, intents: list[RecommitIntent]) -> None:
+        state = DONE if intents and all(i.state == DONE for i in intents) else TAKEN
+        extra = {**record.extra, INTENTS_KEY: intent_entries(intents)}
+        self._records[record.name] = self.store.update(self.namespace, replace(record, extra=extra, state=state))
+
+
+class RebaseBackups(_PolicyRecords):
+    """reconcilers.keepalive.BackupStore in the backup store: one unowned record per rebase."""
+
+    def _taken(self) -> list[BackupRecord]:
+        return self._taken_of(Action.REBASE)
 
     def load_all(self) -> dict[str, dict[TP, Committed]]:
         return {r.group: dict(r.offsets) for r in self._taken()}

@@ -79,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         raise UserError(f"--kubeconfig: {args.kubeconfig} is not a file")
     record = _read(args)
+    if record.action == "Recommit":  # model.backups.Action.RECOMMIT: keep-alive's intent record
+        raise UserError(f"{record.name} records keep-alive re-commits of unchanged offsets (an intent: only "
+                        "their commit times changed): there is nothing to restore")
     from ..adapters.kafka_admin import KafkaAdmin
     from ..decisions.deletion_steps import RestorePlan, plan_restore
     from ..decisions.fresh_verdict import recommitted_since

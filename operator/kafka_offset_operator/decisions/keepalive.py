@@ -27,11 +27,12 @@ Auto; a DryRun policy plans the same way and reports the plan (`preview`), writi
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
-from ..model.offsets import GroupInfo
+from ..model.group_log import GroupRecord, RecordKind
+from ..model.offsets import TP, Committed, GroupInfo
 from ..model.report import ScannedOffset
 
 
@@ -122,3 +123,35 @@ def preview(method: Method, offsets: int) -> str:
         return (f"would rebase as a simple group (DeleteGroups, then re-commit its {offsets} offsets), so that "
                 "its offsets expire by commit time; DryRun writes nothing to Kafka")
     return f"would re-commit {offsets} offsets (expiry restarts from then); DryRun writes nothing to Kafka"
+
+
+@dataclass(frozen=True)
+class RecommitFinding:
+    """What Kafka's records say about a re-commit whose intent was recorded and whose outcome was not (the
+    process died in between): `found`, the recorded offsets whose commit record follows the intent;
+    `unknown`, why it cannot be told (then nothing is claimed either way)."""
+
+    found: Mapping[TP, Committed] = field(default_factory=dict)
+    unknown: str | None = None
+
+
+def recommit_finding(intended: Mapping[TP, Committed], records: Sequence[GroupRecord] | None,
+                     unreadable: str | None = None) -> RecommitFinding:
+    """Whether an interrupted re-commit of unchanged offsets reached Kafka. OffsetFetch cannot tell (the
+    offsets are the same before and after; it returns no commit time), but every applied OffsetCommit
+    appends one record per partition to the group's `__consumer_offsets` partition
+    (OffsetMetadataManager.commitOffset), with its commit timestamp. So: `records`, the group's records since
+    where that partition ended BEFORE the intent was stored; a commit record of a partition with the
+    recorded offset is the commit's trace. What it cannot prove: that this process's
+    request wrote it and not another client committing the same offset meanwhile (a simple group's own
+    consumer); for the audit trail both mean the same: that offset's expiry restarted then. No such record:
+    the request was not applied (a pass decides afresh). `unreadable` (the partition count changed, the
+    records since were removed): unknown."""
+    if unreadable is not None or records is None:
+        return RecommitFinding(unknown=unreadable or "the group's records since the intent cannot be read")
+    found: dict[TP, Committed] = {}
+    for record in records:
+        tp = record.tp
+        if record.kind is RecordKind.COMMIT and tp is not None and tp in intended and record.offset == intended[tp].offset:
+            found[tp] = intended[tp]
+    return RecommitFinding(found=found)

@@ -28,6 +28,7 @@ class Action(StrEnum):
     RESTORE = "Restore"  # a restore's admin OffsetCommit (the backup holds what was committed before it)
     REBASE = "Rebase"  # keep-alive's DeleteGroups + admin OffsetCommit of a protected group
     RESET = "Reset"  # an offset reset's admin OffsetCommit (the `reset` command, an OffsetReset)
+    RECOMMIT = "Recommit"  # keep-alive's admin OffsetCommit of unchanged offsets: an intent, nothing to restore
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,39 @@ class BackupRecord:
     @property
     def partitions(self) -> int:
         return len(self.offsets)
+
+
+@dataclass(frozen=True)
+class RecommitIntent:
+    """One group of a keep-alive pass's intent record (Action.RECOMMIT): the unchanged offsets it is about
+    to re-commit and where the group's `__consumer_offsets` partition ended before (`offsets_log`), so a
+    later run can look for the commit's records. `record`: the ConfigMap holding it."""
+
+    record: str
+    group: str
+    offsets: Mapping[TP, Committed]
+    offsets_log: Mapping[str, int] | None
+    state: str = "Taken"  # Taken until the commit's answer (and its audit line); then Done
+
+
+INTENTS_KEY = "recommits"  # BackupRecord.extra[INTENTS_KEY]: the pass's groups, in order
+
+
+def intents_of(record: BackupRecord) -> list[RecommitIntent]:
+    """The groups of an intent record (an empty list for any other record)."""
+    out = []
+    for entry in record.extra.get(INTENTS_KEY) or []:
+        log = entry.get("offsetsLog")
+        out.append(RecommitIntent(record.name, str(entry["group"]), parse_backup(entry.get("offsets") or []),
+                                  {k: int(v) for k, v in log.items()} if log else None,
+                                  str(entry.get("state", "Taken"))))
+    return out
+
+
+def intent_entries(intents: Sequence[RecommitIntent]) -> list[dict[str, Any]]:
+    """The intents as the record's extra stores them."""
+    return [{"group": i.group, "state": i.state, "offsetsLog": dict(i.offsets_log) if i.offsets_log else None,
+             "offsets": backup_entries(i.offsets)} for i in intents]
 
 
 class BackupError(ValueError):

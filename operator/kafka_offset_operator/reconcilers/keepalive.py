@@ -12,6 +12,11 @@ Every write it makes has its audit line (adapters/audit.py, the OffsetDeletion's
 the operator as requester and (mode Auto) approver: the re-commit, the rebase's DeleteGroups and OffsetCommit,
 a request whose answer was lost. A resumed rebase writes the DeleteGroups line again, marked
 `confirmed=after-restart` (the process that sent it may have died before its own line: at-least-once).
+A re-commit of unchanged offsets is preceded by its intent (IntentStore: the offsets and where the group's
+`__consumer_offsets` partition ended); an intent still open when a run starts is resolved from the commit
+records since that position (`resume_recommits`): found, its line marked `confirmed=after-restart`; not
+found, nothing was applied and the pass decides afresh; undecidable, a line `outcome=unknown-after-restart`.
+It never re-commits on its own.
 """
 
 from __future__ import annotations
@@ -21,8 +26,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from offset_expiry.raw import OFFSETS_TOPIC
+
 from ..adapters import audit
 from ..adapters.kafka_admin import KafkaAdmin
+from ..adapters.offsets_topic import group_records
 from ..decisions.fresh_verdict import FreshFacts, rebase_premise_gone, recommitted_since
 from ..decisions.keepalive import (
     KeepAlivePlan,
@@ -31,12 +39,15 @@ from ..decisions.keepalive import (
     plan_group,
     preview,
     protected_groups,
+    recommit_finding,
 )
 from ..model.api import POLICY_KIND
+from ..model.backups import RecommitIntent
+from ..model.group_log import GroupRecord
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, GroupInfo, KafkaFailure, group_busy
 from ..model.reasons import Reason
 from ..model.report import ScannedOffset
-from .fresh_facts import since_scan
+from .fresh_facts import log_end, log_position, offsets_partition, since_scan
 
 RECOMMITTED = "Recommitted"
 REBASED = "Rebased"
@@ -60,6 +71,19 @@ class BackupStore(Protocol):
         """The name of the group's backup still under way (an interrupted rebase's), if it has one."""
 
     def drop(self, group: str) -> None: ...
+
+
+class IntentStore(Protocol):
+    """Where a re-commit's intent is stored before it is sent (adapters/keepalive_store.RecommitIntents)."""
+
+    def pending(self) -> list[RecommitIntent]:
+        """Intents an earlier run stored and never marked done (its process died in between)."""
+
+    def intend(self, group: str, offsets: Mapping[TP, Committed], offsets_log: Mapping[str, int] | None) -> str | None:
+        """Store it durably before the OffsetCommit; the record's name."""
+
+    def settle(self, record_name: str, group: str) -> None:
+        """The commit's answer and its audit line are written: done."""
 
 
 def audit_body(policy: Mapping[str, Any], requested_by: str | None, approved_by: str | None) -> dict[str, Any]:
@@ -120,14 +144,16 @@ Proposer = Callable[[str, Mapping[TP, Committed]], "KeepAliveResult | None"]
 
 def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, write: bool = True,
               propose: Proposer | None = None, fresh: FreshFacts | None = None,
-              who: Mapping[str, Any] | None = None) -> KeepAliveResult | None:
+              who: Mapping[str, Any] | None = None, intents: IntentStore | None = None,
+              timeout_ms: int = 10_000) -> KeepAliveResult | None:
     """One plan. Kafka failures of a whole request raise KafkaFailure (the run retries later). Without
     `write`, only reads: what would be done, with the offsets it would concern. With `propose`, a rebase
     (which deletes the group for a moment) is handed to it instead of done here; a re-commit of unchanged
     offsets is not (it changes only their commit time). `fresh`: the group's records since the scan
     (decisions/fresh_verdict.py): a rebase whose premise is gone is neither done nor proposed, and
     partitions the group committed itself since are not re-committed. `who`: what its audit lines name
-    (audit_body)."""
+    (audit_body). `intents`: where a re-commit's intent is stored before it is sent (the operator always
+    passes one; without it a crash between the commit and its line leaves no line)."""
     who = who if who is not None else audit_body({}, None, None)
     if not write and plan.method is not None:
         offsets = len(admin.committed_offsets(plan.group))
@@ -136,7 +162,8 @@ def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, wri
         outcome = WOULD_REBASE if plan.method is Method.REBASE else WOULD_RECOMMIT
         return KeepAliveResult(plan.group, outcome, 0, preview(plan.method, offsets))
     if plan.method is Method.RECOMMIT:
-        return _recommit(admin, plan.group, recommitted_since(fresh) if fresh is not None else {}, who)
+        return _recommit(admin, plan.group, recommitted_since(fresh) if fresh is not None else {}, who, intents,
+                         timeout_ms)
     if plan.method is Method.REBASE:
         gone = rebase_premise_gone(fresh) if fresh is not None else None
         if gone is not None:
@@ -154,7 +181,10 @@ def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, wri
     return None
 
 
-def _recommit(admin: KafkaAdmin, group: str, fresh: Mapping[TP, str], who: Mapping[str, Any]) -> KeepAliveResult:
+def _recommit(admin: KafkaAdmin, group: str, fresh: Mapping[TP, str], who: Mapping[str, Any],
+              intents: IntentStore | None, timeout_ms: int) -> KeepAliveResult:
+    # Where the group's records end, before its offsets are read: the commit's records come after it.
+    position = log_position(admin, group, timeout_ms) if intents is not None else None
     # The live offsets, not the scanned ones: a keep-alive never moves a group back.
     live = admin.committed_offsets(group)
     if not live:
@@ -163,9 +193,12 @@ def _recommit(admin: KafkaAdmin, group: str, fresh: Mapping[TP, str], who: Mappi
     if not offsets:
         return KeepAliveResult(group, UNNEEDED, 0, f"not re-committed: the group committed all {len(live)} "
                                f"offsets itself since the scan ({next(iter(fresh.values()))})")
+    record = intents.intend(group, offsets, position) if intents is not None else None  # durable before
     with _sent("OffsetCommit", who, group, offsets, offsets, None):
         answers = admin.commit_offsets(group, offsets)
     audit.changed("OffsetCommit", who, group, offsets, offsets, answers, None, None)  # the same values, new time
+    if intents is not None and record is not None:
+        intents.settle(record, group)
     errors = sorted({e for e in answers.values() if e is not None})
     done = sum(1 for e in answers.values() if e is None)
     busy = [e for e in errors if group_busy(e)]
@@ -259,16 +292,59 @@ def resume_interrupted(admin: KafkaAdmin, store: BackupStore, *, write: bool = T
     return out
 
 
+def resume_recommits(admin: KafkaAdmin, intents: IntentStore, *, write: bool = True,
+                     who: Mapping[str, Any] | None = None, timeout_ms: int = 10_000) -> list[KeepAliveResult]:
+    """Resolve re-commits an earlier run stored the intent of and never marked done (its process died after
+    storing it: before the OffsetCommit, or after it and before its audit line). Kafka's records since the
+    intent's position decide (decisions/keepalive.recommit_finding): found, the line an earlier process may
+    not have written, marked `confirmed=after-restart` (at-least-once); not found, nothing was applied, no
+    line; undecidable, a line saying so (`outcome=unknown-after-restart`). Each is then marked done. Nothing
+    is re-committed here: a group still due is planned by the pass afresh. Without `write` (DryRun), left
+    for the first run that acts (DryRun leaves the backup store alone)."""
+    who = who if who is not None else audit_body({}, None, None)
+    out = []
+    for intent in intents.pending() if write else []:
+        finding = recommit_finding(intent.offsets, *_records_since(admin, intent, timeout_ms))
+        if finding.unknown is not None:
+            audit.unknown("OffsetCommit", who, intent.group, intent.offsets, intent.offsets, None, finding.unknown)
+        elif finding.found:
+            audit.confirmed("OffsetCommit", who, intent.group, finding.found, finding.found, None)
+            out.append(KeepAliveResult(intent.group, RECOMMITTED, len(finding.found), (
+                f"a re-commit of {len(finding.found)} offsets an earlier run sent before it stopped was applied "
+                "(confirmed from __consumer_offsets)")))
+        intents.settle(intent.record, intent.group)
+    return out
+
+
+def _records_since(admin: KafkaAdmin, intent: RecommitIntent,
+                   timeout_ms: int) -> tuple[list[GroupRecord] | None, str | None]:
+    """The group's records since its intent's position, or why they cannot be read (KafkaFailure: the run
+    fails and the intent stays open for the next one)."""
+    log = intent.offsets_log
+    if not log:
+        return None, "the intent recorded no __consumer_offsets position"
+    partition = offsets_partition(admin, intent.group)
+    if partition != log.get("partition"):
+        return None, f"__consumer_offsets has other partitions since the intent (the group is now in {partition})"
+    start = admin.list_offsets([(OFFSETS_TOPIC, partition)], "earliest")[(OFFSETS_TOPIC, partition)]
+    if start > log["offset"]:
+        return None, f"the records of __consumer_offsets-{partition} since the intent were removed (log start {start})"
+    _, records = group_records(admin.settings, intent.group, partition, log["offset"], timeout_ms,
+                               log_end(admin, partition))
+    return records, None
+
+
 def run_pass(admin: KafkaAdmin, store: BackupStore, protected: Iterable[ScannedOffset], now_ms: int,
              lead: int, *, write: bool = True, propose: Proposer | None = None,
              snapshot: Mapping[str, Any] | None = None, timeout_ms: int = 10_000,
-             who: Mapping[str, Any] | None = None) -> list[KeepAliveResult]:
-    """One keep-alive pass after an analysis: finish interrupted rebases, then handle every protected group
+             who: Mapping[str, Any] | None = None, intents: IntentStore | None = None) -> list[KeepAliveResult]:
+    """One keep-alive pass after an analysis: resolve interrupted re-commits (`intents`), finish interrupted rebases, then handle every protected group
     that is due (see keepalive.plan_group). `write=False` (DryRun): the same decisions, reported, not done.
     `snapshot` (the report's {partition: end offset}): before acting on a group, its records since the scan
     are read (fresh_facts.since_scan), so a group that kept itself alive meanwhile is left alone. `who`: what
     the audit lines of its writes name (audit_body)."""
-    results = resume_interrupted(admin, store, write=write, who=who)
+    results = resume_recommits(admin, intents, write=write, who=who, timeout_ms=timeout_ms) if intents else []
+    results += resume_interrupted(admin, store, write=write, who=who)
     touched = {r.group for r in results}
     for group in protected_groups(protected):
         if group.group in touched or not needs_live_view(group, now_ms, lead):
@@ -276,7 +352,8 @@ def run_pass(admin: KafkaAdmin, store: BackupStore, protected: Iterable[ScannedO
         live = admin.describe_group(group.group) if group.group_type == "classic" else GroupInfo(group.group, "Unknown")
         plan = plan_group(group, live, now_ms, lead)
         fresh = since_scan(admin, group.group, snapshot, timeout_ms) if write and plan.acts and snapshot else None
-        result = carry_out(admin, store, plan, write=write, propose=propose, fresh=fresh, who=who)
+        result = carry_out(admin, store, plan, write=write, propose=propose, fresh=fresh, who=who,
+                           intents=intents, timeout_ms=timeout_ms)
         if result is not None:
             results.append(result)
     return results

@@ -40,7 +40,7 @@ from offset_expiry.rules import Reason as Verdict
 from ..adapters import metrics
 from ..adapters.backup_store import BackupStore
 from ..adapters.kafka_admin import KafkaAdmin
-from ..adapters.keepalive_store import RebaseBackups
+from ..adapters.keepalive_store import RebaseBackups, RecommitIntents
 from ..adapters.kube import Conflict, KubeError, NotFound, Refused
 from ..context import OperatorContext
 from ..decisions import keepalive, policy_status, proposals, schedule
@@ -414,13 +414,15 @@ class PolicyRunner:
                     retention_ms: int) -> list[KeepAliveResult]:
         if not spec.keep_alive:
             return []
-        store = RebaseBackups(BackupStore(self.kube), body, admin.cluster_id(), str(spec.kafka.get("bootstrapServers")),
-                              self.options.backup_retention_s, self.options.user)
+        where = (BackupStore(self.kube), body, admin.cluster_id(), str(spec.kafka.get("bootstrapServers")),
+                 self.options.backup_retention_s, self.options.user)
+        store, intents = RebaseBackups(*where), RecommitIntents(*where)
         lead = keepalive.lead_ms(retention_ms, spec.interval_ms)
         results = run_pass(admin, store, report.protected, self.now_ms(), lead, write=spec.writes_to_kafka,
                            propose=self._rebase_proposer(body, spec), snapshot=report.summary.get("snapshot"),
                            timeout_ms=self.options.kafka_timeout_ms,
-                           who=audit_body(body, self.options.user, self.options.user if spec.mode is Mode.AUTO else None))
+                           who=audit_body(body, self.options.user, self.options.user if spec.mode is Mode.AUTO else None),
+                           intents=intents)
         for result in results:
             if result.preview:  # DryRun: said in the Ready condition; no Event, no count (nothing happened)
                 continue

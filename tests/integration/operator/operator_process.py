@@ -5,7 +5,6 @@ the way a rollout does (SIGTERM). Its output goes to a file the test can read.""
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from types import TracebackType
 
 from operator_harness import NAMESPACE
 from waiting import wait_until
+
+from kafka_offset_demo.control_plane import terminate
 
 
 def free_port() -> int:
@@ -70,13 +71,7 @@ class OperatorProcess:
         return self.log_path.read_text(errors="replace")
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc, 30)
         self._log.close()
 
     def __enter__(self) -> OperatorProcess:

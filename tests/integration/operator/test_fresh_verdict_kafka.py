@@ -24,7 +24,7 @@ from java_clients import JavaConsumer
 from kafka_clients import admin_commit, committed
 from kafka_under_test import Kafka
 from operator_harness import Kube, OperatorThread, condition
-from test_fresh_verdict import approve, proposed, results
+from test_fresh_verdict import approve, delete_groups_skipped_after_a_re_commit, proposed, results
 
 pytestmark = pytest.mark.slow  # an operator under Kopf and a Java consumer per test
 
@@ -103,14 +103,4 @@ def test_a_re_commit_of_the_same_offset_on_kafka_keeps_the_partition(
 
 def test_delete_groups_is_not_sent_for_a_group_that_re_committed_on_kafka(
         real: Kafka, kube: Kube, start_operator: Start) -> None:
-    make_topics(real, {"orders": 1})
-    admin_commit(real.bootstrap_servers, "stale", {("orders", 0): 8})
-    start_operator()
-    kube.create("offsetdeletions", proposed("stale", real, "stale", {("orders", 0): 8}, "StaleGroup",
-                                            delete_group=True))
-    kube.wait_for_phase("stale", "AwaitingApproval")
-    admin_commit(real.bootstrap_servers, "stale", {("orders", 0): 8})
-    status = approve(kube, "stale")
-    assert status["phase"] == "Failed" and status["groupResult"]["status"] == "Skipped", status
-    assert "committed again" in status["groupResult"]["message"]
-    assert committed(real.bootstrap_servers, "stale") == {("orders", 0): 8}
+    delete_groups_skipped_after_a_re_commit(real, kube, start_operator)

@@ -20,6 +20,7 @@ from operator_harness import GROUP_VERSION, NAMESPACE, Kube, emulated_cluster
 from operator_process import free_port, get
 from waiting import wait_until
 
+from kafka_offset_demo.control_plane import terminate
 from kafka_sandbox import SandboxBroker
 
 
@@ -40,13 +41,7 @@ def operator_process(kubeconfig: Path, tmp_path: Path, *extra: str
         wait_until(lambda: get(f"http://127.0.0.1:{health}/healthz")[0] == 200, 30, "the liveness endpoint")
         yield proc, health, metrics, path
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        terminate(proc, 30)
         log.close()
 
 
