@@ -254,7 +254,7 @@ def fast_options(kubeconfig: Path, **overrides: Any) -> OperatorOptions:
 #    test_policy_spark_application)
 
 POLICIES = "consumergroupoffsetpolicies"
-RUN_TIMEOUT = 240.0  # a policy run with a cold Spark start on a busy 2-core machine
+RUN_TIMEOUT = 480.0  # a policy run with a cold Spark start beside another worker's on a busy 2-core machine
 
 
 def policy_status(kube: Kube, name: str) -> dict[str, Any]:

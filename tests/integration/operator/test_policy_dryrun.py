@@ -16,7 +16,7 @@ import pytest
 import yaml
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import OffsetSpec
-from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, Kube
+from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, RUN_TIMEOUT, Kube
 from waiting import wait_until
 
 from kafka_offset_demo.story import admin_commit, catch_up, commit_and_leave, make_topics, story_broker
@@ -28,7 +28,6 @@ pytestmark = pytest.mark.slow  # see the module docstring: real processes or a S
 
 EXAMPLE = ROOT / "manifests" / "examples" / "policy-dryrun.yaml"
 PLURAL = "consumergroupoffsetpolicies"
-RUN_TIMEOUT = 240.0  # a cold Spark start on a busy 2-core machine
 OFFSETS_PARTITIONS = 4
 
 

@@ -18,6 +18,7 @@ from kafka_clients import admin_commit
 from operator_harness import (
     GROUP_VERSION,
     NAMESPACE,
+    RUN_TIMEOUT,
     Kube,
     Operators,
     condition,
@@ -33,7 +34,6 @@ from kafka_sandbox import SandboxBroker
 pytestmark = pytest.mark.slow  # Kafka timeouts, retries with backoff, a Spark analysis
 
 PLURAL = "consumergroupoffsetpolicies"
-RUN_TIMEOUT = 240.0
 REFUSED = [("bad-mode", "spec.mode", "InvalidSpec"),
            ("bad-interval", "spec.schedule.interval", "InvalidSpec"),
            ("bad-rule", "spec.rules.emptyGroupRetention", "InvalidSpec"),

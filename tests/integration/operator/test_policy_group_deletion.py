@@ -17,6 +17,7 @@ from kafka_clients import admin_commit, committed, empty_group
 from operator_harness import (
     GROUP_VERSION,
     NAMESPACE,
+    RUN_TIMEOUT,
     Kube,
     Operators,
     condition,
@@ -35,7 +36,6 @@ pytestmark = pytest.mark.slow  # a Spark analysis
 
 POLICY = "cleanup"
 DAY_MS = 86_400_000
-RUN_TIMEOUT = 240.0  # a cold Spark start on a busy 2-core machine
 
 
 @dataclass

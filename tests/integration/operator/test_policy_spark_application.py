@@ -25,6 +25,7 @@ from kafka_clients import admin_commit, committed, empty_group
 from operator_harness import (
     GROUP_VERSION,
     NAMESPACE,
+    RUN_TIMEOUT,
     EmulatedCluster,
     Kube,
     Operators,
@@ -42,7 +43,6 @@ from kafka_sandbox import SandboxBroker
 
 SPARK_CRD = Path(__file__).parent / "crds" / "sparkapplications.yaml"
 APPS = "sparkoperator.k8s.io/v1beta2"
-RUN_TIMEOUT = 240.0
 IMAGE = "ghcr.io/example/kafka-offset-operator:test"
 
 

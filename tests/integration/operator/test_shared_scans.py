@@ -19,6 +19,7 @@ from kafka_under_test import Kafka, clean_after
 from operator_harness import (
     GROUP_VERSION,
     NAMESPACE,
+    RUN_TIMEOUT,
     Kube,
     Operators,
     condition,
@@ -35,7 +36,6 @@ from kafka_offset_operator.model.report import Report
 pytestmark = pytest.mark.slow  # Spark analyses
 
 DAY_MS = 86_400_000
-RUN_TIMEOUT = 240.0  # a cold Spark start on a busy 2-core machine
 TEAMS = {"team-a": 3, "team-b": 2}  # groups per team, each with 2 offsets
 RULES = {"standaloneRetention": "2s"}
 

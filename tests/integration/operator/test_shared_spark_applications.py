@@ -37,7 +37,7 @@ from brokers import make_topics, sandbox_broker
 from installed_api import InstalledApi, apply_file, installed_api
 from kafka_clients import admin_commit
 from kube_cluster import ControlPlane
-from operator_harness import GROUP_VERSION, ROOT, Kube, Operators, OperatorThread, condition
+from operator_harness import GROUP_VERSION, ROOT, RUN_TIMEOUT, Kube, Operators, OperatorThread, condition
 from spark_operator_standin import SparkOperatorStandIn
 from waiting import wait_until
 
@@ -55,7 +55,6 @@ APPS = "sparkoperator.k8s.io/v1beta2"
 POLICIES = "consumergroupoffsetpolicies"
 IMAGE = "ghcr.io/example/kafka-offset-operator:test"
 DAY_MS = 86_400_000
-RUN_TIMEOUT = 240.0  # a cold Spark start on a busy 2-core machine
 TEAMS = {"team-a": 3, "team-b": 2, "team-c": 1}  # standalone groups per team, each with 2 offsets
 WINDOW_S = 2.0  # policies created together arrive well within it, even on a loaded machine
 
