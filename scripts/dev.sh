@@ -25,7 +25,7 @@ ensure_venv() {
         say "installing the product, the sandbox broker, the demo and the test tools (first run takes a few minutes: pyspark is large)"
         "$VENV/bin/python" -m pip install --quiet --upgrade pip
         # The product (.), the test double (sandbox/) and the demo (demo/) are three distributions.
-        "$VENV/bin/python" -m pip install --quiet -e '.[test]' -e ./sandbox -e ./demo
+        "$VENV/bin/python" -m pip install --quiet -e '.[test,spark]' -e ./sandbox -e ./demo
         rm -f "$VENV"/.installed-* && touch "$stamp"
     fi
 }

@@ -93,7 +93,7 @@ local_base() {
     debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates bookworm "$mnt" "$DEBIAN_MIRROR" \
         >/dev/null || { tool umount "$ctr"; tool rm "$ctr" >/dev/null; die "debootstrap failed"; }
     rm -rf "$mnt"/var/lib/apt/lists/* "$mnt"/var/cache/apt/*.bin "$mnt"/var/cache/apt/archives/*.deb \
-        "$mnt"/usr/share/doc/* "$mnt"/usr/share/man/* "$mnt"/var/log/*.log
+        "$mnt"/usr/share/doc/* "$mnt"/usr/share/man/* "$mnt"/usr/share/locale/* "$mnt"/var/log/*.log
     tool umount "$ctr" >/dev/null
     tool config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --env LANG=C.UTF-8 \
         --cmd /bin/bash --label org.opencontainers.image.description="Debian bookworm minbase with python3 (local)" "$ctr"

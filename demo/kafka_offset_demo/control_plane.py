@@ -64,6 +64,7 @@ CONTROLLERS = (
     "statefulset-controller", "serviceaccount-controller", "serviceaccount-token-controller",
     "root-ca-certificate-publisher-controller", "clusterrole-aggregation-controller",
     "validatingadmissionpolicy-status-controller",
+    "job-controller", "ttl-after-finished-controller",  # the Job analysis engine's Jobs (tests/integration/operator/job_standin.py)
 )
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 

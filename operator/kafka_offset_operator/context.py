@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .adapters.kube import Kube
+from .decisions.policy_spec import Engine
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,9 @@ class OperatorOptions:
     large_backup_partitions: int = 1000  # above this, the status refers to the stored backup without a copy
     backup_retention_s: float = 30 * 86_400.0  # how long the backup store keeps a backup
     backup_sweep_interval_s: float = 3600.0  # how often expired backups are looked for
-    spark_image: str | None = None  # the SparkApplication engine's default image (else the environment's)
+    spark_image: str | None = None  # the Job and SparkApplication engines' default image (else the environment's)
+    # The engine of a policy whose spec.analysis.engine is unset (`run --default-engine`; the install sets Job).
+    default_engine: Engine = Engine.LOCAL
     # Policies of one cluster (and the same credentials; with the SparkApplication engine also one namespace and
     # one application shape) whose runs start within this many seconds share one scan of __consumer_offsets
     # (issue 12, decisions/scan_sharing.py); None: each scans alone, one policy visit at a time (as before sharing).

@@ -276,13 +276,15 @@ class Kube:
         return cast(dict[str, Any], obj)
 
     def delete_object(self, group: str, version: str, plural: str, namespace: str, name: str,
-                      resource_version: str | None = None) -> None:
+                      resource_version: str | None = None, propagation: str | None = None) -> None:
         """Delete; an object that is already gone is fine. With `resource_version`, only the object as it was
-        read (a precondition: the API server answers 409, raised as Conflict, when it changed since)."""
+        read (a precondition: the API server answers 409, raised as Conflict, when it changed since).
+        `propagation` "Background" takes the dependents too (a Job's pods: batch/v1 orphans them by default)."""
         kwargs: dict[str, Any] = {}
-        if resource_version:
+        if resource_version or propagation:
             kwargs["body"] = kubernetes.client.V1DeleteOptions(
-                preconditions=kubernetes.client.V1Preconditions(resource_version=resource_version))
+                preconditions=kubernetes.client.V1Preconditions(resource_version=resource_version)
+                if resource_version else None, propagation_policy=propagation)
         try:
             self._custom.delete_namespaced_custom_object(group, version, namespace, plural, name, **kwargs)
         except ApiException as exc:

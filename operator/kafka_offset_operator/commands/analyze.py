@@ -41,6 +41,11 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Spark and Arrow load only when an analysis really runs: the other commands stay quick to start.
+    from ..engines.dispatch import spark_installed
+
+    if not spark_installed():  # the operator image, or an install without the extra
+        raise UserError("analyze runs PySpark here, and this install has none: pip install "
+                        "'kafka-offset-operator[spark]' (or run the analysis in the cluster: engine Job)")
     from offset_expiry.analysis import execute, prepare
     from offset_expiry.output import emit, spark_failure_message, unmatched_patterns
     from offset_expiry.session import JavaMissing, local_session

@@ -15,6 +15,8 @@ from ..model.api import DEFAULT_PEERING
 
 USER_ENV = "KAFKA_OFFSET_OPERATOR_USER"
 VERIFIED_ENV = "KAFKA_OFFSET_OPERATOR_APPROVALS_VERIFIED"
+ENGINE_ENV = "KAFKA_OFFSET_OPERATOR_DEFAULT_ENGINE"
+ENGINES = ("Local", "Job", "SparkApplication")
 
 
 def add_parser(sub: Any) -> None:
@@ -42,6 +44,11 @@ def add_parser(sub: Any) -> None:
                    help="policies of the same Kafka cluster and credentials whose runs start within this many seconds "
                         "of each other share one scan of __consumer_offsets (SparkApplication engine: one application "
                         "per namespace); 'off': each scans alone (default 5)")
+    p.add_argument("--default-engine", choices=ENGINES, default=os.environ.get(ENGINE_ENV) or "Local",
+                   help="the analysis engine of a policy whose spec.analysis.engine is unset: Job (a Kubernetes Job "
+                        "per scan; what the install and the operator image set), SparkApplication (spark-operator), "
+                        f"or Local (PySpark inside the operator: needs the spark extra) (default: ${ENGINE_ENV}, "
+                        "else Local)")
     p.add_argument("--kafka-concurrency", type=_concurrency, default=8, metavar="N",
                    help="at most N OffsetDeletions and policy re-checks talk to Kafka at once (default 8)")
     p.add_argument("--log-format", choices=("text", "json"), default="text",
@@ -146,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ..adapters import metrics
     from ..context import OperatorOptions
+    from ..decisions.policy_spec import Engine
+    from ..engines.dispatch import spark_installed
     from ..runtime import run_operator
 
     if args.approvals_verified and not args.user:
@@ -155,6 +164,11 @@ def run(args: argparse.Namespace) -> int:
     handler.setFormatter(JsonFormatter() if args.log_format == "json"
                          else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
+    if args.default_engine not in ENGINES:
+        raise UserError(f"--default-engine (or ${ENGINE_ENV}): one of {', '.join(ENGINES)}, not {args.default_engine!r}")
+    if args.default_engine == "Local" and not spark_installed():
+        raise UserError("--default-engine Local runs PySpark inside the operator, and this install has none "
+                        "(pip install 'kafka-offset-operator[spark]'): use --default-engine Job or SparkApplication")
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         raise UserError(f"--kubeconfig: {args.kubeconfig} is not a file")
     options = OperatorOptions(
@@ -165,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
         retry_interval=args.retry_interval,
         backup_retention_s=args.backup_retention,
         scan_share_window_s=args.scan_share_window,
+        default_engine=Engine(args.default_engine),
         kafka_concurrency=args.kafka_concurrency,
         peering=None if args.standalone else args.peering,
         peering_priority=args.peering_priority,

@@ -36,7 +36,11 @@ class Mode(StrEnum):
 
 class Engine(StrEnum):
     LOCAL = "Local"
+    JOB = "Job"
     SPARK_APPLICATION = "SparkApplication"
+
+
+DEFAULT_JOB_DEADLINE_MS = 3_600_000  # the CRD's default analysis.job.deadline, 1h
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,17 @@ class SparkAppSettings:
 
 
 @dataclass(frozen=True)
+class JobSettings:
+    """spec.analysis.job: the Job engine's pod (decisions/kube_job.py)."""
+
+    image: str | None = None  # None: the operator's default image (OperatorOptions.spark_image)
+    service_account: str | None = None
+    resources: PodResources = PodResources()
+    deadline_ms: int = DEFAULT_JOB_DEADLINE_MS
+    backoff_limit: int = 1
+
+
+@dataclass(frozen=True)
 class PolicySpec:
     policy: Policy  # groups, rules, protect: what the analysis applies
     kafka: Mapping[str, Any]
@@ -63,6 +78,7 @@ class PolicySpec:
     engine: Engine = Engine.LOCAL
     broker_retention_ms: int | None = None
     spark: SparkAppSettings = SparkAppSettings()
+    job: JobSettings = JobSettings()
     analysis_spec: Mapping[str, Any] = field(default_factory=dict)  # the canonical groups/rules/protect
     finished_deletions_limit: int = DEFAULT_FINISHED_DELETIONS_LIMIT  # finished OffsetDeletions kept
     separate_approver: bool = False  # spec.approval.separateApprover: copied into the policy's proposals
@@ -77,7 +93,9 @@ class PolicySpec:
         return self.mode is not Mode.DRY_RUN
 
 
-def parse_policy_spec(spec: Any) -> PolicySpec:
+def parse_policy_spec(spec: Any, default_engine: Engine = Engine.LOCAL) -> PolicySpec:
+    """`default_engine`: the engine of a spec that names none (the operator's --default-engine: the choice is
+    the operator's, per install, and the status' lastRun.engine says which one ran)."""
     if spec is None:
         raise SpecError("spec", "is required")
     spec = _SPEC.check(spec, "spec")
@@ -99,7 +117,7 @@ def parse_policy_spec(spec: Any) -> PolicySpec:
         mode=mode,
         separate_approver=separate,
         interval_ms=DEFAULT_INTERVAL_MS if interval is None else interval,
-        engine=Engine(analysis.get("engine", Engine.LOCAL)),
+        engine=Engine(analysis.get("engine", default_engine)),
         broker_retention_ms=_positive(retention, "spec.analysis.brokerRetention"),
         spark=SparkAppSettings(
             image=spark.get("image"),
@@ -107,8 +125,20 @@ def parse_policy_spec(spec: Any) -> PolicySpec:
             driver=_pod(spark.get("driver", {})),
             executor=_pod(spark.get("executor", {})),
         ),
+        job=_job(analysis.get("job", {})),
         analysis_spec=policy.to_spec(),
         finished_deletions_limit=spec.get("history", {}).get("finishedDeletionsLimit", DEFAULT_FINISHED_DELETIONS_LIMIT),
+    )
+
+
+def _job(value: Mapping[str, Any]) -> JobSettings:
+    deadline = _positive(value.get("deadline"), "spec.analysis.job.deadline")
+    return JobSettings(
+        image=value.get("image"),
+        service_account=value.get("serviceAccount"),
+        resources=_pod(value),
+        deadline_ms=DEFAULT_JOB_DEADLINE_MS if deadline is None else deadline,
+        backoff_limit=value.get("backoffLimit", 1),
     )
 
 

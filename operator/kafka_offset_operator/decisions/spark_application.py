@@ -156,7 +156,15 @@ def manifest(policy_body: Mapping[str, Any], owner: Mapping[str, Any], spec: Pol
     meta = policy_body["metadata"]
     app = application_name(meta["name"], run_id)
     labels = run_labels(meta["name"], run_id)
-    namespace = meta["namespace"]
+    arguments = run_arguments(policy_body, owner, settings, app, run_id, retention_ms=retention_ms, now_ms=now_ms)
+    return _application(app, meta["namespace"], labels, {}, [dict(owner)], arguments, spec, settings, image, main_file)
+
+
+def run_arguments(policy_body: Mapping[str, Any], owner: Mapping[str, Any], settings: ConnectionSettings, app: str,
+                  run_id: str, *, retention_ms: int | None = None, now_ms: int | None = None) -> list[str]:
+    """job.py's arguments for one policy's own run named `app` (shared with the Job engine,
+    decisions/kube_job.py): its policy and results ConfigMaps."""
+    namespace = policy_body["metadata"]["namespace"]
     arguments = [
         "--bootstrap-server", settings.bootstrap_servers,
         "--policy", f"configmap://{namespace}/{policy_configmap_name(app)}",
@@ -166,7 +174,7 @@ def manifest(policy_body: Mapping[str, Any], owner: Mapping[str, Any], spec: Pol
         arguments += ["--broker-retention", f"{retention_ms // 60_000}m"]
     if now_ms is not None:
         arguments += ["--now", _iso_ms(now_ms)]
-    return _application(app, namespace, labels, {}, [dict(owner)], arguments, spec, settings, image, main_file)
+    return arguments
 
 
 def _application(app: str, namespace: str, labels: Mapping[str, str], annotations: Mapping[str, str],
@@ -259,6 +267,16 @@ def batch_manifest(runs: Sequence[BatchRun], spec: PolicySpec, settings: Connect
     namespace = runs[0].body["metadata"]["namespace"]
     app = shared_application_name(run_id)
     labels = batch_labels(key, run_id)
+    arguments, members = batch_arguments(runs, settings, app, run_id)
+    annotations = {MEMBERS_ANNOTATION: encode_members(members)}
+    return _application(app, namespace, labels, annotations, [dict(r.owner) for r in runs], arguments, spec, settings,
+                        image, main_file)
+
+
+def batch_arguments(runs: Sequence[BatchRun], settings: ConnectionSettings, app: str,
+                    run_id: str) -> tuple[list[str], list[Member]]:
+    """job.py's arguments for the shared run `app` of `runs` (shared with the Job engine), and its members."""
+    namespace = runs[0].body["metadata"]["namespace"]
     arguments = ["--bootstrap-server", settings.bootstrap_servers]
     members = []
     for index, run in enumerate(runs):
@@ -269,9 +287,7 @@ def batch_manifest(runs: Sequence[BatchRun], spec: PolicySpec, settings: Connect
             "--broker-retention", f"{run.retention_ms // 60_000}m",
         ]
         members.append(Member(run.body["metadata"]["name"], str(run.body["metadata"].get("uid") or ""), results))
-    annotations = {MEMBERS_ANNOTATION: encode_members(members)}
-    return _application(app, namespace, labels, annotations, [dict(r.owner) for r in runs], arguments, spec, settings,
-                        image, main_file)
+    return arguments, members
 
 
 def batch_labels(key: str, run_id: str) -> dict[str, str]:

@@ -1,1 +1,1 @@
-"""The analysis engines: a warm local Spark worker, or a SparkApplication on spark-operator."""
+"""The analysis engines: Job (a Kubernetes Job), SparkApplication (spark-operator), Local (a warm local Spark worker)."""

@@ -1,4 +1,4 @@
-"""What both analysis engines share: one run's inputs, how it is cancelled, and how it fails."""
+"""What the analysis engines share: one run's inputs, how it is cancelled, and how it fails."""
 
 from __future__ import annotations
 

@@ -263,18 +263,45 @@ def _policy_spec() -> Schema:
             },
             analysis={
                 "type": "object",
-                "default": {"engine": "Local"},
                 "description": "Where the analysis of __consumer_offsets runs.",
                 "properties": {
                     "engine": {
                         "type": "string",
-                        "enum": ["Local", "SparkApplication"],
-                        "default": "Local",
+                        "enum": ["Local", "Job", "SparkApplication"],
                         "description": (
-                            "Local runs PySpark in local mode next to the operator. SparkApplication creates a "
-                            "sparkoperator.k8s.io/v1beta2 SparkApplication (kubeflow spark-operator) that runs "
-                            "the same job in the cluster."
+                            "Job runs the Spark job image in local mode in a Kubernetes Job of the policy's "
+                            "namespace. SparkApplication creates a sparkoperator.k8s.io/v1beta2 SparkApplication "
+                            "(kubeflow spark-operator) that runs the same job in the cluster. Local runs PySpark "
+                            "in local mode inside the operator (laptops and the demo; the operator image has no "
+                            "Spark). Unset: the operator's --default-engine (the install sets Job)."
                         ),
+                    },
+                    "job": {
+                        "type": "object",
+                        "description": "Settings for the Job engine.",
+                        "properties": {
+                            "image": {
+                                "type": "string",
+                                "title": "image reference (no spaces)",
+                                "pattern": r"^\S+$",
+                                "maxLength": MAX_IMAGE_LENGTH,
+                                "description": "The Spark job image (images/spark-job); unset: the operator's default.",
+                            },
+                            "serviceAccount": {
+                                "type": "string",
+                                "title": "Kubernetes name (lower-case letters, digits, - and .)",
+                                "pattern": r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
+                                "maxLength": MAX_NAME,
+                                "description": "Service account of the Job's pod (it writes the results ConfigMaps).",
+                            },
+                            **_SPARK_POD_PROPS,
+                            "deadline": duration("The Job's activeDeadlineSeconds: a scan running longer fails.", "1h"),
+                            "backoffLimit": {
+                                "type": "integer", "minimum": 0, "maximum": 10, "default": 1,
+                                "description": "Pods retried after a failure other than an input error (exit code 2, "
+                                               "which fails the Job at once).",
+                            },
+                        },
                     },
                     "brokerRetention": duration(
                         "The broker's offsets.retention.minutes, when the operator may not read broker configs "
@@ -419,7 +446,7 @@ def _policy_status() -> Schema:
                 "properties": {
                     "startTime": _time("When the run started."),
                     "completionTime": _time("When the run ended."),
-                    "engine": _text("Local or SparkApplication."),
+                    "engine": _text("Local, Job or SparkApplication."),
                     "recordsScanned": _count("Records read from __consumer_offsets."),
                     "skippedRecords": _count("Corrupt or unknown records, counted and skipped."),
                     "groupsSeen": _count("Consumer groups found in the topic."),

@@ -27,6 +27,7 @@ class Reason(StrEnum):
     ANALYSIS_INPUT_ERROR = "AnalysisInputError"  # the Local analysis refused its input
     SPARK_UNAVAILABLE = "SparkUnavailable"  # the Local analysis could not start Spark (no Java)
     SPARK_APPLICATION_FAILED = "SparkApplicationFailed"  # the SparkApplication failed or gave no usable results
+    ANALYSIS_JOB_FAILED = "AnalysisJobFailed"  # the analysis Job failed (backoff, deadline) or gave no usable results
     INTERNAL_ERROR = "InternalError"  # an unexpected error (a bug; its traceback is logged); retried
     ANALYSIS_RUNNING = "AnalysisRunning"  # Progressing=True: a run is under way
     IDLE = "Idle"  # Progressing=False: no run under way

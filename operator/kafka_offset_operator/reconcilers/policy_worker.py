@@ -51,6 +51,7 @@ from ..decisions.spark_application import DEFAULT_MAIN_FILE
 from ..decisions.times import parse_iso
 from ..engines.dispatch import run as run_analysis
 from ..engines.job import AnalysisFailed, CancelFlag, Cancelled, Job
+from ..engines.kube_job import JobEngine
 from ..engines.spark_application import DEFAULT_IMAGE_ENV, SparkApplicationEngine
 from ..model.api import DELETIONS, GROUP, POLICIES, POLICY_LABEL, VERSION
 from ..model.connection import ConnectionSettings
@@ -76,12 +77,11 @@ class PolicyRunner:
         self.options = ctx.options
         self.tick_s = max(0.2, min(5.0, ctx.options.retry_interval))
         self.retry_ms = int(ctx.options.retry_interval * 1000)
-        self.spark = SparkApplicationEngine(
-            ctx.kube,
-            ctx.options.spark_image or os.environ.get(DEFAULT_IMAGE_ENV),
-            os.environ.get(MAIN_FILE_ENV) or DEFAULT_MAIN_FILE,
-            poll_s=min(2.0, self.tick_s),
-        )
+        image = ctx.options.spark_image or os.environ.get(DEFAULT_IMAGE_ENV)
+        main_file = os.environ.get(MAIN_FILE_ENV) or DEFAULT_MAIN_FILE
+        self.spark = SparkApplicationEngine(ctx.kube, image, main_file, poll_s=min(2.0, self.tick_s))
+        self.kube_job = JobEngine(ctx.kube, image, main_file, poll_s=min(2.0, self.tick_s))
+        self.default_engine = ctx.options.default_engine
         self.failures: dict[tuple[str, str], int] = {}
         # One analysis at a time in this operator when scans are not shared. Shared runs do not take it: the
         # engines queue them themselves (Local: one scan at a time in the operator; SparkApplication: one
@@ -142,7 +142,7 @@ class PolicyRunner:
         analyses (or their waits for an unreachable Kafka) hold it."""
         namespace = body["metadata"]["namespace"]
         try:
-            spec = parse_policy_spec(body.get("spec"))
+            spec = parse_policy_spec(body.get("spec"), self.default_engine)
             connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret))
         except (SpecError, KubeError):
             return False
@@ -277,7 +277,7 @@ class PolicyRunner:
         started = self.now_ms()
         refused: list[str] = []
         try:
-            spec = parse_policy_spec(body.get("spec"))
+            spec = parse_policy_spec(body.get("spec"), self.default_engine)
             settings = connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret),
                                             read_resource=self.kube.strimzi_reader(namespace))
         except SpecError as exc:
@@ -296,7 +296,7 @@ class PolicyRunner:
             report = run_analysis(Job(body, spec, settings, retention_ms,
                                       share_key=share_key(settings, cluster_id) if shared else None,
                                       share_window_ms=window_ms if shared else 0),
-                                  cancel, self.spark)
+                                  cancel, self.spark, self.kube_job)
             metrics.analysis_finished(spec.engine.value, "Succeeded", (self.now_ms() - started) / 1000)
             with KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
                 kept, skipped = self._recheck(admin, spec, report)

@@ -57,3 +57,57 @@ def test_what_production_imports_loads_no_test_double_and_no_spark(module: str) 
                             timeout=120).stdout.split()
     assert module in loaded
     assert [m for m in loaded if m.split(".")[0] in TEST_DOUBLES + SPARK] == []
+
+
+# Issue 21: the operator image has no Spark. A meta-path finder refuses the `spark` extra's packages, as an
+# install without them would (ModuleNotFoundError); the operator must import and start without them.
+BLOCK_SPARK = """
+import importlib.abc, sys
+class NoSpark(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('pyspark', 'py4j', 'pyarrow', 'pandas', 'numpy'):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked: the operator image has no Spark)", name=name)
+        return None
+sys.meta_path.insert(0, NoSpark())
+"""
+
+
+def without_spark(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", BLOCK_SPARK + code, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_the_operator_imports_and_starts_without_spark(tmp_path: Path) -> None:
+    """The entry point, the runtime, every handler and the Job and SparkApplication engines import with the
+    spark extra missing; `run` gets as far as its kubeconfig (a missing file: its one-line error)."""
+    modules = ["kafka_offset_operator.cli", "kafka_offset_operator.runtime", "kafka_offset_operator.handlers.backups",
+               "kafka_offset_operator.handlers.consumer_group_offset_policy", "kafka_offset_operator.handlers.offset_deletion",
+               "kafka_offset_operator.handlers.offset_reset", "kafka_offset_operator.engines.dispatch",
+               "kafka_offset_operator.engines.kube_job", "kafka_offset_operator.engines.spark_application"]
+    out = without_spark(f"import importlib\nfor m in {modules!r}: importlib.import_module(m)\nprint('imported')")
+    assert out.returncode == 0 and out.stdout.strip() == "imported", out.stderr
+    start = "from kafka_offset_operator.cli import main\nraise SystemExit(main(sys.argv[1:]))"
+    out = without_spark(start, "run", "--default-engine", "Job", "-n", "team-a", "--kubeconfig", str(tmp_path / "none"))
+    assert out.returncode == 2 and "--kubeconfig" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_without_spark_the_local_engine_is_refused_with_a_clear_answer() -> None:
+    start = "from kafka_offset_operator.cli import main\nraise SystemExit(main(sys.argv[1:]))"
+    out = without_spark(start, "run", "--default-engine", "Local", "-n", "team-a")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "--default-engine Local" in out.stderr and "kafka-offset-operator[spark]" in out.stderr
+    out = without_spark(start, "analyze", "--bootstrap-server", "127.0.0.1:1", "--policy", "none.yaml")
+    assert out.returncode == 2 and "kafka-offset-operator[spark]" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    # A policy naming Local gets a condition naming the field (engines/dispatch.py), not a crash.
+    code = """
+from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
+from kafka_offset_operator.engines import dispatch
+from kafka_offset_operator.engines.job import AnalysisFailed, Job
+from kafka_offset_operator.model.connection import ConnectionSettings
+spec = parse_policy_spec({"kafka": {"bootstrapServers": "k:9092"}, "analysis": {"engine": "Local"}})
+try:
+    dispatch.run(Job({"metadata": {"name": "p", "namespace": "n"}}, spec, ConnectionSettings("k:9092"), 1), None, None, None)
+except AnalysisFailed as exc:
+    print(exc.reason, exc.message.split(":")[0])
+"""
+    out = without_spark(code)
+    assert out.stdout.strip() == "InvalidSpec spec.analysis.engine", out.stderr
