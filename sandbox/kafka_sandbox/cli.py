@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from offset_expiry.durations import format_duration_ms, parse_duration_ms
+from kafka_offsets_model.durations import format_duration_ms, parse_duration_ms
 
 from .broker import BrokerRuntime, broker_config
 from .security import CLIENT_AUTH, MECHANISMS, PROTOCOLS, ListenerSecurity, server_ssl_context

@@ -26,11 +26,11 @@ import tempfile
 from collections.abc import Sequence
 from typing import NoReturn
 
+from kafka_offsets_model.errors import InputError
 from offset_expiry import results_sink
 from offset_expiry.analysis import AnalysisRequest, execute, execute_many, prepare
 from offset_expiry.cli_args import add_arguments, check_output_path, request_from_args
 from offset_expiry.client_env import settings_from_env
-from offset_expiry.errors import InputError
 from offset_expiry.output import emit, spark_failure_message
 from offset_expiry.pipeline import PolicyRun
 from offset_expiry.progress import Progress

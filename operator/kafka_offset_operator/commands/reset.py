@@ -133,8 +133,8 @@ def _scope_raw(args: argparse.Namespace) -> dict[str, Any]:
 
 def parse_args(args: argparse.Namespace) -> tuple[ResetTarget, ResetScope, int]:
     """(target, scope, backup retention in ms), or UserError naming the flag."""
-    from offset_expiry.durations import parse_duration_ms
-    from offset_expiry.errors import SpecError
+    from kafka_offsets_model.durations import parse_duration_ms
+    from kafka_offsets_model.errors import SpecError
 
     from ..decisions.reset_plan import TargetKind, check_group, parse_scope, parse_target
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from offset_expiry.policy import Protection
+from kafka_offsets_model.policy import Protection
 
 from ..model.backups import BackupRecord, backup_entries
 from ..model.offsets import TP, Committed, GroupInfo, group_busy

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from offset_expiry.policy import Policy, regex_pattern_warnings, unmatched_pattern_warnings
+from kafka_offsets_model.policy import Policy, regex_pattern_warnings, unmatched_pattern_warnings
 
 from ..model.reasons import Reason
 from ..model.report import Report, ScannedOffset

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from offset_expiry.codec import partition_for
-from offset_expiry.policy import Protection
-from offset_expiry.rules import Reason
+from kafka_offsets_model.codec import partition_for
+from kafka_offsets_model.policy import Protection
+from kafka_offsets_model.rules import Reason
 
 from ..model.api import API_VERSION, DELETION_KIND, GROUP, MANAGED_BY, POLICY_LABEL
 from ..model.crds import MAX_PARTITIONS, MAX_TOPICS

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from offset_expiry.durations import format_duration_ms, parse_duration_ms
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.durations import format_duration_ms, parse_duration_ms
+from kafka_offsets_model.errors import SpecError
 
 from ..model.offsets import TP, Committed
 from ..model.offsets import LogRange as LogRange  # re-exported: a plan's input

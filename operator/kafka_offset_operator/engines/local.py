@@ -51,7 +51,7 @@ WORKER_MODULE = "kafka_offset_operator.engines.local_worker"
 class LocalRequest:
     run_id: str
     bootstrap_servers: str
-    policy: Mapping[str, Any]  # groups/rules/protect, as offset_expiry.policy parses them
+    policy: Mapping[str, Any]  # groups/rules/protect, as kafka_offsets_model.policy parses them
     client_settings: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold a password
     now_ms: int | None = None
     retention_ms: int | None = None

@@ -17,7 +17,7 @@ from typing import Any
 
 import kopf
 
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 from ..adapters import audit, metrics
 from ..adapters.backup_store import BackupNotStored, backup_name

@@ -33,9 +33,9 @@ from typing import Any, cast
 
 import kopf
 
-from offset_expiry.errors import SpecError
-from offset_expiry.rules import CANDIDATE_REASONS
-from offset_expiry.rules import Reason as Verdict
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.rules import CANDIDATE_REASONS
+from kafka_offsets_model.rules import Reason as Verdict
 
 from ..adapters import metrics
 from ..adapters.backup_store import BackupStore

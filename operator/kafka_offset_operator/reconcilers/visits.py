@@ -16,8 +16,8 @@ from typing import Any, ClassVar, NoReturn, Protocol, cast
 
 import kopf
 
-from offset_expiry.errors import SpecError
-from offset_expiry.policy import Protection
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.policy import Protection
 
 from ..adapters import audit
 from ..adapters.backup_store import BackupStore

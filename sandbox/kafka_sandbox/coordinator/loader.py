@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     CodecError,
@@ -25,7 +25,7 @@ from offset_expiry.codec import (
     streams_source_topics,
     subscription_topics,
 )
-from offset_expiry.codec.fastpath import offset_commit_record
+from kafka_offsets_model.codec.fastpath import offset_commit_record
 
 from .classic import ClassicGroup, ClassicMember, GroupState
 from .membership import Membership

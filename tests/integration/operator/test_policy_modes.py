@@ -278,7 +278,7 @@ def test_approve_proposes_one_deletion_per_group_waiting_for_approval(approve: A
 def test_proposals_carry_the_facts_of_their_scan(approve: Approve) -> None:
     """What the re-check right before the delete reads from (decisions/fresh_verdict.py): where the scan
     ended in the group's __consumer_offsets partition, and each offset's commit time and rule."""
-    from offset_expiry.codec import partition_for
+    from kafka_offsets_model.codec import partition_for
 
     spec = approve.proposed["orders-app"]["spec"]
     snapshot = approve.status["lastRun"].get("snapshot")

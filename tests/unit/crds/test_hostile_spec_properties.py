@@ -28,9 +28,9 @@ from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
 from kafka_offset_operator.decisions.reset_spec import parse_reset_spec
 from kafka_offset_operator.model.api import DELETION_KIND, POLICY_KIND, RESET_KIND
 from kafka_offset_operator.model.crds import build_crds, spec_schema
-from offset_expiry.errors import SpecError
-from offset_expiry.openapi import SchemaCheck
-from offset_expiry.policy import parse_policy
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.openapi import SchemaCheck
+from kafka_offsets_model.policy import parse_policy
 
 FAST = settings(max_examples=50, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])

@@ -13,8 +13,8 @@ from kafka_offset_operator.decisions import proposals as P
 from kafka_offset_operator.decisions.deletion_spec import parse_spec
 from kafka_offset_operator.decisions.policy_spec import Mode
 from kafka_offset_operator.model.offsets import Committed, GroupInfo, Member
-from offset_expiry.errors import SpecError
-from offset_expiry.policy import Protection
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.policy import Protection
 
 NOW = "2026-01-02T03:04:05Z"
 EMPTY = GroupInfo("g", "Empty", "consumer")

@@ -16,8 +16,8 @@ from kafka_offset_operator.decisions.keepalive import KeepAlivePlan, Method
 from kafka_offset_operator.decisions.policy_spec import Engine, Mode, parse_policy_spec
 from kafka_offset_operator.model.offsets import Committed, GroupInfo, Member
 from kafka_offset_operator.model.report import ReportError, from_rows, read_report
-from offset_expiry.errors import SpecError
-from offset_expiry.policy import Protection
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.policy import Protection
 from offset_expiry.report import write_json
 
 DAY = 86_400_000
@@ -288,7 +288,7 @@ def test_group_patterns_that_look_like_regexes_or_match_nothing_are_warned_about
 def test_children_carry_the_facts_of_the_scan_for_the_re_check_before_deleting() -> None:
     """spec.scan: the group's __consumer_offsets partition (abs(javaHashCode) % partitions) and where the
     scan's snapshot of it ended, so the deletion reads only what the group wrote since."""
-    from offset_expiry.codec import partition_for
+    from kafka_offsets_model.codec import partition_for
 
     p = proposal(row("orders-app", "t", 0, 4))
     snapshot = {str(i): 100 + i for i in range(50)}

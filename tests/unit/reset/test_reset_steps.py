@@ -15,7 +15,7 @@ from kafka_offset_operator.decisions.reset_spec import parse_reset_spec
 from kafka_offset_operator.decisions.reset_steps import Step
 from kafka_offset_operator.model.backups import Action, BackupRecord, Requester
 from kafka_offset_operator.model.offsets import Committed, GroupInfo, Member
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 NOW = "2026-01-02T03:04:05Z"
 EMPTY = GroupInfo("g", "Empty", "consumer")
