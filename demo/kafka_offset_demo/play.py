@@ -29,14 +29,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from kafka_offset_operator import cli
-from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
-from kafka_offset_operator.adapters.kube import Kube, NotFound, load_config
-from kafka_offset_operator.context import OperatorOptions
-from kafka_offset_operator.decisions.conditions import find
-from kafka_offset_operator.decisions.times import parse_iso
-from kafka_offset_operator.engines.local import shared_engine
-from kafka_offset_operator.model.api import (
+from kafka_offset_operator.public import (
     API_VERSION,
     DELETIONS,
     GROUP,
@@ -44,10 +37,19 @@ from kafka_offset_operator.model.api import (
     POLICY_KIND,
     POLICY_LABEL,
     VERSION,
+    ConnectionSettings,
+    KafkaAdmin,
+    Kube,
+    NotFound,
+    OperatorOptions,
+    build_crds,
+    find_condition,
+    load_config,
+    parse_iso,
+    run_cli,
+    run_operator,
+    shared_engine,
 )
-from kafka_offset_operator.model.connection import ConnectionSettings
-from kafka_offset_operator.model.crds import build_crds
-from kafka_offset_operator.runtime import run_operator
 from offset_expiry.session import JavaMissing, check_java
 
 from .control_plane import ApiError, ControlPlane, built_binaries, kubeconfig
@@ -377,7 +379,7 @@ class Demo:
         lines.append(f"$ kafka-offset-operator restore --backup {NAMESPACE}/{backup} --execute")
         buffer = io.StringIO()
         with contextlib.redirect_stdout(buffer):
-            code = cli.main(["restore", "--backup", f"{NAMESPACE}/{backup}", "--kubeconfig", str(kubeconfig),
+            code = run_cli(["restore", "--backup", f"{NAMESPACE}/{backup}", "--kubeconfig", str(kubeconfig),
                              "--execute"])
         lines += [f"  {line}" for line in buffer.getvalue().splitlines()]
         after = _committed(servers, group)
@@ -446,7 +448,7 @@ def _committed(servers: str, group: str) -> dict[tuple[str, int], int]:
 
 def _condition(status: Mapping[str, Any], kind: str) -> dict[str, Any]:
     """The operator's own lookup (decisions.conditions.find), {} when the status has no such condition yet."""
-    return dict(find(status.get("conditions"), kind) or {})
+    return dict(find_condition(status.get("conditions"), kind) or {})
 
 
 class OperatorThread:

@@ -82,3 +82,16 @@ def test_the_operator_layers_appear_in_the_document_in_the_contracts_order() -> 
         assert match, f"docs/architecture.md: the layer {first} is not in the picture"
         positions.append(match.start())
     assert positions == sorted(positions), "docs/architecture.md: the layers are not in the contract's order"
+
+
+def test_every_module_of_the_operator_is_in_a_layer_and_only_the_public_face_is_unprotected() -> None:
+    contracts = PYPROJECT["tool"]["importlinter"]["contracts"]
+    [layers] = [c for c in contracts if c.get("type") == "layers" and c["containers"] == ["kafka_offset_operator"]]
+    [protected] = [c for c in contracts if c.get("type") == "protected"]
+    package = ROOT / "operator" / "kafka_offset_operator"
+    modules = {p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    modules |= {p.parent.name for p in package.glob("*/__init__.py")}
+    in_layers = {name.strip() for layer in layers["layers"] for name in layer.split(":")}
+    assert modules == in_layers, "a module of the operator is in no layer of the contract"
+    guarded = {m.removeprefix("kafka_offset_operator.") for m in protected["protected_modules"]}
+    assert modules - guarded == {"public"}, "every internal module is protected; the public face is not"
