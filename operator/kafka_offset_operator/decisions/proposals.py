@@ -26,8 +26,9 @@ from ..model.api import API_VERSION, DELETION_KIND, GROUP, MANAGED_BY, POLICY_LA
 from ..model.crds import MAX_PARTITIONS, MAX_TOPICS
 from ..model.offsets import TP, Committed, GroupInfo
 from ..model.report import ScannedOffset
-from .deletion_steps import AWAITING, FAILED, PARTIALLY_FAILED, PENDING, RESTORED, SUCCEEDED
+from .deletion_steps import RESTORED
 from .policy_spec import Mode
+from .step_outcomes import AWAITING, FAILED, PARTIALLY_FAILED, PENDING, SUCCEEDED
 from .times import iso
 
 MAX_NAME = 63  # children's names stay valid label values
@@ -359,7 +360,7 @@ def children(policy_body: Mapping[str, Any], kept: Sequence[Proposal], mode: Mod
 
 
 # One OffsetDeletion is one object: its spec, the status' copy of it (status.target.spec) and its bounded
-# results (deletion_steps.RESULTS_BUDGET, twice, and as much for the backup's copy) stay under etcd's 1.5 MiB.
+# results (step_outcomes.RESULTS_BUDGET, twice, and as much for the backup's copy) stay under etcd's 1.5 MiB.
 SPEC_BUDGET = 200 * 1024
 
 

@@ -908,7 +908,7 @@ def _deletion_status() -> Schema:
 
 
 def _results_summary(field: str) -> Schema:
-    """Set when status.<field> is shortened to fit the object (decisions/deletion_steps.bounded_results)."""
+    """Set when status.<field> is shortened to fit the object (decisions/step_outcomes.bounded_results)."""
     counts = {"type": "object", "additionalProperties": {"type": "integer"}}
     return {
         "type": "object",

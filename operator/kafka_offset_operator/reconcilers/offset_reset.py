@@ -24,15 +24,10 @@ from ..adapters.backup_store import BackupNotStored, backup_name
 from ..adapters.kafka_admin import KafkaAdmin
 from ..adapters.kube import Forbidden, KubeError, NotFound
 from ..decisions import reset_steps as steps
+from ..decisions import step_outcomes as outcomes
 from ..decisions import workload_pause as pause
 from ..decisions.approval import approval_of
 from ..decisions.connection_spec import connection_from_spec
-from ..decisions.deletion_steps import (
-    backup_not_stored,
-    protecting_pattern,
-    spec_problem,
-    target_of,
-)
 from ..decisions.fresh_verdict import rederive
 from ..decisions.reset_plan import (
     ResetPlan,
@@ -45,7 +40,13 @@ from ..decisions.reset_plan import (
 )
 from ..decisions.reset_spec import ResetSpec, parse_reset_spec
 from ..decisions.reset_steps import Step
-from ..decisions.step_outcomes import frozen_fields
+from ..decisions.step_outcomes import (
+    backup_not_stored,
+    frozen_fields,
+    protecting_pattern,
+    spec_problem,
+    target_of,
+)
 from ..decisions.times import iso, parse_iso
 from ..engines.job import CancelFlag
 from ..model.api import RESET_KIND, RESETS
@@ -142,7 +143,7 @@ class ResetReconciler(ObjectVisits):
                     # protect is the cluster's: any policy the operator watches, whichever this one references
                     refused = self._refused_by_protection(
                         body, status, admin.cluster_id(), str((status.get("target") or {}).get("group") or spec.group),
-                        "reset", steps.FAILED, generation)
+                        "reset", outcomes.FAILED, generation)
                     if refused is not None:
                         status, step = refused, Step.DONE  # final: paused workloads are scaled back below
                 if step is Step.PLAN:
@@ -176,11 +177,11 @@ class ResetReconciler(ObjectVisits):
                         status)
         except SpecError as exc:  # found while planning: a backup or topic the spec names is not there
             if (spec.approved and Reason(exc.reason) is Reason.INVALID_SPEC and pause.pending(status)
-                    and status.get("phase") not in (steps.RUNNING, *steps.FINAL)):
+                    and status.get("phase") not in (outcomes.RUNNING, *steps.FINAL)):
                 # the approved spec is frozen: nothing can fix it, and the consumers are at zero
                 status = self._apply(body, steps.invalid_while_paused(status, exc.field, exc.problem, _now(),
                                                                       generation), status)
-                metrics.reset_finished(steps.FAILED, 0)
+                metrics.reset_finished(outcomes.FAILED, 0)
                 try:
                     self._restore_workloads(body, status)
                 except _WorkloadForbidden as denied:
@@ -237,7 +238,7 @@ class ResetReconciler(ObjectVisits):
         plan = self._plan(meta["namespace"], spec, admin)
         now = _now()
         if plan.refusal is not None:
-            metrics.reset_finished(steps.FAILED, 0)
+            metrics.reset_finished(outcomes.FAILED, 0)
             return self._apply(body, steps.plan_refused(status, plan, now, generation), status)
         cluster_id = admin.cluster_id()
         who = approval_of(body.get("spec"))
@@ -274,7 +275,7 @@ class ResetReconciler(ObjectVisits):
         if group.active:
             if pause.applies(status) and pause.expired(status, spec.pause_timeout_ms, int(time.time() * 1000)):
                 outcome = pause.timed_out(status, group, None, spec.pause_timeout, now, generation)
-                metrics.reset_finished(steps.FAILED, 0)
+                metrics.reset_finished(outcomes.FAILED, 0)
                 return self._apply(body, outcome, status)  # the caller scales them back
             return self._apply(body, steps.members_present(status, group, interval, now, generation), status)
         current = admin.committed_offsets(group_id)

@@ -25,11 +25,10 @@ from ..adapters.kube import KubeError, NotFound, Refused
 from ..context import OperatorContext
 from ..decisions import step_outcomes
 from ..decisions.approval import approval_of, approval_problem, policy_wants_separate_approver
-from ..decisions.deletion_steps import spec_problem, write_refused
 from ..decisions.kafka_answers import answer_lost
 from ..decisions.protection import refusal
 from ..decisions.status_patch import changes, merge_patch
-from ..decisions.step_outcomes import Outcome
+from ..decisions.step_outcomes import Outcome, spec_problem, write_refused
 from ..engines.job import CancelFlag
 from ..model.api import POLICIES
 from ..model.offsets import TP, Committed, KafkaFailure

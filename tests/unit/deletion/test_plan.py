@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kafka_offset_operator.decisions import deletion_steps as steps
-from kafka_offset_operator.decisions import kafka_answers, status_patch
+from kafka_offset_operator.decisions import kafka_answers, status_patch, step_outcomes
 from kafka_offset_operator.decisions.conditions import Condition, merge_conditions
 from kafka_offset_operator.decisions.deletion_spec import parse_spec
 from kafka_offset_operator.decisions.deletion_steps import Step
@@ -62,7 +62,7 @@ def test_backup_keeps_what_will_be_deleted_and_settles_the_rest() -> None:
                  ("other", 0): Committed(1)}
     result = steps.plan_backup(s, {}, EMPTY, committed, NOW, 7)
     assert result.offsets == {("orders", 0): Committed(3, 0, "m"), ("pay", 0): Committed(5)}
-    target = steps.target_of({"group": "g", "approved": True, "kafka": {"bootstrapServers": "k:9092"}},
+    target = step_outcomes.target_of({"group": "g", "approved": True, "kafka": {"bootstrapServers": "k:9092"}},
                              {"bootstrapServers": "k:9092"}, "cid", "k:9092")
     outcome = steps.backup_taken({}, record(result.offsets), result, target, NOW, 7)
     patch = outcome.status
@@ -188,7 +188,7 @@ def test_every_busy_group_answer_blocks_the_restore() -> None:
 
 
 def test_spec_problem_names_the_field_and_waits_in_pending() -> None:
-    outcome = steps.spec_problem({}, "spec.kafka.sasl.secretRef", "Secret 'x' not found", "SecretNotFound", NOW, 1)
+    outcome = step_outcomes.spec_problem({}, "spec.kafka.sasl.secretRef", "Secret 'x' not found", "SecretNotFound", NOW, 1)
     assert outcome.status["phase"] == "Pending"
     degraded = next(c for c in outcome.status["conditions"] if c["type"] == "Degraded")
     assert degraded["message"] == "spec.kafka.sasl.secretRef: Secret 'x' not found"
