@@ -11,11 +11,11 @@ from .cli import main as run_cli
 from .context import OperatorOptions
 from .decisions.conditions import find as find_condition
 from .decisions.status_patch import merge_patch
-from .decisions.times import parse_iso
 from .engines.local import shared_engine
 from .model.api import API_VERSION, DELETIONS, GROUP, POLICIES, POLICY_KIND, POLICY_LABEL, VERSION
 from .model.connection import ConnectionSettings
 from .model.crds import build_crds, kopf_peering_crd
+from .model.times import parse_iso
 from .runtime import run_operator
 
 __all__ = [

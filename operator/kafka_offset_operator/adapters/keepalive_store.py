@@ -15,6 +15,7 @@ from typing import Any
 from ..model.api import BACKUP_ACTION_LABEL, POLICY_KIND, SOURCE_KIND_LABEL, SOURCE_NAME_LABEL
 from ..model.backups import Action, BackupRecord, Requester
 from ..model.offsets import TP, Committed
+from ..model.times import iso_of
 from .backup_store import BackupStore, backup_name, label_value
 
 TAKEN, DONE = "Taken", "Done"
@@ -22,10 +23,6 @@ TAKEN, DONE = "Taken", "Done"
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
-
-
-def _iso(moment: datetime.datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class RebaseBackups:
@@ -53,12 +50,12 @@ class RebaseBackups:
     def save(self, group: str, offsets: Mapping[TP, Committed]) -> str:
         now = _now()
         stored = self.store.write(BackupRecord(
-            name=backup_name("cgop", self.policy, Action.REBASE, f"{self.uid}/{group}/{_iso(now)}"),
+            name=backup_name("cgop", self.policy, Action.REBASE, f"{self.uid}/{group}/{iso_of(now)}"),
             action=Action.REBASE, cluster_id=self.cluster_id, bootstrap_servers=self.bootstrap_servers,
             group=group, offsets=dict(offsets),
             requested_by=Requester(POLICY_KIND, self.namespace, self.policy, self.uid,
                                    "keep-alive rebase of a protected group (mode Auto)", self.user, self.user),
-            taken_at=_iso(now), expires_at=_iso(now + self.retention), state=TAKEN))
+            taken_at=iso_of(now), expires_at=iso_of(now + self.retention), state=TAKEN))
         return stored.name
 
     def backup_name(self, group: str) -> str | None:

@@ -34,7 +34,7 @@ from kafka_offsets_model.rules import Reason
 
 from ..model.group_log import GroupRecord, RecordKind
 from ..model.offsets import TP, GroupInfo, ModernGroup
-from .times import iso
+from ..model.times import iso
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from kafka_offsets_model.policy import Policy, regex_pattern_warnings, unmatched
 
 from ..model.reasons import Reason
 from ..model.report import Report, ScannedOffset
+from ..model.times import iso
 from .conditions import Condition, find, merge_conditions
 from .policy_spec import Mode
 from .proposals import Skip
-from .times import iso
 
 TOP_CANDIDATES = 20  # the CRD's maxItems for status.topCandidates
 MAX_WARNINGS = 20  # the CRD's maxItems for status.warnings

@@ -26,10 +26,10 @@ from ..model.api import API_VERSION, DELETION_KIND, GROUP, MANAGED_BY, POLICY_LA
 from ..model.crds import MAX_PARTITIONS, MAX_TOPICS
 from ..model.offsets import TP, Committed, GroupInfo
 from ..model.report import ScannedOffset
+from ..model.times import iso
 from .deletion_steps import RESTORED
 from .policy_spec import Mode
 from .step_outcomes import AWAITING, FAILED, PARTIALLY_FAILED, PENDING, SUCCEEDED
-from .times import iso
 
 MAX_NAME = 63  # children's names stay valid label values
 POLICY_UID = f"{GROUP}/policy-uid"  # on a policy's OffsetDeletions: the uid of the policy that made them

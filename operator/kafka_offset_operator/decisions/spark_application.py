@@ -35,8 +35,8 @@ from offset_expiry.client_env import PREFIX
 
 from ..model.api import GROUP, MANAGED_BY, POLICY_LABEL, RUN_LABEL
 from ..model.connection import ConnectionSettings, SecretKey
+from ..model.times import iso
 from .policy_spec import PodResources, PolicySpec
-from .times import iso
 
 SPARK_GROUP = "sparkoperator.k8s.io"
 SPARK_VERSION = "v1beta2"

@@ -31,6 +31,7 @@ from kafka_offsets_model.openapi import Schema, without_cel_rules
 from kafka_offsets_model.policy_schema import at_least_rule, duration, spec_properties
 
 from .api import (
+    BACKUPS_SELECTOR,
     CLUSTER_PEERINGS,
     DELETION_KIND,
     DELETIONS,
@@ -895,7 +896,7 @@ def _deletion_status() -> Schema:
             "backup": _backup_status(
                 "What was committed before the deletion, kept for restore. The backup itself is a ConfigMap of the "
                 "backup store (owned by nothing: it outlives this OffsetDeletion and its policy; kubectl get "
-                "configmaps -l kafkaoffsets.dev/backup=true); the status names it and, up to 1000 partitions, "
+                f"configmaps -l {BACKUPS_SELECTOR}); the status names it and, up to 1000 partitions, "
                 "copies its offsets.",
                 {"type": "array", "items": partition_offset, "description": "The offsets."}),
             "target": _target_status(
@@ -1129,7 +1130,7 @@ def _reset_status() -> Schema:
             "resultsSummary": _results_summary("results"),
             "backup": _backup_status(
                 "The offsets committed before the reset, in a ConfigMap of the backup store (owned by nothing: it "
-                "outlives this OffsetReset; kubectl get configmaps -l kafkaoffsets.dev/backup=true)."),
+                f"outlives this OffsetReset; kubectl get configmaps -l {BACKUPS_SELECTOR})."),
             "pausedWorkloads": {
                 "type": "array",
                 "description": (

@@ -17,8 +17,8 @@ from ..adapters.kafka_admin import KafkaAdmin
 from ..adapters.offsets_topic import group_records
 from ..decisions.deletion_spec import ScanFacts
 from ..decisions.fresh_verdict import FreshFacts, baseline
-from ..decisions.times import parse_iso
 from ..model.offsets import GroupInfo, KafkaFailure
+from ..model.times import parse_iso
 
 
 def offsets_partition(admin: KafkaAdmin, group: str) -> int:

@@ -27,12 +27,12 @@ from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_spec import DeletionSpec, parse_spec
 from ..decisions.deletion_steps import Step
 from ..decisions.fresh_verdict import Verdict, rederive
-from ..decisions.times import iso, parse_iso
 from ..engines.job import CancelFlag
 from ..model.api import DELETION_KIND, DELETIONS
 from ..model.backups import Action, BackupError, BackupRecord, Requester, parse_backup
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, GroupInfo, KafkaFailure
 from ..model.reasons import Reason
+from ..model.times import iso, parse_iso
 from .fresh_facts import log_position, read_facts
 from .visits import ObjectVisits, connection_where
 from .visits import generation_of as _generation

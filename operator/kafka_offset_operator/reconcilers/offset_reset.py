@@ -47,12 +47,12 @@ from ..decisions.step_outcomes import (
     spec_problem,
     target_of,
 )
-from ..decisions.times import iso, parse_iso
 from ..engines.job import CancelFlag
-from ..model.api import RESET_KIND, RESETS
+from ..model.api import BACKUPS_SELECTOR, RESET_KIND, RESETS
 from ..model.backups import Action, BackupError, BackupRecord, Requester
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
 from ..model.reasons import Reason
+from ..model.times import iso, parse_iso
 from .fresh_facts import log_position, read_facts
 from .reset_reads import read_plan
 from .visits import ObjectVisits, connection_where
@@ -221,7 +221,7 @@ class ResetReconciler(ObjectVisits):
             return self.store.read(namespace, name)
         except NotFound:
             raise SpecError("spec.target.fromBackup", f"no backup {name!r} in namespace {namespace!r} (kubectl get "
-                            "configmaps -l kafkaoffsets.dev/backup=true)") from None
+                            f"configmaps -l {BACKUPS_SELECTOR})") from None
         except BackupError as exc:
             raise SpecError("spec.target.fromBackup", f"ConfigMap {name!r} is not a readable backup: {exc}") from None
 

@@ -48,7 +48,6 @@ from ..decisions.connection_spec import connection_from_spec
 from ..decisions.policy_spec import Engine, Mode, PolicySpec, parse_policy_spec
 from ..decisions.scan_sharing import share_key
 from ..decisions.spark_application import DEFAULT_MAIN_FILE
-from ..decisions.times import parse_iso
 from ..engines.dispatch import run as run_analysis
 from ..engines.job import AnalysisFailed, CancelFlag, Cancelled, Job
 from ..engines.spark_application import DEFAULT_IMAGE_ENV, SparkApplicationEngine
@@ -57,6 +56,7 @@ from ..model.connection import ConnectionSettings
 from ..model.offsets import TP, Committed, KafkaFailure
 from ..model.reasons import Reason
 from ..model.report import Report
+from ..model.times import parse_iso
 from .keepalive import BLOCKED, PROPOSED, KeepAliveResult, Proposer, audit_body, run_pass
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,6 @@ refuses it. Each kind says its own words (`cancelled_text`, `stopping_text`) and
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
 from collections.abc import Mapping
@@ -33,11 +32,12 @@ from ..engines.job import CancelFlag
 from ..model.api import POLICIES
 from ..model.offsets import TP, Committed, KafkaFailure
 from ..model.reasons import Reason
+from ..model.times import now_iso
 from .protection import ClusterProtection
 
 
 def now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now_iso()
 
 
 def generation_of(body: Mapping[str, Any]) -> int | None:

@@ -45,8 +45,8 @@ from waiting import wait_past, wait_until
 
 from kafka_offset_demo.story import POLICY_SPEC, Story, story_clock
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
-from kafka_offset_operator.decisions.times import parse_iso
 from kafka_offset_operator.model.connection import ConnectionSettings
+from kafka_offset_operator.model.times import parse_iso
 from kafka_sandbox import SandboxBroker
 
 pytestmark = pytest.mark.slow  # Spark analyses

@@ -95,3 +95,15 @@ def test_every_module_of_the_operator_is_in_a_layer_and_only_the_public_face_is_
     assert modules == in_layers, "a module of the operator is in no layer of the contract"
     guarded = {m.removeprefix("kafka_offset_operator.") for m in protected["protected_modules"]}
     assert modules - guarded == {"public"}, "every internal module is protected; the public face is not"
+
+
+def test_the_backup_label_and_the_time_format_are_written_once() -> None:
+    """model/api.py spells the backup label (BACKUP_LABEL, BACKUPS_SELECTOR) and model/times.py the RFC 3339
+    format (RFC3339): every other module of the operator goes through them."""
+    package = ROOT / "operator" / "kafka_offset_operator"
+    for path in sorted(package.rglob("*.py")):
+        text, where = path.read_text(), path.relative_to(package).as_posix()
+        if where != "model/api.py":
+            assert "/backup=true" not in text and '/backup"' not in text, f"{where} spells the backup label"
+        if where not in ("model/times.py", "commands/run.py"):  # run.py: logging's own record time, with msecs
+            assert "%Y-%m-%dT%H:%M:%S" not in text, f"{where} writes the RFC 3339 format: use model/times.py"
