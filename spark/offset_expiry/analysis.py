@@ -40,7 +40,6 @@ class AnalysisRequest:
     topic: str = OFFSETS_TOPIC
     client_settings: Mapping[str, str] = field(default_factory=dict)
     split_records: int = DEFAULT_SPLIT_RECORDS
-    reader_compacts: bool = True
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,6 @@ class RunSummary:
     mode: Mode
     deletions_created: int = 0
     deletions_existing: int = 0
-    proposed_groups: int = 0
     skipped: tuple[Skip, ...] = ()
     keep_alive: Sequence[str] = field(default_factory=tuple)  # one line per keep-alive action or problem
     refused: Sequence[str] = ()  # one line per OffsetDeletion the API server refused (413, 422)

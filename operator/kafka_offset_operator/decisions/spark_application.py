@@ -45,7 +45,6 @@ SPARK_RELEASE = "4.0.0"  # spec.sparkVersion: informational for spark-operator
 DEFAULT_MAIN_FILE = "local:///opt/kafka-offset-operator/spark/offset_expiry/job.py"
 TLS_MOUNT = "/etc/kafka-offset-operator/tls"
 
-RUNNING_STATES = frozenset({"", "SUBMITTED", "RUNNING", "PENDING_RERUN", "INVALIDATING", "SUCCEEDING", "UNKNOWN"})
 FAILED_STATES = frozenset({"FAILED", "SUBMISSION_FAILED", "FAILING"})
 COMPLETED = "COMPLETED"
 

@@ -321,7 +321,7 @@ class PolicyRunner:
             self._failed(body, reason, f"Kafka at {settings.bootstrap_servers}: {exc.code}: {exc.message}")
             return
         run = policy_status.RunSummary(spec.engine.value, started, self.now_ms(), report, spec.mode, created, existing,
-                              len(kept), tuple(skipped), [r.line for r in kept_alive], tuple(refused),
+                              tuple(skipped), [r.line for r in kept_alive], tuple(refused),
                               tuple(policy_status.policy_warnings(spec.policy, report.groups)))
         if refused:
             self._event(body, "Warning", Reason.WRITE_REFUSED, f"{len(refused)} OffsetDeletions refused by the "

@@ -232,7 +232,7 @@ class RecordLoader:
             else:
                 group.group_epoch = value["Epoch"]
         elif type_id == 4:
-            group.has_partition_metadata = value is not None
+            pass  # ConsumerGroupPartitionMetadata: the sandbox resolves subscriptions from its own topics
         elif type_id == 5:
             member_id = key["MemberId"]
             if value is None:
@@ -245,7 +245,6 @@ class RecordLoader:
             member.subscribed_topic_names = tuple(value.get("SubscribedTopicNames") or ())
             member.subscribed_topic_regex = value.get("SubscribedTopicRegex")
             member.uses_classic_protocol = value.get("ClassicMemberMetadata") is not None
-            member.has_subscription_record = True
         elif type_id == 6:
             group.assignment_epoch = -1 if value is None else value["AssignmentEpoch"]
         elif type_id == 7:
