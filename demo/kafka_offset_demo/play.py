@@ -77,7 +77,7 @@ EMULATOR_GAPS = (
 )
 
 
-class UserError(Exception):
+class DemoUsageError(Exception):
     """What stops the demo: one line, exit code 2."""
 
 
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return run(args)
-    except UserError as exc:
+    except DemoUsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -125,11 +125,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_java()
     except JavaMissing as exc:
-        raise UserError(str(exc)) from None
+        raise DemoUsageError(str(exc)) from None
     binaries = built_binaries()
     real = args.real_cluster or (args.stay_up and not args.emulated_api and binaries is not None)
     if real and binaries is None:
-        raise UserError("--real-cluster: no Kubernetes control plane is built here; `scripts/dev.sh cluster` builds "
+        raise DemoUsageError("--real-cluster: no Kubernetes control plane is built here; `scripts/dev.sh cluster` builds "
                         "it (needs Go 1.26+), or leave the option out to use the emulated API")
     _quiet_logs()
     return Demo(sys.stdout, args.timeout, args.stay_up, binaries if real else None).play()
@@ -173,7 +173,7 @@ def real_api(tmp: Path, binaries: Path, timeout_s: float) -> Iterator[Kubernetes
         try:
             _start_real(plane, timeout_s)
         except (ApiError, RuntimeError, OSError) as exc:
-            raise UserError(f"the real control plane did not start: {str(exc).splitlines()[0]}") from None
+            raise DemoUsageError(f"the real control plane did not start: {str(exc).splitlines()[0]}") from None
         config = tmp / "kubeconfig"  # the admin's, in the demo's namespace as kubectl's default
         config.write_text(yaml.safe_dump(kubeconfig(plane.url, plane.ca.pem, "admin", plane.admin, namespace=NAMESPACE)))
         config.chmod(0o600)
@@ -196,7 +196,7 @@ def _start_real(plane: ControlPlane, timeout_s: float) -> None:
         while not any(c.get("type") == "Established" and c.get("status") == "True"
                       for c in (plane.api.request("GET", path).get("status") or {}).get("conditions") or ()):
             if time.monotonic() > deadline:
-                raise UserError(f"CRD {crd['metadata']['name']} not Established after {timeout_s:.0f}s")
+                raise DemoUsageError(f"CRD {crd['metadata']['name']} not Established after {timeout_s:.0f}s")
             time.sleep(0.2)  # polling cadence; the deadline decides
 
 
@@ -317,7 +317,7 @@ class Demo:
             if found is not None:
                 return found
             if time.monotonic() > deadline:
-                raise UserError(f"timed out after {self.timeout_s:.0f}s waiting for {what}")
+                raise DemoUsageError(f"timed out after {self.timeout_s:.0f}s waiting for {what}")
             time.sleep(0.2)  # polling cadence; the deadline decides
 
     def _wait_run(self, kube: Any, after: str | None) -> dict[str, Any]:
@@ -328,7 +328,7 @@ class Demo:
             if ready.get("status") == "True" and last and last != after:
                 return dict(status)
             if ready.get("status") == "False" and ready.get("reason") not in (None, "AnalysisRunning"):
-                raise UserError(f"the policy's analysis failed: {ready.get('reason')}: {ready.get('message')}")
+                raise DemoUsageError(f"the policy's analysis failed: {ready.get('reason')}: {ready.get('message')}")
             return None
 
         return self._poll(check, "the policy's analysis")
@@ -384,7 +384,7 @@ class Demo:
         lines += [f"  {line}" for line in buffer.getvalue().splitlines()]
         after = _committed(servers, group)
         if code != 0 or after != before:
-            raise UserError(f"the restore of group {group} did not bring its offsets back ({before} -> {after})")
+            raise DemoUsageError(f"the restore of group {group} did not bring its offsets back ({before} -> {after})")
         lines.append(f"group {group} has its {len(after)} offsets back, exactly as before the deletion")
         return lines
 
@@ -471,7 +471,7 @@ class OperatorThread:
     def start(self) -> None:
         self._thread.start()
         if not self._ready.wait(60) or self._error is not None:
-            raise UserError(f"the operator did not start: {self._error!r}")
+            raise DemoUsageError(f"the operator did not start: {self._error!r}")
 
     def stop(self) -> None:
         self._stop.set()

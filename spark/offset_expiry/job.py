@@ -38,13 +38,13 @@ from offset_expiry.progress import Progress
 PROG = "offset_expiry.job"
 
 
-class _Parser(argparse.ArgumentParser):
+class _JobParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = _JobParser(
         prog=PROG, description="Find expiring and deletable consumer-group offsets in __consumer_offsets."
     )
     add_arguments(parser, repeatable=True)

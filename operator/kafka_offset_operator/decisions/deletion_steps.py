@@ -64,7 +64,7 @@ SKIPPED = "Skipped"
 NOT_COMMITTED = "NotCommitted"
 
 
-class Step(StrEnum):
+class DeletionStep(StrEnum):
     AWAIT = "await"  # not approved: nothing to do with Kafka
     BACKUP = "backup"  # read the committed offsets and write them into the status
     DELETE = "delete"  # re-check and delete what is still at its backed-up value
@@ -75,15 +75,15 @@ class Step(StrEnum):
 # -- where are we
 
 
-def next_step(spec: DeletionSpec, status: Mapping[str, Any]) -> Step:
+def next_step(spec: DeletionSpec, status: Mapping[str, Any]) -> DeletionStep:
     phase = status.get("phase")
     if phase in (None, PENDING, AWAITING):
-        return Step.BACKUP if spec.approved else Step.AWAIT
+        return DeletionStep.BACKUP if spec.approved else DeletionStep.AWAIT
     if phase == RUNNING:
-        return Step.DELETE
+        return DeletionStep.DELETE
     if phase in (SUCCEEDED, PARTIALLY_FAILED) and spec.restore and not status.get("restoreTime"):
-        return Step.RESTORE
-    return Step.DONE
+        return DeletionStep.RESTORE
+    return DeletionStep.DONE
 
 
 def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None, generation: int | None = None) -> bool:

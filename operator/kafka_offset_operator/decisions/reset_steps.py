@@ -64,7 +64,7 @@ PAUSE_PENDING = ("Recorded", "ScaledDown")  # status.pausedWorkloads states stil
 RESET_TO = "resetTo"  # the backup's extra key holding the approved plan: [[topic, partition, offset, epoch, metadata]]
 
 
-class Step(StrEnum):
+class ResetStep(StrEnum):
     PLAN = "plan"  # not approved: compute the dry run's plan (once per generation)
     AWAIT = "await"  # not approved, the plan shown is the current spec's
     BACKUP = "backup"  # approved: plan again, store the backup
@@ -75,16 +75,16 @@ class Step(StrEnum):
 # -- where are we
 
 
-def next_step(approved: bool, status: Mapping[str, Any], generation: int | None) -> Step:
+def next_step(approved: bool, status: Mapping[str, Any], generation: int | None) -> ResetStep:
     phase = status.get("phase")
     if phase in (None, PENDING, AWAITING):
         if approved:
-            return Step.BACKUP
+            return ResetStep.BACKUP
         planned = (status.get("plan") or {}).get("observedGeneration")
-        return Step.AWAIT if phase == AWAITING and planned == generation else Step.PLAN
+        return ResetStep.AWAIT if phase == AWAITING and planned == generation else ResetStep.PLAN
     if phase == RUNNING:
-        return Step.COMMIT
-    return Step.DONE
+        return ResetStep.COMMIT
+    return ResetStep.DONE
 
 
 def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None, generation: int | None = None) -> bool:

@@ -25,7 +25,7 @@ from ..decisions import step_outcomes as outcomes
 from ..decisions.approval import approval_of
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_spec import DeletionSpec, parse_spec
-from ..decisions.deletion_steps import Step
+from ..decisions.deletion_steps import DeletionStep
 from ..decisions.fresh_verdict import Verdict, rederive
 from ..engines.job import CancelFlag
 from ..model.api import DELETION_KIND, DELETIONS
@@ -68,11 +68,11 @@ class DeletionReconciler(ObjectVisits):
             self._apply(body, outcomes.spec_problem(status, exc.field, exc.problem, Reason(exc.reason), _now(), generation))
             return
         step = steps.next_step(spec, status)
-        if step is Step.AWAIT:
+        if step is DeletionStep.AWAIT:
             self._apply(body, steps.awaiting_approval(status, _now(), generation, steps.rebase_plan(spec)))
             return
         # A keep-alive rebase (spec.rebase) removes nothing for good: it is how protection keeps the group.
-        if step in (Step.BACKUP, Step.DELETE) and protection is not None and not spec.rebase:
+        if step in (DeletionStep.BACKUP, DeletionStep.DELETE) and protection is not None and not spec.rebase:
             group = (status.get("target") or {}).get("group") or spec.group
             pattern = outcomes.protecting_pattern(protection[1], group)
             if pattern is not None:
@@ -80,12 +80,12 @@ class DeletionReconciler(ObjectVisits):
                 audit.log.info("Refused %s/%s group=%s: protected by policy %s (%r)", namespace,
                                body["metadata"]["name"], group, protection[0], pattern)
                 return
-        if step is Step.BACKUP and self._approval_refused(body, spec.policy_ref, status):
+        if step is DeletionStep.BACKUP and self._approval_refused(body, spec.policy_ref, status):
             return
         changed = steps.frozen_fields(raw_spec, status)
         status = self._apply(body, steps.spec_frozen(status, changed, _now(), generation) if changed
                              else steps.spec_unfrozen(status, _now(), generation), status)
-        if step is Step.DONE:
+        if step is DeletionStep.DONE:
             self._apply(body, steps.settled(status, _now(), generation))
             return
         try:
@@ -98,15 +98,15 @@ class DeletionReconciler(ObjectVisits):
                                   and outcomes.protecting_pattern(protection[1], group) is not None)
                 if not own_keep_alive and self._refused_by_protection(
                         body, status, target.get("clusterId") or admin.cluster_id(), group, "deleted",
-                        None if step is Step.RESTORE else outcomes.FAILED, generation) is not None:
+                        None if step is DeletionStep.RESTORE else outcomes.FAILED, generation) is not None:
                     return
-                if step is Step.BACKUP:
+                if step is DeletionStep.BACKUP:
                     status = self._backup(body, spec, kafka, status, admin)
                     step = steps.next_step(spec, status)
-                if step is Step.DELETE:
+                if step is DeletionStep.DELETE:
                     status = self._delete(body, spec, status, admin, stop)
                     step = steps.next_step(spec, status)
-                if step is Step.RESTORE:
+                if step is DeletionStep.RESTORE:
                     self._restore(body, status, admin, stop)
         except KafkaFailure as failure:
             metrics.kafka_error(failure.code)

@@ -39,7 +39,7 @@ from ..decisions.reset_plan import (
     uncommitted_partitions,
 )
 from ..decisions.reset_spec import ResetSpec, parse_reset_spec
-from ..decisions.reset_steps import Step
+from ..decisions.reset_steps import ResetStep
 from ..decisions.step_outcomes import (
     backup_not_stored,
     frozen_fields,
@@ -118,7 +118,7 @@ class ResetReconciler(ObjectVisits):
             self._apply(body, spec_problem(status, exc.field, exc.problem, Reason(exc.reason), now, generation))
             return
         step = steps.next_step(spec.approved, status, generation)
-        if step is not Step.DONE and protection is not None:
+        if step is not ResetStep.DONE and protection is not None:
             group = (status.get("target") or {}).get("group") or spec.group
             pattern = protecting_pattern(protection[1], group)
             if pattern is not None and not status.get("commitStartTime"):
@@ -126,31 +126,31 @@ class ResetReconciler(ObjectVisits):
                 audit.log.info("Refused %s/%s group=%s: protected by policy %s (%r)", namespace, name, group,
                                protection[0], pattern)
                 return
-        if step is Step.BACKUP and self._approval_refused(body, spec.policy_ref, status):
+        if step is ResetStep.BACKUP and self._approval_refused(body, spec.policy_ref, status):
             return
         changed = frozen_fields(raw_spec, status)
         status = self._apply(body, steps.spec_frozen(status, changed, now, generation) if changed
                              else steps.spec_unfrozen(status, now, generation), status)
         try:
-            if step in (Step.AWAIT, Step.DONE):
-                if step is Step.DONE and pause.pending(status):
+            if step in (ResetStep.AWAIT, ResetStep.DONE):
+                if step is ResetStep.DONE and pause.pending(status):
                     status = self._restore_workloads(body, status)
                 self._apply(body, steps.settled(status, now, generation), status)
                 return
             # the process-wide Kafka limit (context.kafka_gate), as an OffsetDeletion's visit and a policy's
             with self.ctx.kafka_gate, KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
-                if step in (Step.BACKUP, Step.COMMIT) and not status.get("commitStartTime"):
+                if step in (ResetStep.BACKUP, ResetStep.COMMIT) and not status.get("commitStartTime"):
                     # protect is the cluster's: any policy the operator watches, whichever this one references
                     refused = self._refused_by_protection(
                         body, status, admin.cluster_id(), str((status.get("target") or {}).get("group") or spec.group),
                         "reset", outcomes.FAILED, generation)
                     if refused is not None:
-                        status, step = refused, Step.DONE  # final: paused workloads are scaled back below
-                if step is Step.PLAN:
+                        status, step = refused, ResetStep.DONE  # final: paused workloads are scaled back below
+                if step is ResetStep.PLAN:
                     plan = self._plan(namespace, spec, admin)
                     self._apply(body, steps.plan_shown(status, plan, _now(), generation), status)
                     return
-                if step is Step.BACKUP:
+                if step is ResetStep.BACKUP:
                     if spec.pause_workloads or pause.recorded(status):
                         status, empty = self._pause(body, spec, status, admin)
                         if not empty:
@@ -159,7 +159,7 @@ class ResetReconciler(ObjectVisits):
                             return
                     status = self._backup(body, spec, kafka, status, admin)
                     step = steps.next_step(spec.approved, status, generation)
-                if step is Step.COMMIT:
+                if step is ResetStep.COMMIT:
                     status = self._commit(body, spec, status, admin, stop)
             if status.get("phase") in steps.FINAL and pause.pending(status):
                 self._restore_workloads(body, status)

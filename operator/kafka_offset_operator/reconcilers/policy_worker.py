@@ -49,7 +49,7 @@ from ..decisions.policy_spec import Engine, Mode, PolicySpec, parse_policy_spec
 from ..decisions.scan_sharing import share_key
 from ..decisions.spark_application import DEFAULT_MAIN_FILE
 from ..engines.dispatch import run as run_analysis
-from ..engines.job import AnalysisFailed, CancelFlag, Cancelled, Job
+from ..engines.job import AnalysisCancelled, AnalysisFailed, CancelFlag, Job
 from ..engines.spark_application import DEFAULT_IMAGE_ENV, SparkApplicationEngine
 from ..model.api import DELETIONS, GROUP, POLICIES, POLICY_LABEL, VERSION
 from ..model.connection import ConnectionSettings
@@ -304,7 +304,7 @@ class PolicyRunner:
                                                   report.summary.get("snapshot"))
                 # A stopping (or, for a peer, pausing) operator starts no keep-alive pass: the next one does it.
                 kept_alive = [] if cancel.is_set() else self._keep_alive(admin, body, spec, report, retention_ms)
-        except Cancelled:
+        except AnalysisCancelled:
             metrics.analysis_finished(spec.engine.value, "Cancelled", (self.now_ms() - started) / 1000)
             return
         except AnalysisFailed as exc:
@@ -382,7 +382,7 @@ class PolicyRunner:
         approvals = proposals.Approvals(self.options.user, spec.separate_approver)
         for child in proposals.children(body, kept, spec.mode, scan_ms, approvals, snapshot):
             if cancel.is_set():  # the policy is being deleted (or the operator stops): propose nothing more
-                raise Cancelled()
+                raise AnalysisCancelled()
             meta = child["metadata"]
             try:
                 made = self.kube.create_object(GROUP, VERSION, DELETIONS, meta["namespace"], child)

@@ -59,7 +59,7 @@ class ConnectionSpec(Protocol):
     def policy_ref(self) -> str | None: ...
 
 
-class Cancelled(Exception):
+class DeletedBeforeChange(Exception):
     """The resource was deleted before its change was sent: nothing more is started."""
 
 
@@ -122,7 +122,7 @@ class ObjectVisits:
                 self._reconcile(body, stop)
             except Stopping:
                 self.log.info(self.stopping_text, namespace, name)
-            except Cancelled:
+            except DeletedBeforeChange:
                 text = self.cancelled_text
                 audit.log.info("Cancelled %s/%s group=%s: %s", namespace, name, group_of(body), text)
                 kopf.event(cast(Any, body), type="Normal", reason=str(Reason.CANCELLED), message=text)
@@ -172,9 +172,9 @@ class ObjectVisits:
         try:
             current = self.kube.get_custom(self.plural, meta["namespace"], meta["name"])
         except NotFound:
-            raise Cancelled() from None
+            raise DeletedBeforeChange() from None
         if current["metadata"].get("deletionTimestamp"):
-            raise Cancelled()
+            raise DeletedBeforeChange()
 
     def _connection_spec(self, namespace: str, spec: ConnectionSpec, status: Mapping[str, Any]
                          ) -> tuple[Mapping[str, Any], tuple[str, Protection] | None]:

@@ -10,7 +10,7 @@ from kafka_offset_operator.decisions import deletion_steps as steps
 from kafka_offset_operator.decisions import kafka_answers, status_patch, step_outcomes
 from kafka_offset_operator.decisions.conditions import Condition, merge_conditions
 from kafka_offset_operator.decisions.deletion_spec import parse_spec
-from kafka_offset_operator.decisions.deletion_steps import Step
+from kafka_offset_operator.decisions.deletion_steps import DeletionStep
 from kafka_offset_operator.model import backups
 from kafka_offset_operator.model.offsets import Committed, GroupInfo, Member
 from kafka_offsets_model.errors import SpecError
@@ -27,14 +27,14 @@ def spec(**extra: Any) -> Any:
 
 
 def test_next_step_follows_the_phases() -> None:
-    assert steps.next_step(spec(approved=False), {}) is Step.AWAIT
-    assert steps.next_step(spec(), {}) is Step.BACKUP
-    assert steps.next_step(spec(), {"phase": "AwaitingApproval"}) is Step.BACKUP
-    assert steps.next_step(spec(), {"phase": "Running"}) is Step.DELETE
-    assert steps.next_step(spec(), {"phase": "Succeeded"}) is Step.DONE
-    assert steps.next_step(spec(restore=True), {"phase": "PartiallyFailed"}) is Step.RESTORE
-    assert steps.next_step(spec(restore=True), {"phase": "Succeeded", "restoreTime": NOW}) is Step.DONE
-    assert steps.next_step(spec(restore=True), {"phase": "Failed"}) is Step.DONE  # nothing was deleted
+    assert steps.next_step(spec(approved=False), {}) is DeletionStep.AWAIT
+    assert steps.next_step(spec(), {}) is DeletionStep.BACKUP
+    assert steps.next_step(spec(), {"phase": "AwaitingApproval"}) is DeletionStep.BACKUP
+    assert steps.next_step(spec(), {"phase": "Running"}) is DeletionStep.DELETE
+    assert steps.next_step(spec(), {"phase": "Succeeded"}) is DeletionStep.DONE
+    assert steps.next_step(spec(restore=True), {"phase": "PartiallyFailed"}) is DeletionStep.RESTORE
+    assert steps.next_step(spec(restore=True), {"phase": "Succeeded", "restoreTime": NOW}) is DeletionStep.DONE
+    assert steps.next_step(spec(restore=True), {"phase": "Failed"}) is DeletionStep.DONE  # nothing was deleted
 
 
 def test_needs_work_keeps_the_timer_only_while_there_is_something_to_do() -> None:
