@@ -125,3 +125,15 @@ def test_no_new_class_name_collides_with_another() -> None:
                 seen.setdefault(name, []).append(path.relative_to(ROOT).as_posix())
     twice = {name for name, where in seen.items() if len(where) > 1}
     assert twice <= KNOWN_TWICE, {name: seen[name] for name in twice - KNOWN_TWICE}
+
+
+def test_modules_named_alike_in_two_layers_are_explained_in_the_document() -> None:
+    package = ROOT / "operator" / "kafka_offset_operator"
+    where: dict[str, set[str]] = {}
+    for path in package.glob("*/*.py"):
+        if path.stem != "__init__":
+            where.setdefault(path.stem, set()).add(path.parent.name)
+    for stem, layers in sorted(where.items()):
+        if len(layers) > 1:
+            for layer in layers:
+                assert f"`{layer}/{stem}.py`" in ARCHITECTURE, f"docs/architecture.md: say why {layer}/{stem}.py"
