@@ -29,7 +29,7 @@ analyze -o json --output FILE` runs it (Kafka describe, snapshot, Spark, every r
 to a file), twice: the first run also pays for starting Spark's Python workers, the second is a warm
 session as in the long-running operator. Then, in their own processes, the plain reader (kafka-python's
 KafkaConsumer, every record decoded in Python into a dict by logical key: what a hand-written tool
-does) and the reference (offset_expiry.reference; its summary must equal Spark's). Printed: seconds,
+does) and the reference (analysis_reference; its summary must equal Spark's). Printed: seconds,
 records/s, ratios, CPU seconds (user+sys) beside the wall seconds (Spark: this process and its JVM with its
 Python workers; the plain reader: its process; the broker's own CPU while each was read, apart), and peak
 memory of the driver (Python), its JVM and the other processes.
@@ -85,7 +85,7 @@ def _key(group: bytes, topic: bytes, partition: int) -> bytes:
 
 def distinct_records(target: int, seed: int) -> tuple[Rows, frozenset[str]]:
     """Simple groups x 5 topics x 10 partitions, one commit per key, commit times over 20 days."""
-    from offset_expiry.codec import partition_for
+    from kafka_offsets_model.codec import partition_for
 
     rng = random.Random(seed)
     out: Rows = {p: [] for p in range(OFFSETS_PARTITIONS)}
@@ -102,8 +102,8 @@ def distinct_records(target: int, seed: int) -> tuple[Rows, frozenset[str]]:
 
 def history_records(target: int, seed: int, k: int | None = None) -> tuple[Rows, frozenset[str]]:
     """synthetic.generate's groups with each offset commit preceded by K-1 older commits of the same key."""
+    from kafka_offsets_model.codec import encode_value
     from kafka_sandbox.synthetic import generate
-    from offset_expiry.codec import encode_value
 
     assert _v3_value(42, 7) == encode_value(
         "OffsetCommit", {"offset": 42, "leaderEpoch": -1, "metadata": "", "commitTimestamp": 7}, 3
@@ -174,8 +174,8 @@ def cached_batches(shape: str, target: int, seed: int) -> tuple[dict[int, list[b
 
 def serve_broker(shape: str, target: int, seed: int, conn: Connection) -> None:
     """The sandbox broker's process: seed, report, serve until told to stop."""
+    from kafka_offsets_model.raw import OFFSETS_TOPIC
     from kafka_sandbox import SandboxBroker
-    from offset_expiry.raw import OFFSETS_TOPIC
 
     t0 = time.perf_counter()
     batches, topics = cached_batches(shape, target, seed)
@@ -307,7 +307,7 @@ def serve_real_broker(shape: str, target: int, seed: int, version: str, conn: Co
     from kafka.admin import NewTopic
     from real_kafka import RealKafka
 
-    from offset_expiry.raw import OFFSETS_TOPIC
+    from kafka_offsets_model.raw import OFFSETS_TOPIC
 
     batches, topics = cached_batches(shape, target, seed)
     with tempfile.TemporaryDirectory(prefix="bench-kafka-") as workdir:
@@ -377,9 +377,9 @@ def plain_reader_run(bootstrap: str, conn: Connection) -> None:
     (the codec) into a dict by logical key. No verdicts: a lower bound of such a tool's cost."""
     from kafka import KafkaConsumer, TopicPartition
 
-    from offset_expiry.codec import CodecError
+    from kafka_offsets_model.codec import CodecError
+    from kafka_offsets_model.raw import OFFSETS_TOPIC
     from offset_expiry.facts import fact_from_record
-    from offset_expiry.raw import OFFSETS_TOPIC
 
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu0 = usage.ru_utime + usage.ru_stime  # the imports above are not the reader's work
@@ -426,11 +426,14 @@ def plain_reader_run(bootstrap: str, conn: Connection) -> None:
 
 
 def reference_run(bootstrap: str, policy_spec: dict[str, Any], conn: Connection) -> None:
+    # The reference is a test oracle (tests/support), not part of the product's wheel.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))
+    from analysis_reference import analyze_records
+
+    from kafka_offsets_model.policy import parse_policy
+    from kafka_offsets_model.raw import OFFSETS_TOPIC, RawRecord
     from offset_expiry.cluster import describe_cluster
     from offset_expiry.fetcher import PartitionFetcher
-    from offset_expiry.policy import parse_policy
-    from offset_expiry.raw import OFFSETS_TOPIC, RawRecord
-    from offset_expiry.reference import analyze_records
     from offset_expiry.source import take_snapshot
 
     t0 = time.perf_counter()
@@ -532,9 +535,9 @@ def _spark_cpu_s() -> float:
 
 def _analyze(spark: Any, bootstrap: str) -> tuple[dict[str, Any], float, int]:
     """One `analyze -o json --output FILE`: seconds, summary, the report's size."""
+    from kafka_offsets_model.policy import parse_policy
     from offset_expiry.analysis import AnalysisRequest, run_analysis
     from offset_expiry.output import emit
-    from offset_expiry.policy import parse_policy
 
     request = AnalysisRequest(bootstrap, parse_policy(POLICY), now_ms=NOW_MS)
     out = os.path.join(tempfile.gettempdir(), f"offset-expiry-bench-{os.getpid()}.json")
@@ -550,7 +553,7 @@ def _analyze(spark: Any, bootstrap: str) -> tuple[dict[str, Any], float, int]:
 def read_stage(bootstrap: str) -> dict[str, float]:
     """The reader's work alone, in this process, one partition at a time as a Spark task does it
     (read, compact, decode): per-task figures for the scaling argument."""
-    from offset_expiry.raw import OFFSETS_TOPIC
+    from kafka_offsets_model.raw import OFFSETS_TOPIC
     from offset_expiry.source import OffsetRange, ReadTask, read_task, take_snapshot
 
     snapshot = take_snapshot(bootstrap)

@@ -11,7 +11,7 @@ import argparse
 import time
 from collections.abc import Callable
 
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     decode_record,
@@ -21,7 +21,7 @@ from offset_expiry.codec import (
     group_metadata,
     offset_commit,
 )
-from offset_expiry.codec.records import decode_record_generic
+from kafka_offsets_model.codec.records import decode_record_generic
 
 
 def _samples() -> dict[str, list[tuple[bytes, bytes | None]]]:

@@ -112,7 +112,7 @@ def seed(broker: Any, sizes: Sizes) -> None:
     """G simple groups, spread round-robin over the P teams; the first D (by index) committed 3 days ago."""
     from brokers import make_topics
 
-    from offset_expiry.codec import offset_commit
+    from kafka_offsets_model.codec import offset_commit
 
     make_topics(broker, {TOPIC: TOPIC_PARTITIONS}, records_per_partition=10)
     now = broker.clock.now_ms()

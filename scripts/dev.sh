@@ -19,13 +19,14 @@ ensure_venv() {
         say "creating virtualenv $VENV"
         "$PY" -m venv "$VENV"
     fi
-    # Reinstall only when a dependency list changed: a stamp holds the hash of the three pyproject files.
-    local stamp="$VENV/.installed-$(cat pyproject.toml sandbox/pyproject.toml demo/pyproject.toml | sha256sum | cut -c1-16)"
+    # Reinstall only when a dependency list changed: a stamp holds the hash of the four pyproject files.
+    local stamp="$VENV/.installed-$(cat offsets_model/pyproject.toml pyproject.toml sandbox/pyproject.toml demo/pyproject.toml | sha256sum | cut -c1-16)"
     if [ ! -f "$stamp" ]; then
-        say "installing the product, the sandbox broker, the demo and the test tools (first run takes a few minutes: pyspark is large)"
+        say "installing the offsets model, the product, the sandbox broker, the demo and the test tools (first run takes a few minutes: pyspark is large)"
         "$VENV/bin/python" -m pip install --quiet --upgrade pip
-        # The product (.), the test double (sandbox/) and the demo (demo/) are three distributions.
-        "$VENV/bin/python" -m pip install --quiet -e '.[test,spark]' -e ./sandbox -e ./demo
+        # Four distributions: Kafka's offsets model (offsets_model/, the shared core), the product (.), the test
+        # double (sandbox/) and the demo (demo/).
+        "$VENV/bin/python" -m pip install --quiet -e ./offsets_model -e '.[test,spark]' -e ./sandbox -e ./demo
         rm -f "$VENV"/.installed-* && touch "$stamp"
     fi
 }
@@ -106,7 +107,7 @@ case "$cmd" in
         ensure_venv
         ensure_system_tools
         export PATH="$PWD/$VENV/bin:$PATH"
-        say "ruff";          ruff check operator spark sandbox demo tests bench scripts
+        say "ruff";          ruff check offsets_model operator spark sandbox demo tests bench scripts
         say "mypy";          mypy
         say "import-linter"; lint-imports
         workers="${KOO_TEST_WORKERS:-2}"

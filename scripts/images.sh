@@ -124,7 +124,7 @@ pip_secrets() {
 
 inputs_hash() {  # $1 Containerfile, then the build arguments: what the image is made of
     { printf '%s\n' "$@"; cat "$1"
-      find pyproject.toml README.md operator spark -type f ! -path '*/__pycache__/*' ! -path '*.egg-info/*' \
+      find pyproject.toml README.md offsets_model operator spark -type f ! -path '*/__pycache__/*' ! -path '*.egg-info/*' \
           -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-32
 }
 

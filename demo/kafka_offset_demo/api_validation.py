@@ -6,7 +6,7 @@
 - unknown fields: refused with 400 under `fieldValidation=Strict` (kubectl's default when it validates),
   dropped otherwise; null values of fields that are not `nullable` are dropped;
 - `default:` values filled in (nested ones included), as the API server does on every write;
-- the openAPIV3Schema (offset_expiry.openapi.SchemaCheck does the JSON Schema part) and
+- the openAPIV3Schema (kafka_offsets_model.openapi.SchemaCheck does the JSON Schema part) and
   `x-kubernetes-list-type` duplicates;
 - the CEL rules (`x-kubernetes-validations`) with the `common-expression-language` package (cel-rust):
   transition rules (those that read `oldSelf`) only on updates where the old value exists, `message`,
@@ -38,7 +38,7 @@ import cel
 from cel.stdlib import add_stdlib_to_context
 from jsonschema import ValidationError
 
-from offset_expiry.openapi import (
+from kafka_offsets_model.openapi import (
     Schema,
     SchemaCheck,
     field_path,

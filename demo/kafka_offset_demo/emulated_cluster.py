@@ -51,7 +51,7 @@ from kmock._internal.rendering import (
     Response,  # exported by kmock, though not in its __all__
 )
 
-from kafka_offset_operator.decisions.status_patch import merge_patch
+from kafka_offset_operator.public import merge_patch
 
 from . import kubectl_views as views
 from .api_validation import BadRequest, Invalid, ResourceSchema
@@ -563,7 +563,7 @@ class EmulatedCluster:
     def __init__(self, crds: Iterable[Mapping[str, Any]] | None = None) -> None:
         """`crds`: the CRDs to serve; ours (kafka_offset_operator.crds) by default. Kopf's peering CRD is
         always served too, as the install manifests and the chart install it (`run` peers by default)."""
-        from kafka_offset_operator.model.crds import build_crds, kopf_peering_crd
+        from kafka_offset_operator.public import build_crds, kopf_peering_crd
 
         if crds is None:
             crds = build_crds().values()

@@ -30,14 +30,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from kafka_offset_operator import cli
-from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
-from kafka_offset_operator.adapters.kube import Kube, NotFound, load_config
-from kafka_offset_operator.context import OperatorOptions
-from kafka_offset_operator.decisions.conditions import find
-from kafka_offset_operator.decisions.times import parse_iso
-from kafka_offset_operator.engines.local import shared_engine
-from kafka_offset_operator.model.api import (
+from kafka_offset_operator.public import (
     API_VERSION,
     DELETIONS,
     GROUP,
@@ -45,10 +38,19 @@ from kafka_offset_operator.model.api import (
     POLICY_KIND,
     POLICY_LABEL,
     VERSION,
+    ConnectionSettings,
+    KafkaAdmin,
+    Kube,
+    NotFound,
+    OperatorOptions,
+    build_crds,
+    find_condition,
+    load_config,
+    parse_iso,
+    run_cli,
+    run_operator,
+    shared_engine,
 )
-from kafka_offset_operator.model.connection import ConnectionSettings
-from kafka_offset_operator.model.crds import build_crds
-from kafka_offset_operator.runtime import run_operator
 from offset_expiry.session import JavaMissing, check_java
 
 from .control_plane import ApiError, ControlPlane, built_binaries, kubeconfig
@@ -76,7 +78,7 @@ EMULATOR_GAPS = (
 )
 
 
-class UserError(Exception):
+class DemoUsageError(Exception):
     """What stops the demo: one line, exit code 2."""
 
 
@@ -102,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return run(args)
-    except UserError as exc:
+    except DemoUsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -124,11 +126,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_java()
     except JavaMissing as exc:
-        raise UserError(str(exc)) from None
+        raise DemoUsageError(str(exc)) from None
     binaries = built_binaries()
     real = args.real_cluster or (args.stay_up and not args.emulated_api and binaries is not None)
     if real and binaries is None:
-        raise UserError("--real-cluster: no Kubernetes control plane is built here; `scripts/dev.sh cluster` builds "
+        raise DemoUsageError("--real-cluster: no Kubernetes control plane is built here; `scripts/dev.sh cluster` builds "
                         "it (needs Go 1.26+), or leave the option out to use the emulated API")
     _quiet_logs()
     return Demo(sys.stdout, args.timeout, args.stay_up, binaries if real else None, operator_log()).play()
@@ -187,7 +189,7 @@ def real_api(tmp: Path, binaries: Path, timeout_s: float) -> Iterator[Kubernetes
         try:
             _start_real(plane, timeout_s)
         except (ApiError, RuntimeError, OSError) as exc:
-            raise UserError(f"the real control plane did not start: {str(exc).splitlines()[0]}") from None
+            raise DemoUsageError(f"the real control plane did not start: {str(exc).splitlines()[0]}") from None
         config = tmp / "kubeconfig"  # the admin's, in the demo's namespace as kubectl's default
         config.write_text(yaml.safe_dump(kubeconfig(plane.url, plane.ca.pem, "admin", plane.admin, namespace=NAMESPACE)))
         config.chmod(0o600)
@@ -210,7 +212,7 @@ def _start_real(plane: ControlPlane, timeout_s: float) -> None:
         while not any(c.get("type") == "Established" and c.get("status") == "True"
                       for c in (plane.api.request("GET", path).get("status") or {}).get("conditions") or ()):
             if time.monotonic() > deadline:
-                raise UserError(f"CRD {crd['metadata']['name']} not Established after {timeout_s:.0f}s")
+                raise DemoUsageError(f"CRD {crd['metadata']['name']} not Established after {timeout_s:.0f}s")
             time.sleep(0.2)  # polling cadence; the deadline decides
 
 
@@ -346,7 +348,7 @@ class Demo:
             if found is not None:
                 return found
             if time.monotonic() > deadline:
-                raise UserError(f"timed out after {self.timeout_s:.0f}s waiting for {what}")
+                raise DemoUsageError(f"timed out after {self.timeout_s:.0f}s waiting for {what}")
             time.sleep(0.2)  # polling cadence; the deadline decides
 
     def _wait_run(self, kube: Any, after: str | None) -> dict[str, Any]:
@@ -357,7 +359,7 @@ class Demo:
             if ready.get("status") == "True" and last and last != after:
                 return dict(status)
             if ready.get("status") == "False" and ready.get("reason") not in (None, "AnalysisRunning"):
-                raise UserError(f"the policy's analysis failed: {ready.get('reason')}: {ready.get('message')}")
+                raise DemoUsageError(f"the policy's analysis failed: {ready.get('reason')}: {ready.get('message')}")
             return None
 
         return self._poll(check, "the policy's analysis")
@@ -408,12 +410,12 @@ class Demo:
         lines.append(f"$ kafka-offset-operator restore --backup {NAMESPACE}/{backup} --execute")
         buffer = io.StringIO()
         with contextlib.redirect_stdout(buffer):
-            code = cli.main(["restore", "--backup", f"{NAMESPACE}/{backup}", "--kubeconfig", str(kubeconfig),
+            code = run_cli(["restore", "--backup", f"{NAMESPACE}/{backup}", "--kubeconfig", str(kubeconfig),
                              "--execute"])
         lines += [f"  {line}" for line in buffer.getvalue().splitlines()]
         after = _committed(servers, group)
         if code != 0 or after != before:
-            raise UserError(f"the restore of group {group} did not bring its offsets back ({before} -> {after})")
+            raise DemoUsageError(f"the restore of group {group} did not bring its offsets back ({before} -> {after})")
         lines.append(f"group {group} has its {len(after)} offsets back, exactly as before the deletion")
         return lines
 
@@ -477,7 +479,7 @@ def _committed(servers: str, group: str) -> dict[tuple[str, int], int]:
 
 def _condition(status: Mapping[str, Any], kind: str) -> dict[str, Any]:
     """The operator's own lookup (decisions.conditions.find), {} when the status has no such condition yet."""
-    return dict(find(status.get("conditions"), kind) or {})
+    return dict(find_condition(status.get("conditions"), kind) or {})
 
 
 class OperatorThread:
@@ -500,7 +502,7 @@ class OperatorThread:
     def start(self) -> None:
         self._thread.start()
         if not self._ready.wait(60) or self._error is not None:
-            raise UserError(f"the operator did not start: {self._error!r}")
+            raise DemoUsageError(f"the operator did not start: {self._error!r}")
 
     def stop(self) -> None:
         self._stop.set()

@@ -15,7 +15,7 @@ PROG = "kafka-offset-operator"
 COMMANDS = (decode, dump, analyze, run, restore, reset)
 
 
-class _Parser(argparse.ArgumentParser):
+class _OperatorParser(argparse.ArgumentParser):
     """argparse prints usage plus an error; we print one line naming the problem, and exit 2."""
 
     def error(self, message: str) -> NoReturn:
@@ -23,9 +23,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Manage Kafka consumer-group offsets declaratively.")
+    parser = _OperatorParser(prog=PROG, description="Manage Kafka consumer-group offsets declaratively.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OperatorParser)
     sub.required = True
     for command in COMMANDS:
         command.add_parser(sub)

@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
-from offset_expiry.codec import decode_key, partition_for
-from offset_expiry.durations import format_duration_ms, parse_duration_ms
+from kafka_offsets_model.codec import decode_key, partition_for
+from kafka_offsets_model.durations import format_duration_ms, parse_duration_ms
 
 from . import (
     api_versions,

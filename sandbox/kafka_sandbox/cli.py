@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from offset_expiry.durations import format_duration_ms, parse_duration_ms
+from kafka_offsets_model.durations import format_duration_ms, parse_duration_ms
 
 from .broker import BrokerRuntime, broker_config
 from .security import CLIENT_AUTH, MECHANISMS, PROTOCOLS, ListenerSecurity, server_ssl_context
@@ -18,11 +18,11 @@ from .security import CLIENT_AUTH, MECHANISMS, PROTOCOLS, ListenerSecurity, serv
 PROG = "kafka-sandbox"
 
 
-class UserError(Exception):
+class SandboxUsageError(Exception):
     """A bad flag or a port in use: one line on stderr and exit code 2, never a traceback."""
 
 
-class _Parser(argparse.ArgumentParser):
+class _SandboxParser(argparse.ArgumentParser):
     """One line naming the problem, and exit 2 (argparse would print the whole usage first)."""
 
     def error(self, message: str) -> NoReturn:
@@ -30,7 +30,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = _SandboxParser(
         prog=PROG,
         description="Serve the Kafka protocol with the project's sandbox broker: in-memory topics, a classic "
         "group coordinator and a real __consumer_offsets topic. For tests and demos only. Prints one line "
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return run(args)
-    except UserError as exc:
+    except SandboxUsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def parse_listen(text: str) -> tuple[str, int]:
     host, sep, port_text = text.rpartition(":")
     if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise UserError(f"--listen wants HOST:PORT (e.g. 127.0.0.1:9092), got {text!r}")
+        raise SandboxUsageError(f"--listen wants HOST:PORT (e.g. 127.0.0.1:9092), got {text!r}")
     return host.strip("[]"), int(port_text)
 
 
@@ -99,11 +99,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         retention_ms = parse_duration_ms(args.offsets_retention)
     except ValueError as exc:
-        raise UserError(f"--offsets-retention: {exc}") from None
+        raise SandboxUsageError(f"--offsets-retention: {exc}") from None
     try:
         config = broker_config(retention_ms, offsets_partitions=args.offsets_partitions)
     except ValueError as exc:
-        raise UserError(str(exc)) from None
+        raise SandboxUsageError(str(exc)) from None
     security = listener_security(args)
     if args.debug:
         logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(name)s %(message)s")
@@ -116,11 +116,11 @@ def listener_security(args: argparse.Namespace) -> ListenerSecurity:
     ssl_context = None
     if args.ssl_cert or args.ssl_key:
         if not (args.ssl_cert and args.ssl_key):
-            raise UserError("--ssl-cert and --ssl-key go together")
+            raise SandboxUsageError("--ssl-cert and --ssl-key go together")
         try:
             ssl_context = server_ssl_context(args.ssl_cert, args.ssl_key, args.ssl_ca, args.ssl_client_auth)
         except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
-            raise UserError(f"--ssl-cert/--ssl-key/--ssl-ca: {exc}") from None
+            raise SandboxUsageError(f"--ssl-cert/--ssl-key/--ssl-ca: {exc}") from None
     users: dict[str, str] = {}
     lines = list(args.sasl_user)
     if args.sasl_users_file:
@@ -128,11 +128,11 @@ def listener_security(args: argparse.Namespace) -> ListenerSecurity:
             with open(args.sasl_users_file, encoding="utf-8") as f:
                 lines += [line.strip() for line in f if line.strip() and not line.startswith("#")]
         except OSError as exc:
-            raise UserError(f"--sasl-users-file: {exc.strerror or exc}") from None
+            raise SandboxUsageError(f"--sasl-users-file: {exc.strerror or exc}") from None
     for line in lines:
         name, sep, password = line.partition("=")
         if not sep or not name or not password:
-            raise UserError(
+            raise SandboxUsageError(
                 "--sasl-user/--sasl-users-file want NAME=PASSWORD, got a line without '=' or a value"
             )
         users[name] = password
@@ -145,7 +145,7 @@ def listener_security(args: argparse.Namespace) -> ListenerSecurity:
         )
     except ValueError as exc:
         message = str(exc).replace("ssl_context", "--ssl-cert/--ssl-key").replace("sasl_users", "--sasl-user")
-        raise UserError(message.replace("sasl_mechanisms", "--sasl-mechanism")) from None
+        raise SandboxUsageError(message.replace("sasl_mechanisms", "--sasl-mechanism")) from None
 
 
 def _describe(security: ListenerSecurity) -> str:
@@ -162,7 +162,7 @@ async def _serve(runtime: BrokerRuntime, retention_ms: int, partitions: int) -> 
     try:
         await runtime.start()
     except OSError as exc:
-        raise UserError(
+        raise SandboxUsageError(
             f"cannot listen on {runtime.ctx.host}:{runtime.ctx.port}: {exc.strerror or exc}"
         ) from None
     print(

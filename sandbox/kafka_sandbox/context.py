@@ -31,7 +31,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from offset_expiry.raw import OFFSETS_TOPIC as OFFSETS_TOPIC  # the sandbox's modules import it from here
+from kafka_offsets_model.raw import (
+    OFFSETS_TOPIC as OFFSETS_TOPIC,  # the sandbox's modules import it from here
+)
 
 from .clock import Clock
 from .security import ListenerSecurity

@@ -8,7 +8,7 @@ each member with its client id and host, subscribed topic names and regular expr
 assignments); a group that does not exist or is of another type gets GROUP_ID_NOT_FOUND. The sandbox keeps
 no assignments of seeded groups (empty here) and names the assignor "uniform" (Kafka's default). Streams
 groups: the topology's source and repartition-source topics as one sub-topology, and each member by id.
-The message classes are the ones the operator uses (offset_expiry.kafka_messages).
+The message classes are the ones the operator uses (kafka_offsets_model.kafka_messages).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import kafka.errors as Errors
 
-from offset_expiry.kafka_messages import (
+from kafka_offsets_model.kafka_messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     StreamsGroupDescribeRequest,

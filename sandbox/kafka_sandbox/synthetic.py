@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     consumer_group_current_assignment,
     consumer_group_epoch,
     consumer_group_member_subscription,
@@ -30,7 +30,7 @@ from offset_expiry.codec import (
     streams_group,
     streams_group_topology,
 )
-from offset_expiry.raw import RawRecord
+from kafka_offsets_model.raw import RawRecord
 
 DAY_MS = 86_400_000
 

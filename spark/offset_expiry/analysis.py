@@ -11,11 +11,12 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from kafka_offsets_model.policy import Policy
+from kafka_offsets_model.raw import OFFSETS_TOPIC
+
 from .cluster import DEFAULT_CHECK_INTERVAL_MS, describe_cluster
 from .pipeline import PolicyRun, analyze_assembled_many, analyze_facts_many
-from .policy import Policy
 from .progress import Progress
-from .raw import OFFSETS_TOPIC
 from .source import (
     DEFAULT_SPLIT_RECORDS,
     FORMAT,
@@ -39,7 +40,6 @@ class AnalysisRequest:
     topic: str = OFFSETS_TOPIC
     client_settings: Mapping[str, str] = field(default_factory=dict)
     split_records: int = DEFAULT_SPLIT_RECORDS
-    reader_compacts: bool = True
 
 
 @dataclass(frozen=True)

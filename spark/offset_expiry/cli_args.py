@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .durations import parse_duration_ms
-from .errors import InputError, SpecError
-from .openapi import SchemaCheck
-from .policy import Policy, policy_from_yaml
-from .policy_schema import POLICY_FILE
+from kafka_offsets_model.durations import parse_duration_ms
+from kafka_offsets_model.errors import InputError, SpecError
+from kafka_offsets_model.openapi import SchemaCheck
+from kafka_offsets_model.policy import Policy, policy_from_yaml
+from kafka_offsets_model.policy_schema import POLICY_FILE
 
 if TYPE_CHECKING:
     from .analysis import AnalysisRequest

@@ -19,7 +19,8 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 
-from .codec import CodecError
+from kafka_offsets_model.codec import CodecError
+
 from .facts import OFFSET_COMMIT, Fact, fact_from_record, history_fact
 
 SKIPPED = -1  # fact type of a record that did not decode

@@ -13,8 +13,14 @@ import struct
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from .codec import CodecError, decode_key, decode_record, streams_source_topics, subscription_topics
-from .codec.wire import Reader
+from kafka_offsets_model.codec import (
+    CodecError,
+    decode_key,
+    decode_record,
+    streams_source_topics,
+    subscription_topics,
+)
+from kafka_offsets_model.codec.wire import Reader
 
 OFFSET_COMMIT = 1
 GROUP_METADATA = 2

@@ -14,7 +14,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from .errors import InputError
+from kafka_offsets_model.errors import InputError
+
 from .recordset import AbortedTransaction, ParsedRecords, parse_record_set
 from .recordset_arrays import RecordArrays, parse_record_arrays
 

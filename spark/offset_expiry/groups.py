@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kafka_offsets_model.rules import GroupType, GroupView
+
 from .facts import (
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
     CONSUMER_GROUP_MEMBER_METADATA,
@@ -41,7 +43,6 @@ from .facts import (
     STREAMS_TYPES,
     Fact,
 )
-from .rules import GroupType, GroupView
 
 MEMBER_STATE_STABLE = 0  # modern/MemberState.STABLE
 UNKNOWN_STATE = "Unknown"

@@ -26,11 +26,11 @@ import tempfile
 from collections.abc import Sequence
 from typing import NoReturn
 
+from kafka_offsets_model.errors import InputError
 from offset_expiry import results_sink
 from offset_expiry.analysis import AnalysisRequest, execute, execute_many, prepare
 from offset_expiry.cli_args import add_arguments, check_output_path, request_from_args
 from offset_expiry.client_env import settings_from_env
-from offset_expiry.errors import InputError
 from offset_expiry.output import emit, spark_failure_message
 from offset_expiry.pipeline import PolicyRun
 from offset_expiry.progress import Progress
@@ -38,13 +38,13 @@ from offset_expiry.progress import Progress
 PROG = "offset_expiry.job"
 
 
-class _Parser(argparse.ArgumentParser):
+class _JobParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = _JobParser(
         prog=PROG, description="Find expiring and deletable consumer-group offsets in __consumer_offsets."
     )
     add_arguments(parser, repeatable=True)

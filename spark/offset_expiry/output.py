@@ -14,8 +14,9 @@ import sys
 import tempfile
 from typing import TextIO
 
+from kafka_offsets_model.policy import Policy, unmatched_pattern_warnings
+
 from .analysis import Analysis
-from .policy import Policy, unmatched_pattern_warnings
 from .report import write_json, write_json_atomically
 from .table import render
 

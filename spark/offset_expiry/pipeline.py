@@ -50,13 +50,14 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from .codec import partition_for
+from kafka_offsets_model.codec import partition_for
+from kafka_offsets_model.policy import Policy
+from kafka_offsets_model.rules import Reason
+
 from .columnar import DECODED_ARROW, FACT_FIELDS, SKIPPED, decode_records
 from .facts import GROUP_METADATA_HISTORY, OFFSET_COMMIT, Fact, same_generation_history
 from .groups import rebuild_group, simple_group
-from .policy import Policy
 from .report import RESULT_FIELDS, summary
-from .rules import Reason
 from .rules_columns import broker_expires_column, shape_column, verdict_columns
 
 FACT_COLUMNS = [name for name, _ in FACT_FIELDS]
@@ -647,26 +648,6 @@ class PolicyRun:
     retention_ms: int
 
 
-def analyze_facts(
-    facts: DataFrame,
-    policy: Policy,
-    *,
-    now_ms: int,
-    retention_ms: int,
-    existing_topics: Collection[str] | None,
-    snapshot: Mapping[int, int] | None = None,
-    candidates_only: bool = False,
-) -> dict[str, Any]:
-    """Runs the plan from compacted, decoded facts (columnar.DECODED_ARROW's columns); returns the report
-    with "offsets" as OffsetRows."""
-    return analyze_facts_many(
-        facts,
-        [PolicyRun(policy, retention_ms)],
-        now_ms=now_ms,
-        existing_topics=existing_topics,
-        snapshot=snapshot,
-        candidates_only=candidates_only,
-    )[0]
 
 
 def analyze_facts_many(
@@ -779,45 +760,3 @@ def analyze_assembled_many(
 def _ints(values: Any, names: Sequence[str]) -> dict[str, int]:
     """A Row or a dict of sums (None when summing no rows) as ints."""
     return {name: int((values[name] if values is not None else 0) or 0) for name in names}
-
-
-def analyze_dataframe(
-    raw: DataFrame,
-    policy: Policy,
-    *,
-    now_ms: int,
-    retention_ms: int,
-    existing_topics: Collection[str] | None,
-    snapshot: Mapping[int, int] | None = None,
-    candidates_only: bool = False,
-) -> dict[str, Any]:
-    """The analysis of raw records (partition, offset, timestamp, key, value, records)."""
-    return analyze_facts(
-        decode(compact(raw)),
-        policy,
-        now_ms=now_ms,
-        retention_ms=retention_ms,
-        existing_topics=existing_topics,
-        snapshot=snapshot,
-        candidates_only=candidates_only,
-    )
-
-
-def results_as_dicts(rows: OffsetRows) -> Iterator[dict[str, Any]]:
-    """Streams the result rows as dicts."""
-    return iter(rows)
-
-
-def raw_frame(spark: SparkSession, records: Collection[Any]) -> DataFrame:
-    """A DataFrame of raw records from memory (tests and the benchmark's reference side)."""
-    table = pa.table(
-        {
-            "partition": pa.array([r.partition for r in records], pa.int32()),
-            "offset": pa.array([r.offset for r in records], pa.int64()),
-            "timestamp": pa.array([r.timestamp for r in records], pa.int64()),
-            "key": pa.array([r.key for r in records], pa.binary()),
-            "value": pa.array([r.value for r in records], pa.binary()),
-            "records": pa.array([1] * len(records), pa.int64()),
-        }
-    )
-    return spark.createDataFrame(table)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import socket
 
-from .errors import InputError
+from kafka_offsets_model.errors import InputError
 
 CONNECT_TIMEOUT_S = 10.0
 

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .rules import CANDIDATE_REASONS, Decision, GroupView, OffsetView, Reason
+from kafka_offsets_model.rules import CANDIDATE_REASONS, Decision, GroupView, OffsetView, Reason
 
 RESULT_FIELDS = (
     "group",

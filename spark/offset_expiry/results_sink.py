@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from .errors import InputError
+from kafka_offsets_model.errors import InputError
 
 SCHEME = "configmap"
 PART_BYTES = 700 * 1024  # base64 makes it ~930 KiB: under the 1 MiB ConfigMap limit

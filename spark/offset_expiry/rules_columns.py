@@ -23,8 +23,16 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from .policy import DeletedTopics, Policy
-from .rules import CANDIDATE_REASONS, CONSUMER_PROTOCOL, RULE_REASON, GroupType, Reason, Shape, rule_retention
+from kafka_offsets_model.policy import DeletedTopics, Policy
+from kafka_offsets_model.rules import (
+    CANDIDATE_REASONS,
+    CONSUMER_PROTOCOL,
+    RULE_REASON,
+    GroupType,
+    Reason,
+    Shape,
+    rule_retention,
+)
 
 
 def _lit(value: object) -> Column:

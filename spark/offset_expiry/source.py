@@ -47,14 +47,15 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from kafka_offsets_model.errors import InputError
+from kafka_offsets_model.policy import Policy
+from kafka_offsets_model.raw import OFFSETS_TOPIC
+
 from .columnar import DECODED_ARROW, decode_records, last_per_key
-from .errors import InputError
 from .facts import same_generation_history
 from .fetcher import CLIENT_SETTINGS as CLIENT_SETTINGS  # the settings "kafka.<name>" options may set
 from .fetcher import PartitionFetcher, typed_settings
 from .pipeline import ASSEMBLED_ARROW, assemble_at_home, ddl
-from .policy import Policy
-from .raw import OFFSETS_TOPIC
 from .recordset import ParsedRecords
 from .recordset_arrays import RecordArrays
 

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from .durations import UNITS_MS, format_duration_ms
-from .policy import plural
+from kafka_offsets_model.durations import UNITS_MS, format_duration_ms
+from kafka_offsets_model.policy import plural
 
 HEADERS = ("GROUP", "KIND", "TOPIC", "PARTITIONS", "STATE", "CANDIDATE", "REASON", "BROKER EXPIRY")
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kafka_offsets_model.codec import consumer_group, offset_commit
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.clock import Clock
-from offset_expiry.codec import consumer_group, offset_commit
 
 if TYPE_CHECKING:
     from kafka_under_test import Kafka

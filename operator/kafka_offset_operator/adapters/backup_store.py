@@ -1,7 +1,7 @@
 """The backup store: one ConfigMap per change of offsets, in the namespace of the resource that asked,
 owned by nothing, so it outlives that resource and its policy (docs/safety.md).
 
-    kubectl get configmaps -l kafkaoffsets.dev/backup=true [-l kafkaoffsets.dev/source-name=NAME]
+    kubectl get configmaps -l <model.api.BACKUPS_SELECTOR> [-l <SOURCE_NAME_LABEL>=NAME]   (docs/safety.md)
 
 A backup is written and read back before the first Kafka call that changes offsets (`write`). Writing is
 idempotent per change: the name is derived from the change, and a backup already stored under it (a

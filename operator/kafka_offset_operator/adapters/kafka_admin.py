@@ -30,7 +30,7 @@ from kafka.net.selector import NetworkSelector
 from kafka.protocol.consumer import IsolationLevel
 from kafka.structs import OffsetAndMetadata
 
-from offset_expiry.kafka_messages import ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
+from kafka_offsets_model.kafka_messages import ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
 
 from ..model.connection import ConnectionSettings, TlsFiles
 from ..model.offsets import (

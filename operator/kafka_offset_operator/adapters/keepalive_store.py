@@ -31,6 +31,7 @@ from ..model.backups import (
     intents_of,
 )
 from ..model.offsets import TP, Committed
+from ..model.times import iso_of
 from .backup_store import BackupStore, backup_name, label_value
 
 TAKEN, DONE = "Taken", "Done"
@@ -38,10 +39,6 @@ TAKEN, DONE = "Taken", "Done"
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
-
-
-def _iso(moment: datetime.datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class _PolicyRecords:
@@ -85,12 +82,12 @@ class RecommitIntents(_PolicyRecords):
         if self._own is None:
             now = _now()
             record = self.store.write(BackupRecord(
-                name=backup_name("cgop", self.policy, Action.RECOMMIT, f"{self.uid}/{_iso(now)}"),
+                name=backup_name("cgop", self.policy, Action.RECOMMIT, f"{self.uid}/{iso_of(now)}"),
                 action=Action.RECOMMIT, cluster_id=self.cluster_id, bootstrap_servers=self.bootstrap_servers,
                 group=group, offsets={},
                 requested_by=Requester(POLICY_KIND, self.namespace, self.policy, self.uid,
                                        "keep-alive re-commit of unchanged offsets (intent)", self.user),
-                taken_at=_iso(now), expires_at=_iso(now + self.retention), state=TAKEN,
+                taken_at=iso_of(now), expires_at=iso_of(now + self.retention), state=TAKEN,
                 extra={INTENTS_KEY: intent_entries([intent])}))
             self._own = record.name
             self._records[record.name] = record
@@ -126,12 +123,12 @@ class RebaseBackups(_PolicyRecords):
     def save(self, group: str, offsets: Mapping[TP, Committed]) -> str:
         now = _now()
         stored = self.store.write(BackupRecord(
-            name=backup_name("cgop", self.policy, Action.REBASE, f"{self.uid}/{group}/{_iso(now)}"),
+            name=backup_name("cgop", self.policy, Action.REBASE, f"{self.uid}/{group}/{iso_of(now)}"),
             action=Action.REBASE, cluster_id=self.cluster_id, bootstrap_servers=self.bootstrap_servers,
             group=group, offsets=dict(offsets),
             requested_by=Requester(POLICY_KIND, self.namespace, self.policy, self.uid,
                                    "keep-alive rebase of a protected group (mode Auto)", self.user, self.user),
-            taken_at=_iso(now), expires_at=_iso(now + self.retention), state=TAKEN))
+            taken_at=iso_of(now), expires_at=iso_of(now + self.retention), state=TAKEN))
         return stored.name
 
     def backup_name(self, group: str) -> str | None:

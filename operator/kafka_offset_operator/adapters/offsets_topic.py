@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
-from offset_expiry.codec import CodecError, decode_key, decode_value, partition_for
-from offset_expiry.errors import InputError
-from offset_expiry.raw import OFFSETS_TOPIC
+from kafka_offsets_model.codec import CodecError, decode_key, decode_value, partition_for
+from kafka_offsets_model.errors import InputError
+from kafka_offsets_model.raw import OFFSETS_TOPIC, RawRecord
 from offset_expiry.reachability import check_reachable
 
 from ..errors import UserError
@@ -27,15 +26,6 @@ from ..model.offsets import CONNECTION_FAILED, KafkaFailure
 from .kafka_admin import kafka_failure, remove_private_files, security_config
 
 IDLE_TIMEOUT_S = 30.0
-
-
-@dataclass(frozen=True)
-class RawRecord:
-    partition: int
-    offset: int
-    timestamp: int
-    key: bytes
-    value: bytes | None
 
 
 class OffsetsTopicReader:

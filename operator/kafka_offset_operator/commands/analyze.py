@@ -13,10 +13,10 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Any
 
+from kafka_offsets_model.errors import InputError
+from kafka_offsets_model.openapi import SchemaCheck
+from kafka_offsets_model.policy import regex_pattern_warnings
 from offset_expiry.cli_args import add_arguments, request_from_args
-from offset_expiry.errors import InputError
-from offset_expiry.openapi import SchemaCheck
-from offset_expiry.policy import regex_pattern_warnings
 from offset_expiry.progress import Progress
 
 from ..errors import UserError

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from offset_expiry.codec import CodecError, decode_record, to_jsonable
+from kafka_offsets_model.codec import CodecError, decode_record, to_jsonable
 
 from ..errors import UserError
 

@@ -55,7 +55,7 @@ def check_login(settings: ConnectionSettings) -> None:
     refused login or an untrusted certificate until their bootstrap timeout, 30 s, then say only "Unable to
     bootstrap"): the address is tried (offset_expiry.reachability, as they do), then one login with the
     operator's admin client, which stops at the first refusal and names the property to fix."""
-    from offset_expiry.errors import InputError
+    from kafka_offsets_model.errors import InputError
     from offset_expiry.reachability import check_reachable
 
     from ..adapters.kafka_admin import KafkaAdmin

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # imported where used: `--help` and bad arguments load no Kaf
     from ..adapters.kube import Kube
     from ..decisions.reset_plan import ResetPlan, ResetScope, ResetTarget
     from ..decisions.reset_steps import CommitPlan
+    from ..model.api import BACKUPS_SELECTOR
     from ..model.backups import BackupRecord
     from ..model.connection import ConnectionSettings
     from ..model.offsets import TP, Committed
@@ -133,8 +134,8 @@ def _scope_raw(args: argparse.Namespace) -> dict[str, Any]:
 
 def parse_args(args: argparse.Namespace) -> tuple[ResetTarget, ResetScope, int]:
     """(target, scope, backup retention in ms), or UserError naming the flag."""
-    from offset_expiry.durations import parse_duration_ms
-    from offset_expiry.errors import SpecError
+    from kafka_offsets_model.durations import parse_duration_ms
+    from kafka_offsets_model.errors import SpecError
 
     from ..decisions.reset_plan import TargetKind, check_group, parse_scope, parse_target
 
@@ -311,7 +312,7 @@ def _read_backup(kube: Kube, args: argparse.Namespace, target: ResetTarget) -> B
         return BackupStore(kube).read(namespace, target.backup)
     except NotFound:
         raise UserError(f"--from-backup: no backup {namespace}/{target.backup} (kubectl get configmaps -n "
-                        f"{namespace} -l kafkaoffsets.dev/backup=true)") from None
+                        f"{namespace} -l {BACKUPS_SELECTOR})") from None
     except BackupError as exc:
         raise UserError(f"--from-backup: {namespace}/{target.backup} is not a backup of kafka-offset-operator: "
                         f"{exc}") from None
@@ -326,8 +327,8 @@ def _write_backup(kube: Kube, args: argparse.Namespace, servers: str, cluster_id
     from ..adapters.backup_store import BackupNotStored, BackupStore, backup_name
     from ..adapters.kube import KubeError, current_namespace
     from ..decisions.reset_steps import uncommitted
-    from ..decisions.times import iso
     from ..model.backups import Action, BackupRecord, Requester
+    from ..model.times import iso
 
     namespace = args.backup_namespace or current_namespace(args.kubeconfig)
     uid = str(uuid.uuid4())

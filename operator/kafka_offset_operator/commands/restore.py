@@ -47,6 +47,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _read(args: argparse.Namespace) -> Any:
+    from ..model.api import BACKUPS_SELECTOR
     from ..model.backups import BackupError, decode, from_document
 
     try:
@@ -64,7 +65,7 @@ def _read(args: argparse.Namespace) -> Any:
             return BackupStore(kube).read(namespace, name)
         except NotFound:
             raise UserError(f"--backup: no backup {namespace}/{name} (kubectl get configmaps -n {namespace} "
-                            "-l kafkaoffsets.dev/backup=true)") from None
+                            f"-l {BACKUPS_SELECTOR})") from None
         except KubeError as exc:
             raise UserError(f"--backup: {exc}") from None
         finally:
@@ -167,7 +168,7 @@ def _since_backup(record: Any) -> dict[str, Any]:
     log = record.extra.get("offsetsLog")
     if isinstance(log, dict) and isinstance(log.get("partition"), int) and isinstance(log.get("offset"), int):
         return {"offsetsLog": log, "takenAt": record.taken_at}
-    from ..decisions.times import iso, parse_iso
+    from ..model.times import iso, parse_iso
 
     taken = parse_iso(record.taken_at)
     return {"takenAt": iso(taken + 1000) if taken is not None else record.taken_at}

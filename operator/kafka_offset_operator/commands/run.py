@@ -137,7 +137,7 @@ class JsonFormatter(logging.Formatter):
 
 
 def _duration(text: str) -> float:
-    from offset_expiry.durations import parse_duration_ms
+    from kafka_offsets_model.durations import parse_duration_ms
 
     try:
         ms = parse_duration_ms(text)

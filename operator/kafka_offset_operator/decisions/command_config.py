@@ -27,7 +27,7 @@ from typing import Any
 
 import javaproperties
 
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 from ..model.connection import ConnectionSettings, FileProperty, SecretSources, SettingNames
 from .connection_spec import connection_from_spec

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from offset_expiry.errors import SpecError
-from offset_expiry.openapi import SchemaCheck, without_cel_rules
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.openapi import SchemaCheck, without_cel_rules
 
 from ..model.connection import ConnectionSettings, Masked, SecretKey, SecretSources, TlsFiles
 from ..model.crds import KAFKA_CONNECTION

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from offset_expiry.errors import SpecError
-from offset_expiry.openapi import SchemaCheck
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.openapi import SchemaCheck
 
 from ..model.api import DELETION_KIND
 from ..model.crds import spec_schema

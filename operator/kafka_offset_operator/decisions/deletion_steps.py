@@ -20,13 +20,10 @@ consumer committed after our delete (or after our restore) is never deleted (or 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
-
-from offset_expiry.policy import Protection
 
 from ..model.backups import BackupRecord, backup_entries
 from ..model.offsets import TP, Committed, GroupInfo, group_busy
@@ -36,19 +33,29 @@ from .conditions import Condition, find
 from .deletion_spec import DeletionSpec
 from .fresh_verdict import Verdict
 from .kafka_answers import EXPLAIN
-from .step_outcomes import Event, Outcome, kafka_waiting, own_spec_invalid
+from .step_outcomes import (
+    AWAITING,
+    FAILED,
+    PARTIALLY_FAILED,
+    PENDING,
+    RESULTS_BUDGET,
+    RESULTS_LIMIT,
+    RUNNING,
+    SUCCEEDED,
+    Event,
+    Outcome,
+    bounded_results,
+    json_size,
+    kafka_waiting,
+    own_spec_invalid,
+    summarize_results,
+)
 from .step_outcomes import conds as _conds
 from .step_outcomes import events_on_change as _events_on_change
 from .step_outcomes import frozen_fields as frozen_fields
 from .step_outcomes import spec_unfrozen as spec_unfrozen
 
-# Phases (status.phase); all but Pending are also the Ready condition's reason in that phase.
-PENDING = "Pending"
-AWAITING = Reason.AWAITING_APPROVAL.value
-RUNNING = Reason.RUNNING.value
-SUCCEEDED = Reason.SUCCEEDED.value
-PARTIALLY_FAILED = Reason.PARTIALLY_FAILED.value
-FAILED = Reason.FAILED.value
+# Phases (status.phase) beyond those both one-shot kinds share (step_outcomes): Restored is the deletion's own.
 RESTORED = Reason.RESTORED.value
 
 DELETED = "Deleted"
@@ -56,14 +63,8 @@ FAILED_RESULT = "Failed"
 SKIPPED = "Skipped"
 NOT_COMMITTED = "NotCommitted"
 
-# Results that fit the object (bounded_results): one object, spec and status, must stay under etcd's 1.5 MiB
-# and a status write under the API server's 3 MiB request limit, and a deletion of every committed partition
-# of its topics may touch any number of partitions.
-RESULTS_LIMIT = 1000  # per-partition result entries kept as they are
-RESULTS_BUDGET = 256 * 1024  # bytes of JSON for status.results, and again for status.restoreResults
-SAMPLE_PER_KIND = 20  # past the limit: examples of each (status, Kafka error) kept before any others
 
-class Step(StrEnum):
+class DeletionStep(StrEnum):
     AWAIT = "await"  # not approved: nothing to do with Kafka
     BACKUP = "backup"  # read the committed offsets and write them into the status
     DELETE = "delete"  # re-check and delete what is still at its backed-up value
@@ -74,15 +75,15 @@ class Step(StrEnum):
 # -- where are we
 
 
-def next_step(spec: DeletionSpec, status: Mapping[str, Any]) -> Step:
+def next_step(spec: DeletionSpec, status: Mapping[str, Any]) -> DeletionStep:
     phase = status.get("phase")
     if phase in (None, PENDING, AWAITING):
-        return Step.BACKUP if spec.approved else Step.AWAIT
+        return DeletionStep.BACKUP if spec.approved else DeletionStep.AWAIT
     if phase == RUNNING:
-        return Step.DELETE
+        return DeletionStep.DELETE
     if phase in (SUCCEEDED, PARTIALLY_FAILED) and spec.restore and not status.get("restoreTime"):
-        return Step.RESTORE
-    return Step.DONE
+        return DeletionStep.RESTORE
+    return DeletionStep.DONE
 
 
 def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None, generation: int | None = None) -> bool:
@@ -116,16 +117,6 @@ def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None,
 # -- outcomes that change no Kafka state
 
 
-def spec_problem(
-    status: Mapping[str, Any], field_path: str, problem: str, reason: Reason, now: str, generation: int | None
-) -> Outcome:
-    """A spec (or a Secret/policy it names) the operator cannot use: say which field, wait for a fix."""
-    message = f"{field_path}: {problem}"
-    degraded = Condition("Degraded", "True", reason, message)
-    patch = _conds(status, now, generation, Condition("Ready", "False", reason, message), degraded)
-    if not status.get("phase"):
-        patch["phase"] = PENDING
-    return Outcome(patch, _events_on_change(status, degraded, Event("Warning", reason, message)))
 
 
 def kafka_problem(
@@ -167,9 +158,6 @@ _CLEARS_WHEN_SETTLED = frozenset({Reason.INVALID_SPEC, Reason.SECRET_NOT_FOUND, 
                                   Reason.CLUSTER_MISMATCH, Reason.BACKUP_NOT_STORED})
 
 
-def protecting_pattern(protection: Protection, group: str) -> str | None:
-    """The first of a policy's protect.groups patterns that matches `group`, if any."""
-    return next((p for p in protection.groups if Protection(groups=(p,)).protects(group)), None)
 
 
 def protected(status: Mapping[str, Any], group: str, policy: str, pattern: str, now: str,
@@ -233,18 +221,6 @@ def plan_backup(
     return BackupPlan(offsets, tuple(results))
 
 
-def target_of(spec: Mapping[str, Any], kafka: Mapping[str, Any], cluster_id: str | None,
-              bootstrap_servers: str) -> dict[str, Any]:
-    """What is acted on, frozen at approval: the cluster (id, the brokers reached, and the connection as
-    written, Secrets and a Strimzi cluster by reference only), the group, and the approved spec. Later steps
-    and restore use this, never the current spec."""
-    return {
-        "clusterId": cluster_id,
-        "bootstrapServers": bootstrap_servers,
-        "group": spec.get("group"),
-        "kafka": dict(kafka),
-        "spec": {k: v for k, v in spec.items() if k not in ("restore", "approved")},
-    }
 
 
 def backup_taken(status: Mapping[str, Any], record: BackupRecord, plan: BackupPlan, target: Mapping[str, Any],
@@ -258,7 +234,7 @@ def backup_taken(status: Mapping[str, Any], record: BackupRecord, plan: BackupPl
         backup["offsetsLog"] = dict(offsets_log)
     if record.partitions <= inline_limit:  # for kubectl; the stored backup is the one restore reads
         entries = backup_entries(record.offsets)
-        if _size(entries) <= RESULTS_BUDGET:  # long topic names: the ConfigMap alone
+        if json_size(entries) <= RESULTS_BUDGET:  # long topic names: the ConfigMap alone
             backup["offsets"] = entries
     message = (f"backed up {record.partitions} committed offsets of group {record.group} to ConfigMap "
                f"{record.name}; deleting")
@@ -270,13 +246,6 @@ def backup_taken(status: Mapping[str, Any], record: BackupRecord, plan: BackupPl
     return Outcome(patch, (Event("Normal", Reason.BACKED_UP, message + record.requested_by.people),))
 
 
-def backup_not_stored(status: Mapping[str, Any], message: str, retry_seconds: float, now: str,
-                      generation: int | None) -> Outcome:
-    """No backup, no change: the store refused or read back something else. Retried."""
-    text = f"{message}; nothing was changed in Kafka; retrying every {retry_seconds:g}s"
-    degraded = Condition("Degraded", "True", Reason.BACKUP_NOT_STORED, text)
-    return Outcome(_conds(status, now, generation, degraded),
-                   _events_on_change(status, degraded, Event("Warning", Reason.BACKUP_NOT_STORED, text)))
 
 
 def _group_missing(spec: DeletionSpec, status: Mapping[str, Any], now: str, generation: int | None) -> Outcome:
@@ -381,7 +350,7 @@ def finish_group_deletion(spec: DeletionSpec, status: Mapping[str, Any], backup:
         phase, kind = FAILED, "Warning"
     results, results_summary = bounded_results(status.get("results") or (), status.get("resultsSummary"), new,
                                                DELETED)
-    tally = results_summary or _summary(results)
+    tally = results_summary or summarize_results(results)
     reason = Reason(phase)
     if phase == SUCCEEDED:
         conds = (Condition("Ready", "True", reason, text), Condition("Degraded", "False", Reason.AS_EXPECTED, ""))
@@ -461,7 +430,7 @@ def finish_deletion(
             new.append(_result(tp, FAILED_RESULT, error, EXPLAIN.get(error, "")))
     results, results_summary = bounded_results(status.get("results") or (), status.get("resultsSummary"), new, DELETED,
                                        results_limit, results_budget)
-    tally = results_summary or _summary(results)
+    tally = results_summary or summarize_results(results)
     deleted, failed = tally["byStatus"].get(DELETED, 0), tally["byStatus"].get(FAILED_RESULT, 0)
     phase = FAILED if failed and not deleted else PARTIALLY_FAILED if failed else SUCCEEDED
     errors = sorted(tally["byError"])
@@ -491,94 +460,13 @@ def outcome_counts(by_status: Mapping[str, int]) -> str:
     return "; ".join([*parts, f"failed {by_status.get(FAILED_RESULT, 0)}"])
 
 
-# -- results that fit the object (the limits are at the top)
 
 
-def bounded_results(
-    previous: Sequence[Mapping[str, Any]], previous_summary: Mapping[str, Any] | None,
-    new: Sequence[Mapping[str, Any]], done: str, limit: int = RESULTS_LIMIT, budget: int = RESULTS_BUDGET,
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """Results as they go into the status, and their summary (None while every entry fits).
-
-    Past `limit` entries or `budget` bytes, the `done` ones (Deleted, Restored) are summed per topic
-    (`{topic, status, count}`: restore reads those topics' partitions from the stored backup), and of the
-    others a sample stays: up to SAMPLE_PER_KIND of each status and Kafka error first, then as many more as
-    fit. The summary counts every partition by status and by error. `previous` may itself be a sample
-    (`previous_summary` counts it all)."""
-    merged = [dict(r) for r in previous] + [dict(r) for r in new]
-    if previous_summary is None and len(merged) <= limit and _size(merged) <= budget:
-        return merged, None
-    tally = _summary(new, previous_summary if previous_summary is not None else _summary(previous))
-    per_topic: dict[str, int] = {}
-    others = []
-    for r in merged:
-        if r["status"] == done:
-            per_topic[r["topic"]] = per_topic.get(r["topic"], 0) + int(r.get("count", 1))
-        else:
-            others.append(r)
-    verb = done.lower()
-    out = [{"topic": t, "status": done, "message": f"{n} partitions {verb}", "count": n}
-           for t, n in sorted(per_topic.items())]
-    seen: dict[tuple[str, str], int] = {}
-    first: list[dict[str, Any]] = []
-    rest: list[dict[str, Any]] = []
-    for r in others:
-        kind = (r["status"], str(r.get("error", "")))
-        seen[kind] = seen.get(kind, 0) + 1
-        (first if seen[kind] <= SAMPLE_PER_KIND else rest).append(r)
-    used = _size(out)
-    for r in first + rest:
-        size = _size(r) + 1
-        if len(out) >= limit + len(per_topic) or used + size > budget:
-            break
-        out.append(r)
-        used += size
-    tally["shown"] = len(out) - len(per_topic)
-    tally["message"] = (f"{tally['partitions']} results: {len(per_topic)} topics' {verb} partitions are summed; "
-                        f"{tally['shown']} other results shown, up to {SAMPLE_PER_KIND} of each status and error "
-                        "first; byStatus and byError count them all")
-    return out, tally
 
 
-def write_refused(status: Mapping[str, Any], patch: Mapping[str, Any], message: str, now: str,
-                  generation: int | None) -> dict[str, Any]:
-    """The API server refused a status write for its size or content (413, 422, etcd's limit): the same
-    patch without what can be large (per-partition results, the status' copy of the backup's offsets and of
-    the approved spec), with the results counted in their summary and a WriteRefused condition. The step's
-    facts (phase, backup name, target, counts, times) stay, so the state machine goes on from them."""
-    small = {k: v for k, v in patch.items() if k not in ("results", "restoreResults", "conditions")}
-    for name in ("results", "restoreResults"):
-        if patch.get(name) is not None:
-            summary = dict(patch.get(f"{name}Summary") or _summary(patch[name]))
-            summary["shown"] = 0
-            summary["message"] = f"{name} not stored: the API server refused the status write ({message[:200]})"
-            small[name] = None
-            small[f"{name}Summary"] = summary
-    if isinstance(small.get("backup"), Mapping):
-        small["backup"] = {**small["backup"], "offsets": None}
-    if isinstance(small.get("target"), Mapping):
-        small["target"] = {**small["target"], "spec": None}
-    text = f"the status could not be written in full, so per-partition details were left out: {message}"
-    small.update(_conds(status, now, generation, Condition("Degraded", "True", Reason.WRITE_REFUSED, text)))
-    return small
 
 
-def _summary(results: Sequence[Mapping[str, Any]], start: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Counts per status and per Kafka error (a summed entry counts its `count`)."""
-    by_status: dict[str, int] = dict((start or {}).get("byStatus") or {})
-    by_error: dict[str, int] = dict((start or {}).get("byError") or {})
-    total = int((start or {}).get("partitions") or 0)
-    for r in results:
-        n = int(r.get("count", 1))
-        total += n
-        by_status[r["status"]] = by_status.get(r["status"], 0) + n
-        if r.get("error"):
-            by_error[r["error"]] = by_error.get(r["error"], 0) + n
-    return {"partitions": total, "byStatus": by_status, "byError": by_error}
 
-
-def _size(value: Any) -> int:
-    return len(json.dumps(value, separators=(",", ":")))
 
 
 def _result(tp: TP, status: str, error: str | None = None, message: str = "") -> dict[str, Any]:
@@ -671,7 +559,7 @@ def finish_restore(
         error = answers.get(tp, "UNKNOWN_SERVER_ERROR")
         new.append(_result(tp, RESTORED) if error is None else _result(tp, FAILED_RESULT, error, EXPLAIN.get(error, "")))
     results, summary = bounded_results((), None, new, RESTORED)
-    tally = summary or _summary(results)
+    tally = summary or summarize_results(results)
     restored, failed = tally["byStatus"].get(RESTORED, 0), tally["byStatus"].get(FAILED_RESULT, 0)
     message = f"restored {restored} offsets of group {group.group_id}" + (f"; {failed} failed" if failed else "")
     if failed:

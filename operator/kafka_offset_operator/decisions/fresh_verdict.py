@@ -30,11 +30,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from offset_expiry.rules import Reason
+from kafka_offsets_model.rules import Reason
 
 from ..model.group_log import GroupRecord, RecordKind
 from ..model.offsets import TP, GroupInfo, ModernGroup
-from .times import iso
+from ..model.times import iso
 
 
 @dataclass(frozen=True)

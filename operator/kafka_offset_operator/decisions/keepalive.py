@@ -61,7 +61,6 @@ class ProtectedGroup:
 class KeepAlivePlan:
     group: str
     method: Method | None  # None: nothing to do now (or nothing that can be done: see blocked)
-    due_at: int | None = None  # when it will need something, if known
     blocked: str | None = None  # why it cannot be kept alive now
 
     @property
@@ -94,21 +93,21 @@ def plan_group(group: ProtectedGroup, live: GroupInfo, now_ms: int, lead: int) -
     if earliest is None:
         return KeepAlivePlan(name, None)  # the broker does not expire it in its current state
     if earliest - lead > now_ms:
-        return KeepAlivePlan(name, None, due_at=earliest - lead)
+        return KeepAlivePlan(name, None)
     if group.group_type == "consumer":
         # Invisible to DescribeGroups; Kafka answers UNKNOWN_MEMBER_ID if it has members.
-        return KeepAlivePlan(name, Method.RECOMMIT, due_at=earliest - lead)
+        return KeepAlivePlan(name, Method.RECOMMIT)
     if group.group_type != "classic":
-        return KeepAlivePlan(name, None, earliest, blocked=f"a {group.group_type} group cannot be kept alive")
+        return KeepAlivePlan(name, None, blocked=f"a {group.group_type} group cannot be kept alive")
     if not live.exists:
-        return KeepAlivePlan(name, None, earliest, blocked="the group no longer exists")
+        return KeepAlivePlan(name, None, blocked="the group no longer exists")
     if live.active:
-        return KeepAlivePlan(name, None, earliest, blocked=(
+        return KeepAlivePlan(name, None, blocked=(
             "it has members, and Kafka accepts an admin OffsetCommit only while a group has none; only "
             "topics it no longer subscribes to can expire meanwhile"))
     if not live.protocol_type:
-        return KeepAlivePlan(name, Method.RECOMMIT, due_at=earliest - lead)
-    return KeepAlivePlan(name, Method.REBASE, due_at=earliest - lead)
+        return KeepAlivePlan(name, Method.RECOMMIT)
+    return KeepAlivePlan(name, Method.REBASE)
 
 
 def needs_live_view(group: ProtectedGroup, now_ms: int, lead: int) -> bool:

@@ -1,5 +1,5 @@
 """The `spec` of a ConsumerGroupOffsetPolicy as the operator reads it: checked against the CRD's own schema
-(model/crds.py), then the analysis part (groups, rules, protect) is read by offset_expiry.policy, the one
+(model/crds.py), then the analysis part (groups, rules, protect) is read by kafka_offsets_model.policy, the one
 parser the Spark job also uses; mode, schedule and analysis engine are read here, with what a schema cannot
 say (an interval of at least 1m, durations Kafka could hold). CRD defaults are applied here too, so a spec
 that skipped API-server defaulting (an emulated cluster, an old CRD) means the same thing.
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from offset_expiry.durations import parse_duration_ms
-from offset_expiry.errors import SpecError
-from offset_expiry.openapi import SchemaCheck
-from offset_expiry.policy import Policy, checked_policy
+from kafka_offsets_model.durations import parse_duration_ms
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.openapi import SchemaCheck
+from kafka_offsets_model.policy import Policy, checked_policy
 
 from ..model.api import POLICY_KIND
 from ..model.crds import DEFAULT_FINISHED_DELETIONS_LIMIT, spec_schema

@@ -7,14 +7,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from offset_expiry.policy import Policy, regex_pattern_warnings, unmatched_pattern_warnings
+from kafka_offsets_model.policy import Policy, regex_pattern_warnings, unmatched_pattern_warnings
 
 from ..model.reasons import Reason
 from ..model.report import Report, ScannedOffset
+from ..model.times import iso
 from .conditions import Condition, find, merge_conditions
 from .policy_spec import Mode
 from .proposals import Skip
-from .times import iso
 
 TOP_CANDIDATES = 20  # the CRD's maxItems for status.topCandidates
 MAX_WARNINGS = 20  # the CRD's maxItems for status.warnings
@@ -31,7 +31,6 @@ class RunSummary:
     mode: Mode
     deletions_created: int = 0
     deletions_existing: int = 0
-    proposed_groups: int = 0
     skipped: tuple[Skip, ...] = ()
     keep_alive: Sequence[str] = field(default_factory=tuple)  # one line per keep-alive action or problem
     refused: Sequence[str] = ()  # one line per OffsetDeletion the API server refused (413, 422)

@@ -18,17 +18,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from offset_expiry.codec import partition_for
-from offset_expiry.policy import Protection
-from offset_expiry.rules import Reason
+from kafka_offsets_model.codec import partition_for
+from kafka_offsets_model.policy import Protection
+from kafka_offsets_model.rules import Reason
 
 from ..model.api import API_VERSION, DELETION_KIND, GROUP, MANAGED_BY, POLICY_LABEL
 from ..model.crds import MAX_PARTITIONS, MAX_TOPICS
 from ..model.offsets import TP, Committed, GroupInfo
 from ..model.report import ScannedOffset
-from .deletion_steps import AWAITING, FAILED, PARTIALLY_FAILED, PENDING, RESTORED, SUCCEEDED
+from ..model.times import iso
+from .deletion_steps import RESTORED
 from .policy_spec import Mode
-from .times import iso
+from .step_outcomes import AWAITING, FAILED, PARTIALLY_FAILED, PENDING, SUCCEEDED
 
 MAX_NAME = 63  # children's names stay valid label values
 POLICY_UID = f"{GROUP}/policy-uid"  # on a policy's OffsetDeletions: the uid of the policy that made them
@@ -359,7 +360,7 @@ def children(policy_body: Mapping[str, Any], kept: Sequence[Proposal], mode: Mod
 
 
 # One OffsetDeletion is one object: its spec, the status' copy of it (status.target.spec) and its bounded
-# results (deletion_steps.RESULTS_BUDGET, twice, and as much for the backup's copy) stay under etcd's 1.5 MiB.
+# results (step_outcomes.RESULTS_BUDGET, twice, and as much for the backup's copy) stay under etcd's 1.5 MiB.
 SPEC_BUDGET = 200 * 1024
 
 

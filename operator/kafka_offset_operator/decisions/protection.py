@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from offset_expiry.policy import Protection
+from kafka_offsets_model.policy import Protection
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from offset_expiry.durations import format_duration_ms, parse_duration_ms
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.durations import format_duration_ms, parse_duration_ms
+from kafka_offsets_model.errors import SpecError
 
+from ..model.api import BACKUPS_SELECTOR
 from ..model.offsets import TP, Committed
 from ..model.offsets import LogRange as LogRange  # re-exported: a plan's input
+from ..model.times import iso_ms
 
 # Kafka's offsets are int64; a target outside that would fail on the wire, not in Kafka's range check.
 _INT64_MAX = 2**63 - 1
@@ -97,7 +99,7 @@ class ResetTarget:
         """The target as a person would say it (status messages, the CLI's headline)."""
         if self.kind is TargetKind.DATETIME:
             assert self.datetime_ms is not None
-            return f"the first offset at or after {_iso_ms(self.datetime_ms)}"
+            return f"the first offset at or after {iso_ms(self.datetime_ms)}"
         if self.kind is TargetKind.DURATION:
             assert self.duration_ms is not None
             return f"the first offset at or after {format_duration_ms(self.duration_ms)} ago"
@@ -241,7 +243,7 @@ def parse_target(raw: Mapping[str, Any], path: str = "spec.target",
         return ResetTarget(kind, offset=_int(value, where, -_INT64_MAX if kafka_forms else 0, _INT64_MAX))
     if kind is TargetKind.FROM_BACKUP:
         if not isinstance(value, str) or not value:
-            raise SpecError(where, "must be the name of a backup (kubectl get configmaps -l kafkaoffsets.dev/backup=true)")
+            raise SpecError(where, f"must be the name of a backup (kubectl get configmaps -l {BACKUPS_SELECTOR})")
         namespace, slash, name = value.rpartition("/")
         if slash and not _DNS_LABEL.match(namespace):
             raise SpecError(where, f"{namespace!r} is not a namespace name")
@@ -337,11 +339,6 @@ def _rfc3339_ms(value: Any, where: str, *, zone_less_utc: bool = False) -> int:
 
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-
-
-def _iso_ms(ms: int) -> str:
-    moment = datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + (f".{ms % 1000:03d}" if ms % 1000 else "") + "Z"
 
 
 # -- the plan

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from offset_expiry.durations import parse_duration_ms
-from offset_expiry.errors import SpecError
-from offset_expiry.openapi import SchemaCheck
+from kafka_offsets_model.durations import parse_duration_ms
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.openapi import SchemaCheck
 
 from ..model.api import RESET_KIND
 from ..model.crds import spec_schema

@@ -1,7 +1,7 @@
 """The OffsetReset state machine as plain functions (see docs/offset-reset.md).
 
 Each function takes what the reconciler read (spec, current status, what Kafka answered) and returns an
-`Outcome` (deletion_steps'): a JSON merge patch for `.status` and the Events to post. The reconciler writes
+`Outcome` (step_outcomes'): a JSON merge patch for `.status` and the Events to post. The reconciler writes
 the patch BEFORE its next Kafka call that changes offsets, so the status is always a safe point to resume:
 
     (new) ──plan──> AwaitingApproval (a dry run: the plan in status.plan, nothing changed)
@@ -30,21 +30,27 @@ from ..model.offsets import TP, Committed, GroupInfo, group_busy
 from ..model.reasons import Reason
 from . import step_outcomes as shared
 from .conditions import Condition, find
-from .deletion_steps import RESULTS_BUDGET, bounded_results
 from .fresh_verdict import Verdict
 from .kafka_answers import EXPLAIN
 from .reset_plan import ResetPlan, ResetTarget
-from .step_outcomes import Event, Outcome, frozen_fields, own_spec_invalid
+from .step_outcomes import (  # the phases both one-shot kinds have, and results that fit the object
+    AWAITING,
+    FAILED,
+    PARTIALLY_FAILED,
+    PENDING,
+    RESULTS_BUDGET,
+    RUNNING,
+    SUCCEEDED,
+    Event,
+    Outcome,
+    bounded_results,
+    frozen_fields,
+    own_spec_invalid,
+)
 from .step_outcomes import conds as _conds
 from .step_outcomes import events_on_change as _on_change
 from .step_outcomes import spec_unfrozen as spec_unfrozen
 
-PENDING = "Pending"
-AWAITING = Reason.AWAITING_APPROVAL.value
-RUNNING = Reason.RUNNING.value
-SUCCEEDED = Reason.SUCCEEDED.value
-PARTIALLY_FAILED = Reason.PARTIALLY_FAILED.value
-FAILED = Reason.FAILED.value
 FINAL = (SUCCEEDED, PARTIALLY_FAILED, FAILED)
 
 RESET = "Reset"
@@ -58,7 +64,7 @@ PAUSE_PENDING = ("Recorded", "ScaledDown")  # status.pausedWorkloads states stil
 RESET_TO = "resetTo"  # the backup's extra key holding the approved plan: [[topic, partition, offset, epoch, metadata]]
 
 
-class Step(StrEnum):
+class ResetStep(StrEnum):
     PLAN = "plan"  # not approved: compute the dry run's plan (once per generation)
     AWAIT = "await"  # not approved, the plan shown is the current spec's
     BACKUP = "backup"  # approved: plan again, store the backup
@@ -69,16 +75,16 @@ class Step(StrEnum):
 # -- where are we
 
 
-def next_step(approved: bool, status: Mapping[str, Any], generation: int | None) -> Step:
+def next_step(approved: bool, status: Mapping[str, Any], generation: int | None) -> ResetStep:
     phase = status.get("phase")
     if phase in (None, PENDING, AWAITING):
         if approved:
-            return Step.BACKUP
+            return ResetStep.BACKUP
         planned = (status.get("plan") or {}).get("observedGeneration")
-        return Step.AWAIT if phase == AWAITING and planned == generation else Step.PLAN
+        return ResetStep.AWAIT if phase == AWAITING and planned == generation else ResetStep.PLAN
     if phase == RUNNING:
-        return Step.COMMIT
-    return Step.DONE
+        return ResetStep.COMMIT
+    return ResetStep.DONE
 
 
 def needs_work(spec: Mapping[str, Any] | None, status: Mapping[str, Any] | None, generation: int | None = None) -> bool:

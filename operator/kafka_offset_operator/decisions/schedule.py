@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..model.reasons import Reason
-from .times import parse_iso
+from ..model.times import parse_iso
 
 MAX_BACKOFF_MS = 600_000
 

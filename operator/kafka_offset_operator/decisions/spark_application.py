@@ -35,8 +35,8 @@ from offset_expiry.client_env import PREFIX
 
 from ..model.api import GROUP, MANAGED_BY, POLICY_LABEL, RUN_LABEL
 from ..model.connection import ConnectionSettings, SecretKey
+from ..model.times import iso
 from .policy_spec import PodResources, PolicySpec
-from .times import iso
 
 SPARK_GROUP = "sparkoperator.k8s.io"
 SPARK_VERSION = "v1beta2"
@@ -45,7 +45,6 @@ SPARK_RELEASE = "4.0.0"  # spec.sparkVersion: informational for spark-operator
 DEFAULT_MAIN_FILE = "local:///opt/kafka-offset-operator/spark/offset_expiry/job.py"
 TLS_MOUNT = "/etc/kafka-offset-operator/tls"
 
-RUNNING_STATES = frozenset({"", "SUBMITTED", "RUNNING", "PENDING_RERUN", "INVALIDATING", "SUCCEEDING", "UNKNOWN"})
 FAILED_STATES = frozenset({"FAILED", "SUBMISSION_FAILED", "FAILING"})
 COMPLETED = "COMPLETED"
 

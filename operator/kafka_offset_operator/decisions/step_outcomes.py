@@ -1,20 +1,37 @@
 """What the OffsetDeletion and OffsetReset state machines (deletion_steps, reset_steps) share: the `Outcome`
 a step returns, how conditions are merged into a status patch, one Event per change of a condition, and the
 outcomes both kinds give in the same words (Kafka unreachable, spec back as approved, a retried problem
-cleared). Each kind keeps its own wording where it has one: the functions here take the message.
+cleared), and the steps both take in the same way: a spec problem, the protecting pattern, the target
+frozen at approval, a backup not stored, results bounded to fit the object, a status write refused, and the
+phases both have. Each kind keeps its own wording where it has one: the functions here take the message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from kafka_offsets_model.policy import Protection
 
 from ..model.reasons import Reason
 from .conditions import Condition, find, merge_conditions
 
+# Phases (status.phase) both kinds have; all but Pending are also the Ready condition's reason in that phase.
 PENDING = "Pending"
 AWAITING = Reason.AWAITING_APPROVAL.value
+RUNNING = Reason.RUNNING.value
+SUCCEEDED = Reason.SUCCEEDED.value
+PARTIALLY_FAILED = Reason.PARTIALLY_FAILED.value
+FAILED = Reason.FAILED.value
+
+# Results that fit the object (bounded_results): one object, spec and status, must stay under etcd's 1.5 MiB
+# and a status write under the API server's 3 MiB request limit, and a deletion of every committed partition
+# of its topics (or a reset of every partition of a group) may touch any number of partitions.
+RESULTS_LIMIT = 1000  # per-partition result entries kept as they are
+RESULTS_BUDGET = 256 * 1024  # bytes of JSON for status.results, and again for status.restoreResults
+SAMPLE_PER_KIND = 20  # past the limit: examples of each (status, Kafka error) kept before any others
 
 
 @dataclass(frozen=True)
@@ -130,3 +147,133 @@ def frozen_fields(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[st
         return []
     keys = sorted((set(spec) | set(approved)) - {"restore", "approved"})
     return [f"spec.{k}" for k in keys if spec.get(k) != approved.get(k)]
+
+
+# -- what both kinds do with a spec, a target, a backup and their results
+
+
+def spec_problem(
+    status: Mapping[str, Any], field_path: str, problem: str, reason: Reason, now: str, generation: int | None
+) -> Outcome:
+    """A spec (or a Secret/policy it names) the operator cannot use: say which field, wait for a fix."""
+    message = f"{field_path}: {problem}"
+    degraded = Condition("Degraded", "True", reason, message)
+    patch = conds(status, now, generation, Condition("Ready", "False", reason, message), degraded)
+    if not status.get("phase"):
+        patch["phase"] = PENDING
+    return Outcome(patch, events_on_change(status, degraded, Event("Warning", reason, message)))
+
+
+def protecting_pattern(protection: Protection, group: str) -> str | None:
+    """The first of a policy's protect.groups patterns that matches `group`, if any."""
+    return next((p for p in protection.groups if Protection(groups=(p,)).protects(group)), None)
+
+
+def target_of(spec: Mapping[str, Any], kafka: Mapping[str, Any], cluster_id: str | None,
+              bootstrap_servers: str) -> dict[str, Any]:
+    """What is acted on, frozen at approval: the cluster (id, the brokers reached, and the connection as
+    written, Secrets and a Strimzi cluster by reference only), the group, and the approved spec. Later steps
+    and restore use this, never the current spec."""
+    return {
+        "clusterId": cluster_id,
+        "bootstrapServers": bootstrap_servers,
+        "group": spec.get("group"),
+        "kafka": dict(kafka),
+        "spec": {k: v for k, v in spec.items() if k not in ("restore", "approved")},
+    }
+
+
+def backup_not_stored(status: Mapping[str, Any], message: str, retry_seconds: float, now: str,
+                      generation: int | None) -> Outcome:
+    """No backup, no change: the store refused or read back something else. Retried."""
+    text = f"{message}; nothing was changed in Kafka; retrying every {retry_seconds:g}s"
+    degraded = Condition("Degraded", "True", Reason.BACKUP_NOT_STORED, text)
+    return Outcome(conds(status, now, generation, degraded),
+                   events_on_change(status, degraded, Event("Warning", Reason.BACKUP_NOT_STORED, text)))
+
+
+def bounded_results(
+    previous: Sequence[Mapping[str, Any]], previous_summary: Mapping[str, Any] | None,
+    new: Sequence[Mapping[str, Any]], done: str, limit: int = RESULTS_LIMIT, budget: int = RESULTS_BUDGET,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Results as they go into the status, and their summary (None while every entry fits).
+
+    Past `limit` entries or `budget` bytes, the `done` ones (Deleted, Restored) are summed per topic
+    (`{topic, status, count}`: restore reads those topics' partitions from the stored backup), and of the
+    others a sample stays: up to SAMPLE_PER_KIND of each status and Kafka error first, then as many more as
+    fit. The summary counts every partition by status and by error. `previous` may itself be a sample
+    (`previous_summary` counts it all)."""
+    merged = [dict(r) for r in previous] + [dict(r) for r in new]
+    if previous_summary is None and len(merged) <= limit and json_size(merged) <= budget:
+        return merged, None
+    tally = summarize_results(new, previous_summary if previous_summary is not None else summarize_results(previous))
+    per_topic: dict[str, int] = {}
+    others = []
+    for r in merged:
+        if r["status"] == done:
+            per_topic[r["topic"]] = per_topic.get(r["topic"], 0) + int(r.get("count", 1))
+        else:
+            others.append(r)
+    verb = done.lower()
+    out = [{"topic": t, "status": done, "message": f"{n} partitions {verb}", "count": n}
+           for t, n in sorted(per_topic.items())]
+    seen: dict[tuple[str, str], int] = {}
+    first: list[dict[str, Any]] = []
+    rest: list[dict[str, Any]] = []
+    for r in others:
+        kind = (r["status"], str(r.get("error", "")))
+        seen[kind] = seen.get(kind, 0) + 1
+        (first if seen[kind] <= SAMPLE_PER_KIND else rest).append(r)
+    used = json_size(out)
+    for r in first + rest:
+        size = json_size(r) + 1
+        if len(out) >= limit + len(per_topic) or used + size > budget:
+            break
+        out.append(r)
+        used += size
+    tally["shown"] = len(out) - len(per_topic)
+    tally["message"] = (f"{tally['partitions']} results: {len(per_topic)} topics' {verb} partitions are summed; "
+                        f"{tally['shown']} other results shown, up to {SAMPLE_PER_KIND} of each status and error "
+                        "first; byStatus and byError count them all")
+    return out, tally
+
+
+def write_refused(status: Mapping[str, Any], patch: Mapping[str, Any], message: str, now: str,
+                  generation: int | None) -> dict[str, Any]:
+    """The API server refused a status write for its size or content (413, 422, etcd's limit): the same
+    patch without what can be large (per-partition results, the status' copy of the backup's offsets and of
+    the approved spec), with the results counted in their summary and a WriteRefused condition. The step's
+    facts (phase, backup name, target, counts, times) stay, so the state machine goes on from them."""
+    small = {k: v for k, v in patch.items() if k not in ("results", "restoreResults", "conditions")}
+    for name in ("results", "restoreResults"):
+        if patch.get(name) is not None:
+            summary = dict(patch.get(f"{name}Summary") or summarize_results(patch[name]))
+            summary["shown"] = 0
+            summary["message"] = f"{name} not stored: the API server refused the status write ({message[:200]})"
+            small[name] = None
+            small[f"{name}Summary"] = summary
+    if isinstance(small.get("backup"), Mapping):
+        small["backup"] = {**small["backup"], "offsets": None}
+    if isinstance(small.get("target"), Mapping):
+        small["target"] = {**small["target"], "spec": None}
+    text = f"the status could not be written in full, so per-partition details were left out: {message}"
+    small.update(conds(status, now, generation, Condition("Degraded", "True", Reason.WRITE_REFUSED, text)))
+    return small
+
+
+def summarize_results(results: Sequence[Mapping[str, Any]], start: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Counts per status and per Kafka error (a summed entry counts its `count`)."""
+    by_status: dict[str, int] = dict((start or {}).get("byStatus") or {})
+    by_error: dict[str, int] = dict((start or {}).get("byError") or {})
+    total = int((start or {}).get("partitions") or 0)
+    for r in results:
+        n = int(r.get("count", 1))
+        total += n
+        by_status[r["status"]] = by_status.get(r["status"], 0) + n
+        if r.get("error"):
+            by_error[r["error"]] = by_error.get(r["error"], 0) + n
+    return {"partitions": total, "byStatus": by_status, "byError": by_error}
+
+
+def json_size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":")))

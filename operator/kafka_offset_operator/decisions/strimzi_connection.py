@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 from ..model.connection import ConnectionSettings, Masked, SecretKey, SecretSources, TlsFiles
 from ..model.reasons import Reason

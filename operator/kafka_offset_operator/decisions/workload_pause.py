@@ -24,12 +24,12 @@ from typing import Any
 
 from ..model.offsets import GroupInfo
 from ..model.reasons import Reason
+from ..model.times import parse_iso
 from .conditions import Condition, find
-from .reset_steps import AWAITING, FAILED, FINAL, MEMBERS_SHOWN, PAUSE_PENDING, PENDING, RUNNING
-from .step_outcomes import Event, Outcome
+from .reset_steps import FINAL, MEMBERS_SHOWN, PAUSE_PENDING
+from .step_outcomes import AWAITING, FAILED, PENDING, RUNNING, Event, Outcome
 from .step_outcomes import conds as _conds
 from .step_outcomes import events_on_change as _on_change
-from .times import parse_iso
 
 RECORDED, SCALED_DOWN = PAUSE_PENDING  # replicas recorded, being scaled to zero; at zero
 RESTORED, LEFT_AS_FOUND, GONE = "Restored", "LeftAsFound", "Gone"

@@ -43,7 +43,7 @@ from ..model.api import MANAGED_BY, POLICIES, POLICY_LABEL
 from ..model.connection import ConnectionSettings
 from ..model.reasons import Reason
 from ..model.report import Report, ReportError, from_rows
-from .job import AnalysisFailed, CancelFlag, Cancelled, Job, new_run_id
+from .job import AnalysisCancelled, AnalysisFailed, CancelFlag, Job, new_run_id
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class InClusterEngine:
             if cancel.is_set():
                 if not operator_leaving(cancel):  # the policy is gone: so is its run
                     self._cleanup(namespace, name)
-                raise Cancelled()  # an operator restart adopts the run still going (see _adopt)
+                raise AnalysisCancelled()  # an operator restart adopts the run still going (see _adopt)
             try:
                 app = self._get(namespace, name)
             except NotFound:
@@ -223,7 +223,7 @@ class InClusterEngine:
                 with self._cond:
                     if self._waiting.pop(ticket.number, None) is not None:  # not submitted yet: just leave
                         self._cond.notify_all()
-                        raise Cancelled()
+                        raise AnalysisCancelled()
         if ticket.error is not None:
             raise ticket.error
         assert ticket.app is not None
@@ -293,7 +293,7 @@ class InClusterEngine:
             if cancel.is_set():
                 if not operator_leaving(cancel):  # this policy is gone: it leaves the batch, the others' run goes on
                     self._release(namespace, name)
-                raise Cancelled()
+                raise AnalysisCancelled()
             try:
                 app = self._get(namespace, name)
             except NotFound:

@@ -27,7 +27,7 @@ class AnalysisFailed(Exception):
         self.message = message
 
 
-class Cancelled(Exception):
+class AnalysisCancelled(Exception):
     """The run was cancelled (its policy was deleted or the operator is stopping)."""
 
 

@@ -39,7 +39,7 @@ from ..adapters.kafka_admin import write_private_files
 from ..decisions.scan_sharing import Waiting, next_scan
 from ..model.reasons import Reason
 from ..model.report import Report, read_report
-from .job import AnalysisFailed, CancelFlag, Cancelled, Job, client_settings, new_run_id
+from .job import AnalysisCancelled, AnalysisFailed, CancelFlag, Job, client_settings, new_run_id
 from .local_worker import RESULT
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ WORKER_MODULE = "kafka_offset_operator.engines.local_worker"
 class LocalRequest:
     run_id: str
     bootstrap_servers: str
-    policy: Mapping[str, Any]  # groups/rules/protect, as offset_expiry.policy parses them
+    policy: Mapping[str, Any]  # groups/rules/protect, as kafka_offsets_model.policy parses them
     client_settings: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold a password
     now_ms: int | None = None
     retention_ms: int | None = None
@@ -162,7 +162,7 @@ class LocalEngine:
 
     def run(self, request: LocalRequest, cancel: CancelFlag, poll_s: float | None = None) -> Report:
         """Run one analysis (alone or in a shared scan) and read its report; raises AnalysisFailed or
-        Cancelled."""
+        AnalysisCancelled."""
         poll = self.poll_s if poll_s is None else poll_s
         with self._cond:
             ticket = _Ticket(next(self._numbers), request, _now_ms())
@@ -178,7 +178,7 @@ class LocalEngine:
                         ticket.cancelled = True
                         self._waiting.pop(ticket.number, None)
                         self._cond.notify_all()
-                        raise Cancelled()
+                        raise AnalysisCancelled()
         if ticket.error is not None:
             raise ticket.error
         assert ticket.report is not None
@@ -217,7 +217,7 @@ class LocalEngine:
             except BaseException as exc:  # never leave a caller waiting
                 for t in tickets:
                     if not t.done.is_set():
-                        t.finish(error=exc if isinstance(exc, (AnalysisFailed, Cancelled)) else
+                        t.finish(error=exc if isinstance(exc, (AnalysisFailed, AnalysisCancelled)) else
                                  AnalysisFailed(Reason.ANALYSIS_FAILED, f"{type(exc).__name__}: {exc}"))
             finally:
                 shutil.rmtree(directory, ignore_errors=True)
@@ -263,7 +263,7 @@ class LocalEngine:
             if cancel.is_set():
                 worker.kill()
                 self._worker = None
-                raise Cancelled()
+                raise AnalysisCancelled()
             try:
                 line = worker.lines.get(timeout=poll_s)
             except queue.Empty:

@@ -36,11 +36,11 @@ def handle(request: dict[str, Any], session: list[Any], out: TextIO) -> None:
     12): each member's report goes to its own `results` path, and the answer says per member whether it
     has one. A failure of the scan itself (Kafka, Spark) fails every member; a member's bad policy fails it
     alone."""
+    from kafka_offsets_model.errors import InputError, SpecError
+    from kafka_offsets_model.policy import parse_policy
     from offset_expiry.analysis import AnalysisRequest, execute_many, prepare
-    from offset_expiry.errors import InputError, SpecError
     from offset_expiry.output import spark_failure_message
     from offset_expiry.pipeline import PolicyRun
-    from offset_expiry.policy import parse_policy
     from offset_expiry.report import write_json_atomically
     from offset_expiry.session import JavaMissing, local_session
 

@@ -4,7 +4,6 @@ deleted every `backup_sweep_interval_s` in the namespaces the operator serves (d
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 from typing import Any
 
@@ -13,6 +12,7 @@ import kopf
 from ..adapters.backup_store import BackupStore
 from ..adapters.kube import KubeError
 from ..context import OperatorContext, OperatorOptions
+from ..model.times import now_iso
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ def register(registry: kopf.OperatorRegistry, ctx: OperatorContext) -> None:
 async def sweep_forever(store: BackupStore, options: OperatorOptions) -> None:
     namespaces: list[str | None] = [None] if options.clusterwide else list(options.namespaces)
     while True:
-        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = now_iso()
         for namespace in namespaces:
             try:
                 gone = await asyncio.to_thread(store.expire, namespace, now)

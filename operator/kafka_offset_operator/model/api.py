@@ -16,6 +16,7 @@ RESETS = "offsetresets"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "kafka-offset-operator"}
 POLICY_LABEL = f"{GROUP}/policy"  # on what a policy creates: its OffsetDeletions, runs and ConfigMaps
 BACKUP_LABEL = f"{GROUP}/backup"  # "true" on every backup of the backup store (one ConfigMap per change)
+BACKUPS_SELECTOR = f"{BACKUP_LABEL}=true"  # the label selector of every backup, as messages tell people to list them
 BACKUP_ACTION_LABEL = f"{GROUP}/backup-action"  # Delete | Restore | Rebase | Reset | Recommit
 SOURCE_KIND_LABEL = f"{GROUP}/source-kind"  # the kind of the resource that asked for a change
 SOURCE_NAME_LABEL = f"{GROUP}/source-name"  # its name (cut to a label value; the backup has it whole)

@@ -3,10 +3,10 @@ conditions) are written once. `scripts/dev.sh generate` writes them into crds/ a
 crds/; a test fails when either copy differs from what this module builds. `python -m
 kafka_offset_operator.model.crds` prints them (`--write DIR` writes them into one directory).
 
-The schemas are also what the operator checks specs against (`spec_schema`, offset_expiry.openapi), so the
+The schemas are also what the operator checks specs against (`spec_schema`, kafka_offsets_model.openapi), so the
 CRD and the spec parsers cannot drift: a rule a schema can say (types, enums, patterns, required fields,
 kafka or policyRef) is written here once; decisions/*_spec.py keep only what a schema cannot say. The
-policy's analysis part (groups, rules, protect) comes from offset_expiry.policy_schema, which the analysis
+policy's analysis part (groups, rules, protect) comes from kafka_offsets_model.policy_schema, which the analysis
 checks policy files against.
 
 Bounded input: every string a person writes has a maxLength and every list a maxItems, so the API server
@@ -15,7 +15,7 @@ below stay within the API server's cost budget (it estimates a rule's cost from 
 CRD whose rules could cost too much). The CEL rules (`x-kubernetes-validations`) are the API server's:
 an OffsetDeletion is frozen once approved (transition rules), durations are capped at 10 years, a deletion
 lists at most MAX_PARTITIONS partitions. The operator's own spec check leaves them out (`spec_schema`);
-the durations' cap has its code twin in offset_expiry.durations.
+the durations' cap has its code twin in kafka_offsets_model.durations.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from typing import Any
 
 import yaml
 
-from offset_expiry.openapi import Schema, without_cel_rules
-from offset_expiry.policy_schema import at_least_rule, duration, spec_properties
+from kafka_offsets_model.openapi import Schema, without_cel_rules
+from kafka_offsets_model.policy_schema import at_least_rule, duration, spec_properties
 
 from .api import (
+    BACKUPS_SELECTOR,
     CLUSTER_PEERINGS,
     DELETION_KIND,
     DELETIONS,
@@ -922,7 +923,7 @@ def _deletion_status() -> Schema:
             "backup": _backup_status(
                 "What was committed before the deletion, kept for restore. The backup itself is a ConfigMap of the "
                 "backup store (owned by nothing: it outlives this OffsetDeletion and its policy; kubectl get "
-                "configmaps -l kafkaoffsets.dev/backup=true); the status names it and, up to 1000 partitions, "
+                f"configmaps -l {BACKUPS_SELECTOR}); the status names it and, up to 1000 partitions, "
                 "copies its offsets.",
                 {"type": "array", "items": partition_offset, "description": "The offsets."}),
             "target": _target_status(
@@ -935,7 +936,7 @@ def _deletion_status() -> Schema:
 
 
 def _results_summary(field: str) -> Schema:
-    """Set when status.<field> is shortened to fit the object (decisions/deletion_steps.bounded_results)."""
+    """Set when status.<field> is shortened to fit the object (decisions/step_outcomes.bounded_results)."""
     counts = {"type": "object", "additionalProperties": {"type": "integer"}}
     return {
         "type": "object",
@@ -1156,7 +1157,7 @@ def _reset_status() -> Schema:
             "resultsSummary": _results_summary("results"),
             "backup": _backup_status(
                 "The offsets committed before the reset, in a ConfigMap of the backup store (owned by nothing: it "
-                "outlives this OffsetReset; kubectl get configmaps -l kafkaoffsets.dev/backup=true)."),
+                f"outlives this OffsetReset; kubectl get configmaps -l {BACKUPS_SELECTOR})."),
             "pausedWorkloads": {
                 "type": "array",
                 "description": (
@@ -1377,7 +1378,7 @@ def kopf_peering_crd() -> dict[str, Any]:
 def spec_schema(kind: str) -> Schema:
     """The openAPIV3Schema of `kind`'s spec, as its CRD carries it, without its CEL rules: what the spec
     parsers check against. The rules are the API server's (an approved spec is frozen: a transition rule
-    that needs the old object; durations are capped in code too, by offset_expiry.durations)."""
+    that needs the old object; durations are capped in code too, by kafka_offsets_model.durations)."""
     for crd in build_crds().values():
         if crd["spec"]["names"]["kind"] == kind:
             return without_cel_rules(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"])

@@ -1,7 +1,7 @@
 """Every reason the operator writes into a condition or an Event, in one place (docs/operator.md,
 docs/offset-deletion.md and docs/offset-reset.md list them; a test keeps the lists and this enum the same).
 
-offset_expiry.errors.SpecError carries its reason as a plain string (the Spark job does not import the
+kafka_offsets_model.errors.SpecError carries its reason as a plain string (the Spark job does not import the
 operator); its default is INVALID_SPEC's value, and the operator only gives it members of this enum.
 """
 

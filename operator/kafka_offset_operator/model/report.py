@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from offset_expiry.rules import CANDIDATE_REASONS, Reason
+from kafka_offsets_model.rules import CANDIDATE_REASONS, Reason
 
 _HEAD = '{"summary": '
 _OFFSETS = ', "offsets": ['

@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from offset_expiry.codec import partition_for
-from offset_expiry.raw import OFFSETS_TOPIC
+from kafka_offsets_model.codec import partition_for
+from kafka_offsets_model.raw import OFFSETS_TOPIC
 
 from ..adapters.kafka_admin import KafkaAdmin
 from ..adapters.offsets_topic import group_records
 from ..decisions.deletion_spec import ScanFacts
 from ..decisions.fresh_verdict import FreshFacts, baseline
-from ..decisions.times import parse_iso
 from ..model.offsets import GroupInfo, KafkaFailure
+from ..model.times import parse_iso
 
 
 def offsets_partition(admin: KafkaAdmin, group: str) -> int:

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from offset_expiry.raw import OFFSETS_TOPIC
+from kafka_offsets_model.raw import OFFSETS_TOPIC
 
 from ..adapters import audit
 from ..adapters.kafka_admin import KafkaAdmin

@@ -14,24 +14,25 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 from ..adapters import audit, metrics
 from ..adapters.backup_store import BackupNotStored, backup_name
 from ..adapters.kafka_admin import KafkaAdmin
 from ..adapters.kube import NotFound
 from ..decisions import deletion_steps as steps
+from ..decisions import step_outcomes as outcomes
 from ..decisions.approval import approval_of
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_spec import DeletionSpec, parse_spec
-from ..decisions.deletion_steps import Step
+from ..decisions.deletion_steps import DeletionStep
 from ..decisions.fresh_verdict import Verdict, rederive
-from ..decisions.times import iso, parse_iso
 from ..engines.job import CancelFlag
 from ..model.api import DELETION_KIND, DELETIONS
 from ..model.backups import Action, BackupError, BackupRecord, Requester, parse_backup
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, GroupInfo, KafkaFailure
 from ..model.reasons import Reason
+from ..model.times import iso, parse_iso
 from .fresh_facts import log_position, read_facts
 from .visits import ObjectVisits, connection_where
 from .visits import generation_of as _generation
@@ -50,7 +51,7 @@ class DeletionReconciler(ObjectVisits):
 
     def _change_sent(self, status: Mapping[str, Any], backup: str | None) -> bool:
         return bool(status.get("deleteStartTime")) or status.get("phase") in (
-            steps.SUCCEEDED, steps.PARTIALLY_FAILED, steps.RESTORED, steps.FAILED)
+            outcomes.SUCCEEDED, outcomes.PARTIALLY_FAILED, steps.RESTORED, outcomes.FAILED)
 
     def _reconcile(self, body: dict[str, Any], stop: CancelFlag | None) -> None:
         namespace = body["metadata"]["namespace"]
@@ -64,27 +65,27 @@ class DeletionReconciler(ObjectVisits):
                                             "status.target.kafka" if status.get("target") else connection_where(spec.policy_ref),
                                             self.kube.strimzi_reader(namespace))
         except SpecError as exc:
-            self._apply(body, steps.spec_problem(status, exc.field, exc.problem, Reason(exc.reason), _now(), generation))
+            self._apply(body, outcomes.spec_problem(status, exc.field, exc.problem, Reason(exc.reason), _now(), generation))
             return
         step = steps.next_step(spec, status)
-        if step is Step.AWAIT:
+        if step is DeletionStep.AWAIT:
             self._apply(body, steps.awaiting_approval(status, _now(), generation, steps.rebase_plan(spec)))
             return
         # A keep-alive rebase (spec.rebase) removes nothing for good: it is how protection keeps the group.
-        if step in (Step.BACKUP, Step.DELETE) and protection is not None and not spec.rebase:
+        if step in (DeletionStep.BACKUP, DeletionStep.DELETE) and protection is not None and not spec.rebase:
             group = (status.get("target") or {}).get("group") or spec.group
-            pattern = steps.protecting_pattern(protection[1], group)
+            pattern = outcomes.protecting_pattern(protection[1], group)
             if pattern is not None:
                 self._apply(body, steps.protected(status, group, protection[0], pattern, _now(), generation))
                 audit.log.info("Refused %s/%s group=%s: protected by policy %s (%r)", namespace,
                                body["metadata"]["name"], group, protection[0], pattern)
                 return
-        if step is Step.BACKUP and self._approval_refused(body, spec.policy_ref, status):
+        if step is DeletionStep.BACKUP and self._approval_refused(body, spec.policy_ref, status):
             return
         changed = steps.frozen_fields(raw_spec, status)
         status = self._apply(body, steps.spec_frozen(status, changed, _now(), generation) if changed
                              else steps.spec_unfrozen(status, _now(), generation), status)
-        if step is Step.DONE:
+        if step is DeletionStep.DONE:
             self._apply(body, steps.settled(status, _now(), generation))
             return
         try:
@@ -94,18 +95,18 @@ class DeletionReconciler(ObjectVisits):
                 target = status.get("target") or {}
                 group = str(target.get("group") or spec.group)
                 own_keep_alive = (spec.rebase and protection is not None
-                                  and steps.protecting_pattern(protection[1], group) is not None)
+                                  and outcomes.protecting_pattern(protection[1], group) is not None)
                 if not own_keep_alive and self._refused_by_protection(
                         body, status, target.get("clusterId") or admin.cluster_id(), group, "deleted",
-                        None if step is Step.RESTORE else steps.FAILED, generation) is not None:
+                        None if step is DeletionStep.RESTORE else outcomes.FAILED, generation) is not None:
                     return
-                if step is Step.BACKUP:
+                if step is DeletionStep.BACKUP:
                     status = self._backup(body, spec, kafka, status, admin)
                     step = steps.next_step(spec, status)
-                if step is Step.DELETE:
+                if step is DeletionStep.DELETE:
                     status = self._delete(body, spec, status, admin, stop)
                     step = steps.next_step(spec, status)
-                if step is Step.RESTORE:
+                if step is DeletionStep.RESTORE:
                     self._restore(body, status, admin, stop)
         except KafkaFailure as failure:
             metrics.kafka_error(failure.code)
@@ -113,7 +114,7 @@ class DeletionReconciler(ObjectVisits):
             self._apply(body, steps.kafka_problem(current, failure.code, failure.message, self.options.retry_interval,
                                                   _now(), generation, approved=spec.approved), current)
         except BackupNotStored as exc:
-            self._apply(body, steps.backup_not_stored(status, str(exc), self.options.retry_interval, _now(),
+            self._apply(body, outcomes.backup_not_stored(status, str(exc), self.options.retry_interval, _now(),
                                                       generation), status)
 
     # -- the steps
@@ -133,12 +134,12 @@ class DeletionReconciler(ObjectVisits):
             plan = steps.plan_backup(spec, status, group, committed, now, _generation(body))
         if plan.group_missing is not None:
             status = self._apply(body, plan.group_missing, status)
-            metrics.deletion_finished(steps.FAILED, 0, 0)
+            metrics.deletion_finished(outcomes.FAILED, 0, 0)
             return status
         cluster_id = admin.cluster_id()
         stored = self.store.write(self._record(body, Action.DELETE, cluster_id, admin, spec.group, plan.offsets,
                                                "approved OffsetDeletion", now, extra={"offsetsLog": offsets_log}))
-        target = steps.target_of(body.get("spec") or {}, kafka, cluster_id, admin.settings.bootstrap_servers)
+        target = outcomes.target_of(body.get("spec") or {}, kafka, cluster_id, admin.settings.bootstrap_servers)
         audit.log.info("BackedUp %s/%s group=%s cluster=%s partitions=%d backup=%s", body["metadata"]["namespace"],
                        body["metadata"]["name"], stored.group, cluster_id, stored.partitions, stored.name)
         return self._apply(body, steps.backup_taken(status, stored, plan, target, now, _generation(body),

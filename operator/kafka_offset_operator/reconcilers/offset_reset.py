@@ -17,22 +17,17 @@ from typing import Any
 
 import kopf
 
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 from ..adapters import audit, metrics
 from ..adapters.backup_store import BackupNotStored, backup_name
 from ..adapters.kafka_admin import KafkaAdmin
 from ..adapters.kube import Forbidden, KubeError, NotFound
 from ..decisions import reset_steps as steps
+from ..decisions import step_outcomes as outcomes
 from ..decisions import workload_pause as pause
 from ..decisions.approval import approval_of
 from ..decisions.connection_spec import connection_from_spec
-from ..decisions.deletion_steps import (
-    backup_not_stored,
-    protecting_pattern,
-    spec_problem,
-    target_of,
-)
 from ..decisions.fresh_verdict import rederive
 from ..decisions.reset_plan import (
     ResetPlan,
@@ -44,14 +39,20 @@ from ..decisions.reset_plan import (
     uncommitted_partitions,
 )
 from ..decisions.reset_spec import ResetSpec, parse_reset_spec
-from ..decisions.reset_steps import Step
-from ..decisions.step_outcomes import frozen_fields
-from ..decisions.times import iso, parse_iso
+from ..decisions.reset_steps import ResetStep
+from ..decisions.step_outcomes import (
+    backup_not_stored,
+    frozen_fields,
+    protecting_pattern,
+    spec_problem,
+    target_of,
+)
 from ..engines.job import CancelFlag
-from ..model.api import RESET_KIND, RESETS
+from ..model.api import BACKUPS_SELECTOR, RESET_KIND, RESETS
 from ..model.backups import Action, BackupError, BackupRecord, Requester
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, KafkaFailure
 from ..model.reasons import Reason
+from ..model.times import iso, parse_iso
 from .fresh_facts import log_position, read_facts
 from .reset_reads import read_plan
 from .visits import ObjectVisits, connection_where
@@ -117,7 +118,7 @@ class ResetReconciler(ObjectVisits):
             self._apply(body, spec_problem(status, exc.field, exc.problem, Reason(exc.reason), now, generation))
             return
         step = steps.next_step(spec.approved, status, generation)
-        if step is not Step.DONE and protection is not None:
+        if step is not ResetStep.DONE and protection is not None:
             group = (status.get("target") or {}).get("group") or spec.group
             pattern = protecting_pattern(protection[1], group)
             if pattern is not None and not status.get("commitStartTime"):
@@ -125,31 +126,31 @@ class ResetReconciler(ObjectVisits):
                 audit.log.info("Refused %s/%s group=%s: protected by policy %s (%r)", namespace, name, group,
                                protection[0], pattern)
                 return
-        if step is Step.BACKUP and self._approval_refused(body, spec.policy_ref, status):
+        if step is ResetStep.BACKUP and self._approval_refused(body, spec.policy_ref, status):
             return
         changed = frozen_fields(raw_spec, status)
         status = self._apply(body, steps.spec_frozen(status, changed, now, generation) if changed
                              else steps.spec_unfrozen(status, now, generation), status)
         try:
-            if step in (Step.AWAIT, Step.DONE):
-                if step is Step.DONE and pause.pending(status):
+            if step in (ResetStep.AWAIT, ResetStep.DONE):
+                if step is ResetStep.DONE and pause.pending(status):
                     status = self._restore_workloads(body, status)
                 self._apply(body, steps.settled(status, now, generation), status)
                 return
             # the process-wide Kafka limit (context.kafka_gate), as an OffsetDeletion's visit and a policy's
             with self.ctx.kafka_gate, KafkaAdmin(settings, self.options.kafka_timeout_ms) as admin:
-                if step in (Step.BACKUP, Step.COMMIT) and not status.get("commitStartTime"):
+                if step in (ResetStep.BACKUP, ResetStep.COMMIT) and not status.get("commitStartTime"):
                     # protect is the cluster's: any policy the operator watches, whichever this one references
                     refused = self._refused_by_protection(
                         body, status, admin.cluster_id(), str((status.get("target") or {}).get("group") or spec.group),
-                        "reset", steps.FAILED, generation)
+                        "reset", outcomes.FAILED, generation)
                     if refused is not None:
-                        status, step = refused, Step.DONE  # final: paused workloads are scaled back below
-                if step is Step.PLAN:
+                        status, step = refused, ResetStep.DONE  # final: paused workloads are scaled back below
+                if step is ResetStep.PLAN:
                     plan = self._plan(namespace, spec, admin)
                     self._apply(body, steps.plan_shown(status, plan, _now(), generation), status)
                     return
-                if step is Step.BACKUP:
+                if step is ResetStep.BACKUP:
                     if spec.pause_workloads or pause.recorded(status):
                         status, empty = self._pause(body, spec, status, admin)
                         if not empty:
@@ -158,7 +159,7 @@ class ResetReconciler(ObjectVisits):
                             return
                     status = self._backup(body, spec, kafka, status, admin)
                     step = steps.next_step(spec.approved, status, generation)
-                if step is Step.COMMIT:
+                if step is ResetStep.COMMIT:
                     status = self._commit(body, spec, status, admin, stop)
             if status.get("phase") in steps.FINAL and pause.pending(status):
                 self._restore_workloads(body, status)
@@ -176,11 +177,11 @@ class ResetReconciler(ObjectVisits):
                         status)
         except SpecError as exc:  # found while planning: a backup or topic the spec names is not there
             if (spec.approved and Reason(exc.reason) is Reason.INVALID_SPEC and pause.pending(status)
-                    and status.get("phase") not in (steps.RUNNING, *steps.FINAL)):
+                    and status.get("phase") not in (outcomes.RUNNING, *steps.FINAL)):
                 # the approved spec is frozen: nothing can fix it, and the consumers are at zero
                 status = self._apply(body, steps.invalid_while_paused(status, exc.field, exc.problem, _now(),
                                                                       generation), status)
-                metrics.reset_finished(steps.FAILED, 0)
+                metrics.reset_finished(outcomes.FAILED, 0)
                 try:
                     self._restore_workloads(body, status)
                 except _WorkloadForbidden as denied:
@@ -220,7 +221,7 @@ class ResetReconciler(ObjectVisits):
             return self.store.read(namespace, name)
         except NotFound:
             raise SpecError("spec.target.fromBackup", f"no backup {name!r} in namespace {namespace!r} (kubectl get "
-                            "configmaps -l kafkaoffsets.dev/backup=true)") from None
+                            f"configmaps -l {BACKUPS_SELECTOR})") from None
         except BackupError as exc:
             raise SpecError("spec.target.fromBackup", f"ConfigMap {name!r} is not a readable backup: {exc}") from None
 
@@ -237,7 +238,7 @@ class ResetReconciler(ObjectVisits):
         plan = self._plan(meta["namespace"], spec, admin)
         now = _now()
         if plan.refusal is not None:
-            metrics.reset_finished(steps.FAILED, 0)
+            metrics.reset_finished(outcomes.FAILED, 0)
             return self._apply(body, steps.plan_refused(status, plan, now, generation), status)
         cluster_id = admin.cluster_id()
         who = approval_of(body.get("spec"))
@@ -274,7 +275,7 @@ class ResetReconciler(ObjectVisits):
         if group.active:
             if pause.applies(status) and pause.expired(status, spec.pause_timeout_ms, int(time.time() * 1000)):
                 outcome = pause.timed_out(status, group, None, spec.pause_timeout, now, generation)
-                metrics.reset_finished(steps.FAILED, 0)
+                metrics.reset_finished(outcomes.FAILED, 0)
                 return self._apply(body, outcome, status)  # the caller scales them back
             return self._apply(body, steps.members_present(status, group, interval, now, generation), status)
         current = admin.committed_offsets(group_id)

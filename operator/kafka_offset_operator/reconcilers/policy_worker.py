@@ -33,9 +33,9 @@ from typing import Any, cast
 
 import kopf
 
-from offset_expiry.errors import SpecError
-from offset_expiry.rules import CANDIDATE_REASONS
-from offset_expiry.rules import Reason as Verdict
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.rules import CANDIDATE_REASONS
+from kafka_offsets_model.rules import Reason as Verdict
 
 from ..adapters import metrics
 from ..adapters.backup_store import BackupStore
@@ -48,9 +48,8 @@ from ..decisions.connection_spec import connection_from_spec
 from ..decisions.policy_spec import Engine, Mode, PolicySpec, parse_policy_spec
 from ..decisions.scan_sharing import share_key
 from ..decisions.spark_application import DEFAULT_MAIN_FILE
-from ..decisions.times import parse_iso
 from ..engines.dispatch import run as run_analysis
-from ..engines.job import AnalysisFailed, CancelFlag, Cancelled, Job
+from ..engines.job import AnalysisCancelled, AnalysisFailed, CancelFlag, Job
 from ..engines.kube_job import JobEngine
 from ..engines.spark_application import DEFAULT_IMAGE_ENV, SparkApplicationEngine
 from ..model.api import DELETIONS, GROUP, POLICIES, POLICY_LABEL, VERSION
@@ -58,6 +57,7 @@ from ..model.connection import ConnectionSettings
 from ..model.offsets import TP, Committed, KafkaFailure
 from ..model.reasons import Reason
 from ..model.report import Report
+from ..model.times import parse_iso
 from .keepalive import BLOCKED, PROPOSED, KeepAliveResult, Proposer, audit_body, run_pass
 
 log = logging.getLogger(__name__)
@@ -304,7 +304,7 @@ class PolicyRunner:
                                                   report.summary.get("snapshot"))
                 # A stopping (or, for a peer, pausing) operator starts no keep-alive pass: the next one does it.
                 kept_alive = [] if cancel.is_set() else self._keep_alive(admin, body, spec, report, retention_ms)
-        except Cancelled:
+        except AnalysisCancelled:
             metrics.analysis_finished(spec.engine.value, "Cancelled", (self.now_ms() - started) / 1000)
             return
         except AnalysisFailed as exc:
@@ -321,7 +321,7 @@ class PolicyRunner:
             self._failed(body, reason, f"Kafka at {settings.bootstrap_servers}: {exc.code}: {exc.message}")
             return
         run = policy_status.RunSummary(spec.engine.value, started, self.now_ms(), report, spec.mode, created, existing,
-                              len(kept), tuple(skipped), [r.line for r in kept_alive], tuple(refused),
+                              tuple(skipped), [r.line for r in kept_alive], tuple(refused),
                               tuple(policy_status.policy_warnings(spec.policy, report.groups)))
         if refused:
             self._event(body, "Warning", Reason.WRITE_REFUSED, f"{len(refused)} OffsetDeletions refused by the "
@@ -382,7 +382,7 @@ class PolicyRunner:
         approvals = proposals.Approvals(self.options.user, spec.separate_approver)
         for child in proposals.children(body, kept, spec.mode, scan_ms, approvals, snapshot):
             if cancel.is_set():  # the policy is being deleted (or the operator stops): propose nothing more
-                raise Cancelled()
+                raise AnalysisCancelled()
             meta = child["metadata"]
             try:
                 made = self.kube.create_object(GROUP, VERSION, DELETIONS, meta["namespace"], child)

@@ -8,7 +8,6 @@ refuses it. Each kind says its own words (`cancelled_text`, `stopping_text`) and
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
 from collections.abc import Mapping
@@ -16,8 +15,8 @@ from typing import Any, ClassVar, NoReturn, Protocol, cast
 
 import kopf
 
-from offset_expiry.errors import SpecError
-from offset_expiry.policy import Protection
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.policy import Protection
 
 from ..adapters import audit
 from ..adapters.backup_store import BackupStore
@@ -25,20 +24,20 @@ from ..adapters.kube import KubeError, NotFound, Refused
 from ..context import OperatorContext
 from ..decisions import step_outcomes
 from ..decisions.approval import approval_of, approval_problem, policy_wants_separate_approver
-from ..decisions.deletion_steps import spec_problem, write_refused
 from ..decisions.kafka_answers import answer_lost
 from ..decisions.protection import refusal
 from ..decisions.status_patch import changes, merge_patch
-from ..decisions.step_outcomes import Outcome
+from ..decisions.step_outcomes import Outcome, spec_problem, write_refused
 from ..engines.job import CancelFlag
 from ..model.api import POLICIES
 from ..model.offsets import TP, Committed, KafkaFailure
 from ..model.reasons import Reason
+from ..model.times import now_iso
 from .protection import ClusterProtection
 
 
 def now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now_iso()
 
 
 def generation_of(body: Mapping[str, Any]) -> int | None:
@@ -60,7 +59,7 @@ class ConnectionSpec(Protocol):
     def policy_ref(self) -> str | None: ...
 
 
-class Cancelled(Exception):
+class DeletedBeforeChange(Exception):
     """The resource was deleted before its change was sent: nothing more is started."""
 
 
@@ -123,7 +122,7 @@ class ObjectVisits:
                 self._reconcile(body, stop)
             except Stopping:
                 self.log.info(self.stopping_text, namespace, name)
-            except Cancelled:
+            except DeletedBeforeChange:
                 text = self.cancelled_text
                 audit.log.info("Cancelled %s/%s group=%s: %s", namespace, name, group_of(body), text)
                 kopf.event(cast(Any, body), type="Normal", reason=str(Reason.CANCELLED), message=text)
@@ -173,9 +172,9 @@ class ObjectVisits:
         try:
             current = self.kube.get_custom(self.plural, meta["namespace"], meta["name"])
         except NotFound:
-            raise Cancelled() from None
+            raise DeletedBeforeChange() from None
         if current["metadata"].get("deletionTimestamp"):
-            raise Cancelled()
+            raise DeletedBeforeChange()
 
     def _connection_spec(self, namespace: str, spec: ConnectionSpec, status: Mapping[str, Any]
                          ) -> tuple[Mapping[str, Any], tuple[str, Protection] | None]:

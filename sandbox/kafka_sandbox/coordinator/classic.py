@@ -14,8 +14,8 @@ from enum import Enum
 
 import kafka.errors as Errors
 
-from offset_expiry.codec import CodecError
-from offset_expiry.codec import subscription_topics as codec_subscription_topics
+from kafka_offsets_model.codec import CodecError
+from kafka_offsets_model.codec import subscription_topics as codec_subscription_topics
 
 from .errors import GroupError
 from .messages import JoinGroupResponse, Protocol, SyncGroupResponse

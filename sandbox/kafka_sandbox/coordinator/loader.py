@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     CodecError,
@@ -25,7 +25,7 @@ from offset_expiry.codec import (
     streams_source_topics,
     subscription_topics,
 )
-from offset_expiry.codec.fastpath import offset_commit_record
+from kafka_offsets_model.codec.fastpath import offset_commit_record
 
 from .classic import ClassicGroup, ClassicMember, GroupState
 from .membership import Membership
@@ -232,7 +232,7 @@ class RecordLoader:
             else:
                 group.group_epoch = value["Epoch"]
         elif type_id == 4:
-            group.has_partition_metadata = value is not None
+            pass  # ConsumerGroupPartitionMetadata: the sandbox resolves subscriptions from its own topics
         elif type_id == 5:
             member_id = key["MemberId"]
             if value is None:
@@ -245,7 +245,6 @@ class RecordLoader:
             member.subscribed_topic_names = tuple(value.get("SubscribedTopicNames") or ())
             member.subscribed_topic_regex = value.get("SubscribedTopicRegex")
             member.uses_classic_protocol = value.get("ClassicMemberMetadata") is not None
-            member.has_subscription_record = True
         elif type_id == 6:
             group.assignment_epoch = -1 if value is None else value["AssignmentEpoch"]
         elif type_id == 7:

@@ -30,7 +30,6 @@ class ConsumerMember:
     member_epoch: int = 0
     state: int = MEMBER_STATE_STABLE
     uses_classic_protocol: bool = False
-    has_subscription_record: bool = False
 
 
 @dataclass
@@ -41,7 +40,6 @@ class ConsumerGroup:
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target_assignment_members: set[str] = field(default_factory=set)
     resolved_regexes: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    has_partition_metadata: bool = False
 
     group_type = "consumer"  # Group.GroupType's name, as ListGroups shows it
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     encode_key,
     group_metadata,
     group_metadata_tombstone,

@@ -18,16 +18,44 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from ..context import OFFSETS_TOPIC
+from kafka_offsets_model.raw import OFFSETS_TOPIC
+
 from .coordinator import GroupCoordinator
 from .loader import LoadReport
 from .messages import CleanupReport
 from .state import CoordinatorConfig, TimestampedRecord
 
-if TYPE_CHECKING:
-    from ..context import BrokerContext
+
+class _Clock(Protocol):
+    def now_ms(self) -> int: ...
+
+
+class _Topics(Protocol):
+    def exists(self, name: str) -> bool: ...
+
+    def partition_count(self, name: str) -> int: ...
+
+    def append_records(
+        self, topic: str, partition: int, records: Iterable[tuple[bytes | None, bytes | None, int]]
+    ) -> int: ...
+
+
+class Broker(Protocol):
+    """What the coordinator needs of the broker it runs in: its config, clock and topics. The broker's
+    `context.BrokerContext` has them; a Protocol here, so that the coordinator does not import the context
+    that holds it (the two would import each other)."""
+
+    @property
+    def config(self) -> object: ...
+
+    @property
+    def clock(self) -> _Clock: ...
+
+    @property
+    def topics(self) -> _Topics: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +63,7 @@ TICK_SECONDS = 0.1
 
 
 class _OffsetsTopicSink:
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, ctx: Broker) -> None:
         self._ctx = ctx
 
     def append(self, partition: int, records: Sequence[TimestampedRecord]) -> None:
@@ -43,7 +71,7 @@ class _OffsetsTopicSink:
 
 
 class _BrokerTopics:
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, ctx: Broker) -> None:
         self._ctx = ctx
 
     def partition_count(self, topic: str) -> int | None:
@@ -54,7 +82,7 @@ class _BrokerTopics:
 class SandboxCoordinator:
     """What the broker installs as `ctx.coordinator` (the hooks context.py documents)."""
 
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, ctx: Broker) -> None:
         self.ctx = ctx
         self._heard: dict[tuple[str, str], tuple[int | None, float]] = {}
         self._closed_connections: set[int] = set()
@@ -137,5 +165,5 @@ class SandboxCoordinator:
         self._heard.pop((group_id, member_id), None)
 
 
-def create_coordinator(ctx: BrokerContext) -> SandboxCoordinator:
+def create_coordinator(ctx: Broker) -> SandboxCoordinator:
     return SandboxCoordinator(ctx)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from offset_expiry.codec import partition_for
+from kafka_offsets_model.codec import partition_for
 
 from .classic import ClassicGroup, GroupState
 from .modern import ConsumerGroup

@@ -35,16 +35,6 @@ class Timers:
     def cancel(self, key: str) -> None:
         self._entries.pop(key, None)
 
-    def next_deadline(self) -> int | None:
-        """The earliest pending deadline, or None when no timer is scheduled."""
-        while self._heap:
-            deadline, seq, key = self._heap[0]
-            entry = self._entries.get(key)
-            if entry is not None and entry[1] == seq:
-                return deadline
-            heapq.heappop(self._heap)
-        return None
-
     def pop_due(self, now_ms: int) -> DueTimer | None:
         """Removes and returns the earliest timer whose deadline is <= now_ms, or None."""
         while self._heap:

@@ -20,7 +20,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka_clients import admin_commit, empty_group
 from kafka_under_test import Kafka
 
-from offset_expiry.raw import OFFSETS_TOPIC
+from kafka_offsets_model.raw import OFFSETS_TOPIC
 
 CLI = str(Path(sys.executable).parent / "kafka-offset-operator")
 JVM_NOISE = ("Using incubator modules", "Setting default log level", "To adjust logging level", "log4j", " WARN ", " INFO ")

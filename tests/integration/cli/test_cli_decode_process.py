@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from offset_expiry.codec import offset_commit
+from kafka_offsets_model.codec import offset_commit
 
 KEY, VALUE = offset_commit("billing", "orders", 3, offset=42, commit_timestamp=1763700000000, leader_epoch=1)
 

@@ -10,15 +10,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from analysis_reference import analyze_records
 from brokers import sandbox_broker
 from image_harness import Built, build, container, image_config, image_size, missing, run
 
 from kafka_offset_operator.decisions.spark_application import DEFAULT_MAIN_FILE
+from kafka_offsets_model.policy import policy_from_yaml
+from kafka_offsets_model.raw import OFFSETS_TOPIC, RawRecord
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.synthetic import DAY_MS, generate
-from offset_expiry.policy import policy_from_yaml
-from offset_expiry.raw import OFFSETS_TOPIC, RawRecord
-from offset_expiry.reference import analyze_records
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 

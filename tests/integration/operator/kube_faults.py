@@ -15,8 +15,8 @@ from operator_harness import GROUP_VERSION, NAMESPACE, Kube, KubeApiError
 
 from kafka_offset_operator.adapters.offsets_topic import OffsetsTopicReader
 from kafka_offset_operator.model.backups import BACKUP_KEY, BackupRecord, decode
+from kafka_offsets_model.codec import decode_record
 from offset_expiry import results_sink
-from offset_expiry.codec import decode_record
 
 BACKUP_LABEL = "kafkaoffsets.dev/backup"
 MAIN = kmock.K8sCriteria(subresource=None)  # the object itself, not its status

@@ -17,8 +17,8 @@ from kafka_clients import committed, empty_group, member
 
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
 from kafka_offset_operator.model.connection import ConnectionSettings
+from kafka_offsets_model.codec import offset_commit
 from kafka_sandbox import SandboxBroker
-from offset_expiry.codec import offset_commit
 
 
 def seed_deleted_topic_offsets(broker: SandboxBroker, group: str, topic: str, partitions: int) -> None:

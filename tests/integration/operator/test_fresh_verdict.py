@@ -17,14 +17,14 @@ from kafka_clients import admin_commit, committed, empty_group, member
 from kafka_under_test import Kafka
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube, OperatorThread, condition
 
-from kafka_sandbox import SandboxBroker
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     consumer_group,
     offset_commit,
     partition_for,
     streams_group,
     streams_group_topology,
 )
+from kafka_sandbox import SandboxBroker
 
 pytestmark = pytest.mark.slow  # an operator under Kopf per test
 
@@ -284,7 +284,7 @@ def test_a_kip_848_member_subscribed_by_a_regex_not_yet_resolved_keeps_the_topic
 
 def test_the_describe_apis_of_kip_848_and_streams_groups_over_the_wire(broker: SandboxBroker) -> None:
     """The adapter's ConsumerGroupDescribe / StreamsGroupDescribe (message definitions kafka-python lacks,
-    offset_expiry.kafka_messages) against the sandbox broker's answers."""
+    kafka_offsets_model.kafka_messages) against the sandbox broker's answers."""
     from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
     from kafka_offset_operator.model.connection import ConnectionSettings
     from kafka_offset_operator.model.offsets import ModernMember

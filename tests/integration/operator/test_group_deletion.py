@@ -17,8 +17,8 @@ from operator_harness import FINAL, GROUP_VERSION, NAMESPACE, Kube, KubeApiError
 
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
 from kafka_offset_operator.model.connection import ConnectionSettings
+from kafka_offsets_model.codec import offset_commit
 from kafka_sandbox import SandboxBroker
-from offset_expiry.codec import offset_commit
 
 Start = Callable[..., OperatorThread]
 

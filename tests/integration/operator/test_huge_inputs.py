@@ -15,7 +15,7 @@ from operator_harness import GROUP_VERSION, Kube, KubeApiError, OperatorThread
 from test_offset_deletion import deletion, patch_spec, plain
 
 from kafka_offset_demo.emulated_cluster import MAX_OBJECT_BYTES, MAX_REQUEST_BYTES
-from kafka_offset_operator.decisions.deletion_steps import RESULTS_BUDGET
+from kafka_offset_operator.decisions.step_outcomes import RESULTS_BUDGET
 from kafka_sandbox import SandboxBroker
 
 Start = Callable[..., OperatorThread]

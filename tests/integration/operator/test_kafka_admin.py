@@ -20,8 +20,8 @@ from kafka_offset_operator.adapters.kafka_admin import (
 from kafka_offset_operator.decisions.connection_spec import connection_from_spec
 from kafka_offset_operator.model.connection import ConnectionSettings, Masked, TlsFiles
 from kafka_offset_operator.model.offsets import CONNECTION_FAILED, Committed, KafkaFailure
+from kafka_offsets_model.errors import SpecError
 from kafka_sandbox import SandboxBroker
-from offset_expiry.errors import SpecError
 
 PASSWORD = "pa55-Wq9-never-print-me"
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from analysis_reference import analyze_records
 from brokers import make_topics
 from install_renders import cluster_wide_rules
 from kafka_clients import committed as committed_at
@@ -42,9 +43,8 @@ from kafka_offset_operator.engines.job import CancelFlag, Job
 from kafka_offset_operator.model.api import POLICY_LABEL
 from kafka_offset_operator.model.report import Report, from_rows
 from kafka_offset_operator.reconcilers import policy_worker
-from offset_expiry.policy import parse_policy
-from offset_expiry.raw import RawRecord
-from offset_expiry.reference import analyze_records
+from kafka_offsets_model.policy import parse_policy
+from kafka_offsets_model.raw import RawRecord
 
 pytestmark = pytest.mark.slow  # see the module docstring: real processes or a Spark run
 

@@ -20,8 +20,8 @@ from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, RUN_TIMEOUT, Kube
 from waiting import wait_until
 
 from kafka_offset_demo.story import admin_commit, catch_up, commit_and_leave, make_topics, story_broker
+from kafka_offsets_model.raw import OFFSETS_TOPIC
 from kafka_sandbox import SandboxBroker
-from offset_expiry.raw import OFFSETS_TOPIC
 
 pytestmark = pytest.mark.slow  # see the module docstring: real processes or a Spark run
 

@@ -27,7 +27,7 @@ from operator_harness import (
 )
 from waiting import wait_until
 
-from kafka_offset_operator.engines.job import Cancelled
+from kafka_offset_operator.engines.job import AnalysisCancelled
 from kafka_offset_operator.engines.local import LocalEngine, LocalRequest
 from kafka_sandbox import SandboxBroker
 
@@ -200,7 +200,7 @@ def test_a_cancelled_local_run_takes_its_whole_process_group_down(broker: Sandbo
         wait_until(lambda: "java" in group_commands(pgid), 60, "Spark's JVM to start")
         cancel.set()
         thread.join(30)
-        assert [type(e) for e in outcome] == [Cancelled]
+        assert [type(e) for e in outcome] == [AnalysisCancelled]
         wait_until(lambda: group_commands(pgid) == "", 10, "the process group to be gone")
     finally:
         cancel.set()

@@ -28,9 +28,9 @@ from waiting import wait_until
 
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
 from kafka_offset_operator.model.connection import ConnectionSettings
+from kafka_offsets_model.codec import offset_commit
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.clock import Clock
-from offset_expiry.codec import offset_commit
 
 pytestmark = pytest.mark.slow  # a Spark analysis
 

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pytest
+from analysis_reference import analyze_records
 from brokers import make_topics, sandbox_broker, seed_kip848_group
 from kafka import TopicPartition
 from kafka_clients import GroupConsumer, admin_commit, committed, empty_group, member
@@ -36,10 +37,9 @@ from kafka_offset_operator.reconcilers.keepalive import (
     audit_body,
     run_pass,
 )
+from kafka_offsets_model.policy import parse_policy
+from kafka_offsets_model.raw import RawRecord
 from kafka_sandbox import SandboxBroker
-from offset_expiry.policy import parse_policy
-from offset_expiry.raw import RawRecord
-from offset_expiry.reference import analyze_records
 
 HOUR_MS = 3_600_000
 RETENTION_MS = 7 * 24 * HOUR_MS

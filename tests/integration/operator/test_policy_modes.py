@@ -45,8 +45,8 @@ from waiting import wait_past, wait_until
 
 from kafka_offset_demo.story import POLICY_SPEC, Story, story_clock
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
-from kafka_offset_operator.decisions.times import parse_iso
 from kafka_offset_operator.model.connection import ConnectionSettings
+from kafka_offset_operator.model.times import parse_iso
 from kafka_sandbox import SandboxBroker
 
 pytestmark = pytest.mark.slow  # Spark analyses
@@ -278,7 +278,7 @@ def test_approve_proposes_one_deletion_per_group_waiting_for_approval(approve: A
 def test_proposals_carry_the_facts_of_their_scan(approve: Approve) -> None:
     """What the re-check right before the delete reads from (decisions/fresh_verdict.py): where the scan
     ended in the group's __consumer_offsets partition, and each offset's commit time and rule."""
-    from offset_expiry.codec import partition_for
+    from kafka_offsets_model.codec import partition_for
 
     spec = approve.proposed["orders-app"]["spec"]
     snapshot = approve.status["lastRun"].get("snapshot")

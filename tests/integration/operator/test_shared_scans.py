@@ -29,7 +29,7 @@ from operator_harness import (
 from prometheus_client import REGISTRY
 from waiting import wait_until
 
-from kafka_offset_operator.engines.job import Cancelled
+from kafka_offset_operator.engines.job import AnalysisCancelled
 from kafka_offset_operator.engines.local import LocalRequest, shared_engine
 from kafka_offset_operator.model.report import Report
 
@@ -125,7 +125,7 @@ def test_a_deleted_policy_leaves_the_shared_scan_to_the_other(broker: Kafka) -> 
     for t in threads:
         t.join(RUN_TIMEOUT)
     assert engine.scans == first + 1
-    assert isinstance(outcome["team-a"], Cancelled)
+    assert isinstance(outcome["team-a"], AnalysisCancelled)
     shared = outcome["team-b"]
     assert isinstance(shared, Report), shared
     alone = engine.run(request("team-b", None), threading.Event())

@@ -17,37 +17,60 @@ SPARK = ("pyspark", "py4j")  # loaded by an analysis only, in its own worker pro
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
-    """Built from a copy of the product's sources: setuptools writes build/ into the tree it builds."""
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, zipfile.ZipFile]:
+    """The product's two wheels, Kafka's offsets model (offsets_model/) and the operator with the Spark job,
+    built from a copy of their sources: setuptools writes build/ into the tree it builds."""
     src, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("wheel")
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    for folder in ("operator", "spark"):
+    for folder in ("offsets_model", "operator", "spark"):
         shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(src)],
-                   check=True, capture_output=True, timeout=600)
-    [path] = out.glob("kafka_offset_operator-*.whl")
-    return zipfile.ZipFile(path)
+    for project in (src / "offsets_model", src):
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out),
+                        str(project)], check=True, capture_output=True, timeout=600)
+    [product] = out.glob("kafka_offset_operator-*.whl")
+    [core] = out.glob("kafka_offsets_model-*.whl")
+    return {"product": zipfile.ZipFile(product), "core": zipfile.ZipFile(core)}
 
 
-@pytest.mark.slow  # builds the wheel
-def test_the_wheel_holds_the_two_product_packages_and_nothing_else(wheel: zipfile.ZipFile) -> None:
-    tops = {name.split("/", 1)[0] for name in wheel.namelist() if not name.split("/", 1)[0].endswith(".dist-info")}
-    assert tops == {"kafka_offset_operator", "offset_expiry"}
+def _tops(wheel: zipfile.ZipFile) -> set[str]:
+    return {name.split("/", 1)[0] for name in wheel.namelist() if not name.split("/", 1)[0].endswith(".dist-info")}
+
+
+@pytest.mark.slow  # builds the wheels
+def test_the_wheel_holds_the_two_product_packages_and_nothing_else(wheels: dict[str, zipfile.ZipFile]) -> None:
+    wheel = wheels["product"]
+    assert _tops(wheel) == {"kafka_offset_operator", "offset_expiry"}
     names = wheel.namelist()
     assert "kafka_offset_operator/engines/local_worker.py" in names
     assert "offset_expiry/job.py" in names
-    for test_double in ("sandbox", "synthetic", "emulated_cluster", "demo", "story"):
-        assert not [n for n in names if test_double in n], test_double
+    for test_only in ("sandbox", "synthetic", "emulated_cluster", "demo", "story", "reference"):
+        assert not [n for n in names if test_only in n], test_only
 
 
-@pytest.mark.slow  # builds the wheel
-def test_no_module_of_the_wheel_imports_a_test_double(wheel: zipfile.ZipFile) -> None:
-    for name in wheel.namelist():
-        if name.endswith(".py"):
-            text = wheel.read(name).decode()
-            for module in TEST_DOUBLES:
-                assert f"import {module}" not in text and f"from {module}" not in text, (name, module)
+@pytest.mark.slow  # builds the wheels
+def test_the_shared_core_is_a_wheel_of_its_own_without_spark_kopf_or_kubernetes(
+    wheels: dict[str, zipfile.ZipFile],
+) -> None:
+    core = wheels["core"]
+    assert _tops(core) == {"kafka_offsets_model"}
+    names = core.namelist()
+    assert "kafka_offsets_model/codec/records.py" in names
+    assert "kafka_offsets_model/kafka_messages/ConsumerGroupDescribeResponse.json" in names
+    [metadata] = [n for n in names if n.endswith(".dist-info/METADATA")]
+    requires = [line.split(":", 1)[1].strip().lower() for line in core.read(metadata).decode().splitlines()
+                if line.startswith("Requires-Dist:")]
+    assert not [r for r in requires if r.startswith(("pyspark", "kopf", "kubernetes", "kafka-offset-operator"))]
+
+
+@pytest.mark.slow  # builds the wheels
+def test_no_module_of_the_wheel_imports_a_test_double(wheels: dict[str, zipfile.ZipFile]) -> None:
+    for wheel in wheels.values():
+        for name in wheel.namelist():
+            if name.endswith(".py"):
+                text = wheel.read(name).decode()
+                for module in TEST_DOUBLES:
+                    assert f"import {module}" not in text and f"from {module}" not in text, (name, module)
 
 
 @pytest.mark.parametrize("module", ["kafka_offset_operator.cli", "kafka_offset_operator.runtime"])

@@ -1,6 +1,6 @@
 """The analysis's expiry predictions against the broker that makes them true (issue 19): Apache Kafka with
 `offsets.retention.minutes=1` and `offsets.retention.check.interval.ms=1000` (its own broker, started for
-this module), the cases seeded at once, the reference analysis (offset_expiry.reference, the oracle the
+this module), the cases seeded at once, the reference analysis (analysis_reference, the oracle the
 Spark pipeline must agree with) run over Kafka's own `__consumer_offsets`, then OffsetFetch every 250 ms until
 each offset predicted to expire is gone. Every removal must come within one check interval plus a stated
 slack of its prediction, and no offset predicted to stay may disappear.
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from analysis_reference import analyze_records
 from brokers import make_topics
 from java_clients import JavaConsumer, JavaShareConsumer, JavaStreams
 from kafka import KafkaAdminClient
@@ -36,9 +37,8 @@ from real_kafka import RealKafka, Unavailable, missing_tools
 from waiting import wait_until
 
 from kafka_offset_operator.adapters.offsets_topic import OffsetsTopicReader
-from offset_expiry.policy import parse_policy
-from offset_expiry.raw import RawRecord
-from offset_expiry.reference import analyze_records
+from kafka_offsets_model.policy import parse_policy
+from kafka_offsets_model.raw import RawRecord
 
 pytestmark = [pytest.mark.slow, pytest.mark.conformance]
 

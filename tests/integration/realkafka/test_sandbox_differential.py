@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from analysis_reference import analyze_records
 from brokers import make_topics, sandbox_broker
 from java_clients import JavaConsumer
 from kafka import KafkaAdminClient, TopicPartition
@@ -37,9 +38,8 @@ from real_kafka import NEWEST
 from waiting import wait_until
 
 from kafka_offset_operator.adapters.offsets_topic import OffsetsTopicReader
-from offset_expiry.policy import parse_policy
-from offset_expiry.raw import RawRecord
-from offset_expiry.reference import analyze_records
+from kafka_offsets_model.policy import parse_policy
+from kafka_offsets_model.raw import RawRecord
 
 # One rerun: in 1 of 4 runs on the loaded machine (2026-11-27) the sandbox's records of the live group held a
 # GroupMetadata tombstone Kafka's did not (the states, errors and verdicts still agreed); not yet explained,

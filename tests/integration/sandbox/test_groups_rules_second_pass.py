@@ -17,13 +17,13 @@ from typing import Any
 
 import kafka.errors as Errors
 import pytest
+from analysis_reference import analyze_records
 from brokers import make_topics
 from group_clients import dump, group_records, record_shape
 from kafka import KafkaAdminClient, TopicPartition
 
 from kafka_offset_operator.adapters.offsets_topic import OffsetsTopicReader
-from kafka_sandbox import SandboxBroker
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     encode_key,
     group_metadata,
     offset_commit,
@@ -31,9 +31,9 @@ from offset_expiry.codec import (
     streams_group,
     streams_group_topology,
 )
-from offset_expiry.policy import parse_policy
-from offset_expiry.raw import RawRecord
-from offset_expiry.reference import analyze_records
+from kafka_offsets_model.policy import parse_policy
+from kafka_offsets_model.raw import RawRecord
+from kafka_sandbox import SandboxBroker
 
 DAY_MS = 86_400_000
 RETENTION_MS = 7 * DAY_MS  # brokers.DEFAULTS

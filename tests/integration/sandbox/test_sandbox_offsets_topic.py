@@ -6,13 +6,13 @@ import json
 import subprocess
 import sys
 
-from kafka_sandbox import SandboxBroker
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     group_metadata_tombstone,
     offset_commit,
     offset_commit_tombstone,
     partition_for,
 )
+from kafka_sandbox import SandboxBroker
 
 
 def test_seeded_records_land_on_their_groups_partition_and_dump_decodes_them(broker: SandboxBroker) -> None:

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from analysis_reference import analyze_records
 from brokers import sandbox_broker
 
+from kafka_offsets_model.policy import policy_from_yaml
+from kafka_offsets_model.raw import OFFSETS_TOPIC, RawRecord
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.synthetic import DAY_MS, generate
-from offset_expiry.policy import policy_from_yaml
-from offset_expiry.raw import OFFSETS_TOPIC, RawRecord
-from offset_expiry.reference import analyze_records
 
 BIN = Path(sys.executable).parent
 CLI = str(BIN / "kafka-offset-operator")

@@ -9,18 +9,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from analysis_reference import analyze_records
 from brokers import sandbox_broker
 from pyspark.sql import DataFrame, SparkSession
+from spark_pipeline import results_as_dicts
 
+from kafka_offsets_model.codec import CodecError, partition_for
+from kafka_offsets_model.policy import parse_policy
+from kafka_offsets_model.raw import OFFSETS_TOPIC, RawRecord
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.synthetic import DAY_MS, generate
 from offset_expiry.analysis import AnalysisRequest, execute_many, prepare, run_analysis
-from offset_expiry.codec import CodecError, partition_for
 from offset_expiry.facts import fact_from_record
-from offset_expiry.pipeline import PolicyRun, analyze_assembled_many, analyze_facts_many, results_as_dicts
-from offset_expiry.policy import parse_policy
-from offset_expiry.raw import OFFSETS_TOPIC, RawRecord
-from offset_expiry.reference import analyze_records
+from offset_expiry.pipeline import PolicyRun, analyze_assembled_many, analyze_facts_many
 from offset_expiry.source import FORMAT, KafkaSnapshotDataSource, policies_option, take_snapshot
 
 pytestmark = pytest.mark.slow  # Spark and a broker

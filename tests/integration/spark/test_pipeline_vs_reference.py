@@ -8,10 +8,11 @@ import random
 from typing import Any
 
 import pytest
+from analysis_reference import analyze_records
 from pyspark.sql import SparkSession
+from spark_pipeline import analyze_dataframe, raw_frame, results_as_dicts
 
-from kafka_sandbox.synthetic import DAY_MS, generate
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     consumer_group,
     consumer_group_epoch,
@@ -20,10 +21,9 @@ from offset_expiry.codec import (
     group_metadata_tombstone,
     offset_commit,
 )
-from offset_expiry.pipeline import analyze_dataframe, raw_frame, results_as_dicts
-from offset_expiry.policy import parse_policy
-from offset_expiry.raw import RawRecord
-from offset_expiry.reference import analyze_records
+from kafka_offsets_model.policy import parse_policy
+from kafka_offsets_model.raw import RawRecord
+from kafka_sandbox.synthetic import DAY_MS, generate
 
 pytestmark = pytest.mark.slow  # Spark
 

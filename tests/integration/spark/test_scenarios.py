@@ -18,13 +18,13 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka.structs import OffsetAndMetadata
 from kafka_clients import GroupConsumer
 from pyspark.sql import SparkSession
+from spark_pipeline import results_as_dicts
 from waiting import wait_until
 
+from kafka_offsets_model.codec import consumer_group, offset_commit
+from kafka_offsets_model.policy import parse_policy
 from kafka_sandbox import SandboxBroker
 from offset_expiry.analysis import Analysis, AnalysisRequest, run_analysis
-from offset_expiry.codec import consumer_group, offset_commit
-from offset_expiry.pipeline import results_as_dicts
-from offset_expiry.policy import parse_policy
 
 pytestmark = pytest.mark.slow  # Spark analyses
 

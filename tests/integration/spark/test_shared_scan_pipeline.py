@@ -5,12 +5,13 @@ protections, rules and broker retentions in the same run."""
 from __future__ import annotations
 
 import pytest
+from analysis_reference import analyze_records
 from pyspark.sql import SparkSession
+from spark_pipeline import raw_frame, results_as_dicts
 
+from kafka_offsets_model.policy import parse_policy
 from kafka_sandbox.synthetic import DAY_MS, generate
-from offset_expiry.pipeline import PolicyRun, analyze_facts_many, compact, decode, raw_frame, results_as_dicts
-from offset_expiry.policy import parse_policy
-from offset_expiry.reference import analyze_records
+from offset_expiry.pipeline import PolicyRun, analyze_facts_many, compact, decode
 
 pytestmark = pytest.mark.slow  # Spark
 

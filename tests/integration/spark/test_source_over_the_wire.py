@@ -12,10 +12,10 @@ import pytest
 from brokers import sandbox_broker
 from pyspark.sql import SparkSession
 
+from kafka_offsets_model.raw import OFFSETS_TOPIC, RawRecord
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.synthetic import generate
 from offset_expiry.cluster import describe_cluster
-from offset_expiry.raw import OFFSETS_TOPIC, RawRecord
 from offset_expiry.source import (
     FORMAT,
     KafkaSnapshotDataSource,

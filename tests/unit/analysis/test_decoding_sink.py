@@ -8,8 +8,9 @@ from __future__ import annotations
 import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 
+from kafka_offsets_model.codec import CodecError
+from kafka_offsets_model.raw import RawRecord
 from kafka_sandbox.synthetic import generate
-from offset_expiry.codec import CodecError
 from offset_expiry.facts import (
     GROUP_METADATA_HISTORY,
     fact_from_record,
@@ -17,7 +18,6 @@ from offset_expiry.facts import (
     is_group_metadata_key,
     same_generation_history,
 )
-from offset_expiry.raw import RawRecord
 from offset_expiry.recordset import ParsedRecords
 from offset_expiry.recordset_arrays import from_parsed
 from offset_expiry.source import _DecodingSink

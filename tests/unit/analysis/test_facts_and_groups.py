@@ -7,8 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_sandbox.synthetic import generate
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     CodecError,
     decode_record,
     encode_consumer_protocol,
@@ -18,7 +17,9 @@ from offset_expiry.codec import (
     offset_commit,
     offset_commit_tombstone,
 )
-from offset_expiry.codec.schemas import CONSUMER_PROTOCOL_SUBSCRIPTION
+from kafka_offsets_model.codec.schemas import CONSUMER_PROTOCOL_SUBSCRIPTION
+from kafka_offsets_model.rules import GroupType, GroupView
+from kafka_sandbox.synthetic import generate
 from offset_expiry.facts import (
     Fact,
     _fact_from_decoded,
@@ -27,7 +28,6 @@ from offset_expiry.facts import (
     subscription_topics_v0,
 )
 from offset_expiry.groups import rebuild_group, simple_group
-from offset_expiry.rules import GroupType, GroupView
 
 
 def slow(key: bytes, value: bytes | None) -> Fact:

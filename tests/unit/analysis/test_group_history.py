@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from offset_expiry.codec import encode_value
+from kafka_offsets_model.codec import encode_value
+from kafka_offsets_model.rules import OffsetView, Shape, broker_expires_at, shape_of
 from offset_expiry.facts import (
     GROUP_METADATA,
     GROUP_METADATA_HISTORY,
@@ -13,7 +14,6 @@ from offset_expiry.facts import (
     same_generation_history,
 )
 from offset_expiry.groups import rebuild_group
-from offset_expiry.rules import OffsetView, Shape, broker_expires_at, shape_of
 
 
 def value(generation: int, version: int = 3, protocol_type: str = "consumer") -> bytes:

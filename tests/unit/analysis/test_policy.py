@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from offset_expiry.errors import SpecError
-from offset_expiry.policy import (
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.policy import (
     DeletedTopics,
     GroupSelector,
     Policy,

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from analysis_reference import analyze_records
 
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     encode_key,
     encode_value,
     group_metadata,
@@ -17,9 +18,8 @@ from offset_expiry.codec import (
     offset_commit,
     offset_commit_tombstone,
 )
-from offset_expiry.policy import parse_policy
-from offset_expiry.raw import RawRecord
-from offset_expiry.reference import analyze_records
+from kafka_offsets_model.policy import parse_policy
+from kafka_offsets_model.raw import RawRecord
 from offset_expiry.report import RESULT_FIELDS, write_json_atomically
 
 D = 86_400_000

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from offset_expiry.policy import parse_policy
-from offset_expiry.rules import (
+from kafka_offsets_model.policy import parse_policy
+from kafka_offsets_model.rules import (
     CANDIDATE_REASONS,
     KEPT_REASONS,
     Decision,

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from analysis_reference import analyze_records
 
-from offset_expiry.codec import group_metadata, offset_commit
-from offset_expiry.policy import parse_policy
-from offset_expiry.raw import RawRecord
-from offset_expiry.reference import analyze_records
-from offset_expiry.rules import GroupType, GroupView, OffsetView, Reason, decide, stale_since
+from kafka_offsets_model.codec import group_metadata, offset_commit
+from kafka_offsets_model.policy import parse_policy
+from kafka_offsets_model.raw import RawRecord
+from kafka_offsets_model.rules import GroupType, GroupView, OffsetView, Reason, decide, stale_since
 
 H = 3_600_000
 D = 24 * H

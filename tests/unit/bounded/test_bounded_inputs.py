@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kafka_offset_demo.api_validation import ResourceSchema
 from kafka_offset_operator.decisions import deletion_steps as steps
-from kafka_offset_operator.decisions import proposals
+from kafka_offset_operator.decisions import proposals, step_outcomes
 from kafka_offset_operator.decisions.deletion_spec import parse_spec
 from kafka_offset_operator.decisions.policy_spec import Mode
 from kafka_offset_operator.model.crds import MAX_PARTITIONS, MAX_TOPICS, build_crds
@@ -77,7 +77,7 @@ def test_huge_results_are_summarised_by_error_under_the_budget(errors: tuple[str
     todo, answers = result_entries(20_000, errors)
     status = steps.finish_deletion(parse_spec({"kafka": {"bootstrapServers": "k:1"}, "group": "g",
                                                "topics": [{"name": "t"}]}), {}, todo, answers, None, NOW, None).status
-    assert size(status["results"]) <= steps.RESULTS_BUDGET
+    assert size(status["results"]) <= step_outcomes.RESULTS_BUDGET
     summary = status["resultsSummary"]
     expected_failed = sum(1 for e in answers.values() if e)
     assert summary["partitions"] == 20_000
@@ -85,7 +85,7 @@ def test_huge_results_are_summarised_by_error_under_the_budget(errors: tuple[str
     assert summary["byStatus"].get("Deleted", 0) == status["deleted"] == 20_000 - expected_failed
     assert summary["byError"] == ({errors[1] if len(errors) > 1 else errors[0]: expected_failed} if expected_failed else {})
     failed_shown = [r for r in status["results"] if r["status"] == "Failed"]
-    assert 0 < len(failed_shown) <= steps.RESULTS_LIMIT or not expected_failed
+    assert 0 < len(failed_shown) <= step_outcomes.RESULTS_LIMIT or not expected_failed
     # The whole object (spec, status, the conditions) fits etcd.
     assert size(status) < ETCD_LIMIT
 
@@ -134,7 +134,7 @@ def test_a_refused_status_write_keeps_the_facts_without_the_details() -> None:
     patch = steps.finish_deletion(parse_spec({"kafka": {"bootstrapServers": "k:1"}, "group": "g",
                                               "topics": [{"name": "t"}]}), {}, todo, answers, None, NOW, 3).status
     patch["target"] = {"group": "g", "spec": {"group": "g"}}
-    small = steps.write_refused({}, patch, "Request entity too large: limit is 3145728", NOW, 3)
+    small = step_outcomes.write_refused({}, patch, "Request entity too large: limit is 3145728", NOW, 3)
     assert (small["phase"], small["deleted"], small["failed"]) == (patch["phase"], 5, 5)
     assert small["results"] is None and small["resultsSummary"]["byStatus"] == {"Deleted": 5, "Failed": 5}
     assert small["target"] == {"group": "g", "spec": None}

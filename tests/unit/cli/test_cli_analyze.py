@@ -14,9 +14,8 @@ import pytest
 from waiting import wait_until
 
 from kafka_offset_operator import cli
-from offset_expiry import job
-from offset_expiry.errors import SpecError
-from offset_expiry.policy import (
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.policy import (
     Policy,
     glob_for,
     looks_like_regex,
@@ -24,6 +23,7 @@ from offset_expiry.policy import (
     regex_pattern_warnings,
     unmatched_pattern_warnings,
 )
+from offset_expiry import job
 from offset_expiry.progress import Progress, bar
 from offset_expiry.table import kind, render, summary_lines
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kafka_offset_operator import cli
-from offset_expiry.codec import encode_record, group_metadata, offset_commit
+from kafka_offsets_model.codec import encode_record, group_metadata, offset_commit
 
 KEY, VALUE = offset_commit(
     "billing", "orders", 0, offset=1200, commit_timestamp=1763700005000, leader_epoch=0

@@ -15,7 +15,7 @@ BASE = ["reset", "--bootstrap-server", "127.0.0.1:1", "--group", "billing"]
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     try:
         code = cli.main([*BASE, *argv])
-    except SystemExit as exc:  # argparse's own refusals (_Parser.error)
+    except SystemExit as exc:  # argparse's own refusals (_OperatorParser.error)
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
     return code, out, err

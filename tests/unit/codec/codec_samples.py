@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     encode_consumer_protocol,

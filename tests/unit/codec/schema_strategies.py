@@ -11,8 +11,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from offset_expiry.codec import RECORD_TYPES, schemas
-from offset_expiry.codec.schema import UNKNOWN_TAGS, Array, Message, Struct
+from kafka_offsets_model.codec import RECORD_TYPES, schemas
+from kafka_offsets_model.codec.schema import UNKNOWN_TAGS, Array, Message, Struct
 
 _INTS = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
 

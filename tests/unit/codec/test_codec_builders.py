@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     CodecError,
     consumer_group,
     decode_record,

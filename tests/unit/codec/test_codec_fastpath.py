@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from schema_strategies import TEXT, UUIDS
 
-from offset_expiry.codec import CodecError, decode_record, encode_key, encode_value
-from offset_expiry.codec.fastpath import offset_commit_record
-from offset_expiry.codec.records import decode_record_generic
+from kafka_offsets_model.codec import CodecError, decode_record, encode_key, encode_value
+from kafka_offsets_model.codec.fastpath import offset_commit_record
+from kafka_offsets_model.codec.records import decode_record_generic
 
 EXAMPLES = int(os.environ.get("CODEC_FUZZ_EXAMPLES", "300"))
 INT32 = st.integers(-(2**31), 2**31 - 1)

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schema_strategies import records
 
-from offset_expiry.codec import CodecError, decode_record, encode_record, to_jsonable
+from kafka_offsets_model.codec import CodecError, decode_record, encode_record, to_jsonable
 
 # A few seconds in the suite; CODEC_FUZZ_EXAMPLES=20000 for a deeper search before a release.
 EXAMPLES = int(os.environ.get("CODEC_FUZZ_EXAMPLES", "300"))

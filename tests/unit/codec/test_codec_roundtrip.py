@@ -21,7 +21,7 @@ from codec_samples import (
     subscription,
 )
 
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     RECORD_TYPES,
@@ -36,7 +36,7 @@ from offset_expiry.codec import (
     subscription_topics,
     to_jsonable,
 )
-from offset_expiry.codec.records import decode_record_generic
+from kafka_offsets_model.codec.records import decode_record_generic
 
 RECORDS = all_records()
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     CodecError,
     decode_record,
     encode_record,

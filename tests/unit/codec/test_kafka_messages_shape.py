@@ -1,4 +1,4 @@
-"""The protocol messages kafka-python lacks (offset_expiry.kafka_messages: ConsumerGroupDescribe,
+"""The protocol messages kafka-python lacks (kafka_offsets_model.kafka_messages: ConsumerGroupDescribe,
 StreamsGroupDescribe) have, in version 0, Apache Kafka's own wire shape: the same fields in the same order,
 types, nullability and nested structs as the message specifications inside Kafka's kafka-clients jar (the one
 the real-broker tests resolve, newest version). Both once drifted from Kafka's (a draft of KIP-848's
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from real_kafka import NEWEST, home
 
-import offset_expiry.kafka_messages as messages
+import kafka_offsets_model.kafka_messages as messages
 
 MESSAGES = ("ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse", "StreamsGroupDescribeRequest",
             "StreamsGroupDescribeResponse")

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     SubscriptionError,
     decode_record,
     encode_record,

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_offset_demo.api_validation import BadRequest, Invalid, ResourceSchema
-from kafka_offset_operator.decisions import deletion_steps, keepalive, reset_steps, schedule
+from kafka_offset_operator.decisions import deletion_steps, keepalive, reset_steps, schedule, step_outcomes
 from kafka_offset_operator.decisions import spark_application as spark_app
 from kafka_offset_operator.decisions.connection_spec import connection_from_spec
 from kafka_offset_operator.decisions.deletion_spec import parse_spec
@@ -28,9 +28,9 @@ from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
 from kafka_offset_operator.decisions.reset_spec import parse_reset_spec
 from kafka_offset_operator.model.api import DELETION_KIND, POLICY_KIND, RESET_KIND
 from kafka_offset_operator.model.crds import build_crds, spec_schema
-from offset_expiry.errors import SpecError
-from offset_expiry.openapi import SchemaCheck
-from offset_expiry.policy import parse_policy
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.openapi import SchemaCheck
+from kafka_offsets_model.policy import parse_policy
 
 FAST = settings(max_examples=50, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
@@ -75,7 +75,7 @@ def deletion_decisions(spec: Any) -> None:
         except SpecError as exc:
             named(exc, "spec.kafka")
     assert isinstance(spec, Mapping)
-    target = deletion_steps.target_of(spec, parsed.kafka or {}, "cluster", "kafka:9092")
+    target = step_outcomes.target_of(spec, parsed.kafka or {}, "cluster", "kafka:9092")
     assert deletion_steps.frozen_fields(spec, {"target": target}) == []
 
 
@@ -94,7 +94,7 @@ def reset_decisions(spec: Any) -> None:
         except SpecError as exc:
             named(exc, "spec.kafka")
     assert isinstance(spec, Mapping)
-    target = deletion_steps.target_of(spec, parsed.kafka or {}, "cluster", "kafka:9092")
+    target = step_outcomes.target_of(spec, parsed.kafka or {}, "cluster", "kafka:9092")
     assert deletion_steps.frozen_fields(spec, {"target": target}) == []
     parse_reset_spec(yaml.safe_load(reset_steps.undo_of("ns", "r", target["spec"], "offset-backup-x")["manifest"])["spec"])
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from kafka_offset_operator.model.reasons import Reason
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = [ROOT / "docs" / "operator.md", ROOT / "docs" / "offset-deletion.md", ROOT / "docs" / "offset-reset.md"]

@@ -1,4 +1,4 @@
-"""Specs are checked against the CRDs' own schema (offset_expiry.openapi), read as the API server reads it,
+"""Specs are checked against the CRDs' own schema (kafka_offsets_model.openapi), read as the API server reads it,
 and the parsers' defaults are the CRDs' defaults: the CRD and the parsers cannot drift."""
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
 from kafka_offset_operator.decisions.reset_spec import parse_reset_spec
 from kafka_offset_operator.model.api import DELETION_KIND, POLICY_KIND
 from kafka_offset_operator.model.crds import build_crds, spec_schema
-from offset_expiry.errors import SpecError
-from offset_expiry.openapi import SchemaCheck, without_cel_rules
-from offset_expiry.policy import parse_policy
-from offset_expiry.policy_schema import analysis_properties
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.openapi import SchemaCheck, without_cel_rules
+from kafka_offsets_model.policy import parse_policy
+from kafka_offsets_model.policy_schema import analysis_properties
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = sorted((ROOT / "manifests" / "examples").glob("*.yaml"))

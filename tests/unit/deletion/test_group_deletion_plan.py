@@ -13,8 +13,8 @@ from kafka_offset_operator.decisions import proposals as P
 from kafka_offset_operator.decisions.deletion_spec import parse_spec
 from kafka_offset_operator.decisions.policy_spec import Mode
 from kafka_offset_operator.model.offsets import Committed, GroupInfo, Member
-from offset_expiry.errors import SpecError
-from offset_expiry.policy import Protection
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.policy import Protection
 
 NOW = "2026-01-02T03:04:05Z"
 EMPTY = GroupInfo("g", "Empty", "consumer")
@@ -83,7 +83,7 @@ def test_delete_groups_answers_become_the_group_result_and_every_partition_resul
     assert (done["phase"], done["deleted"], done["failed"]) == ("Succeeded", 2, 0)
     assert done["groupResult"]["status"] == "Deleted"
     assert steps.deleted_partitions(done, OFFSETS) == sorted(OFFSETS)  # restore re-commits them all
-    assert steps.next_step(spec(restore=True), done) is steps.Step.RESTORE
+    assert steps.next_step(spec(restore=True), done) is steps.DeletionStep.RESTORE
     refused = steps.finish_group_deletion(spec(), {"phase": "Running"}, OFFSETS, "NON_EMPTY_GROUP", NOW, 1).status
     assert (refused["phase"], refused["deleted"], refused["failed"]) == ("Failed", 0, 2)
     assert refused["groupResult"]["error"] == "NON_EMPTY_GROUP"

@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 
 from kafka_offset_operator.decisions import deletion_steps as steps
-from kafka_offset_operator.decisions import kafka_answers, status_patch
+from kafka_offset_operator.decisions import kafka_answers, status_patch, step_outcomes
 from kafka_offset_operator.decisions.conditions import Condition, merge_conditions
 from kafka_offset_operator.decisions.deletion_spec import parse_spec
-from kafka_offset_operator.decisions.deletion_steps import Step
+from kafka_offset_operator.decisions.deletion_steps import DeletionStep
 from kafka_offset_operator.model import backups
 from kafka_offset_operator.model.offsets import Committed, GroupInfo, Member
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 NOW = "2026-01-02T03:04:05Z"
 EMPTY = GroupInfo("g", "Empty", "consumer")
@@ -27,14 +27,14 @@ def spec(**extra: Any) -> Any:
 
 
 def test_next_step_follows_the_phases() -> None:
-    assert steps.next_step(spec(approved=False), {}) is Step.AWAIT
-    assert steps.next_step(spec(), {}) is Step.BACKUP
-    assert steps.next_step(spec(), {"phase": "AwaitingApproval"}) is Step.BACKUP
-    assert steps.next_step(spec(), {"phase": "Running"}) is Step.DELETE
-    assert steps.next_step(spec(), {"phase": "Succeeded"}) is Step.DONE
-    assert steps.next_step(spec(restore=True), {"phase": "PartiallyFailed"}) is Step.RESTORE
-    assert steps.next_step(spec(restore=True), {"phase": "Succeeded", "restoreTime": NOW}) is Step.DONE
-    assert steps.next_step(spec(restore=True), {"phase": "Failed"}) is Step.DONE  # nothing was deleted
+    assert steps.next_step(spec(approved=False), {}) is DeletionStep.AWAIT
+    assert steps.next_step(spec(), {}) is DeletionStep.BACKUP
+    assert steps.next_step(spec(), {"phase": "AwaitingApproval"}) is DeletionStep.BACKUP
+    assert steps.next_step(spec(), {"phase": "Running"}) is DeletionStep.DELETE
+    assert steps.next_step(spec(), {"phase": "Succeeded"}) is DeletionStep.DONE
+    assert steps.next_step(spec(restore=True), {"phase": "PartiallyFailed"}) is DeletionStep.RESTORE
+    assert steps.next_step(spec(restore=True), {"phase": "Succeeded", "restoreTime": NOW}) is DeletionStep.DONE
+    assert steps.next_step(spec(restore=True), {"phase": "Failed"}) is DeletionStep.DONE  # nothing was deleted
 
 
 def test_needs_work_keeps_the_timer_only_while_there_is_something_to_do() -> None:
@@ -62,7 +62,7 @@ def test_backup_keeps_what_will_be_deleted_and_settles_the_rest() -> None:
                  ("other", 0): Committed(1)}
     result = steps.plan_backup(s, {}, EMPTY, committed, NOW, 7)
     assert result.offsets == {("orders", 0): Committed(3, 0, "m"), ("pay", 0): Committed(5)}
-    target = steps.target_of({"group": "g", "approved": True, "kafka": {"bootstrapServers": "k:9092"}},
+    target = step_outcomes.target_of({"group": "g", "approved": True, "kafka": {"bootstrapServers": "k:9092"}},
                              {"bootstrapServers": "k:9092"}, "cid", "k:9092")
     outcome = steps.backup_taken({}, record(result.offsets), result, target, NOW, 7)
     patch = outcome.status
@@ -188,7 +188,7 @@ def test_every_busy_group_answer_blocks_the_restore() -> None:
 
 
 def test_spec_problem_names_the_field_and_waits_in_pending() -> None:
-    outcome = steps.spec_problem({}, "spec.kafka.sasl.secretRef", "Secret 'x' not found", "SecretNotFound", NOW, 1)
+    outcome = step_outcomes.spec_problem({}, "spec.kafka.sasl.secretRef", "Secret 'x' not found", "SecretNotFound", NOW, 1)
     assert outcome.status["phase"] == "Pending"
     degraded = next(c for c in outcome.status["conditions"] if c["type"] == "Degraded")
     assert degraded["message"] == "spec.kafka.sasl.secretRef: Secret 'x' not found"

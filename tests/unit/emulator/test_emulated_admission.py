@@ -26,9 +26,9 @@ from kafka_offset_demo.api_validation import (
 )
 from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
 from kafka_offset_operator.model.crds import FROZEN_MESSAGE, MAX_PARTITIONS, build_crds
-from offset_expiry.durations import MAX_DURATION_LENGTH, MAX_DURATION_MS, parse_duration_ms
-from offset_expiry.errors import SpecError
-from offset_expiry.policy_schema import duration_rule
+from kafka_offsets_model.durations import MAX_DURATION_LENGTH, MAX_DURATION_MS, parse_duration_ms
+from kafka_offsets_model.errors import SpecError
+from kafka_offsets_model.policy_schema import duration_rule
 
 API = "kafkaoffsets.dev/v1alpha1"
 

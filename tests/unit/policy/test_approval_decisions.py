@@ -18,7 +18,7 @@ from kafka_offset_operator.decisions.proposals import (
 )
 from kafka_offset_operator.model.backups import Action, BackupRecord, Requester, decode, encode
 from kafka_offset_operator.model.offsets import Committed
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 POLICY = {"metadata": {"name": "stale", "namespace": "team-a", "uid": "u-1"}}
 OPERATOR = "system:serviceaccount:kafka-offset-operator:kafka-offset-operator"

@@ -12,7 +12,7 @@ from kafka_offset_operator.decisions import proposals
 from kafka_offset_operator.decisions.keepalive import Method, preview
 from kafka_offset_operator.decisions.policy_spec import Mode, parse_policy_spec
 from kafka_offset_operator.model.api import POLICY_LABEL
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 POLICY = {"apiVersion": "kafkaoffsets.dev/v1alpha1", "kind": "ConsumerGroupOffsetPolicy",
           "metadata": {"name": "stale", "namespace": "kafka", "uid": "u-1"}}

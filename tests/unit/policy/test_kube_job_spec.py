@@ -14,8 +14,8 @@ from kafka_offset_operator.decisions.connection_spec import connection_from_spec
 from kafka_offset_operator.decisions.policy_spec import Engine, parse_policy_spec
 from kafka_offset_operator.model.connection import ConnectionSettings
 from kafka_offset_operator.model.reasons import Reason
+from kafka_offsets_model.errors import SpecError
 from offset_expiry import results_sink
-from offset_expiry.errors import SpecError
 
 POLICY = {"apiVersion": "kafkaoffsets.dev/v1alpha1", "kind": "ConsumerGroupOffsetPolicy",
           "metadata": {"name": "team-a", "namespace": "kafka", "uid": "u-1"}}

@@ -11,9 +11,9 @@ from kafka_offset_operator.adapters.kube import owner_reference
 from kafka_offset_operator.decisions import spark_application as sparkapp
 from kafka_offset_operator.decisions.connection_spec import connection_from_spec
 from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
+from kafka_offsets_model.errors import InputError
 from offset_expiry import results_sink
 from offset_expiry.client_env import env_from_settings, settings_from_env
-from offset_expiry.errors import InputError
 
 POLICY = {"apiVersion": "kafkaoffsets.dev/v1alpha1", "kind": "ConsumerGroupOffsetPolicy",
           "metadata": {"name": "9.team-a", "namespace": "kafka", "uid": "u-1"}}

@@ -11,7 +11,7 @@ import pytest
 from strimzi_objects import kafka, kafka_user, scram_user_secret, secret
 
 from kafka_offset_operator.decisions.connection_spec import connection_from_spec
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 NS = "team-a"
 CLUSTER = kafka("events", NS, [("plain", "events-kafka-bootstrap.team-a.svc:9092", False, None),

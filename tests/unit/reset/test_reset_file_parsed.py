@@ -15,7 +15,7 @@ from kafka_offset_operator.decisions.reset_plan import (
     plan_reset,
 )
 from kafka_offset_operator.model.offsets import Committed
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 
 def test_the_export_of_one_group_is_read_with_crlf_and_a_trailing_newline() -> None:

@@ -12,10 +12,10 @@ from kafka_offset_operator.decisions import reset_steps as steps
 from kafka_offset_operator.decisions.conditions import find
 from kafka_offset_operator.decisions.reset_plan import LogRange, parse_target, plan_reset
 from kafka_offset_operator.decisions.reset_spec import parse_reset_spec
-from kafka_offset_operator.decisions.reset_steps import Step
+from kafka_offset_operator.decisions.reset_steps import ResetStep
 from kafka_offset_operator.model.backups import Action, BackupRecord, Requester
 from kafka_offset_operator.model.offsets import Committed, GroupInfo, Member
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 NOW = "2026-01-02T03:04:05Z"
 EMPTY = GroupInfo("g", "Empty", "consumer")
@@ -67,15 +67,15 @@ def test_a_bad_spec_names_its_field(spec: dict[str, Any], field: str) -> None:
 
 
 def test_next_step_plans_once_per_generation_then_waits_for_approval() -> None:
-    assert steps.next_step(False, {}, 1) is Step.PLAN
+    assert steps.next_step(False, {}, 1) is ResetStep.PLAN
     planned = {"phase": "AwaitingApproval", "plan": {"observedGeneration": 1}}
-    assert steps.next_step(False, planned, 1) is Step.AWAIT
-    assert steps.next_step(False, planned, 2) is Step.PLAN  # the spec changed: a new dry run
-    assert steps.next_step(True, planned, 2) is Step.BACKUP
-    assert steps.next_step(True, {"phase": "Pending"}, 2) is Step.BACKUP
-    assert steps.next_step(True, {"phase": "Running"}, 2) is Step.COMMIT
+    assert steps.next_step(False, planned, 1) is ResetStep.AWAIT
+    assert steps.next_step(False, planned, 2) is ResetStep.PLAN  # the spec changed: a new dry run
+    assert steps.next_step(True, planned, 2) is ResetStep.BACKUP
+    assert steps.next_step(True, {"phase": "Pending"}, 2) is ResetStep.BACKUP
+    assert steps.next_step(True, {"phase": "Running"}, 2) is ResetStep.COMMIT
     for phase in steps.FINAL:
-        assert steps.next_step(True, {"phase": phase}, 2) is Step.DONE
+        assert steps.next_step(True, {"phase": phase}, 2) is ResetStep.DONE
 
 
 def test_needs_work_stops_the_timer_once_the_dry_run_is_shown_and_when_done() -> None:

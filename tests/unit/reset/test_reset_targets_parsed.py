@@ -14,7 +14,7 @@ from kafka_offset_operator.decisions.reset_plan import (
     parse_scope,
     parse_target,
 )
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 
 @pytest.mark.parametrize(

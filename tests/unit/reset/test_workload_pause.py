@@ -11,7 +11,7 @@ from kafka_offset_operator.decisions import workload_pause as pause
 from kafka_offset_operator.decisions.reset_spec import parse_reset_spec
 from kafka_offset_operator.decisions.reset_steps import needs_work
 from kafka_offset_operator.model.offsets import GroupInfo, Member
-from offset_expiry.errors import SpecError
+from kafka_offsets_model.errors import SpecError
 
 NOW = "2026-11-25T10:00:00Z"
 API, WORKER = pause.Workload("Deployment", "api"), pause.Workload("StatefulSet", "worker")

@@ -12,6 +12,13 @@ from typing import Any
 
 import kafka.errors as Errors
 
+from kafka_offsets_model.codec import (
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    consumer_group,
+    decode_record,
+    encode_consumer_protocol,
+)
 from kafka_sandbox.coordinator import CoordinatorConfig, Error, GroupCoordinator
 from kafka_sandbox.coordinator.messages import (
     CommitPartition,
@@ -27,13 +34,6 @@ from kafka_sandbox.coordinator.messages import (
     SyncGroupResponse,
 )
 from kafka_sandbox.coordinator.pending import Pending
-from offset_expiry.codec import (
-    CONSUMER_PROTOCOL_ASSIGNMENT,
-    CONSUMER_PROTOCOL_SUBSCRIPTION,
-    consumer_group,
-    decode_record,
-    encode_consumer_protocol,
-)
 
 T0 = 1_700_000_000_000
 DAY = 24 * 60 * 60 * 1000

@@ -7,9 +7,9 @@ from __future__ import annotations
 import kafka.errors as Errors
 from coordinator_harness import DAY, RETENTION, T0, Harness, kip848_group_records
 
+from kafka_offsets_model.codec import offset_commit, share_group, streams_group, streams_group_topology
 from kafka_sandbox.coordinator.classic import GroupState
 from kafka_sandbox.coordinator.messages import OffsetDeleteRequest, Protocol
-from offset_expiry.codec import offset_commit, share_group, streams_group, streams_group_topology
 
 
 def offsets_of(h: Harness, group: str) -> set[tuple[str, int]]:

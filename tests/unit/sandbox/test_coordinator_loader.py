@@ -6,13 +6,13 @@ from __future__ import annotations
 import kafka.errors as Errors
 from coordinator_harness import T0, Harness, assignment, subscription
 
-from kafka_sandbox.coordinator.classic import GroupState
-from offset_expiry.codec import (
+from kafka_offsets_model.codec import (
     group_metadata,
     group_metadata_tombstone,
     offset_commit,
     offset_commit_tombstone,
 )
+from kafka_sandbox.coordinator.classic import GroupState
 
 
 def stable_group_record(
@@ -99,9 +99,9 @@ def test_records_that_do_not_decode_are_counted_and_skipped() -> None:
 
 
 def test_the_offset_commit_fast_path_reads_what_the_codec_reads() -> None:
+    from kafka_offsets_model.codec import decode_record, encode_key, encode_value
     from kafka_sandbox.coordinator.loader import fast_offset_commit
     from kafka_sandbox.coordinator.offsets import OffsetAndMetadata
-    from offset_expiry.codec import decode_record, encode_key, encode_value
 
     key1 = encode_key("OffsetCommit", {"group": "g", "topic": "tópico", "partition": 7})
     key0 = encode_key("OffsetCommit", {"group": "g", "topic": "t", "partition": 1}, key_version=0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import kafka.errors as Errors
 from coordinator_harness import T0, Harness, assignment, subscription
 
+from kafka_offsets_model.codec import partition_for
 from kafka_sandbox.coordinator.classic import GroupState
 from kafka_sandbox.coordinator.messages import (
     HeartbeatRequest,
@@ -14,7 +15,6 @@ from kafka_sandbox.coordinator.messages import (
     Protocol,
     RequestContext,
 )
-from offset_expiry.codec import partition_for
 
 
 def state_of(h: Harness, group: str) -> GroupState:

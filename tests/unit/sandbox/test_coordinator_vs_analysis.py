@@ -12,15 +12,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import kafka.errors as Errors
+from analysis_reference import analyze_records
 from coordinator_harness import DAY, RETENTION, T0, Harness, kip848_group_records, subscription
 
+from kafka_offsets_model.codec import consumer_group_epoch, encode_key, group_metadata, offset_commit
+from kafka_offsets_model.policy import parse_policy
+from kafka_offsets_model.raw import RawRecord
 from kafka_sandbox.coordinator import CoordinatorConfig
 from kafka_sandbox.coordinator.messages import OffsetDeleteRequest
 from offset_expiry.analysis import Analysis
-from offset_expiry.codec import consumer_group_epoch, encode_key, group_metadata, offset_commit
-from offset_expiry.policy import parse_policy
-from offset_expiry.raw import RawRecord
-from offset_expiry.reference import analyze_records
 from offset_expiry.report import summary
 from offset_expiry.table import kind, summary_lines
 

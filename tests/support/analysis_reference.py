@@ -19,8 +19,11 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from .codec import CodecError
-from .facts import (
+from kafka_offsets_model.codec import CodecError
+from kafka_offsets_model.policy import Policy
+from kafka_offsets_model.raw import RawRecord
+from kafka_offsets_model.rules import OffsetView, decide
+from offset_expiry.facts import (
     GROUP_METADATA_HISTORY,
     OFFSET_COMMIT,
     Fact,
@@ -29,11 +32,8 @@ from .facts import (
     is_group_metadata_key,
     same_generation_history,
 )
-from .groups import rebuild_group, simple_group
-from .policy import Policy
-from .raw import RawRecord
-from .report import count_reasons, offset_result, sort_key, summary
-from .rules import OffsetView, decide
+from offset_expiry.groups import rebuild_group, simple_group
+from offset_expiry.report import count_reasons, offset_result, sort_key, summary
 
 
 def analyze_records(

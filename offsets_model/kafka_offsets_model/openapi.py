@@ -186,10 +186,10 @@ def _to_json_schema(node: Mapping[str, Any], where: str) -> Schema:
     out: Schema = {}
     for key, value in node.items():
         if key == _CEL:
-            raise ValueError(f"{where}: {key} (CEL) is not evaluated by offset_expiry.openapi: compile "
+            raise ValueError(f"{where}: {key} (CEL) is not evaluated by kafka_offsets_model.openapi: compile "
                              "without_cel_rules(schema) and say who evaluates them")
         if key.startswith("x-kubernetes-") and key not in _UNDERSTOOD:
-            raise ValueError(f"{where}: {key} is not checked by offset_expiry.openapi; implement it there first")
+            raise ValueError(f"{where}: {key} is not checked by kafka_offsets_model.openapi; implement it there first")
         if key == "properties":
             out[key] = {name: _to_json_schema(sub, f"{where}.{name}") for name, sub in value.items()}
         elif key in ("items", "additionalProperties") and isinstance(value, Mapping):

@@ -14,7 +14,7 @@ DURATION_TITLE = "duration like 7d, 36h, 1d12h, 90m, 30s or 500ms"
 # The longest duration accepted anywhere: 10 years (3650d). A retention or an interval longer than that is a
 # typo, not a plan (Kafka's own ceiling, offsets.retention.minutes as an INT, is about 4083 years, and those
 # numbers overflow timestamps further on). The CRDs say the same with a CEL rule and a maxLength
-# (offset_expiry.policy_schema.duration), so the API server refuses what this refuses.
+# (kafka_offsets_model.policy_schema.duration), so the API server refuses what this refuses.
 MAX_DURATION = "3650d"
 MAX_DURATION_MS = 3650 * UNITS_MS["d"]
 # The CRDs' maxLength for a duration ("1d12h30m15s500ms" is 16): it bounds what the API server's CEL rule
