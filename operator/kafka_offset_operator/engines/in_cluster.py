@@ -1,5 +1,5 @@
 """The in-cluster engines' common run: a workload object per run (a SparkApplication on spark-operator, or a
-Kubernetes Job: `Workload` says which, and how to build it and read its state) that runs job.py, the policy
+Kubernetes Job: `InClusterWorkload` says which, and how to build it and read its state) that runs job.py, the policy
 in a ConfigMap, results handed back in ConfigMaps (offset_expiry/results_sink.py). The engine creates the
 policy ConfigMap and the object, watches its state, reads the result ConfigMaps, and cleans up. A deleted
 policy deletes its running object; a stopping operator leaves it running, and the next operator adopts it
@@ -51,7 +51,7 @@ DEFAULT_IMAGE_ENV = "KAFKA_OFFSET_OPERATOR_SPARK_IMAGE"
 
 
 @dataclass(frozen=True)
-class Workload:
+class InClusterWorkload:
     """What runs job.py in the cluster, and the pure decisions about it (decisions/spark_application.py,
     decisions/kube_job.py)."""
 
@@ -90,7 +90,7 @@ class _Ticket:
 
 
 class InClusterEngine:
-    def __init__(self, kube: Kube, workload: Workload, default_image: str | None, poll_s: float) -> None:
+    def __init__(self, kube: Kube, workload: InClusterWorkload, default_image: str | None, poll_s: float) -> None:
         self.kube = kube
         self.w = workload
         self.default_image = default_image

@@ -9,11 +9,11 @@ from __future__ import annotations
 from ..adapters.kube import Kube
 from ..decisions import kube_job
 from ..model.reasons import Reason
-from .in_cluster import InClusterEngine, Workload
+from .in_cluster import InClusterEngine, InClusterWorkload
 
 
-def workload(main_file: str) -> Workload:
-    return Workload(
+def workload(main_file: str) -> InClusterWorkload:
+    return InClusterWorkload(
         kind="Job", group=kube_job.JOB_GROUP, version=kube_job.JOB_VERSION, plural=kube_job.JOB_PLURAL,
         image_field="spec.analysis.job.image", image_of=lambda spec: spec.job.image,
         manifest=lambda body, owner, spec, settings, run_id, image, retention_ms: kube_job.manifest(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..adapters.kube import Kube
 from ..decisions import spark_application as sparkapp
 from ..model.reasons import Reason
-from .in_cluster import DEFAULT_IMAGE_ENV, InClusterEngine, Workload, operator_leaving, shared_owner
+from .in_cluster import DEFAULT_IMAGE_ENV, InClusterEngine, InClusterWorkload, operator_leaving, shared_owner
 
 __all__ = ["DEFAULT_IMAGE_ENV", "SparkApplicationEngine", "operator_leaving", "shared_owner", "workload"]
 
@@ -16,8 +16,8 @@ def _failure(name: str, state: sparkapp.AppState, _spec: object) -> tuple[Reason
     return Reason.SPARK_APPLICATION_FAILED, f"SparkApplication {name} {state.state}: {state.message}"
 
 
-def workload(main_file: str) -> Workload:
-    return Workload(
+def workload(main_file: str) -> InClusterWorkload:
+    return InClusterWorkload(
         kind="SparkApplication", group=sparkapp.SPARK_GROUP, version=sparkapp.SPARK_VERSION,
         plural=sparkapp.SPARK_PLURAL, image_field="spec.analysis.sparkApplication.image",
         image_of=lambda spec: spec.spark.image,
