@@ -12,7 +12,7 @@ import cel
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-KUSTOMIZATION = ROOT / "integrations" / "flux" / "kustomization.yaml"
+KUSTOMIZATION = ROOT / "integrations" / "flux" / "flux-kustomization.yaml"
 
 
 def expressions(kind: str) -> dict[str, str]:

@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..model.api import BACKUPS_SELECTOR
 from . import kafka_connection, protection
 
 if TYPE_CHECKING:  # imported where used: `--help` and bad arguments load no Kafka or Kubernetes client
     from ..adapters.kube import Kube
     from ..decisions.reset_plan import ResetPlan, ResetScope, ResetTarget
     from ..decisions.reset_steps import CommitPlan
-    from ..model.api import BACKUPS_SELECTOR
     from ..model.backups import BackupRecord
     from ..model.connection import ConnectionSettings
     from ..model.offsets import TP, Committed

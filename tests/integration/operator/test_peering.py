@@ -178,7 +178,7 @@ def pair(world: World) -> Pair:
     peers = world.peers()
     active, standby = (a, b) if peers["op-a"]["priority"] > peers["op-b"]["priority"] else (b, a)
     names = [world.delete_topic(t) for t in TOPICS[:3]]
-    world.succeeded(names, 30)
+    world.succeeded(names, 90)
     return Pair(active, standby, names)
 
 
@@ -211,7 +211,7 @@ def rollout(world: World, pair: Pair) -> Rollout:
     exit_code = pair.active.popen.wait(30)
     resumed = wait_until(lambda: [t for t in pair.standby.resumed_at() if t >= sent - 1], 30, "the standby to resume")
     names = [world.delete_topic(t) for t in TOPICS[3:5]]
-    world.succeeded(names, 30)
+    world.succeeded(names, 90)
     return Rollout(resumed[0] - sent, exit_code, names, pair.standby, c,
                    (peers[pair.standby.name]["priority"], peers[c.name]["priority"]))
 
@@ -245,13 +245,13 @@ def crash(world: World, rollout: Rollout) -> Crash:
     stays until it expires); two deletions after."""
     active, c = rollout.successor, rollout.newcomer
     waited = [world.delete_topic(TOPICS[5])]
-    world.succeeded(waited, 30)
+    world.succeeded(waited, 90)
     killed_at = time.time()
     active.popen.kill()
     active.popen.wait(10)
     resumed = wait_until(lambda: [t for t in c.resumed_at() if t >= killed_at - 1], LIFETIME + 30, "op-c to resume")
     names = [world.delete_topic(t) for t in TOPICS[6:8]]
-    world.succeeded(names, 30)
+    world.succeeded(names, 90)
     return Crash(waited, resumed[0] - killed_at, names, active, c)
 
 

@@ -90,7 +90,7 @@ def stale_groups(kafka: Kafka, monkeypatch: pytest.MonkeyPatch) -> Kafka:
     for group in GROUPS:
         empty_group(broker, group, OFFSETS)
 
-    def reference(job: Job, cancel: CancelFlag, spark: Any) -> Report:
+    def reference(job: Job, cancel: CancelFlag, *engines: Any) -> Report:
         return scan(broker, job.spec.analysis_spec)
 
     monkeypatch.setattr(policy_worker, "run_analysis", reference)
@@ -172,7 +172,7 @@ def test_a_policy_deleted_while_its_run_is_under_way_leaves_no_proposal_behind(
     broker = stale_groups
     entered, release = threading.Event(), threading.Event()
 
-    def slow_reference(job: Job, cancel: CancelFlag, spark: Any) -> Report:
+    def slow_reference(job: Job, cancel: CancelFlag, *engines: Any) -> Report:
         entered.set()
         release.wait(TIMEOUT)
         return scan(broker, job.spec.analysis_spec)

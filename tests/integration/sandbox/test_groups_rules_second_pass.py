@@ -57,8 +57,10 @@ def analysis(broker: SandboxBroker, group: str) -> dict[tuple[str, int], tuple[A
     }
 
 
-def seed(broker: SandboxBroker, records: list[tuple[bytes, bytes | None]]) -> int:
-    now = broker.clock.now_ms()
+def seed(broker: SandboxBroker, records: list[tuple[bytes, bytes | None]], now: int | None = None) -> int:
+    """Appends `records` at `now` (the broker's clock by default; pass the time the records were built at when
+    they carry it, as a commit timestamp does: the clock moves between two reads)."""
+    now = broker.clock.now_ms() if now is None else now
     broker.append_offsets_records([(key, value, now) for key, value in records])
     return now
 
@@ -87,13 +89,12 @@ def committed(admin: KafkaAdminClient, group: str) -> set[str]:
 def streams_app(broker: SandboxBroker, members: list[str]) -> int:
     """Streams group "app": reads orders, and app-rep as a repartition source; committed all three topics."""
     topology = streams_group_topology("app", source_topics=["orders"], repartition_source_topics=["app-rep"])
+    now = broker.clock.now_ms()
     return seed(
         broker,
         streams_group("app", members, topology)
-        + [
-            offset_commit("app", t, 0, offset=3, commit_timestamp=broker.clock.now_ms())
-            for t in ("orders", "app-rep", "payments")
-        ],
+        + [offset_commit("app", t, 0, offset=3, commit_timestamp=now) for t in ("orders", "app-rep", "payments")],
+        now,
     )
 
 
