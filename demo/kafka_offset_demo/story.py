@@ -15,16 +15,17 @@ the ages a real cluster would show:
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from types import TracebackType
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.structs import OffsetAndMetadata
+from kafka import KafkaProducer
 
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.clock import Clock
+
+from . import clients
+from .clients import GroupConsumer
 
 DAY_MS = 86_400_000
 STORY_DAYS = 6
@@ -61,16 +62,14 @@ def story_broker(**settings: object) -> SandboxBroker:
 
 class Story:
     """`with Story(broker) as story:` plays the week; the live orders-app consumer stays a member until the
-    block ends: a thread polls it, as a live service does, so it stays in the group however long the block
-    lasts (the demo's --stay-up), not only until kafka-python's max.poll.interval.ms (5 minutes) runs out.
-    It polls without committing: the story's offsets stay as played."""
+    block ends: its own thread polls it, as a live service does, so it stays in the group however long the
+    block lasts (the demo's --stay-up), not only until kafka-python's max.poll.interval.ms (5 minutes) runs
+    out. It polls without committing: the story's offsets stay as played."""
 
     def __init__(self, broker: SandboxBroker, max_poll_interval_ms: int = 300_000) -> None:
         self.broker = broker
-        self.live: KafkaConsumer | None = None
+        self.live: GroupConsumer | None = None
         self.max_poll_interval_ms = max_poll_interval_ms
-        self._stop = threading.Event()
-        self._poller: threading.Thread | None = None
 
     def __enter__(self) -> Story:
         b = self.broker
@@ -84,22 +83,19 @@ class Story:
         b.clock.advance(days=2)
         commit_and_leave(b, "nightly-export", {("orders", 0): 5, ("orders", 1): 5})
         catch_up(b)
-        self.live = join(b, "orders-app", ["orders"], max_poll_interval_ms=self.max_poll_interval_ms)
-        commit(self.live, {("orders", 0): 5, ("orders", 1): 6})
-        # From here on only the poller touches the consumer (kafka-python's consumer is not thread-safe).
-        self._poller = threading.Thread(target=self._poll, args=(self.live,), name="orders-app", daemon=True)
-        self._poller.start()
+        interval = self.max_poll_interval_ms
+        self.live = GroupConsumer(b.bootstrap_servers, "orders-app", ["orders"], max_poll_interval_ms=interval,
+                                  session_timeout_ms=min(30_000, interval), heartbeat_interval_ms=min(3_000, interval // 3))
+        try:
+            self.live.wait_assigned()
+            self.live.commit({("orders", 0): 5, ("orders", 1): 6})
+        except BaseException:
+            self.live.close()
+            self.live = None
+            raise
         return self
 
-    def _poll(self, consumer: KafkaConsumer) -> None:
-        while not self._stop.is_set():
-            consumer.poll(timeout_ms=500)
-
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self._stop.set()
-        if self._poller is not None:
-            self._poller.join(timeout=30)
-            self._poller = None
         if self.live is not None:
             self.live.close()
             self.live = None
@@ -131,45 +127,9 @@ def make_topics(broker: SandboxBroker, topics: Mapping[str, int], records: int) 
 
 def admin_commit(broker: SandboxBroker, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
     """A standalone consumer's commit (generation -1, no membership): on a new group, a simple group."""
-    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
-    try:
-        answers = admin.alter_group_offsets(
-            group, {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()})
-        failed = {tp: err for tp, err in answers.items() if err.__name__ != "NoError"}
-        if failed:
-            raise RuntimeError(f"admin commit to {group} failed: {failed}")
-    finally:
-        admin.close()
-
-
-def join(broker: SandboxBroker, group: str, topics: Iterable[str], timeout: float = 30.0,
-         max_poll_interval_ms: int = 300_000) -> KafkaConsumer:
-    """A consumer that is a member of `group` (subscribed to `topics`) once this returns."""
-    topics = list(topics)
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group, enable_auto_commit=False,
-                             auto_offset_reset="earliest", session_timeout_ms=min(30_000, max_poll_interval_ms),
-                             heartbeat_interval_ms=min(3_000, max_poll_interval_ms // 3),
-                             max_poll_interval_ms=max_poll_interval_ms)
-    for topic in topics:  # know the topics before joining (a kafka-python 3.0.12 rejoin stall otherwise)
-        consumer.partitions_for_topic(topic)
-    consumer.subscribe(topics)
-    deadline = time.monotonic() + timeout
-    while not consumer.assignment():
-        if time.monotonic() > deadline:
-            consumer.close()
-            raise RuntimeError(f"{group}: the consumer got no assignment")
-        consumer.poll(timeout_ms=100)
-    return consumer
-
-
-def commit(consumer: KafkaConsumer, offsets: Mapping[tuple[str, int], int]) -> None:
-    consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()})
+    clients.admin_commit(broker.bootstrap_servers, group, offsets)
 
 
 def commit_and_leave(broker: SandboxBroker, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
     """A consumer that joins, commits and leaves: the group is Empty, protocol type consumer."""
-    consumer = join(broker, group, sorted({t for t, _ in offsets}))
-    try:
-        commit(consumer, offsets)
-    finally:
-        consumer.close()
+    clients.empty_group(broker.bootstrap_servers, group, offsets)

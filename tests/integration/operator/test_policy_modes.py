@@ -18,9 +18,7 @@ clock by days."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,8 +65,8 @@ class Played:
 def played(real_cluster: ControlPlane, real_crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
     """The demo's story on its own broker, an operator with the installed ServiceAccount's token, and the
     policy applied in DryRun."""
-    with sandbox_broker(clock=story_clock()) as broker, Story(broker) as story, \
-            installed_api(real_cluster, tmp_path_factory.mktemp("kube")) as api, serving(story):
+    with sandbox_broker(clock=story_clock()) as broker, Story(broker), \
+            installed_api(real_cluster, tmp_path_factory.mktemp("kube")) as api:
         kube = api.kube
         operators = Operators(api.options())
         try:
@@ -80,27 +78,6 @@ def played(real_cluster: ControlPlane, real_crds: Path, tmp_path_factory: pytest
             yield Played(broker, kube, api.namespace)
         finally:
             operators.close()
-
-
-@contextmanager
-def serving(story: Story) -> Iterator[None]:
-    """The live orders-app consumer polls, as the live service does: a member that does not poll for
-    max.poll.interval.ms (5 min) leaves its group, and on a loaded machine the first analysis alone (Spark's
-    cold start) can take that long."""
-    stop = threading.Event()
-
-    def poll() -> None:
-        while not stop.wait(1.0):  # a service's poll loop, not a synchronisation
-            if story.live is not None:
-                story.live.poll(timeout_ms=100)
-
-    poller = threading.Thread(target=poll, name="orders-app", daemon=True)
-    poller.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        poller.join(10)
 
 
 # -- the steps
