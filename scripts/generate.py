@@ -19,8 +19,9 @@
   image.registry default and the example policy's Spark image: from pyproject.toml's one image setting,
   [tool.kafka-offset-operator.images] registry, and the package version (docs/images.md).
 - docs/crd-reference.md: every field of both CRDs, rendered from the same schemas (scripts/crd_reference.py).
-- integrations/argocd/argocd-cm-patch.yaml: the health checks of integrations/argocd/resource_customizations
-  (Argo CD's own layout, tested there) as the argocd-cm keys an Argo CD installation reads them from.
+- integrations/argocd/resource_customizations/<group>/<Kind>/health.lua (Argo CD's own layout, tested there)
+  from integrations/argocd/health/, and integrations/argocd/argocd-cm-patch.yaml: the same health checks as the
+  argocd-cm keys an Argo CD installation reads them from.
 
 Run it as `scripts/dev.sh generate` (or `python scripts/generate.py` wherever the project is installed).
 `--check` writes nothing and exits 1 naming every stale, missing or left-over file; the tests run it.
@@ -41,6 +42,7 @@ from kafka_offset_operator.model.admission import (
     validating_admission_policy,
     validating_admission_policy_binding,
 )
+from kafka_offset_operator.model.api import GROUP as API_GROUP
 from kafka_offset_operator.model.crds import PEERING_CRD_FILE, build_crds, kopf_peering_crd, render
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,7 +86,9 @@ def derived() -> dict[Path, str]:
     for source, name in CHART_COPIES.items():
         # JSON has no comments: the dashboard's copy carries no header (the test of --check names its source).
         out[CHART / "files" / name] = ("" if name.endswith(".json") else copied(source)) + source.read_text()
-    out[ARGOCD / "argocd-cm-patch.yaml"] = argocd_cm_patch()
+    health = argocd_health_checks()
+    out.update(health)
+    out[ARGOCD / "argocd-cm-patch.yaml"] = argocd_cm_patch(health)
     out[ADMISSION] = out[CHART / "files" / "admission-policy.yaml"] = admission_policy()
     out[ROOT / "docs" / "crd-reference.md"] = render_reference(crds)
     registry, version = image_setting()
@@ -158,22 +162,43 @@ def admission_policy() -> str:
     return header + "---\n".join(yaml.safe_dump(d, sort_keys=False, width=110) for d in docs)
 
 
-def argocd_cm_patch() -> str:
+# Argo CD runs one self-contained health.lua per kind (its own layout: resource_customizations/<group>/<Kind>,
+# no imports), so each is written from integrations/argocd/health/: the condition lookup all share, and the
+# body of the kind's lifecycle (both one-shot kinds have the same one).
+ARGOCD_HEALTH = {"ConsumerGroupOffsetPolicy": "policy.lua", "OffsetDeletion": "one-shot.lua", "OffsetReset": "one-shot.lua"}
+
+
+def argocd_health_checks() -> dict[Path, str]:
+    """resource_customizations/kafkaoffsets.dev/<Kind>/health.lua for each kind: the source's header comment
+    ($KIND filled in), the shared condition lookup, the source's body."""
+    sources = ARGOCD / "health"
+    conditions = (sources / "conditions.lua").read_text()
+    out = {}
+    for kind, source in ARGOCD_HEALTH.items():
+        header, _, body = (sources / source).read_text().replace("$KIND", kind).partition("\n\n")
+        note = (f"-- Written by `{COMMAND}` from {sources.relative_to(ROOT)}/{source} and conditions.lua:\n"
+                "-- edit those, then run it.")
+        out[ARGOCD / "resource_customizations" / API_GROUP / kind / "health.lua"] = (
+            f"{header}\n{note}\n{conditions}\n{body}")
+    return out
+
+
+def argocd_cm_patch(health: dict[Path, str]) -> str:
     """A strategic-merge patch for argocd-cm with one `resource.customizations.health.<group>_<kind>` key per
     health.lua (a literal block, so the Lua reads as written)."""
     lines = [
-        f"# Generated from {ARGOCD.relative_to(ROOT)}/resource_customizations by `{COMMAND}`: edit the health.lua",
-        "# files, then run it. Apply with `kubectl -n argocd patch configmap argocd-cm --patch-file <this file>`.",
+        f"# Generated from {ARGOCD.relative_to(ROOT)}/health by `{COMMAND}`: edit the .lua files there, then run",
+        "# it. Apply with `kubectl -n argocd patch configmap argocd-cm --patch-file <this file>`.",
         "apiVersion: v1",
         "kind: ConfigMap",
         "metadata:",
         "  name: argocd-cm",
         "data:",
     ]
-    for script in sorted((ARGOCD / "resource_customizations").glob("*/*/health.lua")):
+    for script, text in sorted(health.items()):
         group, kind = script.parent.parent.name, script.parent.name
         lines.append(f"  resource.customizations.health.{group}_{kind}: |")
-        lines.extend(f"    {line}" if line else "" for line in script.read_text().splitlines())
+        lines.extend(f"    {line}" if line else "" for line in text.splitlines())
     return "\n".join(lines) + "\n"
 
 

@@ -1,6 +1,8 @@
 -- Argo CD health of a ConsumerGroupOffsetPolicy, from the conditions kafka-offset-operator writes
 -- (docs/gitops.md). A policy runs for ever, like a Deployment: a failing run makes it Degraded (the operator
 -- retries), a spec it cannot run too; Healthy after a successful run of the latest spec.
+-- Written by `scripts/dev.sh generate` from integrations/argocd/health/policy.lua and conditions.lua:
+-- edit those, then run it.
 local hs = {}
 
 local function condition(type)

@@ -1,6 +1,9 @@
--- Argo CD health of an OffsetReset, from the conditions kafka-offset-operator writes (docs/gitops.md).
--- A reset is a one-shot change: while the operator still works on it (a retry, a group with members) it is
--- Progressing; waiting for spec.approved it is Suspended; only a problem a person must clear is Degraded.
+-- Argo CD health of a one-shot change (OffsetReset), from the conditions kafka-offset-operator writes
+-- (docs/gitops.md). While the operator still works on it (a retry, a blocked restore, a group that still has
+-- members) it is Progressing; waiting for spec.approved it is Suspended; only a problem a person must clear
+-- is Degraded.
+-- Written by `scripts/dev.sh generate` from integrations/argocd/health/one-shot.lua and conditions.lua:
+-- edit those, then run it.
 local hs = {}
 
 local function condition(type)
