@@ -40,6 +40,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from .processes import dies_with_parent
+
 SERVERS = ("etcd", "kube-apiserver", "kube-controller-manager")
 
 
@@ -246,7 +248,8 @@ class ControlPlane:
     def _spawn(self, name: str, args: list[str]) -> None:
         log = open(self.dir / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it
         self.procs[name] = subprocess.Popen([str(self.binaries / name), *args], stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
+                                            stdin=subprocess.DEVNULL, start_new_session=True,
+                                            preexec_fn=dies_with_parent())
         log.close()
 
     def log(self, name: str, tail: int = 4000) -> str:

@@ -17,15 +17,14 @@ v0.0.0-master. Nothing built is committed.
 from __future__ import annotations
 
 import datetime
-import hashlib
 import os
-import re
-import shutil
-import subprocess
 import sys
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+
+import go_build
+from go_build import NoGo, Step, go, required
+
+__all__ = ["KUBERNETES_VERSION", "NoGo", "build", "built", "cache_dir", "go", "required", "stamp"]
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = ROOT / "tests" / "kube"
@@ -34,19 +33,6 @@ BINARIES = ("kube-apiserver", "kube-controller-manager", "etcd", "helm")
 # Set in both packages Kubernetes' hack/lib/version.sh sets: component-base for the servers' /version,
 # client-go for the clients inside them.
 VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
-
-
-class NoGo(Exception):
-    """The Go toolchain is missing: the real control plane cannot be built here."""
-
-
-def required(go_mod: Path, module: str) -> str:
-    """The version `go_mod` requires of `module` (a `require` line, in a block or alone)."""
-    match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", go_mod.read_text(), re.MULTILINE)
-    if match is None:
-        raise ValueError(f"{go_mod} does not require {module}")
-    return match.group(1)
-
 
 KUBERNETES_VERSION = required(MODULE / "go.mod", "k8s.io/kubernetes")
 ETCD_VERSION = required(MODULE / "go.mod", "go.etcd.io/etcd/server/v3")
@@ -61,25 +47,13 @@ def cache_dir() -> Path:
 
 def stamp() -> str:
     """A digest of the pins: binaries built from other go.mod/go.sum files are rebuilt."""
-    digest = hashlib.sha256()
-    for path in (MODULE / "go.mod", MODULE / "go.sum", HELM_MODULE / "go.mod", HELM_MODULE / "go.sum"):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    return go_build.pins_digest((MODULE / "go.mod", MODULE / "go.sum", HELM_MODULE / "go.mod", HELM_MODULE / "go.sum"))
 
 
 def built() -> Path | None:
     """The directory of binaries built from the current pins, or None."""
     directory = cache_dir()
-    if (directory / f".built-{stamp()}").exists() and all((directory / b).exists() for b in BINARIES):
-        return directory
-    return None
-
-
-def go() -> str:
-    found = shutil.which("go")
-    if found is None:
-        raise NoGo("no Go toolchain on PATH (the real Kubernetes control plane is built from tests/kube with go)")
-    return found
+    return directory if go_build.built(directory, stamp(), BINARIES) else None
 
 
 def kube_ldflags(version: str, build_date: str) -> str:
@@ -89,72 +63,30 @@ def kube_ldflags(version: str, build_date: str) -> str:
     return " ".join(f"-X {pkg}.{key}={value}" for pkg in VERSION_PACKAGES for key, value in values.items())
 
 
-@dataclass(frozen=True)
-class Step:
-    """One `go build` invocation: packages of one module into one directory."""
-
-    module: Path
-    packages: tuple[str, ...]
-    ldflags: str
-
-
 def steps(build_date: str) -> list[Step]:
     # Both Kubernetes servers and etcd in one invocation: the go command schedules their shared packages
     # once and links the three in parallel.
     return [
         Step(MODULE, ("k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager",
                       "go.etcd.io/etcd/server/v3"),
-             kube_ldflags(KUBERNETES_VERSION, build_date) + " -s -w"),
+             kube_ldflags(KUBERNETES_VERSION, build_date) + " -s -w", tags="selinux,notest"),
         Step(HELM_MODULE, ("helm.sh/helm/v3/cmd/helm",),
-             f"-X helm.sh/helm/v3/internal/version.version={HELM_VERSION} -s -w"),
+             f"-X helm.sh/helm/v3/internal/version.version={HELM_VERSION} -s -w", tags="selinux,notest"),
     ]
 
 
-def build(log: bool = True) -> Path:
+def build() -> Path:
     """The binaries' directory, building them first if they are missing (minutes, cold: see docs/testing.md)."""
     done = built()
     if done is not None:
         return done
-    go_bin = go()
-    target = cache_dir()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly -buildvcs=false"}
     build_date = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    out = Path(tempfile.mkdtemp(dir=target.parent, prefix=".building-"))
-    try:
-        for step in steps(build_date):
-            if log:
-                print(f"[kube] go build {' '.join(step.packages)}", file=sys.stderr, flush=True)
-            subprocess.run([go_bin, "build", "-trimpath", "-tags", "selinux,notest", "-ldflags", step.ldflags,
-                            "-o", f"{out}/", *step.packages], cwd=step.module, env=env, check=True)
-        (out / "server").rename(out / "etcd")  # go names the binary of go.etcd.io/etcd/server/v3 after "server"
-        (out / f".built-{stamp()}").touch()
-        if target.exists():
-            shutil.rmtree(target)
-        out.rename(target)
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
-    return target
+    # go names the binary of go.etcd.io/etcd/server/v3 after "server"
+    return go_build.build_once(cache_dir(), stamp(), steps(build_date), renames={"server": "etcd"}, label="kube")
 
 
 def main(argv: list[str]) -> int:
-    try:
-        if "--check" in argv:
-            found = built()
-            go()
-            if found is None:
-                print(f"[kube] not built yet ({cache_dir()})", file=sys.stderr)
-                return 1
-            print(found)
-            return 0
-        print(build())
-        return 0
-    except NoGo as exc:
-        print(f"[kube] {exc}", file=sys.stderr)
-        return 1
-    except subprocess.CalledProcessError as exc:
-        print(f"[kube] the build failed: {exc}", file=sys.stderr)
-        return 1
+    return go_build.main(argv, "kube", built, build, cache_dir())
 
 
 if __name__ == "__main__":

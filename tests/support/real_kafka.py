@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from kafka_offset_demo.processes import dies_with_parent
+
 ROOT = Path(__file__).resolve().parents[2]
 POM = ROOT / "tests" / "kafka-maven" / "pom.xml"
 DRIVERS = ROOT / "tests" / "kafka-maven" / "drivers"
@@ -246,7 +248,7 @@ class RealKafka:
         self._process = subprocess.Popen(
             self._java("kafka.Kafka", str(properties), libs=libs,
                        jvm=(f"-Xmx{self.heap}", f"-Xms{self.heap}", *self._class_sharing(), *self.jvm_options)),
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=dies_with_parent(),
         )
         out.close()
         try:

@@ -13,15 +13,12 @@ image built from scratch. Nothing built is committed.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from kube_build import NoGo, go, required
+import go_build
+from go_build import Step, required
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = ROOT / "tests" / "registry"
@@ -35,60 +32,25 @@ def cache_dir() -> Path:
 
 
 def stamp() -> str:
-    digest = hashlib.sha256()
-    for path in (MODULE / "go.mod", MODULE / "go.sum"):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    return go_build.pins_digest((MODULE / "go.mod", MODULE / "go.sum"))
 
 
 def built() -> Path | None:
     """The registry binary built from the current pins, or None."""
-    binary = cache_dir() / "registry"
-    return binary if (cache_dir() / f".built-{stamp()}").exists() and binary.exists() else None
+    return cache_dir() / "registry" if go_build.built(cache_dir(), stamp(), ("registry",)) else None
 
 
-def build(log: bool = True) -> Path:
+def build() -> Path:
     """The registry binary, built first if need be (about 2 CPU-minutes cold)."""
     done = built()
     if done is not None:
         return done
-    go_bin = go()
-    target = cache_dir()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly -buildvcs=false"}
-    out = Path(tempfile.mkdtemp(dir=target.parent, prefix=".building-"))
-    try:
-        if log:
-            print(f"[registry] go build {PACKAGE} {VERSION}", file=sys.stderr, flush=True)
-        subprocess.run([go_bin, "build", "-trimpath", "-ldflags", "-s -w", "-o", f"{out}/registry", PACKAGE],
-                       cwd=MODULE, env=env, check=True)
-        (out / f".built-{stamp()}").touch()
-        if target.exists():
-            shutil.rmtree(target)
-        out.rename(target)
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
-    return target / "registry"
+    step = Step(MODULE, (PACKAGE,), "-s -w")  # go names the binary "registry", after the package
+    return go_build.build_once(cache_dir(), stamp(), (step,), label="registry") / "registry"
 
 
 def main(argv: list[str]) -> int:
-    try:
-        if "--check" in argv:
-            go()
-            found = built()
-            if found is None:
-                print(f"[registry] not built yet ({cache_dir()})", file=sys.stderr)
-                return 1
-            print(found)
-            return 0
-        print(build())
-        return 0
-    except NoGo as exc:
-        print(f"[registry] {exc}", file=sys.stderr)
-        return 1
-    except subprocess.CalledProcessError as exc:
-        print(f"[registry] the build failed: {exc}", file=sys.stderr)
-        return 1
+    return go_build.main(argv, "registry", built, build, cache_dir())
 
 
 if __name__ == "__main__":
