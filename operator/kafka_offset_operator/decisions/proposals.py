@@ -23,7 +23,7 @@ from kafka_offsets_model.policy import Protection
 from kafka_offsets_model.rules import OffsetReason
 
 from ..model.api import API_VERSION, DELETION_KIND, GROUP, MANAGED_BY, POLICY_LABEL
-from ..model.crds import MAX_PARTITIONS, MAX_TOPICS
+from ..model.kinds.common import MAX_PARTITIONS, MAX_TOPICS
 from ..model.offsets import TP, Committed, GroupInfo
 from ..model.report import ScannedOffset
 from ..model.times import iso
