@@ -30,7 +30,7 @@ from ..adapters.kube import KubeError
 from ..context import OperatorContext
 from ..decisions import schedule
 from ..decisions.connection_spec import connection_from_spec
-from ..decisions.policy_spec import Engine, parse_policy_spec
+from ..decisions.policy_spec import parse_policy_spec
 from ..model.times import parse_iso
 from .policy_cleanup import ChildCleanup
 from .policy_visit import PolicyVisit, now_ms
@@ -81,7 +81,7 @@ class PolicyScheduler:
                 status = body.get("status") or {}
                 if schedule.due(generation_of(body), status, now_ms()):
                     if await asyncio.to_thread(self._can_run, body):
-                        async with self._slot(body):
+                        async with self._slot():
                             await self._visit_marked(namespace, name, stopped)
                     else:  # no analysis can start: say why at once, not behind other policies' runs
                         await self._visit_marked(namespace, name, stopped)
@@ -104,9 +104,10 @@ class PolicyScheduler:
         """The policy's deletion, once `quiesce` has returned (a Kopf deletion handler, in a thread)."""
         self.cleanup.on_policy_deleted(body)
 
-    def _slot(self, body: Mapping[str, Any]) -> contextlib.AbstractAsyncContextManager[Any]:
-        """The operator-wide slot, unless this run may share its scan (either engine)."""
-        if self.sharing and _engine(body) is not None:
+    def _slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The operator-wide slot, unless runs share their scans (either engine; `_can_run` has parsed the
+        spec, so it names its engine)."""
+        if self.sharing:
             return contextlib.nullcontext()
         return self.slot
 
@@ -150,10 +151,3 @@ class PolicyScheduler:
             # In a copy of the daemon's context (as asyncio.to_thread does): Kopf finds its event queue and
             # settings there, so kopf.event() from the visit's thread reaches its poster on the loop.
             await loop.run_in_executor(self.visits, contextvars.copy_context().run, run)
-
-
-def _engine(body: Mapping[str, Any]) -> Engine | None:
-    try:
-        return parse_policy_spec(body.get("spec")).engine
-    except SpecError:
-        return None

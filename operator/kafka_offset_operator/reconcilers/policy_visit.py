@@ -150,12 +150,12 @@ class PolicyVisit:
                 field, _, problem = exc.message.partition(": ")
                 self._patch(body, policy_status.spec_invalid(_status(body), field, problem, exc.reason, now_ms(), generation_of(body)))
             else:
-                self._failed(body, exc.reason, settings.redact(exc.message))
+                self._failed(body, exc.reason, settings.redact(exc.message), spec)
             return
         except KafkaFailure as exc:
             metrics.kafka_error(exc.code)
             reason = Reason.KAFKA_UNAVAILABLE if exc.retriable else Reason.KAFKA_ERROR
-            self._failed(body, reason, f"Kafka at {settings.bootstrap_servers}: {exc.code}: {exc.message}")
+            self._failed(body, reason, f"Kafka at {settings.bootstrap_servers}: {exc.code}: {exc.message}", spec)
             return
         run = policy_status.RunSummary(spec.engine.value, started, now_ms(), report, spec.mode, created, existing,
                               tuple(skipped), [r.line for r in kept_alive], tuple(refused),
@@ -335,12 +335,14 @@ class PolicyVisit:
         metrics.policy_succeeded(meta["namespace"], meta["name"], run.completion_ms,
                                  policy_status.earliest_expiries(run.report, metrics.EXPIRY_GROUPS))
 
-    def _failed(self, body: dict[str, Any], reason: Reason, message: str) -> None:
+    def _failed(self, body: dict[str, Any], reason: Reason, message: str, spec: PolicySpec | None = None) -> None:
+        """A failed run: its retry is backed off, within the spec's interval (`spec`: the visit's own parse; a
+        visit that failed before it parsed one parses it here)."""
         meta = body["metadata"]
         key = (meta["namespace"], meta["name"])
         self.failures[key] = self.failures.get(key, 0) + 1
         try:
-            interval = parse_policy_spec(body.get("spec")).interval_ms
+            interval = (spec or parse_policy_spec(body.get("spec"))).interval_ms
         except SpecError:
             interval = self.retry_ms
         now = now_ms()
