@@ -41,9 +41,10 @@ def _kind(pid: int, me: int) -> str:
         return "other"
     if "org.apache.spark.launcher.Main" in cmd:
         return "spark launcher"
-    if "java" in cmd.split(" ", 1)[0]:
+    program = cmd.split(" ", 1)[0]
+    if program.endswith("/java") or program == "java":
         return "driver JVM"
-    if "pyspark" in cmd or "python" in cmd.split(" ", 1)[0]:
+    if "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
         return "python workers"
     return "other"
 
@@ -65,10 +66,11 @@ def _descendants(root: int) -> list[int]:
     return out
 
 
-def _cpu_s(pid: int) -> float:
-    """The process's user+system, with its reaped children's (a worker daemon's forked workers)."""
+def _cpu_s(pid: int, me: int) -> float:
+    """The process's user+system, with its reaped children's (a worker daemon's forked workers), except ours:
+    the JVM we reap at the end is counted already, as itself."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(f) for f in fields[11:15]) / TICK
+    return sum(int(f) for f in fields[11:13 if pid == me else 15]) / TICK
 
 
 class Sampler:
@@ -88,10 +90,12 @@ class Sampler:
     def sample(self) -> None:
         for pid in _descendants(self.me):
             try:
-                cpu = _cpu_s(pid)
+                cpu = _cpu_s(pid, self.me)
             except (OSError, IndexError, ValueError):
                 continue
-            kind = self.seen[pid][0] if pid in self.seen and self.seen[pid][0] != "other" else _kind(pid, self.me)
+            kind = _kind(pid, self.me)  # again each time: spark-submit's shell execs the JVM in its process
+            if kind == "other" and pid in self.seen:
+                kind = self.seen[pid][0]
             self.seen[pid] = (kind, cpu)
 
     def totals(self) -> dict[str, float]:
