@@ -34,17 +34,17 @@ DIR_ENV = "KOO_SPARK_CDS_DIR"
 QUIET = "-Xlog:cds=off,cds+dynamic=off"
 
 
-class Mode(Enum):
+class ArchiveMode(Enum):
     USE = "use"  # map the archive
     WRITE = "write"  # write it at the JVM's exit (into a temporary name, renamed by `finish`)
     OFF = "off"  # neither (disabled, or nowhere to write it)
 
 
 @dataclass(frozen=True)
-class Plan:
+class ArchivePlan:
     """What this JVM does with the archive, and why (the debug line)."""
 
-    mode: Mode
+    mode: ArchiveMode
     archive: Path | None
     reason: str
     pending: Path | None = None  # WRITE: where the JVM writes it before `finish` renames it to `archive`
@@ -57,26 +57,26 @@ def key(pyspark_version: str, java_version: str) -> str:
 
 
 def plan(enabled: bool, cache_dir: Path | None, archive_key: str | None, exists: bool, writable: bool,
-         pid: int) -> Plan:
+         pid: int) -> ArchivePlan:
     """Use the archive when it exists; else write it when the cache can be written; else run without."""
     if not enabled:
-        return Plan(Mode.OFF, None, f"{ENABLE_ENV}=0")
+        return ArchivePlan(ArchiveMode.OFF, None, f"{ENABLE_ENV}=0")
     if cache_dir is None or archive_key is None:
-        return Plan(Mode.OFF, None, "no cache directory or no Java version found")
+        return ArchivePlan(ArchiveMode.OFF, None, "no cache directory or no Java version found")
     archive = cache_dir / f"{archive_key}.jsa"
     if exists:
-        return Plan(Mode.USE, archive, f"using {archive}")
+        return ArchivePlan(ArchiveMode.USE, archive, f"using {archive}")
     if not writable:
-        return Plan(Mode.OFF, archive, f"{cache_dir} cannot be written: running without an archive")
-    return Plan(Mode.WRITE, archive, f"no {archive}: this run writes it at the JVM's exit",
+        return ArchivePlan(ArchiveMode.OFF, archive, f"{cache_dir} cannot be written: running without an archive")
+    return ArchivePlan(ArchiveMode.WRITE, archive, f"no {archive}: this run writes it at the JVM's exit",
                 pending=cache_dir / f"{archive_key}.jsa.{pid}.tmp")
 
 
-def java_options(p: Plan) -> list[str]:
+def java_options(p: ArchivePlan) -> list[str]:
     """The driver JVM's options for the plan (spark.driver.extraJavaOptions)."""
-    if p.mode is Mode.USE and p.archive is not None:
+    if p.mode is ArchiveMode.USE and p.archive is not None:
         return [f"-XX:SharedArchiveFile={p.archive}", "-Xshare:auto", QUIET]
-    if p.mode is Mode.WRITE and p.pending is not None:
+    if p.mode is ArchiveMode.WRITE and p.pending is not None:
         return [f"-XX:ArchiveClassesAtExit={p.pending}", QUIET]
     return []
 
@@ -106,7 +106,7 @@ def default_cache_dir(environ: os._Environ[str] | dict[str, str]) -> Path:
     return base / "kafka-offset-operator" / "spark-cds"
 
 
-def locate(pyspark_version: str) -> Plan:
+def locate(pyspark_version: str) -> ArchivePlan:
     """The plan for a driver JVM started now, from the environment and the cache (the I/O edge)."""
     enabled = os.environ.get(ENABLE_ENV, "1") != "0"
     cache_dir = default_cache_dir(os.environ)
@@ -125,10 +125,10 @@ def locate(pyspark_version: str) -> Plan:
     return p
 
 
-def finish(p: Plan) -> bool:
+def finish(p: ArchivePlan) -> bool:
     """After the JVM has exited: move the archive it wrote into place (atomically; a concurrent run's equal
     archive may win). False, and the partial file removed, when the JVM wrote none."""
-    if p.mode is not Mode.WRITE or p.pending is None or p.archive is None:
+    if p.mode is not ArchiveMode.WRITE or p.pending is None or p.archive is None:
         return False
     try:
         if p.pending.stat().st_size > 0:

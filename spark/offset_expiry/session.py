@@ -132,12 +132,12 @@ def local_session(
     finally:
         os.unlink(config_file)  # read once, when the JVM starts
     spark.sparkContext.setLogLevel(level)
-    if cds.mode is jvm_cds.Mode.WRITE:
+    if cds.mode is jvm_cds.ArchiveMode.WRITE:
         atexit.register(_write_archive, cds)
     return spark
 
 
-def _write_archive(cds: jvm_cds.Plan, timeout_s: float = 300.0) -> None:
+def _write_archive(cds: jvm_cds.ArchivePlan, timeout_s: float = 300.0) -> None:
     """At our exit, once: stop the JVM (it writes the CDS archive as it exits) and wait for it, then move the
     archive into place. Whatever goes wrong leaves the run's outcome alone (the next run writes it again)."""
     from pyspark import SparkContext

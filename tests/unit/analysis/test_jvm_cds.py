@@ -6,21 +6,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from offset_expiry.jvm_cds import Mode, Plan, finish, java_options, key, plan, release_version
+from offset_expiry.jvm_cds import ArchiveMode, ArchivePlan, finish, java_options, key, plan, release_version
 
 CACHE = Path("/cache/spark-cds")
 
 
 def test_an_existing_archive_is_mapped_and_the_jvm_may_refuse_it() -> None:
     p = plan(True, CACHE, "4.3.0-17.0.15", exists=True, writable=True, pid=7)
-    assert p.mode is Mode.USE
+    assert p.mode is ArchiveMode.USE
     assert java_options(p) == ["-XX:SharedArchiveFile=/cache/spark-cds/4.3.0-17.0.15.jsa", "-Xshare:auto",
                                "-Xlog:cds=off,cds+dynamic=off"]
 
 
 def test_a_missing_archive_is_written_under_a_name_of_this_process() -> None:
     p = plan(True, CACHE, "4.3.0-17.0.15", exists=False, writable=True, pid=7)
-    assert p.mode is Mode.WRITE
+    assert p.mode is ArchiveMode.WRITE
     assert p.pending == CACHE / "4.3.0-17.0.15.jsa.7.tmp"
     assert java_options(p) == ["-XX:ArchiveClassesAtExit=/cache/spark-cds/4.3.0-17.0.15.jsa.7.tmp",
                                "-Xlog:cds=off,cds+dynamic=off"]
@@ -31,7 +31,7 @@ def test_no_archive_without_a_writable_cache_a_java_version_or_when_disabled() -
              plan(True, CACHE, None, exists=False, writable=True, pid=1),
              plan(True, None, "k", exists=False, writable=True, pid=1),
              plan(False, CACHE, "k", exists=True, writable=True, pid=1)]
-    assert [(p.mode, java_options(p)) for p in cases] == [(Mode.OFF, [])] * 4
+    assert [(p.mode, java_options(p)) for p in cases] == [(ArchiveMode.OFF, [])] * 4
     assert "KOO_SPARK_CDS=0" in cases[3].reason
 
 
@@ -50,10 +50,10 @@ def test_the_jvm_build_comes_from_the_release_file() -> None:
 
 def test_finish_keeps_only_an_archive_the_jvm_wrote(tmp_path: Path) -> None:
     (tmp_path / "k.jsa.1.tmp").write_bytes(b"archive")
-    written = Plan(Mode.WRITE, tmp_path / "k.jsa", "", pending=tmp_path / "k.jsa.1.tmp")
+    written = ArchivePlan(ArchiveMode.WRITE, tmp_path / "k.jsa", "", pending=tmp_path / "k.jsa.1.tmp")
     assert finish(written) and (tmp_path / "k.jsa").read_bytes() == b"archive"
     (tmp_path / "e.jsa.1.tmp").write_bytes(b"")
-    empty = Plan(Mode.WRITE, tmp_path / "e.jsa", "", pending=tmp_path / "e.jsa.1.tmp")
+    empty = ArchivePlan(ArchiveMode.WRITE, tmp_path / "e.jsa", "", pending=tmp_path / "e.jsa.1.tmp")
     assert not finish(empty) and sorted(p.name for p in tmp_path.iterdir()) == ["k.jsa"]
-    assert not finish(Plan(Mode.WRITE, tmp_path / "m.jsa", "", pending=tmp_path / "m.jsa.1.tmp"))
-    assert not finish(Plan(Mode.USE, tmp_path / "k.jsa", ""))
+    assert not finish(ArchivePlan(ArchiveMode.WRITE, tmp_path / "m.jsa", "", pending=tmp_path / "m.jsa.1.tmp"))
+    assert not finish(ArchivePlan(ArchiveMode.USE, tmp_path / "k.jsa", ""))
