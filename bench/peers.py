@@ -1,7 +1,7 @@
 """Issue 22's side-by-side benchmark: on one real Kafka 4.x broker per shape, the same `__consumer_offsets`
 read by the plain reader, the floor, KMinion, Burrow and our analysis (cold CLI, warm session), in one run.
 
-    .venv/bin/python bench/peers.py                                  # every shape, 200k records each
+    .venv/bin/python bench/peers.py                                  # every shape, 100k records each
     .venv/bin/python bench/peers.py --records 5000000 --shape distinct   # the issue's target size
 
 What it measures, per shape (bench/analyze.py builds and seeds the shapes: distinct, history, mixed):
@@ -64,6 +64,7 @@ CACHE = Path(os.environ.get("KOO_BENCH_PEERS_CACHE", Path.home() / ".cache" / "k
 KMINION_MODULE, KMINION_VERSION = "github.com/cloudhut/kminion/v2", "v2.2.13"  # the module path of redpanda-data/kminion
 BURROW_MODULE, BURROW_VERSION = "github.com/linkedin/Burrow", "v1.9.4"
 ZOOKEEPER_VERSION = "3.9.5"
+METRICS_CORE = "4.1.12.1"  # the version ZooKeeper 3.9's POM names
 PEERS_KAFKA = "4.4.0"  # the newest Kafka 4.x the harness resolves (real_kafka.VERSIONS)
 
 
@@ -109,6 +110,9 @@ def zookeeper_libs() -> tuple[Path | None, str]:
         '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
         "<groupId>bench</groupId><artifactId>zookeeper-libs</artifactId><version>1</version><dependencies>"
         f"<dependency><groupId>org.apache.zookeeper</groupId><artifactId>zookeeper</artifactId><version>{ZOOKEEPER_VERSION}"
+        "</version></dependency>"
+        # The server's metrics provider needs Dropwizard's metrics-core, which ZooKeeper's POM leaves as provided.
+        f"<dependency><groupId>io.dropwizard.metrics</groupId><artifactId>metrics-core</artifactId><version>{METRICS_CORE}"
         "</version></dependency></dependencies></project>"
     )
     staging = CACHE / f".zookeeper-{os.getpid()}"
@@ -336,7 +340,7 @@ def floor_run(bootstrap: str, path: str, conn: Connection) -> None:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-floor-never-joins",
                          "enable.auto.commit": False, "enable.partition.eof": True, "isolation.level": "read_committed",
                          "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 16 << 20,
-                         "queued.max.messages.kbytes": 256 << 10})
+                         "queued.max.messages.kbytes": 256 << 10, "fetch.wait.max.ms": 100})
     topic = "__consumer_offsets"
     partitions = sorted(consumer.list_topics(topic, timeout=30).topics[topic].partitions)
     ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in partitions}
@@ -519,7 +523,7 @@ def print_table(results: list[dict[str, Any]], tools: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--records", type=int, default=200_000, help="approximate records per shape (the target: 5000000)")
+    parser.add_argument("--records", type=int, default=100_000, help="approximate records per shape (the target: 5000000)")
     parser.add_argument("--shape", action="append", choices=analyze.SHAPES, help="default: all three")
     parser.add_argument("--cores", type=int, action="append", help="warm local[N] (repeatable); default 1 and 2")
     parser.add_argument("--seed", type=int, default=4)
@@ -542,7 +546,8 @@ def main() -> None:
     for shape in args.shape or analyze.SHAPES:
         say(f"{shape} ~{args.records:,} records (load {os.getloadavg()[0]:.1f})")
         results.append(run_shape(shape, args.records, args.seed, args.kafka_version, ctx, tools, args.cores or [1, 2]))
-    print_table(results, tools)
+        print_table(results[-1:], tools)  # each shape as it ends: a long run's first shapes are not lost
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":
