@@ -8,6 +8,7 @@ Shapes (50 partitions, Kafka's default; written in batches of 1-20 records as a 
 
 - distinct: a big compacted cluster: simple groups x 5 topics x 10 partitions, one OffsetCommit (v3)
   per key, so every record is live; commit times spread over 20 days;
+- distinct-v4: the same cluster as Kafka 4.3+ writes it: every value v4 (flexible, with the topic's id);
 - history: synthetic.generate's mix (classic, simple, KIP-848, streams, deleted groups, values v0-v4,
   key type 0, tombstones, corrupt records), each offset preceded by K older commits of its key: a few
   survivors per 75 records;
@@ -55,7 +56,7 @@ from typing import Any
 DAY_MS = 86_400_000
 NOW_MS = 1_700_000_000_000
 OFFSETS_PARTITIONS = 50
-SHAPES = ("distinct", "history", "mixed")
+SHAPES = ("distinct", "distinct-v4", "history", "mixed")
 CACHE = "/tmp/offset-expiry-bench"
 POLICY = {
     "groups": {"exclude": ["simple-1*"]},
@@ -79,24 +80,39 @@ def _v3_value(offset: int, commit_ms: int) -> bytes:
     return struct.pack(">hqih", 3, offset, -1, 0) + struct.pack(">q", commit_ms)
 
 
+def _v4_value(offset: int, commit_ms: int, topic_id: bytes) -> bytes:
+    """OffsetCommitValue v4, as Kafka 4.3+ writes every commit without an expire time: a compact empty
+    metadata string, then one tagged field, the topic's id (tag 0, 16 bytes)."""
+    return struct.pack(">hqiB", 4, offset, -1, 1) + struct.pack(">q", commit_ms) + b"\x01\x00\x10" + topic_id
+
+
 def _key(group: bytes, topic: bytes, partition: int) -> bytes:
     return struct.pack(">hh", 1, len(group)) + group + struct.pack(">h", len(topic)) + topic + struct.pack(">i", partition)
 
 
-def distinct_records(target: int, seed: int) -> tuple[Rows, frozenset[str]]:
-    """Simple groups x 5 topics x 10 partitions, one commit per key, commit times over 20 days."""
-    from kafka_offsets_model.codec import partition_for
+def distinct_records(target: int, seed: int, value_version: int = 3) -> tuple[Rows, frozenset[str]]:
+    """Simple groups x 5 topics x 10 partitions, one commit per key, commit times over 20 days; values v3
+    (Kafka 3.9 and 4.0) or v4 with the topic id (Kafka 4.3+)."""
+    import base64
 
+    from kafka_offsets_model.codec import encode_value, partition_for
+
+    ids = {t: bytes(range(t * 16, t * 16 + 16)) for t in range(5)}
+    assert _v4_value(42, 7, ids[1]) == encode_value("OffsetCommit", {
+        "offset": 42, "leaderEpoch": -1, "metadata": "", "commitTimestamp": 7,
+        "topicId": base64.urlsafe_b64encode(ids[1]).decode().rstrip("=")}, 4)
     rng = random.Random(seed)
     out: Rows = {p: [] for p in range(OFFSETS_PARTITIONS)}
     topics = [f"orders-{t}".encode() for t in range(5)]
     for g in range((target + 49) // 50):
         name = f"app-{g:07d}"
         rows = out[partition_for(name, OFFSETS_PARTITIONS)]
-        for topic in topics:
+        for t, topic in enumerate(topics):
             for p in range(10):
                 ts = NOW_MS - rng.randrange(20 * DAY_MS)
-                rows.append((_key(name.encode(), topic, p), _v3_value(rng.randrange(1 << 30), ts), ts))
+                offset = rng.randrange(1 << 30)
+                value = _v3_value(offset, ts) if value_version == 3 else _v4_value(offset, ts, ids[t])
+                rows.append((_key(name.encode(), topic, p), value, ts))
     return out, frozenset(t.decode() for t in topics[:4])  # the fifth topic was deleted
 
 
@@ -138,6 +154,8 @@ def history_records(target: int, seed: int, k: int | None = None) -> tuple[Rows,
 def shape_records(shape: str, target: int, seed: int) -> tuple[Rows, frozenset[str]]:
     if shape == "distinct":
         return distinct_records(target, seed)
+    if shape == "distinct-v4":
+        return distinct_records(target, seed, value_version=4)
     if shape == "history":
         return history_records(target, seed)
     a, topics_a = distinct_records(target // 2, seed)
@@ -657,7 +675,7 @@ def run_shape(
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--records", type=int, action="append", help="approximate records (repeatable)")
-    parser.add_argument("--shape", action="append", choices=SHAPES, help="default: all three")
+    parser.add_argument("--shape", action="append", choices=SHAPES, help="default: all four")
     parser.add_argument("--cores", type=int, action="append", help="local[N] (repeatable); default 2")
     parser.add_argument("--seed", type=int, default=4)
     parser.add_argument("--broker", action="append", choices=("kafka", "sandbox"),

@@ -556,7 +556,7 @@ def print_table(results: list[dict[str, Any]], tools: dict[str, Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000, help="approximate records per shape (the target: 5000000)")
-    parser.add_argument("--shape", action="append", choices=analyze.SHAPES, help="default: all three")
+    parser.add_argument("--shape", action="append", choices=analyze.SHAPES, help="default: all four")
     parser.add_argument("--cores", type=int, action="append", help="warm local[N] (repeatable); default 1 and 2")
     parser.add_argument("--seed", type=int, default=4)
     parser.add_argument("--kafka-version", default=PEERS_KAFKA)
