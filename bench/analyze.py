@@ -375,6 +375,12 @@ def tree_cpu_s(root: int) -> float:
 def plain_reader_run(bootstrap: str, conn: Connection) -> None:
     """What a hand-written tool does: KafkaConsumer over every partition, each record decoded in Python
     (the codec) into a dict by logical key. No verdicts: a lower bound of such a tool's cost."""
+    conn.send(plain_read(bootstrap)[0])
+
+
+def plain_read(bootstrap: str) -> tuple[dict[str, Any], dict[Any, Any]]:
+    """plain_reader_run's work: its figures and the state it built (logical key -> live fact, or None for a
+    tombstone), for bench/peers.py to derive what a peer must show from."""
     from kafka import KafkaConsumer, TopicPartition
 
     from kafka_offsets_model.codec import CodecError
@@ -414,15 +420,14 @@ def plain_reader_run(bootstrap: str, conn: Connection) -> None:
     consumer.close()
     live = sum(1 for v in state.values() if v is not None)
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    conn.send(
-        {
-            "seconds": time.perf_counter() - t0,
-            "cpu_s": usage.ru_utime + usage.ru_stime - cpu0,
-            "records": records,
-            "live": live,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        }
-    )
+    figures = {
+        "seconds": time.perf_counter() - t0,
+        "cpu_s": usage.ru_utime + usage.ru_stime - cpu0,
+        "records": records,
+        "live": live,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+    return figures, state
 
 
 def reference_run(bootstrap: str, policy_spec: dict[str, Any], conn: Connection) -> None:

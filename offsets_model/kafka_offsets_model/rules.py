@@ -81,7 +81,10 @@ class GroupType(StrEnum):
     SHARE = "share"
 
 
-class Reason(StrEnum):
+class OffsetReason(StrEnum):
+    """Why the rules make an offset a deletion candidate or keep it (a report's reason per partition); the
+    operator's condition and Event reasons are another enum, kafka_offset_operator.model.reasons.Reason."""
+
     # candidates
     EMPTY_GROUP = "EmptyGroup"
     UNSUBSCRIBED_TOPIC = "UnsubscribedTopic"
@@ -99,20 +102,20 @@ class Reason(StrEnum):
 
 
 CANDIDATE_REASONS = (
-    Reason.EMPTY_GROUP,
-    Reason.UNSUBSCRIBED_TOPIC,
-    Reason.STANDALONE,
-    Reason.EXPIRE_TIMESTAMP,
-    Reason.DELETED_TOPIC,
-    Reason.STALE_GROUP,
+    OffsetReason.EMPTY_GROUP,
+    OffsetReason.UNSUBSCRIBED_TOPIC,
+    OffsetReason.STANDALONE,
+    OffsetReason.EXPIRE_TIMESTAMP,
+    OffsetReason.DELETED_TOPIC,
+    OffsetReason.STALE_GROUP,
 )
 KEPT_REASONS = (
-    Reason.PROTECTED,
-    Reason.EXCLUDED,
-    Reason.ACTIVE_SUBSCRIPTION,
-    Reason.WITHIN_RETENTION,
-    Reason.UNKNOWN_SUBSCRIPTION,
-    Reason.SHARE_GROUP,
+    OffsetReason.PROTECTED,
+    OffsetReason.EXCLUDED,
+    OffsetReason.ACTIVE_SUBSCRIPTION,
+    OffsetReason.WITHIN_RETENTION,
+    OffsetReason.UNKNOWN_SUBSCRIPTION,
+    OffsetReason.SHARE_GROUP,
 )
 
 
@@ -167,7 +170,7 @@ class OffsetView:
 class Decision:
     broker_expires_at: int | None
     candidate: bool
-    reason: Reason
+    reason: OffsetReason
 
 
 class Shape(Enum):
@@ -274,9 +277,9 @@ def is_stale(group: GroupView, policy: Policy, now_ms: int) -> bool:
 
 
 RULE_REASON = {  # the reason each shape's own retention rule gives (rules_columns uses it too)
-    Shape.EMPTY_GROUP: Reason.EMPTY_GROUP,
-    Shape.STANDALONE: Reason.STANDALONE,
-    Shape.UNSUBSCRIBED: Reason.UNSUBSCRIBED_TOPIC,
+    Shape.EMPTY_GROUP: OffsetReason.EMPTY_GROUP,
+    Shape.STANDALONE: OffsetReason.STANDALONE,
+    Shape.UNSUBSCRIBED: OffsetReason.UNSUBSCRIBED_TOPIC,
 }
 
 
@@ -291,36 +294,36 @@ def rule_retention(policy: Policy, shape: Shape) -> int | None:
 
 def verdict(
     group: GroupView, offset: OffsetView, policy: Policy, now_ms: int, topic_exists: bool | None
-) -> tuple[bool, Reason]:
+) -> tuple[bool, OffsetReason]:
     """The policy's answer for one offset; `topic_exists` is None when the cluster's topics are unknown."""
     if policy.protect.protects(group.group_id):
-        return False, Reason.PROTECTED
+        return False, OffsetReason.PROTECTED
     if not policy.groups.selects(group.group_id):
-        return False, Reason.EXCLUDED
+        return False, OffsetReason.EXCLUDED
     if group.type is GroupType.SHARE:
-        return False, Reason.SHARE_GROUP
+        return False, OffsetReason.SHARE_GROUP
     shape = shape_of(group, offset.topic)
     if shape is Shape.SUBSCRIBED:
-        return False, Reason.ACTIVE_SUBSCRIPTION
+        return False, OffsetReason.ACTIVE_SUBSCRIPTION
     if (
         shape in (Shape.NO_CONDITION, Shape.MAYBE_SUBSCRIBED)
         or (shape is Shape.UNSUBSCRIBED and group.unresolved_regex)
     ):
-        return False, Reason.UNKNOWN_SUBSCRIPTION
+        return False, OffsetReason.UNKNOWN_SUBSCRIPTION
     if is_stale(group, policy, now_ms):
-        return True, Reason.STALE_GROUP
+        return True, OffsetReason.STALE_GROUP
     if topic_exists is False and policy.rules.deleted_topics is DeletedTopics.DELETE:
-        return True, Reason.DELETED_TOPIC
+        return True, OffsetReason.DELETED_TOPIC
     retention = rule_retention(policy, shape)
     if retention is None:
-        return False, Reason.WITHIN_RETENTION
+        return False, OffsetReason.WITHIN_RETENTION
     if offset.expire_timestamp is not None:
         if now_ms >= offset.expire_timestamp:
-            return True, Reason.EXPIRE_TIMESTAMP
-        return False, Reason.WITHIN_RETENTION
+            return True, OffsetReason.EXPIRE_TIMESTAMP
+        return False, OffsetReason.WITHIN_RETENTION
     if now_ms - policy_base_timestamp(group, shape, offset) >= retention:
         return True, RULE_REASON[shape]
-    return False, Reason.WITHIN_RETENTION
+    return False, OffsetReason.WITHIN_RETENTION
 
 
 def decide(

@@ -22,7 +22,7 @@ from .decisions.peering import priority_for_start
 from .errors import UserError
 from .handlers import backups, consumer_group_offset_policy, offset_deletion, offset_reset
 from .model.api import CLUSTER_PEERINGS, PEERING_GROUP, PEERING_KIND, PEERING_VERSION
-from .reconcilers.policy_worker import SHARED_VISITS
+from .reconcilers.policy_scheduler import SHARED_VISITS
 
 Registrar = Callable[[kopf.OperatorRegistry, OperatorContext], None]
 

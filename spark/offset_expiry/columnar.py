@@ -1,11 +1,12 @@
 """Log compaction and decoding of `__consumer_offsets` records a whole Arrow batch at a time (numpy).
 
-Nearly every record of the topic is an OffsetCommit with key version 1 and a value of versions 0-3:
-fixed layouts of big-endian integers and length-prefixed strings (codec/schemas.py; Kafka's
+Nearly every record of the topic is an OffsetCommit with key version 1 and a value of versions 0-4 (Kafka
+4.1+ writes v4: a flexible version whose metadata is a compact string and whose only tagged field is the
+topic id): layouts of big-endian integers and length-prefixed strings (codec/schemas.py; Kafka's
 OffsetCommitKey and OffsetCommitValue). Those are decoded here with vectorised numpy gathers over the
 Arrow buffers, so a batch of 20,000 records costs a few numpy calls instead of 20,000 Python calls.
 Everything else, and every record whose bytes are not exactly that layout (other record types, value
-v4, key type 0, negative lengths, trailing bytes, non-ASCII names), takes the Python row path
+v4 with long metadata or other tagged fields, key type 0, negative lengths, trailing bytes, non-ASCII names), takes the Python row path
 (facts.fact_from_record), which gives the exact answer or the CodecError. The vectorised path accepts a
 record only if facts._fast_offset_commit would, so both paths give the same Fact.
 """
@@ -94,6 +95,9 @@ class _Bytes:
         gathered: np.ndarray = self.data[at[:, None] + np.arange(width)]
         return gathered
 
+    def uint8(self, pos: np.ndarray) -> np.ndarray:
+        return self._at(pos, 1).ravel().astype(np.int64)
+
     def int16(self, pos: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(self._at(pos, 2)).view(">i2").ravel().astype(np.int64)
 
@@ -144,16 +148,23 @@ def offset_commit_mask(keys: _Bytes, values: _Bytes) -> dict[str, Any]:
     tombstone = ~values.valid
     vlen = values.length
     version = values.int16(np.zeros_like(vlen))
-    vok = (vlen >= 10) & (version >= 0) & (version <= 3)
-    mpos = np.where(version == 3, 14, 10)
-    mlen = values.int16(mpos)
-    vok &= (mpos + 2 <= vlen) & (mlen >= 0)
-    cpos = mpos + 2 + mlen
+    # v0-v3: an int16 metadata length; v4 (what Kafka 4.1+ writes): a one-byte compact length (metadata
+    # under 127 bytes) and, after the commit time, no tagged field or only the topic id (tag 0, 16 bytes).
+    v4 = version == 4
+    vok = (vlen >= 10) & (version >= 0) & (version <= 4)
+    mpos = np.where(version >= 3, 14, 10)
+    compact = values.uint8(mpos)
+    mlen = np.where(v4, compact - 1, values.int16(mpos))
+    vok &= (mpos + 2 <= vlen) & (mlen >= 0) & ~(v4 & (compact >= 0x80))
+    metadata_pos = np.where(v4, mpos + 1, mpos + 2)
+    cpos = metadata_pos + mlen
     commit = values.int64(cpos)
     epos = cpos + 8
     v1 = version == 1
     expire = values.int64(epos)
-    end = np.where(v1, epos + 8, epos)
+    tags = values.uint8(epos)
+    topic_id = (tags == 1) & (values.uint8(epos + 1) == 0) & (values.uint8(epos + 2) == 16)
+    end = np.where(v1, epos + 8, np.where(v4, np.where(tags == 0, epos + 1, np.where(topic_id, epos + 19, -1)), epos))
     vok &= end == vlen
     ok &= tombstone | vok
     return {
@@ -164,7 +175,7 @@ def offset_commit_mask(keys: _Bytes, values: _Bytes) -> dict[str, Any]:
         "topic_len": tlen,
         "partition": partition,
         "tombstone": tombstone,
-        "metadata_pos": mpos + 2,
+        "metadata_pos": metadata_pos,
         "metadata_len": np.where(tombstone, 0, mlen),
         "offset": values.int64(np.full_like(vlen, 2)),
         "commit": commit,

@@ -262,9 +262,10 @@ _Q = struct.Struct(">q")
 
 
 def _fast_offset_commit(key: bytes, value: bytes | None) -> Fact | None:
-    """Offset commit keys (type 1) with values v0..v3 in a few struct calls.
+    """Offset commit keys (type 1) with values v0..v4 in a few struct calls.
 
-    Returns None for anything unusual (other types, flexible v4, negative lengths, trailing bytes,
+    Returns None for anything unusual (other types, v4 metadata of 127 bytes or more or tagged fields other
+    than the topic id, negative lengths, trailing bytes,
     bad UTF-8), and the general decoder then gives the exact answer or error. It never returns a Fact the
     general decoder would not.
     """
@@ -283,18 +284,21 @@ def _fast_offset_commit(key: bytes, value: bytes | None) -> Fact | None:
         if value is None:
             return Fact(OFFSET_COMMIT, group, topic=topic, partition=partition, tombstone=True)
         version = _H.unpack_from(value, 0)[0]
-        if version == 3:
-            offset = _Q.unpack_from(value, 2)[0]
-            pos = 14  # after the leader epoch
-        elif 0 <= version <= 2:
-            offset = _Q.unpack_from(value, 2)[0]
-            pos = 10
+        if not 0 <= version <= 4:
+            return None
+        offset = _Q.unpack_from(value, 2)[0]
+        pos = 14 if version >= 3 else 10  # after the leader epoch (v3+)
+        if version == 4:  # flexible: a compact string (one length byte below 127 bytes), then tagged fields
+            compact = value[pos]
+            if compact == 0 or compact >= 0x80:
+                return None
+            mlen = compact - 1
+            pos += 1 + mlen
         else:
-            return None
-        mlen = _H.unpack_from(value, pos)[0]
-        if mlen < 0:
-            return None
-        pos += 2 + mlen
+            mlen = _H.unpack_from(value, pos)[0]
+            if mlen < 0:
+                return None
+            pos += 2 + mlen
         value[pos - mlen : pos].decode()
         commit = _Q.unpack_from(value, pos)[0]
         pos += 8
@@ -304,6 +308,14 @@ def _fast_offset_commit(key: bytes, value: bytes | None) -> Fact | None:
             pos += 8
             if expire == -1:
                 expire = None
+        elif version == 4:
+            tags = value[pos]
+            if tags == 1 and value[pos + 1] == 0 and value[pos + 2] == 16:
+                pos += 3 + 16  # the topic id (KAFKA-19141), which the analysis does not need
+            elif tags == 0:
+                pos += 1
+            else:
+                return None
         if pos != len(value):
             return None
         return Fact(
@@ -315,5 +327,5 @@ def _fast_offset_commit(key: bytes, value: bytes | None) -> Fact | None:
             commit_timestamp=commit,
             expire_timestamp=expire,
         )
-    except (struct.error, UnicodeDecodeError):
+    except (struct.error, UnicodeDecodeError, IndexError):
         return None

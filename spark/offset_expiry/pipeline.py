@@ -52,7 +52,7 @@ from pyspark.sql import functions as F
 
 from kafka_offsets_model.codec import partition_for
 from kafka_offsets_model.policy import Policy
-from kafka_offsets_model.rules import Reason
+from kafka_offsets_model.rules import OffsetReason
 
 from .columnar import DECODED_ARROW, FACT_FIELDS, SKIPPED, decode_records
 from .facts import GROUP_METADATA_HISTORY, OFFSET_COMMIT, Fact, same_generation_history
@@ -723,13 +723,13 @@ def analyze_assembled_many(
             if local:
                 reasons_seen = Observation()
                 results = results.observe(
-                    reasons_seen, *[F.count_if(F.col("reason") == r.value).alias(r.value) for r in Reason]
+                    reasons_seen, *[F.count_if(F.col("reason") == r.value).alias(r.value) for r in OffsetReason]
                 )
             else:
                 counted = results.groupBy("reason").count().collect()
             rows = write_rows(results.where(F.col("candidate")) if candidates_only else results)
             reasons = (
-                _ints(reasons_seen.get, [r.value for r in Reason])
+                _ints(reasons_seen.get, [r.value for r in OffsetReason])
                 if local
                 else {row["reason"]: row["count"] for row in counted}
             )

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafka_offsets_model.rules import CANDIDATE_REASONS, Decision, GroupView, OffsetView, Reason
+from kafka_offsets_model.rules import CANDIDATE_REASONS, Decision, GroupView, OffsetReason, OffsetView
 
 RESULT_FIELDS = (
     "group",
@@ -69,7 +69,7 @@ def summary(
     snapshot: Mapping[int, int],
 ) -> dict[str, Any]:
     """`reasons`: how many offsets got each reason."""
-    by_reason = {r.value: int(reasons.get(r.value, 0)) for r in Reason}
+    by_reason = {r.value: int(reasons.get(r.value, 0)) for r in OffsetReason}
     candidates = sum(n for r, n in by_reason.items() if r in _CANDIDATE_VALUES)
     return {
         "recordsScanned": records_scanned,

@@ -29,7 +29,7 @@ from kafka_offsets_model.rules import (
     CONSUMER_PROTOCOL,
     RULE_REASON,
     GroupType,
-    Reason,
+    OffsetReason,
     Shape,
     rule_retention,
 )
@@ -138,29 +138,29 @@ def verdict_columns(policy: Policy, now_ms: int, shape: Column) -> tuple[Column,
     def by_rule(s: Shape) -> Column:
         ms = rule_retention(policy, s)
         if ms is None:
-            return _lit(Reason.WITHIN_RETENTION.value)
+            return _lit(OffsetReason.WITHIN_RETENTION.value)
         return (
-            F.when(expire.isNotNull(), F.when(now >= expire, _lit(Reason.EXPIRE_TIMESTAMP.value)))
+            F.when(expire.isNotNull(), F.when(now >= expire, _lit(OffsetReason.EXPIRE_TIMESTAMP.value)))
             .when(now - policy_base_column(shape) >= F.lit(ms), _lit(RULE_REASON[s].value))
-            .otherwise(_lit(Reason.WITHIN_RETENTION.value))
+            .otherwise(_lit(OffsetReason.WITHIN_RETENTION.value))
         )
 
     reason = (
-        F.when(F.col("group_protected"), _lit(Reason.PROTECTED.value))
-        .when(~F.col("group_selected"), _lit(Reason.EXCLUDED.value))
-        .when(F.col("group_type") == GroupType.SHARE.value, _lit(Reason.SHARE_GROUP.value))
-        .when(shape == Shape.SUBSCRIBED.value, _lit(Reason.ACTIVE_SUBSCRIPTION.value))
+        F.when(F.col("group_protected"), _lit(OffsetReason.PROTECTED.value))
+        .when(~F.col("group_selected"), _lit(OffsetReason.EXCLUDED.value))
+        .when(F.col("group_type") == GroupType.SHARE.value, _lit(OffsetReason.SHARE_GROUP.value))
+        .when(shape == Shape.SUBSCRIBED.value, _lit(OffsetReason.ACTIVE_SUBSCRIPTION.value))
         .when(
             (shape == Shape.NO_CONDITION.value)
             | (shape == Shape.MAYBE_SUBSCRIBED.value)
             | ((shape == Shape.UNSUBSCRIBED.value) & unresolved),
-            _lit(Reason.UNKNOWN_SUBSCRIPTION.value),
+            _lit(OffsetReason.UNKNOWN_SUBSCRIPTION.value),
         )
-        .when(stale_column(policy, now_ms), _lit(Reason.STALE_GROUP.value))
-        .when(deleted, _lit(Reason.DELETED_TOPIC.value))
+        .when(stale_column(policy, now_ms), _lit(OffsetReason.STALE_GROUP.value))
+        .when(deleted, _lit(OffsetReason.DELETED_TOPIC.value))
         .when(shape == Shape.EMPTY_GROUP.value, by_rule(Shape.EMPTY_GROUP))
         .when(shape == Shape.STANDALONE.value, by_rule(Shape.STANDALONE))
         .otherwise(by_rule(Shape.UNSUBSCRIBED))
     )
-    reason = F.coalesce(reason, _lit(Reason.WITHIN_RETENTION.value))
+    reason = F.coalesce(reason, _lit(OffsetReason.WITHIN_RETENTION.value))
     return reason.isin(*[r.value for r in CANDIDATE_REASONS]), reason

@@ -3,7 +3,9 @@ its session from spark-submit instead)."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import logging
 import os
 import shutil
 import sys
@@ -11,7 +13,12 @@ import tempfile
 import threading
 from collections.abc import Iterator
 
+import pyspark
 from pyspark.sql import SparkSession
+
+from . import jvm_cds
+
+LOG = logging.getLogger(__name__)
 
 DEFAULTS = {
     "spark.ui.enabled": "false",
@@ -117,10 +124,36 @@ def local_session(
     level = (log_level or os.environ.get(LOG_LEVEL_ENV) or ("WARN" if verbose else "OFF")).upper()
     config_file = _log4j2_file(level)
     try:
-        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={config_file}")
+        cds = jvm_cds.locate(pyspark.__version__)
+        options = [f"-Dlog4j2.configurationFile={config_file}", *jvm_cds.java_options(cds)]
+        builder = builder.config("spark.driver.extraJavaOptions", " ".join(options))
         with contextlib.nullcontext() if verbose else _jvm_stderr_filtered():
             spark = builder.getOrCreate()
     finally:
         os.unlink(config_file)  # read once, when the JVM starts
     spark.sparkContext.setLogLevel(level)
+    if cds.mode is jvm_cds.ArchiveMode.WRITE:
+        atexit.register(_write_archive, cds)
     return spark
+
+
+def _write_archive(cds: jvm_cds.ArchivePlan, timeout_s: float = 300.0) -> None:
+    """At our exit, once: stop the JVM (it writes the CDS archive as it exits) and wait for it, then move the
+    archive into place. Whatever goes wrong leaves the run's outcome alone (the next run writes it again)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    try:
+        active = SparkContext._active_spark_context
+        if active is not None:
+            active.stop()
+        if gateway is not None:
+            gateway.shutdown()
+        if proc is not None:
+            if proc.stdin is not None:
+                proc.stdin.close()  # PythonGatewayServer exits on its stdin's end
+            proc.wait(timeout=timeout_s)
+    except Exception as exc:  # the archive is an optimisation; the run is already done
+        LOG.debug("Spark CDS archive: the JVM did not exit cleanly (%s)", exc)
+    jvm_cds.finish(cds)

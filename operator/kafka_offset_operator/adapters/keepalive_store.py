@@ -1,4 +1,4 @@
-"""Keep-alive's rebase backups in the backup store (reconcilers.keepalive.BackupStore).
+"""Keep-alive's rebase backups in the backup store (reconcilers.keepalive.RebaseBackupStore).
 
 A rebase deletes a protected group and commits its offsets back, so its backup is written to the backup
 store (unowned: it outlives the policy) before DeleteGroups, as a record `Taken`; once the offsets are back
@@ -112,7 +112,7 @@ class RecommitIntents(_PolicyRecords):
 
 
 class RebaseBackups(_PolicyRecords):
-    """reconcilers.keepalive.BackupStore in the backup store: one unowned record per rebase."""
+    """reconcilers.keepalive.RebaseBackupStore in the backup store: one unowned record per rebase."""
 
     def _taken(self) -> list[BackupRecord]:
         return self._taken_of(Action.REBASE)

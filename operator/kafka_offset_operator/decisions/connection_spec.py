@@ -15,7 +15,7 @@ from kafka_offsets_model.errors import SpecError
 from kafka_offsets_model.openapi import SchemaCheck, without_cel_rules
 
 from ..model.connection import ConnectionSettings, Masked, SecretKey, SecretSources, TlsFiles
-from ..model.crds import KAFKA_CONNECTION
+from ..model.kinds.common import KAFKA_CONNECTION
 from ..model.reasons import Reason
 from .strimzi_connection import ResourceReader, strimzi_connection
 

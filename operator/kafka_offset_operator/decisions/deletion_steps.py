@@ -26,11 +26,11 @@ from enum import StrEnum
 from typing import Any
 
 from ..model.backups import BackupRecord, backup_entries
+from ..model.kinds.offset_deletion import DeletionSpec
 from ..model.offsets import TP, Committed, GroupInfo, group_busy
 from ..model.reasons import Reason
 from . import step_outcomes as shared
 from .conditions import Condition, find
-from .deletion_spec import DeletionSpec
 from .fresh_verdict import Verdict
 from .kafka_answers import EXPLAIN
 from .step_outcomes import (

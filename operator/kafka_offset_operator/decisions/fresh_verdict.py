@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kafka_offsets_model.rules import Reason
+from kafka_offsets_model.rules import OffsetReason
 
 from ..model.group_log import GroupRecord, RecordKind
 from ..model.offsets import TP, GroupInfo, ModernGroup
@@ -61,7 +61,7 @@ class Verdict:
 
 
 # Verdicts whose premise is a group without members (whole-group ones included).
-_NEEDS_EMPTY = frozenset({Reason.EMPTY_GROUP, Reason.STANDALONE, Reason.STALE_GROUP, Reason.DELETED_TOPIC})
+_NEEDS_EMPTY = frozenset({OffsetReason.EMPTY_GROUP, OffsetReason.STANDALONE, OffsetReason.STALE_GROUP, OffsetReason.DELETED_TOPIC})
 
 
 def rederive(partitions: Iterable[TP], facts: FreshFacts, reasons: Mapping[TP, str], *, proposed: bool,
@@ -117,13 +117,13 @@ def _live_problem(live: GroupInfo | None, reasons: Mapping[TP, str], proposed: b
     if needs_empty and live.active:
         return (f"the group has {len(live.members)} member(s) now (state {live.state}): the verdict needed an "
                 "empty group")
-    if Reason.STANDALONE in reasons.values() and live.protocol_type:
+    if OffsetReason.STANDALONE in reasons.values() and live.protocol_type:
         return f"the group is no longer a simple group (protocol type {live.protocol_type!r} now)"
     return None
 
 
 def _subscription_problem(tp: TP, live: GroupInfo | None, reason: str | None, proposed: bool) -> str | None:
-    if live is None or not proposed or reason != Reason.UNSUBSCRIBED_TOPIC or not live.exists:
+    if live is None or not proposed or reason != OffsetReason.UNSUBSCRIBED_TOPIC or not live.exists:
         return None
     if live.state in ("PreparingRebalance", "CompletingRebalance"):
         return f"the group is rebalancing now (state {live.state}): its subscriptions cannot be read"
@@ -149,7 +149,7 @@ def _modern_subscription(tp: TP, group: ModernGroup | None, reason: str | None, 
     """A KIP-848 member subscribing to the topic by name, or by a regular expression that matches it (resolved
     by Kafka or not yet: OffsetDelete only knows resolved ones, ModernGroup.isSubscribedToTopic); a streams
     group's topology reading it."""
-    if group is None or not proposed or reason != Reason.UNSUBSCRIBED_TOPIC or not group.members:
+    if group is None or not proposed or reason != OffsetReason.UNSUBSCRIBED_TOPIC or not group.members:
         return None
     topic = tp[0]
     if topic in group.source_topics:

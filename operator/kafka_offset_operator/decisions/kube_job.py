@@ -43,8 +43,6 @@ SPARK_USER = 185  # the Apache Spark image's user and group
 TTL_S = 86_400  # a finished Job the operator never came back to goes after a day
 INPUT_ERROR_EXIT = 2  # job.py: the input was refused (offset_expiry/job.py, argparse's convention)
 MIN_OVERHEAD_MIB = 384  # Spark's spark.driver.memoryOverhead: max(384 MiB, 10% of the heap)
-SPARK_CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-              "spark.sql.execution.arrow.pyspark.enabled": "true", "spark.sql.session.timeZone": "UTC"}
 
 _MEMORY = re.compile(r"^([0-9]+)([kmgtKMGT]?)$")
 _MIB = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024, "": 1}  # Spark: no suffix means MiB
@@ -73,7 +71,7 @@ def command(settings: JobSettings, main_file: str, arguments: Sequence[str]) -> 
     """spark-submit in local mode with the pod's cores and heap, then job.py and its arguments."""
     out = [SPARK_SUBMIT, "--master", f"local[{settings.resources.cores}]",
            "--driver-memory", settings.resources.memory]
-    for key, value in SPARK_CONF.items():
+    for key, value in sparkapp.start_up_conf(settings.resources.cores).items():
         out += ["--conf", f"{key}={value}"]
     return [*out, main_path(main_file), *arguments]
 

@@ -20,10 +20,10 @@ from typing import Any
 
 from kafka_offsets_model.codec import partition_for
 from kafka_offsets_model.policy import Protection
-from kafka_offsets_model.rules import Reason
+from kafka_offsets_model.rules import OffsetReason
 
 from ..model.api import API_VERSION, DELETION_KIND, GROUP, MANAGED_BY, POLICY_LABEL
-from ..model.crds import MAX_PARTITIONS, MAX_TOPICS
+from ..model.kinds.common import MAX_PARTITIONS, MAX_TOPICS
 from ..model.offsets import TP, Committed, GroupInfo
 from ..model.report import ScannedOffset
 from ..model.times import iso
@@ -53,7 +53,7 @@ DELETED_TOPIC_REPORT_ONLY = "DeletedTopicReportOnly"  # see _recheck_deleted_top
 TOO_LARGE = "GroupTooLargeForOneDeletion"  # a whole group must fit one OffsetDeletion (MAX_PARTITIONS)
 
 # Reasons whose premise is a group without members.
-_NEEDS_EMPTY = frozenset({Reason.EMPTY_GROUP, Reason.STANDALONE})
+_NEEDS_EMPTY = frozenset({OffsetReason.EMPTY_GROUP, OffsetReason.STANDALONE})
 
 
 # -- proposals
@@ -132,9 +132,9 @@ def recheck(proposal: Proposal, live: GroupInfo, committed: Mapping[TP, Committe
     group = proposal.group
     if protection.protects(group):
         return Recheck(None, tuple(Skip(group, t, p, PROTECTED) for t, p in sorted(proposal.offsets)))
-    if Reason.STALE_GROUP in proposal.reasons.values():
+    if OffsetReason.STALE_GROUP in proposal.reasons.values():
         return _recheck_group(proposal, live, committed, None)
-    deleted = {tp for tp, reason in proposal.reasons.items() if reason == Reason.DELETED_TOPIC}
+    deleted = {tp for tp, reason in proposal.reasons.items() if reason == OffsetReason.DELETED_TOPIC}
     if deleted:
         group_wide = _recheck_deleted_topics(proposal, live, committed, topics, deleted)
         if group_wide is not None:
@@ -207,7 +207,7 @@ def _why_not(proposal: Proposal, tp: TP, live: GroupInfo, now: Committed | None,
     reason = proposal.reasons[tp]
     if reason in _NEEDS_EMPTY and live.active:
         return GROUP_ACTIVE
-    if reason == Reason.STANDALONE and live.protocol_type:
+    if reason == OffsetReason.STANDALONE and live.protocol_type:
         return NOT_SIMPLE
     if live.state in ("PreparingRebalance", "CompletingRebalance"):
         return SUBSCRIPTION_UNKNOWN

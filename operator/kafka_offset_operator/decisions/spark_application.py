@@ -176,6 +176,16 @@ def run_arguments(policy_body: Mapping[str, Any], owner: Mapping[str, Any], sett
     return arguments
 
 
+def start_up_conf(cores: int) -> dict[str, str]:
+    """Spark settings every run of the job gets, wherever Spark starts (issue 22; offset_expiry.session does the
+    same for the CLI and the Local engine): no UI or console progress, Arrow, UTC, Python workers reused across
+    tasks, and as many shuffle partitions as two waves of the run's cores (Spark's default, 200, is 200 tasks
+    for a shared run's few rows, each a Python worker's round trip)."""
+    return {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.execution.arrow.pyspark.enabled": "true", "spark.sql.session.timeZone": "UTC",
+            "spark.python.worker.reuse": "true", "spark.sql.shuffle.partitions": str(max(2 * cores, 4))}
+
+
 def _application(app: str, namespace: str, labels: Mapping[str, str], annotations: Mapping[str, str],
                  owners: list[dict[str, Any]], arguments: list[str], spec: PolicySpec, settings: ConnectionSettings,
                  image: str, main_file: str) -> dict[str, Any]:
@@ -202,9 +212,7 @@ def _application(app: str, namespace: str, labels: Mapping[str, str], annotation
             "mainApplicationFile": main_file,
             "arguments": arguments,
             "sparkVersion": SPARK_RELEASE,
-            "sparkConf": {"spark.ui.showConsoleProgress": "false",
-                          "spark.sql.execution.arrow.pyspark.enabled": "true",
-                          "spark.sql.session.timeZone": "UTC"},
+            "sparkConf": start_up_conf(spec.spark.executor.cores * spec.spark.executor.instances),
             "restartPolicy": {"type": "Never"},
             "driver": driver,
             "executor": executor,

@@ -1,5 +1,5 @@
 """ConsumerGroupOffsetPolicy: one Kopf daemon per policy, running the policy's worker
-(reconcilers/policy_worker.py) until the policy is deleted or the operator stops; either sets `stopped`, which
+(reconcilers/policy_scheduler.py) until the policy is deleted or the operator stops; either sets `stopped`, which
 also cancels a running analysis.
 
 A deletion handler tidies up after a deleted policy: it deletes the policy's OffsetDeletions that never
@@ -18,11 +18,11 @@ import kopf
 from ..adapters.kube import KubeError
 from ..context import OperatorContext
 from ..model.api import GROUP, POLICIES, VERSION
-from ..reconcilers.policy_worker import PolicyRunner
+from ..reconcilers.policy_scheduler import PolicyScheduler
 
 
 def register(registry: kopf.OperatorRegistry, ctx: OperatorContext) -> None:
-    runner = PolicyRunner(ctx)
+    runner = PolicyScheduler(ctx)
 
     @kopf.daemon(GROUP, VERSION, POLICIES, id="policy", registry=registry, cancellation_timeout=60.0)
     async def policy(namespace: str | None, name: str, stopped: kopf.DaemonStopped, **_: Any) -> None:

@@ -1,5 +1,6 @@
-"""The two CustomResourceDefinitions, built in one place so shared parts (the Kafka connection, durations,
-conditions) are written once. `scripts/dev.sh generate` writes them into crds/ and into the Helm chart's
+"""The three CustomResourceDefinitions, assembled in one place so shared parts (the Kafka connection,
+durations, conditions) are written once. OffsetDeletion's spec comes from its typed source,
+model/kinds/offset_deletion.py (`schema_of`); the shared parts from model/kinds/common.py. `scripts/dev.sh generate` writes them into crds/ and into the Helm chart's
 crds/; a test fails when either copy differs from what this module builds. `python -m
 kafka_offset_operator.model.crds` prints them (`--write DIR` writes them into one directory).
 
@@ -29,6 +30,7 @@ import yaml
 
 from kafka_offsets_model.openapi import Schema, without_cel_rules
 from kafka_offsets_model.policy_schema import at_least_rule, duration, spec_properties
+from kafka_offsets_model.typed_schema import FrozenOnceApproved, schema_of
 
 from .api import (
     BACKUPS_SELECTOR,
@@ -45,142 +47,28 @@ from .api import (
     RESETS,
     VERSION,
 )
+from .kinds.common import (
+    APPROVAL_RULES,
+    INT32_MAX,
+    INT64,
+    KAFKA_CONNECTION,
+    MAX_GROUP_LENGTH,
+    MAX_NAME,
+    MAX_PARTITIONS,
+    MAX_TOPICS,
+    approval_fields,
+    group_id,
+    object_name,
+    topic_name,
+)
+from .kinds.offset_deletion import DeletionSpec
 
-INT32_MAX = 2**31 - 1  # Kafka's partition numbers, Spark's cores and instances
-# An int64 field says so by its format, with no maximum: the API server holds a schema's bounds as float64,
-# where 2**63 - 1 rounds up to 2**63, and then refuses every value of the field ("Maximum boundary value
-# must be of type integer", kube-openapi 1.36, seen on a real kube-apiserver). A number past int64 is no
-# integer to the API server's decoder, so it is refused all the same.
-INT64 = {"type": "integer", "format": "int64"}
 DEFAULT_FINISHED_DELETIONS_LIMIT = 20  # a policy's finished OffsetDeletions kept (spec.history)
 MAX_FINISHED_DELETIONS_LIMIT = 1000  # each is an object in etcd; a longer history belongs in the backups
-
-# Bounds (see the module's docstring). Kubernetes names: a DNS subdomain, at most 253 characters; a Secret's
-# keys have the same limit.
-MAX_NAME = 253
-# A group id is a Kafka STRING (at most 32767 bytes on the wire) and Kafka sets no shorter limit; the policy
-# copies ids from __consumer_offsets into OffsetDeletions, so anything shorter would refuse real groups.
-MAX_GROUP_LENGTH = 32767
-# One OffsetDeletion is one Kubernetes object, which etcd keeps under 1.5 MiB with its status: at most this
-# many partitions (spec.topics[*].partitions in all, and spec.expectedOffsets) keeps spec and per-partition
-# results well under it with topic names of ordinary length. A policy splits a bigger group.
-MAX_PARTITIONS = 5000
-MAX_TOPICS = 1000
-MAX_BOOTSTRAP_LENGTH = 4096  # a comma-separated host:port list; a few brokers are enough to bootstrap
 MAX_IMAGE_LENGTH = 1024
-# What may change in an OffsetDeletion's spec once it is approved: only restore (everything else names what
-# is acted on; `approved` itself only stays true). A field added to the spec later is frozen unless named here.
-MUTABLE_ONCE_APPROVED = ("restore",)
-FROZEN_MESSAGE = ("spec is frozen once approved: only spec.restore may change; create a new OffsetDeletion "
-                  "to act on other offsets")
 
 
-# Kubernetes object names (a DNS subdomain) and the keys of a Secret's data, as the API server checks them
-# (IsDNS1123Subdomain, IsConfigMapKey): a name that cannot exist is refused here, naming the field, instead of
-# being looked up (".." in a URL path is not a Secret).
-DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
 
-
-def _object_name(description: str) -> Schema:
-    return {"type": "string", "title": "Kubernetes name (lower-case letters, digits, - and .)", "minLength": 1,
-            "maxLength": MAX_NAME, "pattern": DNS_SUBDOMAIN, "description": description}
-
-
-def _listener_name(description: str) -> Schema:
-    """A Strimzi listener's name: Strimzi allows only lower-case letters and digits; the length is bounded
-    here as for any name."""
-    return {"type": "string", "minLength": 1, "maxLength": 63, "pattern": "^[a-z0-9]+$", "description": description}
-
-
-def _secret_key_ref(description: str, keys: dict[str, tuple[str, str]]) -> Schema:
-    props: Schema = {"name": _object_name("Secret name, in the resource's own namespace.")}
-    for key, (default, about) in keys.items():
-        props[key] = {"type": "string", "title": "Secret key (letters, digits, -, _ and .)", "pattern": SECRET_KEY,
-                      "maxLength": MAX_NAME, "default": default, "description": about}
-    return {"type": "object", "description": description, "required": ["name"], "properties": props}
-
-
-KAFKA_CONNECTION: Schema = {
-    "type": "object",
-    "description": (
-        "How to reach the Kafka cluster. Credentials are read from Secrets in the resource's own namespace and "
-        "never copied into status, events or logs."
-    ),
-    "properties": {
-        "strimzi": {
-            "type": "object",
-            "description": (
-                "A Strimzi Kafka cluster in the resource's namespace, instead of bootstrapServers, sasl and tls: "
-                "the listener's address from the Kafka's status, its CA from <kafka>-cluster-ca-cert, and the "
-                "KafkaUser's credentials (SCRAM-SHA-512 or mutual TLS, as the listener authenticates). "
-                "securityProtocol is derived from the listener."
-            ),
-            "required": ["kafka"],
-            "properties": {
-                "kafka": _object_name("Name of the kafka.strimzi.io Kafka resource."),
-                "listener": _listener_name("Name of the listener (spec.kafka.listeners[].name); the first one the Kafka "
-                                  "reports when unset."),
-                "user": _object_name("Name of the KafkaUser to authenticate as; required when the listener authenticates."),
-            },
-        },
-        "bootstrapServers": {
-            "type": "string",
-            "title": "comma-separated host:port list",
-            "pattern": r"^[^\s,]+:[0-9]+(,[^\s,]+:[0-9]+)*$",
-            "maxLength": MAX_BOOTSTRAP_LENGTH,
-            "description": "Comma-separated host:port list of brokers to bootstrap from.",
-        },
-        "securityProtocol": {
-            "type": "string",
-            "enum": ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
-            "default": "PLAINTEXT",
-            "description": "Kafka's security.protocol.",
-        },
-        "sasl": {
-            "type": "object",
-            "description": "SASL authentication, for SASL_PLAINTEXT and SASL_SSL.",
-            "required": ["mechanism", "secretRef"],
-            "properties": {
-                "mechanism": {
-                    "type": "string",
-                    "enum": ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
-                    "description": "Kafka's sasl.mechanism.",
-                },
-                "secretRef": _secret_key_ref(
-                    "Secret holding the SASL user name and password.",
-                    {
-                        "usernameKey": ("username", "Key of the user name in the Secret."),
-                        "passwordKey": ("password", "Key of the password in the Secret."),
-                    },
-                ),
-            },
-        },
-        "tls": {
-            "type": "object",
-            "description": "TLS settings, for SSL and SASL_SSL.",
-            "properties": {
-                "caSecretRef": _secret_key_ref(
-                    "Secret holding the CA certificate(s) that sign the brokers' certificates.",
-                    {"key": ("ca.crt", "Key of the PEM CA bundle in the Secret.")},
-                ),
-                "certSecretRef": _secret_key_ref(
-                    "Secret holding a client certificate and key, for mutual TLS.",
-                    {
-                        "certKey": ("tls.crt", "Key of the PEM client certificate in the Secret."),
-                        "keyKey": ("tls.key", "Key of the PEM private key in the Secret."),
-                    },
-                ),
-            },
-        },
-    },
-    "x-kubernetes-validations": [
-        {"rule": "has(self.bootstrapServers) != has(self.strimzi)",
-         "message": "set either bootstrapServers or strimzi"},
-        {"rule": "!has(self.strimzi) || (!has(self.sasl) && !has(self.tls))",
-         "message": "with strimzi, the listener and the KafkaUser give the security settings: remove sasl and tls"},
-    ],
-}
 
 CONDITIONS: Schema = {
     "type": "array",
@@ -395,17 +283,6 @@ def _policy_spec() -> Schema:
     }
 
 
-# A group id without control characters (C0 and DEL: a newline, a tab, NUL) and without a space at either end:
-# what the operator's parsers refuse too (deletion_spec, reset_plan.check_group). A space inside is a group id
-# Kafka takes, and so do we. (RE2 and Python's re read this pattern alike.)
-GROUP_ID_PATTERN = "^[^ \\x00-\\x1F\\x7F]([^\\x00-\\x1F\\x7F]*[^ \\x00-\\x1F\\x7F])?$"
-
-
-def _group_id(description: str) -> Schema:
-    return {"type": "string", "title": "consumer group id (no control characters, no space at either end)",
-            "minLength": 1, "maxLength": MAX_GROUP_LENGTH, "pattern": GROUP_ID_PATTERN,
-            "description": description + " No control characters (newline, tab, NUL, ...) and no space at "
-            "either end; a space inside is allowed, as Kafka allows it."}
 
 
 MIN_INTERVAL = "1m"  # decisions/policy_spec.MIN_INTERVAL_MS says the same in code
@@ -507,249 +384,12 @@ def _policy_status() -> Schema:
     }
 
 
-def _topic_name() -> Schema:
-    """Kafka's own rule (Topic.validate); "." and ".." are refused by decisions/deletion_spec.py."""
-    return {
-        "type": "string",
-        "title": "Kafka topic name ([a-zA-Z0-9._-], at most 249 characters)",
-        "pattern": r"^[a-zA-Z0-9._-]+$",
-        "maxLength": 249,
-        "description": "Topic name.",
-    }
 
 
-def _partition() -> Schema:
-    return {"type": "integer", "minimum": 0, "maximum": INT32_MAX}
 
 
-def _frozen_once_approved(properties: Schema, required: tuple[str, ...],
-                          mutable: tuple[str, ...] = MUTABLE_ONCE_APPROVED, message: str = FROZEN_MESSAGE,
-                          kind: str = DELETION_KIND) -> list[Schema]:
-    """Transition rules (they read oldSelf, so the API server evaluates them on updates only): once
-    spec.approved was true, every field but MUTABLE_ONCE_APPROVED keeps its value, and approved stays true.
-
-    Written field by field because CEL cannot iterate a structured object's fields; generated from the
-    schema, so a field added later is frozen too. An optional field must stay absent or keep its value."""
-    same = []
-    for name in properties:
-        if name in (*mutable, "approved"):
-            continue
-        if name in required:
-            same.append(f"self.{name} == oldSelf.{name}")
-        else:
-            same.append(f"has(self.{name}) == has(oldSelf.{name}) && (!has(self.{name}) || self.{name} == oldSelf.{name})")
-    approved_before = "!has(oldSelf.approved) || !oldSelf.approved"
-    return [
-        {"rule": f"{approved_before} || ({' && '.join(same)})", "message": message},
-        {
-            "rule": f"{approved_before} || (has(self.approved) && self.approved)",
-            "fieldPath": ".approved",
-            "message": f"cannot be set back to false once true: delete the {kind} to cancel it",
-        },
-    ]
 
 
-# -- who asked and who approved (issue 18 item 5): recorded by the operator, verified by the install's
-# ValidatingAdmissionPolicy (model/admission.py) against request.userInfo.username.
-
-MAX_USERNAME = 512  # Kubernetes user names are free-form strings; a service account's is about 320 at most
-
-
-def _approval_fields(kind: str) -> Schema:
-    user = {"type": "string", "minLength": 1, "maxLength": MAX_USERNAME}
-    return {
-        "approvedBy": {**user, "description": (
-            "Who approved: the approver's Kubernetes user name, set together with approved: true (kubectl patch "
-            "... -p '{\"spec\":{\"approved\":true,\"approvedBy\":\"'$(kubectl auth whoami -o "
-            "jsonpath='{.status.userInfo.username}')'\"}}'). The install's ValidatingAdmissionPolicy refuses a "
-            "value that is not the user sending the approval; an operator installed with it refuses to act on "
-            "an approval without this field. Copied into the backup, the audit line and the Events.")},
-        "requestedBy": {**user, "description": (
-            f"Who asked for this {kind}: the creator's Kubernetes user name (the operator's own for a policy's "
-            "proposals). The install's ValidatingAdmissionPolicy refuses a create that names someone else; it "
-            "cannot change afterwards.")},
-        "separateApprover": {"type": "boolean", "description": (
-            "Four eyes: the requester (requestedBy, required then) may not approve. Copied from the policy's "
-            "spec.approval.separateApprover into its proposals; the ValidatingAdmissionPolicy refuses such an "
-            "approval, and the operator refuses to act on one (also for a request whose policyRef names a policy "
-            "with separateApprover). Cannot change once set.")},
-    }
-
-
-# Whatever the approval state: who asked, and whether four eyes apply, never change (transition rules).
-APPROVAL_RULES: list[Schema] = [
-    {"rule": "has(self.requestedBy) == has(oldSelf.requestedBy) && "
-             "(!has(self.requestedBy) || self.requestedBy == oldSelf.requestedBy)",
-     "fieldPath": ".requestedBy", "message": "cannot change: it records who created the request"},
-    {"rule": "has(self.separateApprover) == has(oldSelf.separateApprover) && "
-             "(!has(self.separateApprover) || self.separateApprover == oldSelf.separateApprover)",
-     "fieldPath": ".separateApprover", "message": "cannot change once the request exists"},
-]
-
-
-def _deletion_spec() -> Schema:
-    required = ("group", "topics")
-    properties: Schema = {
-        "kafka": KAFKA_CONNECTION,
-        "policyRef": {
-            "type": "object",
-            "description": "Use the Kafka connection of this ConsumerGroupOffsetPolicy (same namespace).",
-            "required": ["name"],
-            "properties": {
-                "name": _object_name("The policy's name.")
-            },
-        },
-        "group": _group_id(f"The consumer group id (at most {MAX_GROUP_LENGTH} characters, Kafka's own limit)."),
-        "topics": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": MAX_TOPICS,
-            "x-kubernetes-list-type": "map",
-            "x-kubernetes-list-map-keys": ["name"],
-            "x-kubernetes-validations": [{
-                "rule": f"self.map(t, has(t.partitions) ? size(t.partitions) : 0).sum() <= {MAX_PARTITIONS}",
-                "message": f"lists more than {MAX_PARTITIONS} partitions in all: split the deletion into several "
-                           "OffsetDeletions",
-            }],
-            "description": (
-                f"Topics whose committed offsets to delete, each listed once: at most {MAX_TOPICS} topics and "
-                f"{MAX_PARTITIONS} listed partitions in all, so the object and its per-partition results fit the "
-                "API server's size limit."
-            ),
-            "items": {
-                "type": "object",
-                "required": ["name"],
-                "properties": {
-                    "name": _topic_name(),
-                    "partitions": {
-                        "type": "array",
-                        "minItems": 1,
-                        "maxItems": MAX_PARTITIONS,
-                        "description": "Partitions to delete; every committed partition when omitted.",
-                        "items": _partition(),
-                    },
-                },
-            },
-        },
-        "expectedOffsets": {
-            "type": "array",
-            "maxItems": MAX_PARTITIONS,
-            "x-kubernetes-list-type": "map",
-            "x-kubernetes-list-map-keys": ["topic", "partition"],
-            "description": (
-                "Committed offsets as a policy's scan saw them (set by the policy that created this deletion), "
-                f"one per partition, at most {MAX_PARTITIONS}. A partition whose committed offset differs when "
-                "the deletion runs was committed since the scan: it is Skipped, not deleted."
-            ),
-            "items": {
-                "type": "object",
-                "required": ["topic", "partition", "offset"],
-                "properties": {
-                    "topic": _topic_name(),
-                    "partition": {**_partition(), "description": "Partition."},
-                    "offset": {
-                        **INT64,
-                        "minimum": 0,
-                        "description": "The offset the scan saw.",
-                    },
-                    "commitTimestamp": {
-                        **INT64,
-                        "minimum": 0,
-                        "description": "When the scan saw it committed (epoch ms): the commit the scan's verdict "
-                                       "was drawn from.",
-                    },
-                    "reason": {
-                        "type": "string",
-                        "maxLength": 64,
-                        "description": "The policy rule that made it a candidate (EmptyGroup, Standalone, "
-                                       "UnsubscribedTopic, StaleGroup, DeletedTopic).",
-                    },
-                },
-            },
-        },
-        "scan": SCAN_FACTS,
-        **_group_deletion_spec(),
-        "approved": {
-            "type": "boolean",
-            "default": False,
-            "description": (
-                "Nothing is deleted until this is true. Once true it stays true, and the rest of the spec but "
-                "restore is frozen: the API server refuses an edit (delete the OffsetDeletion to cancel it)."
-            ),
-        },
-        "restore": {
-            "type": "boolean",
-            "default": False,
-            "description": (
-                "Re-commit the backed-up offsets (OffsetCommit). Kafka accepts this only while the group has "
-                "no active members; until then the operator retries and says so in a condition."
-            ),
-        },
-        "rebase": {
-            "type": "boolean",
-            "default": False,
-            "description": (
-                "Keep-alive's rebase of a protected group (docs/keep-alive.md), proposed by a policy in Approve "
-                "mode: with deleteGroup and restore, the group is deleted and its backed-up offsets committed "
-                "back at once, which makes it a simple group whose offsets expire by commit time. Allowed on a "
-                "group the referenced policy protects (it keeps it alive). Right before DeleteGroups the operator "
-                "also re-checks that the group still has a protocol type (a simple group needs no rebase)."
-            ),
-        },
-        **_approval_fields(DELETION_KIND),
-    }
-    return {
-        "type": "object",
-        "description": "Offsets of one consumer group to delete now, with a backup that restore can re-commit.",
-        "required": list(required),
-        "oneOf": [{"required": ["kafka"]}, {"required": ["policyRef"]}],
-        "x-kubernetes-validations": [*_frozen_once_approved(properties, required), *GROUP_DELETION_RULES,
-                                     *APPROVAL_RULES, *REBASE_RULES],
-        "properties": properties,
-    }
-
-
-# -- whole-group deletion (DeleteGroups): spec.deleteGroup, spec.requireTopicsDeleted, status.groupResult
-
-GROUP_DELETION_RULES: list[Schema] = [{
-    "rule": "!has(self.requireTopicsDeleted) || !self.requireTopicsDeleted || "
-            "(has(self.deleteGroup) && self.deleteGroup)",
-    "fieldPath": ".requireTopicsDeleted",
-    "message": "applies only with deleteGroup: true",
-}]
-
-
-REBASE_RULES: list[Schema] = [{
-    "rule": "!has(self.rebase) || !self.rebase || (has(self.deleteGroup) && self.deleteGroup && has(self.restore) "
-            "&& self.restore && has(self.policyRef))",
-    "fieldPath": ".rebase",
-    "message": "applies only with deleteGroup: true, restore: true and a policyRef",
-}]
-
-
-def _group_deletion_spec() -> Schema:
-    return {
-        "deleteGroup": {
-            "type": "boolean",
-            "default": False,
-            "description": (
-                "Delete the whole group (DeleteGroups: its offsets and the group itself) instead of the listed "
-                "offsets, after a backup of every offset it has. Right before DeleteGroups the operator re-checks "
-                "that the group has no members and that its committed offsets are exactly the backed-up ones, "
-                "all of listed topics (and as in expectedOffsets, when given); otherwise nothing is deleted. "
-                "Restore re-commits the backup, which recreates the group as a simple group (no protocol type) "
-                "until its consumers join again."
-            ),
-        },
-        "requireTopicsDeleted": {
-            "type": "boolean",
-            "default": False,
-            "description": (
-                "With deleteGroup: delete the group only while every offset it has is of a topic that no longer "
-                "exists (how a policy's deletedTopics: Delete removes offsets Kafka refuses to OffsetDelete)."
-            ),
-        },
-    }
 
 
 GROUP_RESULT: Schema = {
@@ -786,27 +426,6 @@ def _result_items(statuses: list[str], status_description: str, error_example: s
     }
 
 
-# spec.scan of an OffsetDeletion a policy proposed: the facts its verdict was drawn from, so the re-check
-# right before Kafka is changed reads only what happened since (decisions/fresh_verdict.py).
-SCAN_FACTS: Schema = {
-    "type": "object",
-    "description": (
-        "Set by the policy that proposed this deletion: where its scan of __consumer_offsets ended for this "
-        "group, and what it saw. Right before deleting, the operator reads the group's records written since "
-        "(from offsetsEndOffset of partition offsetsPartition) and skips whatever changed: a re-commit, the "
-        "same offset included, or the group's metadata rewritten (members, subscriptions)."
-    ),
-    "required": ["offsetsPartition", "offsetsEndOffset"],
-    "properties": {
-        "time": {"type": "string", "format": "date-time", "maxLength": 64, "description": "When the scan ran."},
-        "offsetsPartition": {**_partition(), "description": "The group's __consumer_offsets partition."},
-        "offsetsEndOffset": {**INT64, "minimum": 0,
-                             "description": "The end offset of that partition the scan read up to (exclusive)."},
-        "groupType": {"type": "string", "maxLength": 32,
-                      "description": "The group's kind as the scan saw it: classic, consumer (KIP-848), streams."},
-        "groupState": {"type": "string", "maxLength": 32, "description": "The group's state as the scan saw it."},
-    },
-}
 
 
 def _backup_status(description: str, offsets: Schema | None = None) -> Schema:
@@ -957,7 +576,7 @@ def _results_summary(field: str) -> Schema:
 
 def _approved_spec() -> Schema:
     """The deletion spec as approved: the same fields, without approved and restore, nothing required."""
-    spec = _deletion_spec()
+    spec = schema_of(DeletionSpec)
     properties = {k: v for k, v in spec["properties"].items() if k not in ("approved", "restore")}
     return {"type": "object", "properties": properties,
             "description": "The spec as approved (without approved and restore)."}
@@ -994,7 +613,7 @@ def _reset_target() -> Schema:
             "offset": {**INT64, "minimum": 0,
                        "description": "This offset in every partition of the scope, then clamp."},
             "fromBackup": {
-                **_object_name("The backup's ConfigMap, in this namespace."),
+                **object_name("The backup's ConfigMap, in this namespace."),
                 "description": (
                     "The offsets of a backup of the backup store, by its ConfigMap's name in this namespace (an "
                     "OffsetDeletion's or another OffsetReset's status.backup.name): the undo of that change. The "
@@ -1002,7 +621,7 @@ def _reset_target() -> Schema:
                     "the backup holds."
                 ),
             },
-            "fromGroup": _group_id("Copy the committed offsets of this other consumer group of the same cluster."),
+            "fromGroup": group_id("Copy the committed offsets of this other consumer group of the same cluster."),
         },
     }
 
@@ -1034,14 +653,14 @@ def _pause_workloads() -> Schema:
             "required": ["kind", "name"],
             "properties": {
                 "kind": {"type": "string", "enum": list(PAUSE_KINDS), "description": "Deployment or StatefulSet."},
-                "name": _object_name("The workload's name, in this namespace."),
+                "name": object_name("The workload's name, in this namespace."),
             },
         },
     }
 
 
 def _reset_spec() -> Schema:
-    deletion = _deletion_spec()["properties"]
+    deletion = schema_of(DeletionSpec)["properties"]
     required = ("group", "target")
     properties: Schema = {
         "kafka": deletion["kafka"],
@@ -1058,7 +677,7 @@ def _reset_spec() -> Schema:
             f"Topics to reset, each listed once, at most {MAX_TOPICS} topics and {MAX_PARTITIONS} listed partitions "
             "in all; a topic without partitions means all of its partitions. Give this or allTopics."),
             "items": {**deletion["topics"]["items"], "properties": {
-                "name": _topic_name(),
+                "name": topic_name(),
                 "partitions": {**deletion["topics"]["items"]["properties"]["partitions"],
                                "description": "Partitions to reset; every partition of the topic when omitted."},
             }}},
@@ -1077,7 +696,7 @@ def _reset_spec() -> Schema:
                 "OffsetReset to cancel it before it commits)."
             ),
         },
-        **_approval_fields(RESET_KIND),
+        **approval_fields(RESET_KIND),
     }
     return {
         "type": "object",
@@ -1087,8 +706,8 @@ def _reset_spec() -> Schema:
         "oneOf": [{"required": ["kafka"]}, {"required": ["policyRef"]}],
         "x-kubernetes-validations": [
             {"rule": "has(self.topics) != has(self.allTopics)", "message": "set either topics or allTopics"},
-            *_frozen_once_approved(properties, required, (), RESET_FROZEN_MESSAGE, RESET_KIND),
-            *APPROVAL_RULES,
+            *FrozenOnceApproved((), RESET_FROZEN_MESSAGE, RESET_KIND).schemas(properties, required),
+            *(rule.schema() for rule in APPROVAL_RULES),
         ],
         "properties": properties,
     }
@@ -1313,7 +932,7 @@ def build_crds() -> dict[str, dict[str, Any]]:
             ["od"],
             "A one-shot deletion of one consumer group's committed offsets (Kafka's OffsetDelete), with "
             "per-partition results, a backup of what was deleted, approval gating and restore.",
-            _deletion_spec(),
+            schema_of(DeletionSpec),
             _deletion_status(),
             [
                 {"name": "Group", "type": "string", "jsonPath": ".spec.group"},
@@ -1385,9 +1004,17 @@ def spec_schema(kind: str) -> Schema:
     raise KeyError(kind)
 
 
+class _Dumper(yaml.SafeDumper):
+    """Writes every schema out in full: no YAML anchors, which followed Python's object identity (a schema
+    shared by two fields) rather than anything a reader of the CRD needs."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def render(crd: dict[str, Any]) -> str:
     header = "# Generated by `scripts/dev.sh generate` from operator/kafka_offset_operator/model/crds.py: edit that file, then run it.\n"
-    return header + yaml.safe_dump(crd, sort_keys=False, width=110)
+    return header + yaml.dump(crd, Dumper=_Dumper, sort_keys=False, width=110)
 
 
 def main(argv: list[str] | None = None) -> int:

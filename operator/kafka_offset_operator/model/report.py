@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_offsets_model.rules import CANDIDATE_REASONS, Reason
+from kafka_offsets_model.rules import CANDIDATE_REASONS, OffsetReason
 
 _HEAD = '{"summary": '
 _OFFSETS = ', "offsets": ['
@@ -58,7 +58,7 @@ class Report:
 
 def wanted(row: Mapping[str, Any]) -> bool:
     """The rows the operator needs: candidates and protected groups' offsets."""
-    return bool(row.get("candidate")) or row.get("reason") == Reason.PROTECTED
+    return bool(row.get("candidate")) or row.get("reason") == OffsetReason.PROTECTED
 
 
 def scanned_offset(row: Mapping[str, Any]) -> ScannedOffset:

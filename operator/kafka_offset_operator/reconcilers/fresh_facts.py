@@ -15,8 +15,8 @@ from kafka_offsets_model.raw import OFFSETS_TOPIC
 
 from ..adapters.kafka_admin import KafkaAdmin
 from ..adapters.offsets_topic import group_records
-from ..decisions.deletion_spec import ScanFacts
 from ..decisions.fresh_verdict import FreshFacts, baseline
+from ..model.kinds.offset_deletion import ScanFacts
 from ..model.offsets import GroupInfo, KafkaFailure
 from ..model.times import parse_iso
 

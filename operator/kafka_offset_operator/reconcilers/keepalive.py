@@ -59,7 +59,7 @@ WOULD_REBASE = "WouldRebase"
 UNNEEDED = "Unneeded"  # the fresh facts say the group kept itself alive since the scan: nothing done
 
 
-class BackupStore(Protocol):
+class RebaseBackupStore(Protocol):
     """Where rebase backups live while a rebase is under way (a ConfigMap owned by the policy)."""
 
     def load_all(self) -> dict[str, dict[TP, Committed]]: ...
@@ -142,7 +142,7 @@ _EVENT_REASONS = {RECOMMITTED: Reason.KEEP_ALIVE_RECOMMITTED, REBASED: Reason.KE
 Proposer = Callable[[str, Mapping[TP, Committed]], "KeepAliveResult | None"]
 
 
-def carry_out(admin: KafkaAdmin, store: BackupStore, plan: KeepAlivePlan, *, write: bool = True,
+def carry_out(admin: KafkaAdmin, store: RebaseBackupStore, plan: KeepAlivePlan, *, write: bool = True,
               propose: Proposer | None = None, fresh: FreshFacts | None = None,
               who: Mapping[str, Any] | None = None, intents: IntentStore | None = None,
               timeout_ms: int = 10_000) -> KeepAliveResult | None:
@@ -213,7 +213,7 @@ def _recommit(admin: KafkaAdmin, group: str, fresh: Mapping[TP, str], who: Mappi
     return KeepAliveResult(group, RECOMMITTED, done, text)
 
 
-def _rebase(admin: KafkaAdmin, store: BackupStore, group: str, who: Mapping[str, Any]) -> KeepAliveResult:
+def _rebase(admin: KafkaAdmin, store: RebaseBackupStore, group: str, who: Mapping[str, Any]) -> KeepAliveResult:
     live = admin.describe_group(group)
     if live.active or not live.protocol_type:
         return KeepAliveResult(group, BLOCKED, 0, f"not rebased: the group changed (state {live.state})")
@@ -235,7 +235,7 @@ def _rebase(admin: KafkaAdmin, store: BackupStore, group: str, who: Mapping[str,
                           "its offsets now expire by commit time and are re-committed before they do")
 
 
-def _commit_backup(admin: KafkaAdmin, store: BackupStore, group: str, backup: Mapping[TP, Committed],
+def _commit_backup(admin: KafkaAdmin, store: RebaseBackupStore, group: str, backup: Mapping[TP, Committed],
                    current: Mapping[TP, Committed], who: Mapping[str, Any], name: str | None, outcome: str,
                    text: str) -> KeepAliveResult:
     missing = {tp: c for tp, c in backup.items() if tp not in current}  # never overwrite a newer commit
@@ -256,7 +256,7 @@ def _commit_backup(admin: KafkaAdmin, store: BackupStore, group: str, backup: Ma
     return KeepAliveResult(group, outcome, len(missing), message)
 
 
-def resume_interrupted(admin: KafkaAdmin, store: BackupStore, *, write: bool = True,
+def resume_interrupted(admin: KafkaAdmin, store: RebaseBackupStore, *, write: bool = True,
                        who: Mapping[str, Any] | None = None) -> list[KeepAliveResult]:
     """Finish rebases an earlier run began but did not end (operator restart, consumer race). Without
     `write`, say which wait (a policy switched to DryRun mid-way must not leave that unsaid). What it finds
@@ -334,7 +334,7 @@ def _records_since(admin: KafkaAdmin, intent: RecommitIntent,
     return records, None
 
 
-def run_pass(admin: KafkaAdmin, store: BackupStore, protected: Iterable[ScannedOffset], now_ms: int,
+def run_pass(admin: KafkaAdmin, store: RebaseBackupStore, protected: Iterable[ScannedOffset], now_ms: int,
              lead: int, *, write: bool = True, propose: Proposer | None = None,
              snapshot: Mapping[str, Any] | None = None, timeout_ms: int = 10_000,
              who: Mapping[str, Any] | None = None, intents: IntentStore | None = None) -> list[KeepAliveResult]:

@@ -24,12 +24,13 @@ from ..decisions import deletion_steps as steps
 from ..decisions import step_outcomes as outcomes
 from ..decisions.approval import approval_of
 from ..decisions.connection_spec import connection_from_spec
-from ..decisions.deletion_spec import DeletionSpec, parse_spec
+from ..decisions.deletion_spec import parse_spec
 from ..decisions.deletion_steps import DeletionStep
 from ..decisions.fresh_verdict import Verdict, rederive
 from ..engines.job import CancelFlag
 from ..model.api import DELETION_KIND, DELETIONS
 from ..model.backups import Action, BackupError, BackupRecord, Requester, parse_backup
+from ..model.kinds.offset_deletion import DeletionSpec
 from ..model.offsets import OUTCOME_UNKNOWN, TP, Committed, GroupInfo, KafkaFailure
 from ..model.reasons import Reason
 from ..model.times import iso, parse_iso

@@ -86,6 +86,7 @@ def fast_offset_commit(
             v["metadata"],
             v["commitTimestamp"],
             None if expire == -1 else expire,
+            v.get("topicId"),
         ),
     )
 
@@ -153,6 +154,7 @@ class RecordLoader:
                 metadata=value.get("metadata") or "",
                 commit_timestamp=value["commitTimestamp"],
                 expire_timestamp=None if expire == -1 else expire,
+                topic_id=value.get("topicId"),
             )
         self._put_offset(key["group"], key["topic"], key["partition"], stored)
 

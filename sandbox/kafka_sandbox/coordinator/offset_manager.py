@@ -52,6 +52,10 @@ class TopicView(Protocol):
         """Partitions of an existing topic, None if the topic does not exist."""
         ...
 
+    def topic_id(self, topic: str) -> str | None:
+        """The topic's id in Kafka's base64 form, None if the topic does not exist."""
+        ...
+
 
 def java_string_length(text: str) -> int:
     """String.length() in Java counts UTF-16 code units; offset.metadata.max.bytes is checked with it."""
@@ -126,6 +130,9 @@ class OffsetManager:
         records: list[Record] = []
         committed: list[tuple[str, int, OffsetAndMetadata]] = []
         results: list[TopicResult] = []
+        # KafkaApis.handleOffsetCommitRequest (4.3+): a request below v10 names its topics, and the broker
+        # resolves each one's id from its metadata cache; the record keeps it (value v4, tagged topicId).
+        topic_ids = {name: self.topics.topic_id(name) for name, _ in valid}
         for name, parts in valid:
             partition_results = []
             for p in parts:
@@ -133,7 +140,7 @@ class OffsetManager:
                     partition_results.append(PartitionResult(p.partition, Errors.OffsetMetadataTooLargeError))
                     continue
                 partition_results.append(PartitionResult(p.partition))
-                value = OffsetAndMetadata(p.offset, p.leader_epoch, p.metadata or "", now, expire)
+                value = OffsetAndMetadata(p.offset, p.leader_epoch, p.metadata or "", now, expire, topic_ids[name])
                 records.append(offset_commit_record(request.group_id, name, p.partition, value))
                 committed.append((name, p.partition, value))
             results.append(TopicResult(name, tuple(partition_results)))

@@ -9,13 +9,16 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class OffsetAndMetadata:
     """OffsetAndMetadata.java: what one OffsetCommit record holds. `expire_timestamp` is set only by
-    OffsetCommit v2-v4 with a retention time (value v1); None otherwise."""
+    OffsetCommit v2-v4 with a retention time (value v1); None otherwise. `topic_id` (Kafka's base64 form) is
+    the committed topic's id as the broker resolved it at commit time (Kafka 4.1+ keeps it, value v4); None
+    stands for Kafka's ZERO_UUID: unknown, or a record written before v4."""
 
     offset: int
     leader_epoch: int
     metadata: str
     commit_timestamp: int
     expire_timestamp: int | None = None
+    topic_id: str | None = None
 
 
 class OffsetStore:

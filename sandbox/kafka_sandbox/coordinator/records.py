@@ -65,7 +65,15 @@ def empty_group_metadata_record(group: ClassicGroup) -> Record:
     )
 
 
+# GroupCoordinatorRecordHelpers.offsetCommitValueVersion, Kafka 4.1+: v1 for a commit with an expireTimestamp,
+# else v4 (4.0 wrote v3). The sandbox writes what the newest Kafka under test (4.4) writes.
+OFFSET_COMMIT_VALUE_VERSION = 4
+
+
 def offset_commit_record(group_id: str, topic: str, partition: int, value: OffsetAndMetadata) -> Record:
+    """newOffsetCommitRecord: value v4 with the topic id as tagged field 0 (left out when unknown, Kafka's
+    ZERO_UUID default), or v1 when the commit carries an expireTimestamp (v1 has no topic id)."""
+    expiring = value.expire_timestamp is not None and value.expire_timestamp >= 0
     return offset_commit(
         group_id,
         topic,
@@ -75,6 +83,8 @@ def offset_commit_record(group_id: str, topic: str, partition: int, value: Offse
         leader_epoch=value.leader_epoch,
         metadata=value.metadata,
         expire_timestamp=value.expire_timestamp,
+        value_version=1 if expiring else OFFSET_COMMIT_VALUE_VERSION,
+        topic_id=None if expiring else value.topic_id,
     )
 
 

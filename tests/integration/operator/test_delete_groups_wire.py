@@ -1,11 +1,12 @@
-"""Kafka's answers that whole-group deletion is built on, over TCP against the sandbox broker through the
-operator's adapter (kafka_admin): OffsetDelete cannot remove an offset of a deleted topic
-(UNKNOWN_TOPIC_OR_PARTITION, KafkaApis.handleOffsetDeleteRequest), DeleteGroups can (with the group), and
-DeleteGroups refuses a group with members (NON_EMPTY_GROUP) and an unknown one (GROUP_ID_NOT_FOUND).
+"""Kafka's answers that whole-group deletion is built on, over TCP through the operator's adapter (kafka_admin):
+OffsetDelete cannot remove an offset of a deleted topic (UNKNOWN_TOPIC_OR_PARTITION,
+KafkaApis.handleOffsetDeleteRequest), DeleteGroups can (with the group), and DeleteGroups refuses a group with
+members (NON_EMPTY_GROUP) and an unknown one (GROUP_ID_NOT_FOUND).
 
-Offsets of a deleted topic are seeded as records in __consumer_offsets: a DeleteTopics on the sandbox
-tombstones them at once (GroupCoordinatorService.onPartitionsDeleted), as Kafka 4.x does on the
-coordinators active at that time; the seeded ones are what a coordinator that missed it keeps."""
+On Apache Kafka (the `kafka` fixture) but the first test: offsets of a deleted topic exist only where a
+coordinator missed the deletion (Kafka 4.x tombstones them at once, GroupCoordinatorService.onPartitionsDeleted,
+as the last test shows), so that test seeds them as records into the sandbox's __consumer_offsets, which no
+client of Apache Kafka can do."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import time
 from brokers import make_topics
 from kafka import KafkaAdminClient
 from kafka_clients import committed, empty_group, member
+from kafka_under_test import Kafka
+from waiting import wait_until
 
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
 from kafka_offset_operator.model.connection import ConnectionSettings
@@ -41,26 +44,29 @@ def test_offset_delete_of_a_deleted_topic_is_refused_and_delete_groups_removes_i
         assert admin.delete_group("legacy-reader") == "GROUP_ID_NOT_FOUND"
 
 
-def test_delete_groups_refuses_a_group_with_members_and_deletes_it_once_empty(broker: SandboxBroker) -> None:
-    make_topics(broker, {"orders": 1})
-    with member(broker.bootstrap_servers, "busy", ["orders"]) as consumer:
-        consumer.commit({("orders", 0): 3})
-        with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
-            assert admin.delete_group("busy", raise_retriable=True) == "NON_EMPTY_GROUP"
-    assert committed(broker.bootstrap_servers, "busy") == {("orders", 0): 3}
-    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
-        assert admin.delete_group("busy") is None
-    assert committed(broker.bootstrap_servers, "busy") == {}
+def test_delete_groups_refuses_a_group_with_members_and_deletes_it_once_empty(kafka: Kafka) -> None:
+    make_topics(kafka, {"dgw-orders": 1})
+    b = kafka.bootstrap_servers
+    with member(b, "dgw-busy", ["dgw-orders"]) as consumer:
+        consumer.commit({("dgw-orders", 0): 3})
+        with KafkaAdmin(ConnectionSettings(b)) as admin:
+            assert admin.delete_group("dgw-busy", raise_retriable=True) == "NON_EMPTY_GROUP"
+    assert committed(b, "dgw-busy") == {("dgw-orders", 0): 3}
+    with KafkaAdmin(ConnectionSettings(b)) as admin:
+        assert admin.delete_group("dgw-busy") is None
+    assert committed(b, "dgw-busy") == {}
 
 
-def test_deleting_a_topic_tombstones_its_offsets_on_the_sandbox(broker: SandboxBroker) -> None:
+def test_deleting_a_topic_tombstones_its_offsets(kafka: Kafka) -> None:
     """The other half of Kafka's behaviour (onPartitionsDeleted): what the policy meets only where a
     coordinator missed the deletion."""
-    make_topics(broker, {"short-lived": 1, "orders": 1})
-    empty_group(broker.bootstrap_servers, "reader", {("short-lived", 0): 2, ("orders", 0): 1})
-    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    make_topics(kafka, {"dgw-short-lived": 1, "dgw-kept": 1})
+    b = kafka.bootstrap_servers
+    empty_group(b, "dgw-reader", {("dgw-short-lived", 0): 2, ("dgw-kept", 0): 1})
+    admin = KafkaAdminClient(bootstrap_servers=b)
     try:
-        admin.delete_topics(["short-lived"])
+        admin.delete_topics(["dgw-short-lived"])
     finally:
         admin.close()
-    assert committed(broker.bootstrap_servers, "reader") == {("orders", 0): 1}
+    wait_until(lambda: committed(b, "dgw-reader") == {("dgw-kept", 0): 1}, 30,
+               "the deleted topic's offsets to go")

@@ -1,4 +1,6 @@
-"""kafka_admin against the sandbox broker over TCP, with groups made by kafka-python consumers."""
+"""kafka_admin over TCP, with groups made by kafka-python consumers: Kafka's answers on Apache Kafka (the `kafka`
+fixture: the session's broker, names of this module's own), the password check on the sandbox broker, which
+speaks no SASL on its plain listener (a refusal without a network round trip to a SASL server)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import kafka.errors as kerrors
 import pytest
 from brokers import make_topics
 from kafka_clients import empty_group, member
+from kafka_under_test import Kafka
 
 from kafka_offset_operator.adapters.kafka_admin import (
     KafkaAdmin,
@@ -26,56 +29,56 @@ from kafka_sandbox import SandboxBroker
 PASSWORD = "pa55-Wq9-never-print-me"
 
 
-def plain(broker: SandboxBroker) -> ConnectionSettings:
+def plain(broker: Kafka) -> ConnectionSettings:
     return ConnectionSettings(broker.bootstrap_servers)
 
 
-def test_fetch_delete_and_recommit_offsets_of_an_empty_group(broker: SandboxBroker) -> None:
-    make_topics(broker, {"orders": 2, "payments": 1})
-    empty_group(broker.bootstrap_servers, "billing", {("orders", 0): 3, ("orders", 1): 4, ("payments", 0): 2})
-    with KafkaAdmin(plain(broker)) as admin:
-        group = admin.describe_group("billing")
+def test_fetch_delete_and_recommit_offsets_of_an_empty_group(kafka: Kafka) -> None:
+    make_topics(kafka, {"ka-orders": 2, "ka-payments": 1})
+    empty_group(kafka.bootstrap_servers, "ka-billing", {("ka-orders", 0): 3, ("ka-orders", 1): 4, ("ka-payments", 0): 2})
+    with KafkaAdmin(plain(kafka)) as admin:
+        group = admin.describe_group("ka-billing")
         assert (group.state, group.protocol_type, group.members, group.exists) == ("Empty", "consumer", (), True)
-        before = admin.committed_offsets("billing")
-        assert {tp: c.offset for tp, c in before.items()} == {("orders", 0): 3, ("orders", 1): 4, ("payments", 0): 2}
+        before = admin.committed_offsets("ka-billing")
+        assert {tp: c.offset for tp, c in before.items()} == {("ka-orders", 0): 3, ("ka-orders", 1): 4, ("ka-payments", 0): 2}
 
-        assert admin.delete_offsets("billing", [("orders", 0), ("orders", 1)]) == {("orders", 0): None, ("orders", 1): None}
-        assert set(admin.committed_offsets("billing")) == {("payments", 0)}
+        assert admin.delete_offsets("ka-billing", [("ka-orders", 0), ("ka-orders", 1)]) == {("ka-orders", 0): None, ("ka-orders", 1): None}
+        assert set(admin.committed_offsets("ka-billing")) == {("ka-payments", 0)}
 
-        restored = {tp: before[tp] for tp in [("orders", 0), ("orders", 1)]}
-        assert admin.commit_offsets("billing", restored) == {("orders", 0): None, ("orders", 1): None}
-        assert admin.committed_offsets("billing") == before
+        restored = {tp: before[tp] for tp in [("ka-orders", 0), ("ka-orders", 1)]}
+        assert admin.commit_offsets("ka-billing", restored) == {("ka-orders", 0): None, ("ka-orders", 1): None}
+        assert admin.committed_offsets("ka-billing") == before
 
 
-def test_subscribed_topic_of_a_live_group_is_refused_per_partition(broker: SandboxBroker) -> None:
-    make_topics(broker, {"orders": 1, "old": 1})
-    with member(broker.bootstrap_servers, "shipping", ["orders"]) as consumer:
-        consumer.commit({("orders", 0): 2})
-        with KafkaAdmin(plain(broker)) as admin:
-            group = admin.describe_group("shipping")
+def test_subscribed_topic_of_a_live_group_is_refused_per_partition(kafka: Kafka) -> None:
+    make_topics(kafka, {"ka-orders": 1, "ka-old": 1})
+    with member(kafka.bootstrap_servers, "ka-shipping", ["ka-orders"]) as consumer:
+        consumer.commit({("ka-orders", 0): 2})
+        with KafkaAdmin(plain(kafka)) as admin:
+            group = admin.describe_group("ka-shipping")
             assert group.state == "Stable" and group.active
-            assert group.subscribed_topics == frozenset({"orders"})
-            assert admin.delete_offsets("shipping", [("orders", 0)]) == {("orders", 0): "GROUP_SUBSCRIBED_TO_TOPIC"}
+            assert group.subscribed_topics == frozenset({"ka-orders"})
+            assert admin.delete_offsets("ka-shipping", [("ka-orders", 0)]) == {("ka-orders", 0): "GROUP_SUBSCRIBED_TO_TOPIC"}
             # An admin commit needs a group without members.
-            assert admin.commit_offsets("shipping", {("orders", 0): Committed(1)}) == {("orders", 0): "UNKNOWN_MEMBER_ID"}
-            assert admin.committed_offsets("shipping")[("orders", 0)].offset == 2
+            assert admin.commit_offsets("ka-shipping", {("ka-orders", 0): Committed(1)}) == {("ka-orders", 0): "UNKNOWN_MEMBER_ID"}
+            assert admin.committed_offsets("ka-shipping")[("ka-orders", 0)].offset == 2
 
 
-def test_unknown_group_and_unknown_topic(broker: SandboxBroker) -> None:
-    make_topics(broker, {"orders": 1})
-    empty_group(broker.bootstrap_servers, "known", {("orders", 0): 1})
-    with KafkaAdmin(plain(broker)) as admin:
-        ghost = admin.describe_group("ghost")
+def test_unknown_group_and_unknown_topic(kafka: Kafka) -> None:
+    make_topics(kafka, {"ka-orders": 1})
+    empty_group(kafka.bootstrap_servers, "ka-known", {("ka-orders", 0): 1})
+    with KafkaAdmin(plain(kafka)) as admin:
+        ghost = admin.describe_group("ka-ghost")
         assert not ghost.exists and ghost.error == "GROUP_ID_NOT_FOUND"
-        assert admin.committed_offsets("ghost") == {}
+        assert admin.committed_offsets("ka-ghost") == {}
         with pytest.raises(KafkaFailure) as err:
-            admin.delete_offsets("ghost", [("orders", 0)])
+            admin.delete_offsets("ka-ghost", [("ka-orders", 0)])
         assert err.value.code == "GROUP_ID_NOT_FOUND" and not err.value.retriable
-        assert admin.delete_offsets("known", [("nosuch", 0)]) == {("nosuch", 0): "UNKNOWN_TOPIC_OR_PARTITION"}
+        assert admin.delete_offsets("ka-known", [("ka-nosuch", 0)]) == {("ka-nosuch", 0): "UNKNOWN_TOPIC_OR_PARTITION"}
 
 
-def test_broker_configs(broker: SandboxBroker) -> None:
-    with KafkaAdmin(plain(broker)) as admin:
+def test_broker_configs(kafka: Kafka) -> None:
+    with KafkaAdmin(plain(kafka)) as admin:  # the session broker keeps Kafka's default retention (7 days)
         assert admin.broker_configs(["offsets.retention.minutes"]) == {"offsets.retention.minutes": "10080"}
 
 

@@ -40,7 +40,7 @@ from kafka_offset_operator.decisions.proposals import POLICY_UID
 from kafka_offset_operator.engines.job import CancelFlag, Job
 from kafka_offset_operator.model.api import POLICY_LABEL
 from kafka_offset_operator.model.report import Report, from_rows
-from kafka_offset_operator.reconcilers import policy_worker
+from kafka_offset_operator.reconcilers import policy_visit
 from kafka_offsets_model.policy import parse_policy
 from kafka_offsets_model.raw import RawRecord
 
@@ -113,7 +113,7 @@ def stale_groups(kafka: Kafka, monkeypatch: pytest.MonkeyPatch) -> Kafka:
     def reference(job: Job, cancel: CancelFlag, *engines: Any) -> Report:
         return scan(broker, job.spec.analysis_spec)
 
-    monkeypatch.setattr(policy_worker, "run_analysis", reference)
+    monkeypatch.setattr(policy_visit, "run_analysis", reference)
     return broker
 
 
@@ -206,7 +206,7 @@ def test_a_policy_deleted_while_its_run_is_under_way_leaves_no_proposal_behind(
         release.wait(TIMEOUT)
         return scan(broker, job.spec.analysis_spec)
 
-    monkeypatch.setattr(policy_worker, "run_analysis", slow_reference)
+    monkeypatch.setattr(policy_visit, "run_analysis", slow_reference)
     start_operator()
     create_policy(kube, broker, "Approve")
     assert entered.wait(TIMEOUT), "the run did not start"

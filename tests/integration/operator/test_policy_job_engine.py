@@ -27,7 +27,7 @@ from job_standin import JobStandIn
 from kafka_clients import admin_commit
 from kube_cluster import ControlPlane
 from kube_fixtures import kubectl
-from operator_harness import GROUP_VERSION, ROOT, Kube, Operators, condition
+from operator_harness import GROUP_VERSION, ROOT, RUN_TIMEOUT, Kube, Operators, condition
 from waiting import wait_until
 
 from kafka_offset_operator.decisions import spark_application as sparkapp
@@ -41,7 +41,6 @@ POLICIES = "consumergroupoffsetpolicies"
 IMAGE = "ghcr.io/example/kafka-offset-operator-spark:test"
 POD_SA = "kafka-offset-spark"  # manifests/spark/driver-rbac.yaml
 DAY_MS = 86_400_000
-RUN_TIMEOUT = 240.0  # a cold Spark start on a busy 2-core machine
 TEAMS = {"team-a": 3, "team-b": 2}  # standalone groups per team, each with 2 offsets
 WINDOW_S = 2.0
 

@@ -54,7 +54,7 @@ WHO = audit_body(POLICY_BODY, OPERATOR, OPERATOR)  # mode Auto: the operator ask
 
 
 class MemoryStore:
-    """reconcilers.keepalive.BackupStore in a dict: the operator keeps it in the backup store (RebaseBackups)."""
+    """reconcilers.keepalive.RebaseBackupStore in a dict: the operator keeps it in the backup store (RebaseBackups)."""
 
     def __init__(self) -> None:
         self.backups: dict[str, dict[TP, Committed]] = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa  # type: ignore[import-untyped]
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +21,7 @@ from kafka_offsets_model.codec import (
 from kafka_offsets_model.codec.schemas import CONSUMER_PROTOCOL_SUBSCRIPTION
 from kafka_offsets_model.rules import GroupType, GroupView
 from kafka_sandbox.synthetic import generate
+from offset_expiry.columnar import _Bytes, decode_records, offset_commit_mask
 from offset_expiry.facts import (
     Fact,
     _fact_from_decoded,
@@ -28,6 +30,8 @@ from offset_expiry.facts import (
     subscription_topics_v0,
 )
 from offset_expiry.groups import rebuild_group, simple_group
+
+TOPIC_ID = "AAECAwQFBgcICQoLDA0ODw"  # Kafka's base64 form of a uuid
 
 
 def slow(key: bytes, value: bytes | None) -> Fact:
@@ -66,6 +70,8 @@ def test_fast_path_agrees_with_the_codec_on_every_synthetic_record() -> None:
             offset_commit("g", "t", 1, offset=5, commit_timestamp=9, metadata="m"),
             offset_commit("g", "t", 1, offset=5, commit_timestamp=9, expire_timestamp=20),
             offset_commit_tombstone("gg", "topic", 3),
+            offset_commit("g", "t", 1, offset=5, commit_timestamp=9, metadata="m", value_version=4),
+            offset_commit("g", "t", 1, offset=5, commit_timestamp=9, value_version=4, topic_id=TOPIC_ID),
         ]
     ),
     st.integers(0, 40),
@@ -82,6 +88,34 @@ def test_fast_path_never_accepts_what_the_codec_refuses(base: Any, at: int, byte
     if fast is None:
         return
     assert fast == slow(key, value)
+
+
+def test_fast_paths_take_what_kafka_4_1_writes() -> None:
+    """Kafka 4.1+ writes OffsetCommitValue v4 (flexible; the topic id as tagged field 0 from 4.3): on such a
+    cluster nearly every record is one, so both fast paths (the row one and the vectorised one) take them,
+    and give what the codec gives. Metadata of 127 bytes or more (a two-byte compact length) and unknown
+    tagged fields go the general way."""
+    records = [
+        offset_commit("g", "t", 1, offset=5, commit_timestamp=9, value_version=4),
+        offset_commit("g", "t", 2, offset=6, commit_timestamp=10, metadata="m" * 126, value_version=4),
+        offset_commit("g", "t", 3, offset=7, commit_timestamp=11, leader_epoch=4, value_version=4, topic_id=TOPIC_ID),
+        offset_commit("g", "t", 4, offset=8, commit_timestamp=12, metadata="m" * 127, value_version=4),
+    ]
+    key, value = records[0]
+    unknown_tag = (key, value[:-1] + bytes([1, 5, 1, 0]))  # tag 5, one byte
+    for k, v in records[:3]:
+        assert _fast_offset_commit(k, v) == slow(k, v)
+    assert [_fast_offset_commit(k, v) is not None for k, v in [*records, unknown_tag]] == [True] * 3 + [False] * 2
+    keys, values = _Bytes(pa.array([k for k, _ in records], pa.binary())), _Bytes(pa.array([v for _, v in records]))
+    assert offset_commit_mask(keys, values)["ok"].tolist() == [True, True, True, False]
+    n = len(records) + 1
+    all_keys = pa.array([k for k, _ in records] + [unknown_tag[0]], pa.binary())
+    all_values = pa.array([v for _, v in records] + [unknown_tag[1]], pa.binary())
+    batch = decode_records(pa.array([0] * n, pa.int32()), pa.array(range(n), pa.int64()), pa.array([1] * n, pa.int64()),
+                           all_keys, all_values).to_pylist()
+    expected = [slow(k, v) for k, v in [*records, unknown_tag]]
+    assert [(r["partition"], r["committed_offset"], r["commit_timestamp"]) for r in batch] == [
+        (f.partition, f.committed_offset, f.commit_timestamp) for f in expected]
 
 
 def test_offset_commit_facts() -> None:

@@ -11,8 +11,8 @@ from kafka_offsets_model.rules import (
     Decision,
     GroupType,
     GroupView,
+    OffsetReason,
     OffsetView,
-    Reason,
     broker_expires_at,
     decide,
 )
@@ -102,34 +102,34 @@ ALL_RULES = parse_policy(
 @pytest.mark.parametrize(
     ("group", "off", "now", "expected"),
     [
-        (EMPTY_CLASSIC, offset(), T0 + 6 * D - 1, (False, Reason.WITHIN_RETENTION)),
-        (EMPTY_CLASSIC, offset(), T0 + 6 * D, (True, Reason.EMPTY_GROUP)),
-        (EMPTY_CLASSIC_OLD, offset(commit=T0), T0 + D, (True, Reason.EMPTY_GROUP)),
-        (KIP848_EMPTY, offset(), T0 + D, (True, Reason.EMPTY_GROUP)),
-        (STREAMS_EMPTY, offset(), T0 + D, (True, Reason.EMPTY_GROUP)),
-        (SIMPLE, offset(), T0 + 3 * D - 1, (False, Reason.WITHIN_RETENTION)),
-        (SIMPLE, offset(), T0 + 3 * D, (True, Reason.STANDALONE)),
-        (STABLE, offset("payments"), T0 + 2 * D, (True, Reason.UNSUBSCRIBED_TOPIC)),
-        (STABLE, offset("payments"), T0 + 2 * D - 1, (False, Reason.WITHIN_RETENTION)),
-        (KIP848, offset("payments"), T0 + 2 * D, (True, Reason.UNSUBSCRIBED_TOPIC)),
-        (STABLE, offset("orders"), T0 + 100 * D, (False, Reason.ACTIVE_SUBSCRIPTION)),
-        (KIP848, offset("rx-1"), T0 + 100 * D, (False, Reason.ACTIVE_SUBSCRIPTION)),
-        (STABLE_UNKNOWN, offset("payments"), T0 + 100 * D, (False, Reason.UNKNOWN_SUBSCRIPTION)),
-        (STABLE_CONNECT, offset("payments"), T0 + 100 * D, (False, Reason.UNKNOWN_SUBSCRIPTION)),
-        (KIP848_UNRESOLVED, offset("payments"), T0 + 100 * D, (False, Reason.UNKNOWN_SUBSCRIPTION)),
-        (KIP848_UNRESOLVED, offset("orders"), T0 + 100 * D, (False, Reason.ACTIVE_SUBSCRIPTION)),
-        (STREAMS_LIVE, offset("orders"), T0 + 100 * D, (False, Reason.ACTIVE_SUBSCRIPTION)),
-        (STREAMS_LIVE, offset("payments"), T0 + 2 * D, (True, Reason.UNSUBSCRIBED_TOPIC)),
-        (STREAMS_UNDECODED, offset(), T0 + 100 * D, (False, Reason.UNKNOWN_SUBSCRIPTION)),
-        (STREAMS_REGEX, offset("audit-1"), T0 + 100 * D, (False, Reason.UNKNOWN_SUBSCRIPTION)),
-        (SHARE, offset(), T0 + 100 * D, (False, Reason.SHARE_GROUP)),
+        (EMPTY_CLASSIC, offset(), T0 + 6 * D - 1, (False, OffsetReason.WITHIN_RETENTION)),
+        (EMPTY_CLASSIC, offset(), T0 + 6 * D, (True, OffsetReason.EMPTY_GROUP)),
+        (EMPTY_CLASSIC_OLD, offset(commit=T0), T0 + D, (True, OffsetReason.EMPTY_GROUP)),
+        (KIP848_EMPTY, offset(), T0 + D, (True, OffsetReason.EMPTY_GROUP)),
+        (STREAMS_EMPTY, offset(), T0 + D, (True, OffsetReason.EMPTY_GROUP)),
+        (SIMPLE, offset(), T0 + 3 * D - 1, (False, OffsetReason.WITHIN_RETENTION)),
+        (SIMPLE, offset(), T0 + 3 * D, (True, OffsetReason.STANDALONE)),
+        (STABLE, offset("payments"), T0 + 2 * D, (True, OffsetReason.UNSUBSCRIBED_TOPIC)),
+        (STABLE, offset("payments"), T0 + 2 * D - 1, (False, OffsetReason.WITHIN_RETENTION)),
+        (KIP848, offset("payments"), T0 + 2 * D, (True, OffsetReason.UNSUBSCRIBED_TOPIC)),
+        (STABLE, offset("orders"), T0 + 100 * D, (False, OffsetReason.ACTIVE_SUBSCRIPTION)),
+        (KIP848, offset("rx-1"), T0 + 100 * D, (False, OffsetReason.ACTIVE_SUBSCRIPTION)),
+        (STABLE_UNKNOWN, offset("payments"), T0 + 100 * D, (False, OffsetReason.UNKNOWN_SUBSCRIPTION)),
+        (STABLE_CONNECT, offset("payments"), T0 + 100 * D, (False, OffsetReason.UNKNOWN_SUBSCRIPTION)),
+        (KIP848_UNRESOLVED, offset("payments"), T0 + 100 * D, (False, OffsetReason.UNKNOWN_SUBSCRIPTION)),
+        (KIP848_UNRESOLVED, offset("orders"), T0 + 100 * D, (False, OffsetReason.ACTIVE_SUBSCRIPTION)),
+        (STREAMS_LIVE, offset("orders"), T0 + 100 * D, (False, OffsetReason.ACTIVE_SUBSCRIPTION)),
+        (STREAMS_LIVE, offset("payments"), T0 + 2 * D, (True, OffsetReason.UNSUBSCRIBED_TOPIC)),
+        (STREAMS_UNDECODED, offset(), T0 + 100 * D, (False, OffsetReason.UNKNOWN_SUBSCRIPTION)),
+        (STREAMS_REGEX, offset("audit-1"), T0 + 100 * D, (False, OffsetReason.UNKNOWN_SUBSCRIPTION)),
+        (SHARE, offset(), T0 + 100 * D, (False, OffsetReason.SHARE_GROUP)),
         # expireTimestamp replaces the policy's retention, as it replaces the broker's.
-        (SIMPLE, offset(expire=T0 + H), T0 + H, (True, Reason.EXPIRE_TIMESTAMP)),
-        (SIMPLE, offset(expire=T0 + 30 * D), T0 + 10 * D, (False, Reason.WITHIN_RETENTION)),
-        (EMPTY_CLASSIC, offset(expire=T0 + H), T0 + H, (True, Reason.EXPIRE_TIMESTAMP)),
+        (SIMPLE, offset(expire=T0 + H), T0 + H, (True, OffsetReason.EXPIRE_TIMESTAMP)),
+        (SIMPLE, offset(expire=T0 + 30 * D), T0 + 10 * D, (False, OffsetReason.WITHIN_RETENTION)),
+        (EMPTY_CLASSIC, offset(expire=T0 + H), T0 + H, (True, OffsetReason.EXPIRE_TIMESTAMP)),
     ],
 )
-def test_policy_rules(group: GroupView, off: OffsetView, now: int, expected: tuple[bool, Reason]) -> None:
+def test_policy_rules(group: GroupView, off: OffsetView, now: int, expected: tuple[bool, OffsetReason]) -> None:
     decision = decide(group, off, ALL_RULES, now_ms=now, retention_ms=RETENTION, existing_topics=None)
     assert (decision.candidate, decision.reason) == expected
     assert decision.broker_expires_at == broker_expires_at(group, off, RETENTION)
@@ -141,13 +141,13 @@ def test_unset_rule_means_no_candidate_of_that_shape() -> None:
     for group, off in ((EMPTY_CLASSIC, offset()), (STABLE, offset("payments")), (SIMPLE, offset(expire=T0))):
         got = decide(group, off, policy, now_ms=far, retention_ms=RETENTION, existing_topics=None)
         assert (got.candidate, got.reason) == (
-            (True, Reason.EXPIRE_TIMESTAMP) if group is SIMPLE else (False, Reason.WITHIN_RETENTION)
+            (True, OffsetReason.EXPIRE_TIMESTAMP) if group is SIMPLE else (False, OffsetReason.WITHIN_RETENTION)
         )
     no_rules = parse_policy({})
     got = decide(
         SIMPLE, offset(expire=T0), no_rules, now_ms=far, retention_ms=RETENTION, existing_topics=None
     )
-    assert got == Decision(T0, False, Reason.WITHIN_RETENTION)
+    assert got == Decision(T0, False, OffsetReason.WITHIN_RETENTION)
 
 
 def test_precedence() -> None:
@@ -165,26 +165,26 @@ def test_precedence() -> None:
         }
     )
 
-    def reason(group: GroupView, topic: str, existing: set[str] | None = topics) -> Reason:
+    def reason(group: GroupView, topic: str, existing: set[str] | None = topics) -> OffsetReason:
         return decide(
             group, offset(topic), everything, now_ms=T0, retention_ms=RETENTION, existing_topics=existing
         ).reason
 
     # Protected beats Excluded beats everything else.
-    assert reason(GroupView("gpx", GroupType.CLASSIC, "Empty", ""), "gone") is Reason.PROTECTED
-    assert reason(GroupView("gx", GroupType.CLASSIC, "Empty", ""), "gone") is Reason.EXCLUDED
-    assert reason(GroupView("other", GroupType.CLASSIC, "Empty", ""), "gone") is Reason.EXCLUDED
+    assert reason(GroupView("gpx", GroupType.CLASSIC, "Empty", ""), "gone") is OffsetReason.PROTECTED
+    assert reason(GroupView("gx", GroupType.CLASSIC, "Empty", ""), "gone") is OffsetReason.EXCLUDED
+    assert reason(GroupView("other", GroupType.CLASSIC, "Empty", ""), "gone") is OffsetReason.EXCLUDED
     # A live subscription or an unknown one beats DeletedTopic: never touch what a member may use.
-    assert reason(STABLE, "orders", existing=set()) is Reason.ACTIVE_SUBSCRIPTION
-    assert reason(STABLE_CONNECT, "gone") is Reason.UNKNOWN_SUBSCRIPTION
+    assert reason(STABLE, "orders", existing=set()) is OffsetReason.ACTIVE_SUBSCRIPTION
+    assert reason(STABLE_CONNECT, "gone") is OffsetReason.UNKNOWN_SUBSCRIPTION
     # DeletedTopic beats the retention rules; it needs the topic list and the Delete setting.
-    assert reason(SIMPLE, "gone") is Reason.DELETED_TOPIC
-    assert reason(STABLE, "gone") is Reason.DELETED_TOPIC
-    assert reason(SIMPLE, "gone", existing=None) is Reason.STANDALONE
-    assert reason(SIMPLE, "orders") is Reason.STANDALONE
+    assert reason(SIMPLE, "gone") is OffsetReason.DELETED_TOPIC
+    assert reason(STABLE, "gone") is OffsetReason.DELETED_TOPIC
+    assert reason(SIMPLE, "gone", existing=None) is OffsetReason.STANDALONE
+    assert reason(SIMPLE, "orders") is OffsetReason.STANDALONE
     keep = parse_policy({"rules": {"deletedTopics": "Keep"}})
     got = decide(SIMPLE, offset("gone"), keep, now_ms=T0, retention_ms=RETENTION, existing_topics=topics)
-    assert (got.candidate, got.reason) == (False, Reason.WITHIN_RETENTION)
+    assert (got.candidate, got.reason) == (False, OffsetReason.WITHIN_RETENTION)
 
 
 def test_reason_sets_are_the_issues_closed_sets() -> None:
@@ -204,4 +204,4 @@ def test_reason_sets_are_the_issues_closed_sets() -> None:
         "UnknownSubscription",
         "ShareGroup",
     }
-    assert set(CANDIDATE_REASONS) | set(KEPT_REASONS) == set(Reason)
+    assert set(CANDIDATE_REASONS) | set(KEPT_REASONS) == set(OffsetReason)

@@ -11,7 +11,7 @@ from analysis_reference import analyze_records
 from kafka_offsets_model.codec import group_metadata, offset_commit
 from kafka_offsets_model.policy import parse_policy
 from kafka_offsets_model.raw import RawRecord
-from kafka_offsets_model.rules import GroupType, GroupView, OffsetView, Reason, decide, stale_since
+from kafka_offsets_model.rules import GroupType, GroupView, OffsetReason, OffsetView, decide, stale_since
 
 H = 3_600_000
 D = 24 * H
@@ -45,32 +45,32 @@ def test_stale_since(group: GroupView, since: int | None) -> None:
 @pytest.mark.parametrize(
     ("group", "reason"),
     [
-        (view(), Reason.STALE_GROUP),  # Empty 40 days >= 30d
-        (view(current_state_timestamp=T0 + 15 * D), Reason.WITHIN_RETENTION),  # Empty 25 days
-        (view(group_id="keep-me"), Reason.PROTECTED),
-        (view(state="Stable", subscribed_topics=frozenset({"orders"})), Reason.ACTIVE_SUBSCRIPTION),
-        (view(state="Stable", subscribed_topics=frozenset()), Reason.WITHIN_RETENTION),  # not Empty: not stale
-        (view(protocol_type="", newest_commit_timestamp=T0 + 20 * D), Reason.WITHIN_RETENTION),
-        (view(protocol_type=""), Reason.STALE_GROUP),
+        (view(), OffsetReason.STALE_GROUP),  # Empty 40 days >= 30d
+        (view(current_state_timestamp=T0 + 15 * D), OffsetReason.WITHIN_RETENTION),  # Empty 25 days
+        (view(group_id="keep-me"), OffsetReason.PROTECTED),
+        (view(state="Stable", subscribed_topics=frozenset({"orders"})), OffsetReason.ACTIVE_SUBSCRIPTION),
+        (view(state="Stable", subscribed_topics=frozenset()), OffsetReason.WITHIN_RETENTION),  # not Empty: not stale
+        (view(protocol_type="", newest_commit_timestamp=T0 + 20 * D), OffsetReason.WITHIN_RETENTION),
+        (view(protocol_type=""), OffsetReason.STALE_GROUP),
     ],
 )
-def test_verdicts(group: GroupView, reason: Reason) -> None:
+def test_verdicts(group: GroupView, reason: OffsetReason) -> None:
     decision = decide(group, OffsetView("orders", 0, 5, T0), POLICY, now_ms=NOW, retention_ms=RETENTION,
                       existing_topics={"orders"})
     assert decision.reason is reason
-    assert decision.candidate is (reason is Reason.STALE_GROUP)
+    assert decision.candidate is (reason is OffsetReason.STALE_GROUP)
 
 
 def test_a_stale_group_offsets_of_deleted_topics_are_stale_group_too() -> None:
     decision = decide(view(), OffsetView("gone", 0, 5, T0), POLICY, now_ms=NOW, retention_ms=RETENTION,
                       existing_topics={"orders"})
-    assert decision.reason is Reason.STALE_GROUP
+    assert decision.reason is OffsetReason.STALE_GROUP
 
 
 def test_no_rule_no_stale_group() -> None:
     decision = decide(view(), OffsetView("orders", 0, 5, T0), parse_policy({}), now_ms=NOW, retention_ms=RETENTION,
                       existing_topics={"orders"})
-    assert decision.reason is Reason.WITHIN_RETENTION
+    assert decision.reason is OffsetReason.WITHIN_RETENTION
 
 
 def test_the_reference_counts_a_simple_group_from_its_newest_commit() -> None:

@@ -18,7 +18,8 @@ from kafka_offset_operator.decisions import deletion_steps as steps
 from kafka_offset_operator.decisions import proposals, step_outcomes
 from kafka_offset_operator.decisions.deletion_spec import parse_spec
 from kafka_offset_operator.decisions.policy_spec import Mode
-from kafka_offset_operator.model.crds import MAX_PARTITIONS, MAX_TOPICS, build_crds
+from kafka_offset_operator.model.crds import build_crds
+from kafka_offset_operator.model.kinds.common import MAX_PARTITIONS, MAX_TOPICS
 from kafka_offset_operator.model.offsets import Committed, GroupInfo
 
 NOW = "2026-01-02T03:04:05Z"

@@ -25,7 +25,9 @@ from kafka_offset_demo.api_validation import (
     go_value,
 )
 from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
-from kafka_offset_operator.model.crds import FROZEN_MESSAGE, MAX_PARTITIONS, build_crds
+from kafka_offset_operator.model.crds import build_crds
+from kafka_offset_operator.model.kinds.common import MAX_PARTITIONS
+from kafka_offset_operator.model.kinds.offset_deletion import FROZEN_MESSAGE
 from kafka_offsets_model.durations import MAX_DURATION_LENGTH, MAX_DURATION_MS, parse_duration_ms
 from kafka_offsets_model.errors import SpecError
 from kafka_offsets_model.policy_schema import duration_rule

@@ -49,6 +49,9 @@ def test_the_job_runs_job_py_in_local_mode_with_the_policys_resources_and_limits
     [container] = pod["containers"]
     command = container["command"]
     assert command[:5] == [kube_job.SPARK_SUBMIT, "--master", "local[2]", "--driver-memory", "3g"]
+    # Start-up settings as the CLI's session has them: no UI, two waves of the pod's cores as shuffle partitions.
+    confs = [command[i + 1] for i, arg in enumerate(command) if arg == "--conf"]
+    assert {"spark.ui.enabled=false", "spark.sql.shuffle.partitions=4", "spark.python.worker.reuse=true"} <= set(confs)
     main = command.index("/opt/kafka-offset-operator/spark/offset_expiry/job.py")
     args = command[main + 1:]
     assert args[args.index("--broker-retention") + 1] == "10080m"

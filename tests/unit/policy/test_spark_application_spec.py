@@ -34,6 +34,10 @@ def test_the_application_runs_job_py_with_secrets_by_reference() -> None:
     assert app["metadata"]["ownerReferences"][0]["uid"] == "u-1"
     driver, executor = app["spec"]["driver"], app["spec"]["executor"]
     assert driver["serviceAccount"] == "spark" and executor["instances"] == 3
+    # Two waves of the executors' cores (3 x 1) as shuffle partitions, no UI, Python workers reused (issue 22).
+    conf = app["spec"]["sparkConf"]
+    assert conf["spark.sql.shuffle.partitions"] == "6" and conf["spark.ui.enabled"] == "false"
+    assert conf["spark.python.worker.reuse"] == "true" and conf["spark.sql.session.timeZone"] == "UTC"
     env = {e["name"]: e for e in driver["env"]}
     assert env["OFFSET_EXPIRY_KAFKA_SECURITY_PROTOCOL"]["value"] == "SASL_SSL"
     assert env["OFFSET_EXPIRY_KAFKA_SASL_PASSWORD"]["valueFrom"] == {"secretKeyRef": {"name": "user", "key": "pw"}}

@@ -7,7 +7,7 @@ import urllib3
 
 from kafka_offset_operator.adapters.kube import Kube
 from kafka_offset_operator.context import OperatorOptions
-from kafka_offset_operator.reconcilers.policy_worker import SHARED_VISITS
+from kafka_offset_operator.reconcilers.policy_scheduler import SHARED_VISITS
 from kafka_offset_operator.runtime import api_client_config, build_settings, kopf_threads
 
 KUBECONFIG = """

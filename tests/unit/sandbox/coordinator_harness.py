@@ -6,6 +6,7 @@ TopicView) as plain data: nothing is mocked, the records are the bytes the broke
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ from kafka_offsets_model.codec import (
     decode_record,
     encode_consumer_protocol,
 )
+from kafka_offsets_model.codec.wire import uuid_to_str
 from kafka_sandbox.coordinator import CoordinatorConfig, Error, GroupCoordinator
 from kafka_sandbox.coordinator.messages import (
     CommitPartition,
@@ -70,6 +72,14 @@ class ListSink:
 class TopicTable(dict[str, int]):
     def partition_count(self, topic: str) -> int | None:
         return self.get(topic)
+
+    def topic_id(self, topic: str) -> str | None:
+        """A stable id per name (the broker's are random): `topic_id_of`."""
+        return topic_id_of(topic) if topic in self else None
+
+
+def topic_id_of(topic: str) -> str:
+    return uuid_to_str(hashlib.md5(topic.encode()).digest())
 
 
 def subscription(*topics: str, version: int = 1) -> bytes:

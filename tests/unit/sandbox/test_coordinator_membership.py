@@ -7,6 +7,7 @@ import kafka.errors as Errors
 from coordinator_harness import T0, Harness, assignment, subscription
 
 from kafka_offsets_model.codec import partition_for
+from kafka_sandbox.coordinator import CoordinatorConfig
 from kafka_sandbox.coordinator.classic import GroupState
 from kafka_sandbox.coordinator.messages import (
     HeartbeatRequest,
@@ -21,6 +22,26 @@ def state_of(h: Harness, group: str) -> GroupState:
     g = h.coord.state.classic_group(group)
     assert g is not None
     return g.state
+
+
+def test_a_group_created_by_a_join_can_be_deleted_before_the_member_joins() -> None:
+    """The join window (docs/sandbox-broker.md): between MEMBER_ID_REQUIRED and the member's second JoinGroup
+    the new group is Empty without offsets, so an offsets.retention.check.interval.ms run in between deletes
+    it (GroupCoordinatorShard.cleanupGroupMetadata, GroupMetadataManager.maybeDeleteGroup: ClassicGroup.isEmpty
+    is the Empty state, pending members or not) and the second JoinGroup gets UNKNOWN_MEMBER_ID
+    (classicGroupJoinToClassicGroup turns GroupIdNotFoundException into it); the client then joins anew."""
+    h = Harness(config=CoordinatorConfig(offsets_partitions=4, offsets_retention_check_interval_ms=1_000))
+    h.clock.advance(ms=990)
+    first = h.join("g1")
+    assert first.result().error is Errors.MemberIdRequiredError
+    h.clock.advance(ms=20)  # the check interval's boundary passes before the second JoinGroup
+    second = h.join("g1", first.result().member_id)
+    assert second.result().error is Errors.UnknownMemberIdError
+    assert h.coord.state.classic_group("g1") is None
+    assert h.summary() == [("GroupMetadata", "g1", False), ("GroupMetadata", "g1", True)]
+    again = h.join_new_member("g1")  # what the client does next
+    h.coord.tick()
+    assert again.result().error is Errors.NoError
 
 
 def test_first_join_asks_for_a_member_id_and_writes_the_empty_group_record() -> None:

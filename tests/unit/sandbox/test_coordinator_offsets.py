@@ -5,7 +5,7 @@ KafkaApis' unknown-topic checks)."""
 from __future__ import annotations
 
 import kafka.errors as Errors
-from coordinator_harness import T0, Harness
+from coordinator_harness import T0, Harness, topic_id_of
 
 from kafka_sandbox.coordinator import Error
 from kafka_sandbox.coordinator.classic import GroupState
@@ -33,7 +33,9 @@ def fetch(h: Harness, group: str, topics: dict[str, list[int]] | None = None) ->
 # ---- OffsetCommit ----
 
 
-def test_member_commit_writes_offset_records_v3() -> None:
+def test_member_commit_writes_offset_records_v4_with_the_topic_id() -> None:
+    """Kafka 4.1+ writes OffsetCommitValue v4; from 4.3 the broker resolves a named topic's id for the record
+    (KafkaApis.handleOffsetCommitRequest), so the tagged topicId is there (docs/kafka-semantics.md)."""
     h = Harness()
     member_id, generation = h.stable_group("g1")
     mark = h.mark()
@@ -42,8 +44,10 @@ def test_member_commit_writes_offset_records_v3() -> None:
     }
     [record] = h.decoded(mark)
     assert record["type"] == "OffsetCommit" and record["keyVersion"] == 1
-    assert record["valueVersion"] == 3
-    assert record["value"] == {"offset": 42, "leaderEpoch": -1, "metadata": "", "commitTimestamp": T0}
+    assert record["valueVersion"] == 4
+    assert record["value"] == {
+        "offset": 42, "leaderEpoch": -1, "metadata": "", "commitTimestamp": T0, "topicId": topic_id_of("orders")
+    }
 
 
 def test_member_commit_validation() -> None:

@@ -1,0 +1,216 @@
+"""The parts of the API every kind shares, written once: bounds, Kubernetes names, the Kafka connection
+(spec.kafka of all three kinds), group ids, topic names, partitions and who asked and who approved. Each
+kind's own file (offset_deletion.py, ...) and model/crds.py build on them.
+
+Bounded input: every string a person writes has a maxLength and every list a maxItems, so the API server
+refuses an absurd spec with the field named instead of storing it (or answering 413), and so the CEL rules
+stay within the API server's cost budget (it estimates a rule's cost from these bounds and refuses a CRD
+whose rules could cost too much).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from kafka_offsets_model.openapi import Schema
+from kafka_offsets_model.typed_schema import Check, Doc, Rule, schema_of_field
+
+INT32_MAX = 2**31 - 1  # Kafka's partition numbers, Spark's cores and instances
+# An int64 field says so by its format, with no maximum: the API server holds a schema's bounds as float64,
+# where 2**63 - 1 rounds up to 2**63, and then refuses every value of the field ("Maximum boundary value
+# must be of type integer", kube-openapi 1.36, seen on a real kube-apiserver). A number past int64 is no
+# integer to the API server's decoder, so it is refused all the same.
+INT64 = {"type": "integer", "format": "int64"}
+
+# Bounds (see the module's docstring). Kubernetes names: a DNS subdomain, at most 253 characters; a Secret's
+# keys have the same limit.
+MAX_NAME = 253
+# A group id is a Kafka STRING (at most 32767 bytes on the wire) and Kafka sets no shorter limit; the policy
+# copies ids from __consumer_offsets into OffsetDeletions, so anything shorter would refuse real groups.
+MAX_GROUP_LENGTH = 32767
+# One OffsetDeletion is one Kubernetes object, which etcd keeps under 1.5 MiB with its status: at most this
+# many partitions (spec.topics[*].partitions in all, and spec.expectedOffsets) keeps spec and per-partition
+# results well under it with topic names of ordinary length. A policy splits a bigger group.
+MAX_PARTITIONS = 5000
+MAX_TOPICS = 1000
+MAX_BOOTSTRAP_LENGTH = 4096  # a comma-separated host:port list; a few brokers are enough to bootstrap
+
+
+# Kubernetes object names (a DNS subdomain) and the keys of a Secret's data, as the API server checks them
+# (IsDNS1123Subdomain, IsConfigMapKey): a name that cannot exist is refused here, naming the field, instead of
+# being looked up (".." in a URL path is not a Secret).
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
+
+
+OBJECT_NAME = Check(title="Kubernetes name (lower-case letters, digits, - and .)", minLength=1, maxLength=MAX_NAME,
+                    pattern=DNS_SUBDOMAIN)
+ObjectName = Annotated[str, OBJECT_NAME]
+
+
+def object_name(description: str) -> Schema:
+    return {"type": "string", **OBJECT_NAME.keywords, "description": description}
+
+
+def listener_name(description: str) -> Schema:
+    """A Strimzi listener's name: Strimzi allows only lower-case letters and digits; the length is bounded
+    here as for any name."""
+    return {"type": "string", "minLength": 1, "maxLength": 63, "pattern": "^[a-z0-9]+$", "description": description}
+
+
+def secret_key_ref(description: str, keys: dict[str, tuple[str, str]]) -> Schema:
+    props: Schema = {"name": object_name("Secret name, in the resource's own namespace.")}
+    for key, (default, about) in keys.items():
+        props[key] = {"type": "string", "title": "Secret key (letters, digits, -, _ and .)", "pattern": SECRET_KEY,
+                      "maxLength": MAX_NAME, "default": default, "description": about}
+    return {"type": "object", "description": description, "required": ["name"], "properties": props}
+
+
+KAFKA_CONNECTION: Schema = {
+    "type": "object",
+    "description": (
+        "How to reach the Kafka cluster. Credentials are read from Secrets in the resource's own namespace and "
+        "never copied into status, events or logs."
+    ),
+    "properties": {
+        "strimzi": {
+            "type": "object",
+            "description": (
+                "A Strimzi Kafka cluster in the resource's namespace, instead of bootstrapServers, sasl and tls: "
+                "the listener's address from the Kafka's status, its CA from <kafka>-cluster-ca-cert, and the "
+                "KafkaUser's credentials (SCRAM-SHA-512 or mutual TLS, as the listener authenticates). "
+                "securityProtocol is derived from the listener."
+            ),
+            "required": ["kafka"],
+            "properties": {
+                "kafka": object_name("Name of the kafka.strimzi.io Kafka resource."),
+                "listener": listener_name("Name of the listener (spec.kafka.listeners[].name); the first one the Kafka "
+                                  "reports when unset."),
+                "user": object_name("Name of the KafkaUser to authenticate as; required when the listener authenticates."),
+            },
+        },
+        "bootstrapServers": {
+            "type": "string",
+            "title": "comma-separated host:port list",
+            "pattern": r"^[^\s,]+:[0-9]+(,[^\s,]+:[0-9]+)*$",
+            "maxLength": MAX_BOOTSTRAP_LENGTH,
+            "description": "Comma-separated host:port list of brokers to bootstrap from.",
+        },
+        "securityProtocol": {
+            "type": "string",
+            "enum": ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
+            "default": "PLAINTEXT",
+            "description": "Kafka's security.protocol.",
+        },
+        "sasl": {
+            "type": "object",
+            "description": "SASL authentication, for SASL_PLAINTEXT and SASL_SSL.",
+            "required": ["mechanism", "secretRef"],
+            "properties": {
+                "mechanism": {
+                    "type": "string",
+                    "enum": ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+                    "description": "Kafka's sasl.mechanism.",
+                },
+                "secretRef": secret_key_ref(
+                    "Secret holding the SASL user name and password.",
+                    {
+                        "usernameKey": ("username", "Key of the user name in the Secret."),
+                        "passwordKey": ("password", "Key of the password in the Secret."),
+                    },
+                ),
+            },
+        },
+        "tls": {
+            "type": "object",
+            "description": "TLS settings, for SSL and SASL_SSL.",
+            "properties": {
+                "caSecretRef": secret_key_ref(
+                    "Secret holding the CA certificate(s) that sign the brokers' certificates.",
+                    {"key": ("ca.crt", "Key of the PEM CA bundle in the Secret.")},
+                ),
+                "certSecretRef": secret_key_ref(
+                    "Secret holding a client certificate and key, for mutual TLS.",
+                    {
+                        "certKey": ("tls.crt", "Key of the PEM client certificate in the Secret."),
+                        "keyKey": ("tls.key", "Key of the PEM private key in the Secret."),
+                    },
+                ),
+            },
+        },
+    },
+    "x-kubernetes-validations": [
+        {"rule": "has(self.bootstrapServers) != has(self.strimzi)",
+         "message": "set either bootstrapServers or strimzi"},
+        {"rule": "!has(self.strimzi) || (!has(self.sasl) && !has(self.tls))",
+         "message": "with strimzi, the listener and the KafkaUser give the security settings: remove sasl and tls"},
+    ],
+}
+
+
+# A group id without control characters (C0 and DEL: a newline, a tab, NUL) and without a space at either end:
+# what the operator's parsers refuse too (deletion_spec, reset_plan.check_group). A space inside is a group id
+# Kafka takes, and so do we. (RE2 and Python's re read this pattern alike.)
+GROUP_ID_PATTERN = "^[^ \\x00-\\x1F\\x7F]([^\\x00-\\x1F\\x7F]*[^ \\x00-\\x1F\\x7F])?$"
+
+
+GROUP_ID = Check(title="consumer group id (no control characters, no space at either end)", minLength=1,
+                 maxLength=MAX_GROUP_LENGTH, pattern=GROUP_ID_PATTERN)
+GROUP_ID_NOTE = (" No control characters (newline, tab, NUL, ...) and no space at either end; a space inside is "
+                 "allowed, as Kafka allows it.")
+GroupId = Annotated[str, GROUP_ID]
+
+
+def group_id(description: str) -> Schema:
+    return {"type": "string", **GROUP_ID.keywords, "description": description + GROUP_ID_NOTE}
+
+
+# Kafka's own rule (Topic.validate); "." and ".." are refused by decisions/deletion_spec.py.
+TopicName = Annotated[str, Check(title="Kafka topic name ([a-zA-Z0-9._-], at most 249 characters)",
+                                 pattern=r"^[a-zA-Z0-9._-]+$", maxLength=249), Doc("Topic name.")]
+Partition = Annotated[int, Check(minimum=0, maximum=INT32_MAX)]
+# An int64 (see INT64) that is never negative: an offset, a time in epoch ms.
+Int64 = Annotated[int, Check(format="int64", minimum=0)]
+
+
+def topic_name() -> Schema:
+    """Kafka's own rule (Topic.validate); "." and ".." are refused by decisions/deletion_spec.py."""
+    return schema_of_field(TopicName)
+
+
+# -- who asked and who approved (issue 18 item 5): recorded by the operator, verified by the install's
+# ValidatingAdmissionPolicy (model/admission.py) against request.userInfo.username.
+
+MAX_USERNAME = 512  # Kubernetes user names are free-form strings; a service account's is about 320 at most
+
+
+def approval_fields(kind: str) -> Schema:
+    user = {"type": "string", "minLength": 1, "maxLength": MAX_USERNAME}
+    return {
+        "approvedBy": {**user, "description": (
+            "Who approved: the approver's Kubernetes user name, set together with approved: true (kubectl patch "
+            "... -p '{\"spec\":{\"approved\":true,\"approvedBy\":\"'$(kubectl auth whoami -o "
+            "jsonpath='{.status.userInfo.username}')'\"}}'). The install's ValidatingAdmissionPolicy refuses a "
+            "value that is not the user sending the approval; an operator installed with it refuses to act on "
+            "an approval without this field. Copied into the backup, the audit line and the Events.")},
+        "requestedBy": {**user, "description": (
+            f"Who asked for this {kind}: the creator's Kubernetes user name (the operator's own for a policy's "
+            "proposals). The install's ValidatingAdmissionPolicy refuses a create that names someone else; it "
+            "cannot change afterwards.")},
+        "separateApprover": {"type": "boolean", "description": (
+            "Four eyes: the requester (requestedBy, required then) may not approve. Copied from the policy's "
+            "spec.approval.separateApprover into its proposals; the ValidatingAdmissionPolicy refuses such an "
+            "approval, and the operator refuses to act on one (also for a request whose policyRef names a policy "
+            "with separateApprover). Cannot change once set.")},
+    }
+
+
+# Whatever the approval state: who asked, and whether four eyes apply, never change (transition rules).
+APPROVAL_RULES = (
+    Rule("has(self.requestedBy) == has(oldSelf.requestedBy) && "
+         "(!has(self.requestedBy) || self.requestedBy == oldSelf.requestedBy)",
+         "cannot change: it records who created the request", ".requestedBy"),
+    Rule("has(self.separateApprover) == has(oldSelf.separateApprover) && "
+         "(!has(self.separateApprover) || self.separateApprover == oldSelf.separateApprover)",
+         "cannot change once the request exists", ".separateApprover"),
+)

@@ -1,0 +1,100 @@
+"""The distributed path (issue 22): `job.py` through `spark-submit --master spark://...` on a Spark standalone
+cluster of two workers on loopback (tests/support/spark_standalone.py), against the same seeded
+`__consumer_offsets` as local mode. Outside local mode the job takes its other code paths (the report sorted
+across partitions and streamed to the driver, the assembled rows cached: docs/performance.md); the report must
+be the same, byte for byte once its lines are sorted, and both workers must have run executors.
+
+The broker is the sandbox broker, not the session's Apache Kafka: the two runs must read the same
+`__consumer_offsets`, and the shared broker's changes under the other tests of the session (their groups'
+commits) between the two runs would make the reports differ for reasons that are not the job's. The job reads
+it over Kafka's wire protocol either way. The arguments are those the SparkApplication engine gives
+(spark_application.run_arguments: --bootstrap-server, --policy, --results, --broker-retention, --now), with
+files where the engine names ConfigMaps.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from brokers import sandbox_broker
+from spark_standalone import SPARK_SUBMIT, Standalone, daemon_env, standalone_cluster
+
+from kafka_offsets_model.raw import OFFSETS_TOPIC
+from kafka_sandbox import SandboxBroker
+from kafka_sandbox.synthetic import generate
+
+JOB = str(Path(__file__).parents[3] / "spark" / "offset_expiry" / "job.py")
+NOW = "2023-11-14T22:13:20Z"
+NOW_MS = 1_700_000_000_000
+PARTITIONS = 4
+POLICY = """\
+apiVersion: kafkaoffsets.dev/v1alpha1
+kind: ConsumerGroupOffsetPolicy
+metadata: {name: distributed}
+spec:
+  groups: {exclude: ["simple-1*"]}
+  rules: {emptyGroupRetention: 2d, unsubscribedTopicRetention: 1d, standaloneRetention: 3d, deletedTopics: Delete}
+  protect: {groups: ["billing-*"]}
+"""
+
+
+@pytest.fixture(scope="module")
+def seeded() -> Iterator[SandboxBroker]:
+    """Every kind of record the codec knows (synthetic.generate), in four partitions, so that the cluster's
+    tasks are several and its report is sorted across them."""
+    topic = generate(2222, groups=120, partitions=PARTITIONS, commits=2, now_ms=NOW_MS)
+    with sandbox_broker(offsets_retention="5d", offsets_partitions=PARTITIONS) as broker:
+        for name in sorted(topic.existing_topics):
+            broker.create_topic(name, 1)
+        for partition in range(PARTITIONS):
+            rows = [(r.key, r.value, r.timestamp) for r in topic.records if r.partition == partition]
+            broker.append_records(OFFSETS_TOPIC, partition, rows)
+        yield broker
+
+
+def _arguments(broker: SandboxBroker, workdir: Path, results: Path) -> list[str]:
+    (workdir / "policy.yaml").write_text(POLICY)
+    return ["--bootstrap-server", broker.bootstrap_servers, "--policy", str(workdir / "policy.yaml"),
+            "--results", str(results), "--broker-retention", "5d", "--now", NOW]
+
+
+def _run(command: list[str]) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=daemon_env())
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+
+
+def _sorted_lines(report: Path) -> list[str]:
+    """The report's lines, sorted, each without the comma that separates array items (which row is last, and so
+    has none, depends on the order)."""
+    return sorted(line.rstrip(",") for line in report.read_text().splitlines())
+
+
+@pytest.fixture(scope="module")
+def local_report(seeded: SandboxBroker, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    workdir = tmp_path_factory.mktemp("local")
+    results = workdir / "results.json"
+    _run([SPARK_SUBMIT, "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4", JOB,
+          *_arguments(seeded, workdir, results)])
+    return results
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+    with standalone_cluster(tmp_path_factory.mktemp("standalone"), workers=2) as c:
+        yield c
+
+
+@pytest.mark.slow
+def test_a_standalone_cluster_of_two_workers_writes_the_local_report(
+    seeded: SandboxBroker, local_report: Path, cluster: Standalone, tmp_path: Path
+) -> None:
+    results = tmp_path / "results.json"
+    _run(cluster.submit_command(JOB, _arguments(seeded, tmp_path, results)))
+    assert _sorted_lines(results) == _sorted_lines(local_report)
+    assert len(_sorted_lines(results)) > 100  # rows, not only a summary
+    # Both workers ran executors of the application (the work directory of each holds one).
+    ran = [sorted(p.name for p in (cluster.logs / f"worker-{i}").iterdir()) for i in range(cluster.workers)]
+    assert all(any(name.startswith("app-") for name in names) for names in ran), ran
