@@ -1,21 +1,43 @@
-"""The safety promises of an OffsetDeletion (docs/safety.md), each against the operator under Kopf, the
-emulated API and the sandbox broker: the backup store outlives the resource, restore goes where the
-offsets came from, deleting cancels what was not sent, `protect` wins, and conditions tell the truth."""
+"""The safety promises of an OffsetDeletion (docs/safety.md), each against the operator under Kopf and the
+sandbox broker, on the real kube-apiserver with its real garbage collector (kube-controller-manager): the
+install applied once per module, the operator on the installed ServiceAccount's token (installed_api.py), a
+fresh namespace per test. The backup store outlives the resource (the real garbage collector has run when the
+backup is read), restore goes where the offsets came from, deleting cancels what was not sent, `protect`
+wins, and conditions (through the real status subresource) tell the truth.
+
+One test stays on the emulator: a spec edited after the deletion (test_restore_goes_into_the_group_acted_on_
+not_the_one_the_spec_names_now). The real API server refuses that edit with its CRD's transition rule (the
+422 is asserted in test_api_validation.py); the operator's own defence behind it ("an older CRD would let it
+in") needs the edit stored anyway, which on the real API server means replacing the session's CRD with an
+older one, a cluster-wide change every other test on that API server would meet while it lasts."""
 
 from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from brokers import make_topics
+from installed_api import ADMIN, InstalledApi, installed_api, release
 from kafka_clients import committed, empty_group, member
-from operator_harness import FINAL, GROUP_VERSION, NAMESPACE, EmulatedCluster, Kube, OperatorThread, condition
-from test_offset_deletion import deletion
+from kube_cluster import ControlPlane
+from operator_harness import (
+    FINAL,
+    GROUP_VERSION,
+    EmulatedCluster,
+    Kube,
+    Operators,
+    OperatorThread,
+    condition,
+    fast_options,
+)
+from test_offset_deletion import deletion as deletion_body
 from waiting import wait_until
 
+from kafka_offset_operator.context import OperatorOptions
 from kafka_offset_operator.model.backups import Action, decode
 from kafka_sandbox import SandboxBroker
 
@@ -23,6 +45,44 @@ pytestmark = pytest.mark.slow  # an operator under Kopf per test, with end-to-en
 
 
 Start = Callable[..., OperatorThread]
+
+
+@pytest.fixture(scope="module")
+def api(real_cluster: ControlPlane, real_crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[InstalledApi]:
+    """The install applied and the ServiceAccount's token, once for the module."""
+    with installed_api(real_cluster, tmp_path_factory.mktemp("kube")) as installed:
+        yield installed
+
+
+@pytest.fixture
+def kube(api: InstalledApi, real_namespace: str) -> Iterator[Kube]:
+    """The admin's client in a fresh namespace of the test's own (the conftest's is the emulator's). Our
+    objects' finalizers go before the namespace does: the operator that would remove them is stopped by then."""
+    client = Kube(api.plane.url, real_namespace, api.plane.api.context)
+    yield client
+    release(client)
+
+
+@pytest.fixture
+def operator_options(api: InstalledApi, kube: Kube) -> OperatorOptions:
+    """start_operator's operator: the installed ServiceAccount's token, watching the test's namespace."""
+    return api.options(namespaces=(kube.namespace,))
+
+
+@pytest.fixture
+def kubeconfig(api: InstalledApi) -> Path:
+    """The restore command's kubeconfig: the admin's, as a person on call would run it."""
+    return api.plane.kubeconfig
+
+
+def deletion(kube: Kube, name: str, group: str, topics: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+    """test_offset_deletion's OffsetDeletion in the client's namespace; an approval names its approver, as
+    the install's admission policy asks (the admin approves)."""
+    body = deletion_body(name, group, topics, **kwargs)
+    body["metadata"]["namespace"] = kube.namespace
+    if body["spec"]["approved"]:
+        body["spec"]["approvedBy"] = ADMIN
+    return body
 
 
 def backups(kube: Kube) -> dict[str, Any]:
@@ -34,9 +94,9 @@ def backups(kube: Kube) -> dict[str, Any]:
     return out
 
 
-def policy(broker: SandboxBroker, name: str, protect: list[str]) -> dict[str, Any]:
+def policy(kube: Kube, broker: SandboxBroker, name: str, protect: list[str]) -> dict[str, Any]:
     return {"apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-            "metadata": {"name": name, "namespace": NAMESPACE},
+            "metadata": {"name": name, "namespace": kube.namespace},
             "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "DryRun",
                      "schedule": {"interval": "24h"}, "protect": {"groups": protect}}}
 
@@ -49,12 +109,19 @@ def test_the_backup_is_stored_unowned_with_the_cluster_and_outlives_the_deletion
     make_topics(broker, {"orders": 2})
     empty_group(broker.bootstrap_servers, "replay", {("orders", 0): 3, ("orders", 1): 5})
     start_operator()
-    kube.create("offsetdeletions", deletion("od", "replay", [{"name": "orders"}],
+    kube.create("offsetdeletions", deletion(kube, "od", "replay", [{"name": "orders"}],
                                             kafka={"bootstrapServers": broker.bootstrap_servers}))
     status = kube.wait_for_status("od", lambda s: s.get("phase") == "Succeeded", what="Succeeded")["status"]
     uid = kube.deletion("od")["metadata"]["uid"]
+    # A witness the real garbage collector must take: a ConfigMap owned by the OffsetDeletion. Once it is gone,
+    # the collector has handled the deletion, and the backup (no ownerReference) is still there.
+    kube.create("configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "owned-by-od", "ownerReferences": [{"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion",
+                                                    "name": "od", "uid": uid}]}})
     kube.delete(GROUP_VERSION, "offsetdeletions", "od")
     wait_until(lambda: kube.find(GROUP_VERSION, "offsetdeletions", "od") is None, what="the deletion gone")
+    wait_until(lambda: kube.find("v1", "configmaps", "owned-by-od") is None, what="the garbage collector")
+    assert "ownerReferences" not in kube.get("v1", "configmaps", status["backup"]["name"])["metadata"]
     stored = backups(kube)[status["backup"]["name"]]
     assert (stored.action, stored.group, stored.bootstrap_servers) == (Action.DELETE, "replay", broker.bootstrap_servers)
     assert stored.cluster_id == status["target"]["clusterId"] and stored.cluster_id
@@ -75,7 +142,7 @@ def test_deleting_right_after_approval_cancels_or_keeps_a_backup_never_neither(
     make_topics(broker, {"orders": 2})
     empty_group(broker.bootstrap_servers, "hasty", {("orders", 0): 3, ("orders", 1): 5})
     start_operator()
-    kube.create("offsetdeletions", deletion("hasty", "hasty", [{"name": "orders"}],
+    kube.create("offsetdeletions", deletion(kube, "hasty", "hasty", [{"name": "orders"}],
                                             kafka={"bootstrapServers": broker.bootstrap_servers}))
     kube.delete(GROUP_VERSION, "offsetdeletions", "hasty")
     wait_until(lambda: kube.find(GROUP_VERSION, "offsetdeletions", "hasty") is None, what="the deletion gone")
@@ -91,7 +158,7 @@ def test_deleting_right_after_approval_cancels_or_keeps_a_backup_never_neither(
 def test_an_approved_deletion_waiting_for_kafka_is_cancelled_by_deleting_it(
         kube: Kube, start_operator: Start, broker: SandboxBroker) -> None:
     start_operator()
-    kube.create("offsetdeletions", deletion("stuck", "g", [{"name": "orders"}],
+    kube.create("offsetdeletions", deletion(kube, "stuck", "g", [{"name": "orders"}],
                                             kafka={"bootstrapServers": "127.0.0.1:1"}))
     # Finding 8: approved and waiting for Kafka is Pending, Ready=False KafkaUnavailable, not "AwaitingApproval".
     status = kube.wait_for_status("stuck", lambda s: s.get("phase") == "Pending" and any(
@@ -105,23 +172,29 @@ def test_an_approved_deletion_waiting_for_kafka_is_cancelled_by_deleting_it(
 
 
 def test_restore_goes_into_the_group_acted_on_not_the_one_the_spec_names_now(
-        broker: SandboxBroker, cluster: EmulatedCluster, kube: Kube, start_operator: Start) -> None:
+        broker: SandboxBroker, cluster: EmulatedCluster, tmp_path: Path) -> None:
     """Finding 3: a spec edit after the deletion changes nothing about where a restore goes. The CRD refuses
-    such an edit (test_api_validation.py); an older CRD would let it in, and the operator still holds."""
+    such an edit (test_api_validation.py, the real API server's 422); an older CRD would let it in, and the
+    operator still holds. On the emulator, which can store the edit (see the module docstring)."""
+    kube = Kube(cluster.url)
+    operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path / "kubeconfig")))
     make_topics(broker, {"orders": 1})
     empty_group(broker.bootstrap_servers, "source", {("orders", 0): 7})
     empty_group(broker.bootstrap_servers, "bystander", {("orders", 0): 1})
-    start_operator()
-    kube.create("offsetdeletions", deletion("moved", "source", [{"name": "orders"}],
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
-    kube.wait_for_status("moved", lambda s: s.get("phase") == "Succeeded", what="Succeeded")
-    with cluster.unvalidated():
-        kube.patch(GROUP_VERSION, "offsetdeletions", "moved", {"spec": {"group": "bystander"}})
-    frozen = kube.wait_for_status("moved", lambda s: any(c["reason"] == "SpecFrozen" for c in s.get("conditions", [])),
-                                  what="SpecFrozen")["status"]
-    assert "spec.group" in condition(frozen, "Degraded")["message"] and frozen["target"]["group"] == "source"
-    kube.patch(GROUP_VERSION, "offsetdeletions", "moved", {"spec": {"restore": True}})
-    kube.wait_for_status("moved", lambda s: s.get("phase") == "Restored", what="Restored")
+    try:
+        operators.start()
+        kube.create("offsetdeletions", deletion_body("moved", "source", [{"name": "orders"}],
+                                                     kafka={"bootstrapServers": broker.bootstrap_servers}))
+        kube.wait_for_status("moved", lambda s: s.get("phase") == "Succeeded", what="Succeeded")
+        with cluster.unvalidated():
+            kube.patch(GROUP_VERSION, "offsetdeletions", "moved", {"spec": {"group": "bystander"}})
+        frozen = kube.wait_for_status("moved", lambda s: any(c["reason"] == "SpecFrozen" for c in s.get("conditions", [])),
+                                      what="SpecFrozen")["status"]
+        assert "spec.group" in condition(frozen, "Degraded")["message"] and frozen["target"]["group"] == "source"
+        kube.patch(GROUP_VERSION, "offsetdeletions", "moved", {"spec": {"restore": True}})
+        kube.wait_for_status("moved", lambda s: s.get("phase") == "Restored", what="Restored")
+    finally:
+        operators.close()
     assert committed(broker.bootstrap_servers, "source") == {("orders", 0): 7}
     assert committed(broker.bootstrap_servers, "bystander") == {("orders", 0): 1}
 
@@ -130,9 +203,9 @@ def test_restore_needs_neither_the_policy_nor_its_spec(broker: SandboxBroker, ku
     """Finding 2: a deletion made through a policy restores after the policy is gone."""
     make_topics(broker, {"orders": 1})
     empty_group(broker.bootstrap_servers, "orphan", {("orders", 0): 4})
-    kube.create("consumergroupoffsetpolicies", policy(broker, "parent", []))
+    kube.create("consumergroupoffsetpolicies", policy(kube, broker, "parent", []))
     start_operator()
-    kube.create("offsetdeletions", deletion("child", "orphan", [{"name": "orders"}], policy="parent"))
+    kube.create("offsetdeletions", deletion(kube, "child", "orphan", [{"name": "orders"}], policy="parent"))
     kube.wait_for_status("child", lambda s: s.get("phase") == "Succeeded", what="Succeeded")
     kube.delete(GROUP_VERSION, "consumergroupoffsetpolicies", "parent")
     wait_until(lambda: kube.find(GROUP_VERSION, "consumergroupoffsetpolicies", "parent") is None, what="policy gone")
@@ -146,9 +219,9 @@ def test_protect_wins_over_an_approved_deletion_that_references_the_policy(
     """Finding 5."""
     make_topics(broker, {"invoices": 1})
     empty_group(broker.bootstrap_servers, "billing-monthly", {("invoices", 0): 9})
-    kube.create("consumergroupoffsetpolicies", policy(broker, "guard", ["billing-*"]))
+    kube.create("consumergroupoffsetpolicies", policy(kube, broker, "guard", ["billing-*"]))
     start_operator()
-    kube.create("offsetdeletions", deletion("nope", "billing-monthly", [{"name": "invoices"}], policy="guard"))
+    kube.create("offsetdeletions", deletion(kube, "nope", "billing-monthly", [{"name": "invoices"}], policy="guard"))
     status = kube.wait_for_status("nope", lambda s: s.get("phase") in FINAL, what="a final phase")["status"]
     assert (status["phase"], condition(status, "Ready")["reason"]) == ("Failed", "Protected")
     assert "'billing-*'" in condition(status, "Ready")["message"] and "backup" not in status
@@ -161,7 +234,7 @@ def test_restore_blocked_clears_when_the_restore_is_withdrawn(
     make_topics(broker, {"old": 1, "new": 1})
     empty_group(broker.bootstrap_servers, "mover", {("old", 0): 2})
     start_operator()
-    kube.create("offsetdeletions", deletion("busy", "mover", [{"name": "old"}],
+    kube.create("offsetdeletions", deletion(kube, "busy", "mover", [{"name": "old"}],
                                             kafka={"bootstrapServers": broker.bootstrap_servers}))
     kube.wait_for_status("busy", lambda s: s.get("phase") == "Succeeded", what="Succeeded")
     with member(broker.bootstrap_servers, "mover", ["new"]):
@@ -179,7 +252,7 @@ def test_backups_are_kept_until_they_expire(kube: Kube, start_operator: Start, o
 
     def stored(name: str, expires: str) -> dict[str, Any]:
         return {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name, "namespace": NAMESPACE,
+                "metadata": {"name": name, "namespace": kube.namespace,
                              "labels": {"app.kubernetes.io/managed-by": "kafka-offset-operator",
                                         "kafkaoffsets.dev/backup": "true"},
                              "annotations": {"kafkaoffsets.dev/expires-at": expires}},
@@ -205,18 +278,18 @@ def test_the_restore_command_restores_from_the_backup_alone(
     make_topics(broker, {"orders": 2})
     empty_group(broker.bootstrap_servers, "gone-for-good", {("orders", 0): 3, ("orders", 1): 5})
     op = start_operator()
-    kube.create("offsetdeletions", deletion("od", "gone-for-good", [{"name": "orders"}],
+    kube.create("offsetdeletions", deletion(kube, "od", "gone-for-good", [{"name": "orders"}],
                                             kafka={"bootstrapServers": broker.bootstrap_servers}))
     name = kube.wait_for_status("od", lambda s: s.get("phase") == "Succeeded", what="Succeeded")["status"]["backup"]["name"]
     kube.delete(GROUP_VERSION, "offsetdeletions", "od")
     wait_until(lambda: kube.find(GROUP_VERSION, "offsetdeletions", "od") is None, what="the deletion gone")
     op.stop()  # no operator, no OffsetDeletion: the backup alone
 
-    dry = _restore_cli("--backup", f"{NAMESPACE}/{name}", "--kubeconfig", str(kubeconfig))
+    dry = _restore_cli("--backup", f"{kube.namespace}/{name}", "--kubeconfig", str(kubeconfig))
     assert dry.returncode == 0, dry.stderr
     assert "would commit" in dry.stdout and committed(broker.bootstrap_servers, "gone-for-good") == {}
     with member(broker.bootstrap_servers, "gone-for-good", ["orders"]):
-        busy = _restore_cli("--backup", f"{NAMESPACE}/{name}", "--kubeconfig", str(kubeconfig), "--execute")
+        busy = _restore_cli("--backup", f"{kube.namespace}/{name}", "--kubeconfig", str(kubeconfig), "--execute")
         assert busy.returncode == 2 and "has members" in busy.stderr and len(busy.stderr.splitlines()) == 1
     file = tmp_path / "backup.json.gz"
     file.write_bytes(base64.b64decode(kube.get("v1", "configmaps", name)["binaryData"]["backup.json.gz"]))
@@ -230,7 +303,7 @@ def test_the_restore_command_restores_from_the_backup_alone(
     again = _restore_cli("--file", str(file), "--execute")  # nothing to commit: nothing to check either
     assert again.returncode == 0 and "already restored" in again.stdout  # idempotent
     for bad, message in ((["--backup", "nope"], "NAMESPACE/NAME"), (["--file", str(tmp_path / "x")], "--file"),
-                         (["--backup", f"{NAMESPACE}/missing", "--kubeconfig", str(kubeconfig)], "no backup")):
+                         (["--backup", f"{kube.namespace}/missing", "--kubeconfig", str(kubeconfig)], "no backup")):
         out = _restore_cli(*bad)
         assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr, out.stderr
 
@@ -245,18 +318,20 @@ def test_a_backup_already_stored_for_the_change_is_kept_and_acted_on(
 
     make_topics(broker, {"orders": 2})
     empty_group(broker.bootstrap_servers, "retried", {("orders", 0): 3, ("orders", 1): 5})
-    body = deletion("retried", "retried", [{"name": "orders"}], kafka={"bootstrapServers": broker.bootstrap_servers})
-    body["metadata"]["uid"] = "uid-retried"
-    name = backup_name("offsetdeletion", "retried", Action.DELETE, "uid-retried")
+    # The real API server sets the uid itself: the OffsetDeletion is made first, unapproved and with no
+    # operator running, and approved once the backup named after its uid is stored.
+    uid = kube.create("offsetdeletions", deletion(kube, "retried", "retried", [{"name": "orders"}], approved=False,
+                                                  kafka={"bootstrapServers": broker.bootstrap_servers}))["metadata"]["uid"]
+    name = backup_name("offsetdeletion", "retried", Action.DELETE, uid)
     earlier = BackupRecord(name, Action.DELETE, None, broker.bootstrap_servers, "retried",
                            {("orders", 0): Committed(3), ("orders", 1): Committed(4)},
-                           Requester("OffsetDeletion", NAMESPACE, "retried", "uid-retried", "approved OffsetDeletion"),
+                           Requester("OffsetDeletion", kube.namespace, "retried", uid, "approved OffsetDeletion"),
                            "2026-01-01T00:00:00Z", "2999-01-01T00:00:00Z")
     kube.create("configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
                                "metadata": {"name": name, "labels": {"kafkaoffsets.dev/backup": "true"}},
                                "binaryData": {"backup.json.gz": base64.b64encode(encode(earlier)).decode()}})
+    kube.patch(GROUP_VERSION, "offsetdeletions", "retried", {"spec": {"approved": True, "approvedBy": ADMIN}})
     start_operator()
-    kube.create("offsetdeletions", body)
     status = kube.wait_for_status("retried", lambda s: s.get("phase") in FINAL, what="a final phase")["status"]
     assert status["backup"]["name"] == name and status["backup"]["takenAt"] == "2026-01-01T00:00:00Z"
     by_tp = {(r["topic"], r["partition"]): r["status"] for r in status["results"]}

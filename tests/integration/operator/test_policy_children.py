@@ -1,9 +1,12 @@
 """A policy's OffsetDeletions outlive it (issue 9): they carry no ownerReference to the policy, so deleting the
 policy (a GitOps prune) takes only the proposals that never started; finished ones stay with their results;
 a history limit trims the oldest finished ones; Auto approves a waiting proposal of its own, never one of
-another policy. Through the real operator (Kopf on the emulated API) and Apache Kafka (the `kafka` fixture:
-the session's real broker, or the sandbox with KOO_KAFKA_VERSIONS=sandbox); every offset asserted is an
-OffsetFetch over TCP.
+another policy. Through the real operator (Kopf) on the real kube-apiserver with its real garbage collector
+(kube-controller-manager): the install applied once per module, the operator on the installed
+ServiceAccount's token (installed_api.py), so every call it makes here is authorized by the real RBAC
+authorizer against the rules we ship and every approval passes the real admission policy; a fresh namespace
+per test. Kafka is Apache Kafka (the `kafka` fixture: the session's real broker, or the sandbox with
+KOO_KAFKA_VERSIONS=sandbox); every offset asserted is an OffsetFetch over TCP.
 
 The analysis is the plain-Python reference analysis (the Spark job's test oracle, same rules) in place of
 the Local engine: what is tested here is what happens after an analysis, and each test runs a few of them.
@@ -16,28 +19,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from analysis_reference import analyze_records
 from brokers import make_topics
-from install_renders import cluster_wide_rules
+from installed_api import ADMIN, InstalledApi, installed_api, release
 from kafka_clients import committed as committed_at
 from kafka_clients import empty_group as empty_group_at
 from kafka_under_test import Kafka
-from operator_harness import (
-    GROUP_VERSION,
-    NAMESPACE,
-    EmulatedCluster,
-    Kube,
-    OperatorThread,
-    deletions_by_group,
-    wait_run,
-)
+from kube_cluster import ControlPlane
+from operator_harness import GROUP_VERSION, Kube, OperatorThread, deletions_by_group, wait_run
 from waiting import wait_past, wait_until
 
 from kafka_offset_operator.adapters.offsets_topic import OffsetsTopicReader
+from kafka_offset_operator.context import OperatorOptions
 from kafka_offset_operator.decisions.proposals import POLICY_UID
 from kafka_offset_operator.engines.job import CancelFlag, Job
 from kafka_offset_operator.model.api import POLICY_LABEL
@@ -59,6 +57,28 @@ POLICY = "cleanup"
 GROUPS = ("g-a", "g-b", "g-c")
 OFFSETS = {("orders", 0): 3, ("orders", 1): 4}
 TIMEOUT = 60.0
+
+
+@pytest.fixture(scope="module")
+def api(real_cluster: ControlPlane, real_crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[InstalledApi]:
+    """The install applied and the ServiceAccount's token, once for the module."""
+    with installed_api(real_cluster, tmp_path_factory.mktemp("kube")) as installed:
+        yield installed
+
+
+@pytest.fixture
+def kube(api: InstalledApi, real_namespace: str) -> Iterator[Kube]:
+    """The admin's client in a fresh namespace of the test's own (the conftest's is the emulator's). Our
+    objects' finalizers go before the namespace does: the operator that would remove them is stopped by then."""
+    client = Kube(api.plane.url, real_namespace, api.plane.api.context)
+    yield client
+    release(client)
+
+
+@pytest.fixture
+def operator_options(api: InstalledApi, kube: Kube) -> OperatorOptions:
+    """start_operator's operator: the installed ServiceAccount's token, watching the test's namespace."""
+    return api.options(namespaces=(kube.namespace,))
 
 
 def committed(broker: Kafka, group: str) -> dict[tuple[str, int], int]:
@@ -100,7 +120,7 @@ def stale_groups(kafka: Kafka, monkeypatch: pytest.MonkeyPatch) -> Kafka:
 def create_policy(kube: Kube, broker: Kafka, mode: str, **extra: Any) -> dict[str, Any]:
     return kube.create(PLURAL, {
         "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-        "metadata": {"name": POLICY, "namespace": NAMESPACE},
+        "metadata": {"name": POLICY, "namespace": kube.namespace},
         "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "rules": {"emptyGroupRetention": "1d"},
                  "mode": mode, **extra}})
 
@@ -116,7 +136,7 @@ def proposals_waiting(kube: Kube) -> dict[str, dict[str, Any]]:
 
 def approve(kube: Kube, child: dict[str, Any]) -> dict[str, Any]:
     name = child["metadata"]["name"]
-    kube.patch(GROUP_VERSION, DELETIONS, name, {"spec": {"approved": True}})
+    kube.patch(GROUP_VERSION, DELETIONS, name, {"spec": {"approved": True, "approvedBy": ADMIN}})
     return kube.wait_for_status(name, lambda s: s.get("phase") == "Succeeded", TIMEOUT, "the approved deletion")
 
 
@@ -125,15 +145,15 @@ def delete_policy(kube: Kube) -> None:
     wait_until(lambda: kube.find(GROUP_VERSION, PLURAL, POLICY) is None, TIMEOUT, "the policy to be gone")
 
 
-def hand_made(name: str, group: str, labels: dict[str, str], annotations: dict[str, str],
+def hand_made(kube: Kube, name: str, group: str, labels: dict[str, str], annotations: dict[str, str],
               spec: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion",
-            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels, "annotations": annotations},
+            "metadata": {"name": name, "namespace": kube.namespace, "labels": labels, "annotations": annotations},
             "spec": {"group": group, "topics": [{"name": "orders"}], **spec}}
 
 
 def test_deleting_a_policy_deletes_its_unstarted_proposals_and_keeps_the_rest(
-        stale_groups: Kafka, cluster: EmulatedCluster, kube: Kube, start_operator: Start) -> None:
+        stale_groups: Kafka, kube: Kube, start_operator: Start) -> None:
     broker = stale_groups
     start_operator()
     uid = create_policy(kube, broker, "Approve")["metadata"]["uid"]
@@ -144,11 +164,16 @@ def test_deleting_a_policy_deletes_its_unstarted_proposals_and_keeps_the_rest(
         assert "ownerReferences" not in meta, meta
         assert (meta["labels"][POLICY_LABEL], meta["annotations"][POLICY_UID]) == (POLICY, uid)
     # An OffsetDeletion labelled like the policy's but made by someone else (an earlier policy of that name).
-    kube.create(DELETIONS, hand_made("foreign", "g-c", {POLICY_LABEL: POLICY}, {POLICY_UID: "an-earlier-policy"},
+    kube.create(DELETIONS, hand_made(kube, "foreign", "g-c", {POLICY_LABEL: POLICY}, {POLICY_UID: "an-earlier-policy"},
                                      {"kafka": {"bootstrapServers": broker.bootstrap_servers}}))
     kube.wait_for_status("foreign", lambda s: s.get("phase") == "AwaitingApproval", what="the foreign proposal")
     finished = approve(kube, proposed["g-a"])
     assert committed(broker, "g-a") == {}
+    # A witness the real garbage collector must take: a ConfigMap the policy owns. Once it is gone, the
+    # collector has handled the policy's deletion, and what is left is what it left.
+    kube.create("configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "owned-by-the-policy", "ownerReferences": [{"apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+                                                            "name": POLICY, "uid": uid}]}})
 
     delete_policy(kube)
 
@@ -157,12 +182,16 @@ def test_deleting_a_policy_deletes_its_unstarted_proposals_and_keeps_the_rest(
     def settled() -> dict[str, dict[str, Any]] | None:  # a deleted child may linger behind its own finalizer
         found = {d["metadata"]["name"]: d for d in kube.list(GROUP_VERSION, DELETIONS)}
         return found if set(found) == expected else None
-    left = wait_until(settled, TIMEOUT, f"only {sorted(expected)} to be left")
+    wait_until(settled, TIMEOUT, f"only {sorted(expected)} to be left")
+    wait_until(lambda: kube.find("v1", "configmaps", "owned-by-the-policy") is None, TIMEOUT, "the garbage collector")
+    left = settled()
+    assert left is not None, "the garbage collector took more than the policy's witness"
     kept = left[finished["metadata"]["name"]]
     assert kept["status"]["phase"] == "Succeeded" and kept["status"]["results"] == finished["status"]["results"]
-    assert "ownerReferences" not in kept["metadata"]  # nothing for garbage collection to take
-    assert committed(broker, "g-b") == committed(broker, "g-c") == OFFSETS  # the proposals went, not a write
-    assert_clusterrole_allows_every_call(cluster)
+    assert "ownerReferences" not in kept["metadata"]  # nothing for the garbage collector to take
+    # The proposals went, not a write; with no ownerReference, the operator deleted them itself, as the
+    # installed ServiceAccount, and the real RBAC authorizer allowed it.
+    assert committed(broker, "g-b") == committed(broker, "g-c") == OFFSETS
 
 
 def test_a_policy_deleted_while_its_run_is_under_way_leaves_no_proposal_behind(
@@ -214,16 +243,16 @@ def test_the_history_limit_trims_the_oldest_finished_deletions(
     uid = create_policy(kube, broker, "Approve", history={"finishedDeletionsLimit": 2})["metadata"]["uid"]
     # Finished OffsetDeletions of earlier runs (made before the operator starts, so it finds them finished),
     # and an older one of another policy that the limit does not count.
-    spec = {"policyRef": {"name": POLICY}, "approved": True}
+    spec = {"policyRef": {"name": POLICY}, "approved": True, "approvedBy": ADMIN}
     # The API server takes a status only through /status, so each is created, then given its status.
     for day in range(1, 5):
         name = f"{POLICY}-day{day}"
-        kube.create(DELETIONS, hand_made(name, f"old-{day}", {POLICY_LABEL: POLICY}, {POLICY_UID: uid}, spec))
+        kube.create(DELETIONS, hand_made(kube, name, f"old-{day}", {POLICY_LABEL: POLICY}, {POLICY_UID: uid}, spec))
         kube.patch(GROUP_VERSION, DELETIONS, name, {"status": {
             "phase": "Succeeded", "completionTime": f"2026-01-0{day}T00:00:00Z", "deleted": 1, "failed": 0}},
             subresource="status")
-    kube.create(DELETIONS, hand_made("other-policy-old", "old-0", {POLICY_LABEL: "other"}, {POLICY_UID: "u-other"},
-                                     {"policyRef": {"name": "other"}, "approved": True}))
+    kube.create(DELETIONS, hand_made(kube, "other-policy-old", "old-0", {POLICY_LABEL: "other"}, {POLICY_UID: "u-other"},
+                                     {"policyRef": {"name": "other"}, "approved": True, "approvedBy": ADMIN}))
     kube.patch(GROUP_VERSION, DELETIONS, "other-policy-old", {"status": {
         "phase": "Succeeded", "completionTime": "2025-01-01T00:00:00Z"}}, subresource="status")
     start_operator()
@@ -264,28 +293,3 @@ def test_auto_approves_a_waiting_proposal_of_its_own_and_not_one_of_another_poli
     untouched = kube.deletion(foreign)
     assert untouched["spec"]["approved"] is False and untouched["status"]["phase"] == "AwaitingApproval"
     assert committed(broker, "g-b") == OFFSETS
-
-
-# -- RBAC: what the policy's side of the operator called is allowed by the ClusterRole
-
-
-VERBS = {"fetch": "get", "list": "list", "watch": "watch", "create": "create", "delete": "delete"}
-
-
-def assert_clusterrole_allows_every_call(cluster: EmulatedCluster) -> None:
-    role = {"rules": cluster_wide_rules()}  # the default install's ClusterRoles
-    assert cluster.emulator is not None
-    calls = set()
-    for request in cluster.emulator._requests:  # kmock keeps every request it served
-        agent = request.headers.get("User-Agent", "")
-        if request.resource is None or request.action is None or not agent.startswith(("kopf", "OpenAPI-Generator")):
-            continue
-        if not request.resource.plural:
-            continue
-        method = request.method.value
-        verb = "patch" if method == "PATCH" else "update" if method == "PUT" else VERBS[request.action.value.lower()]
-        calls.add((request.resource.group, request.resource.plural + (f"/{request.subresource}" if request.subresource else ""), verb))
-    assert ("kafkaoffsets.dev", "offsetdeletions", "delete") in calls
-    denied = sorted(c for c in calls if not any(c[0] in r["apiGroups"] and c[1] in r["resources"] and c[2] in r["verbs"]
-                                                 for r in role["rules"]))
-    assert denied == []
