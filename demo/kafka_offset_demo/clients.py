@@ -54,7 +54,7 @@ def _until(condition: Callable[[], T | None], timeout: float, what: str) -> T:
 class GroupConsumer:
     """A subscribed KafkaConsumer polling in a background thread; `received` collects what it read."""
 
-    def __init__(self, bootstrap: str, group: str, topics: list[str], **config: Any) -> None:
+    def __init__(self, bootstrap: str, group: str, topics: list[str], poll_ms: int = POLL_MS, **config: Any) -> None:
         self._commands: queue.Queue[tuple[Callable[[KafkaConsumer], Any], queue.Queue[Any]]] = queue.Queue()
         self._stop = threading.Event()
         self.group = group
@@ -62,6 +62,7 @@ class GroupConsumer:
         self.received: list[ConsumerRecord] = []
         self.error: BaseException | None = None
         self.restarts = 0
+        self._poll_ms = poll_ms
         self._topics = topics
         self._settings = {
             "bootstrap_servers": bootstrap,
@@ -97,7 +98,7 @@ class GroupConsumer:
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                for records in self._consumer.poll(timeout_ms=POLL_MS).values():
+                for records in self._consumer.poll(timeout_ms=self._poll_ms).values():
                     self.received.extend(records)
                 self.assignment = set(self._consumer.assignment())
                 while not self._commands.empty():

@@ -84,7 +84,9 @@ class Story:
         commit_and_leave(b, "nightly-export", {("orders", 0): 5, ("orders", 1): 5})
         catch_up(b)
         interval = self.max_poll_interval_ms
-        self.live = GroupConsumer(b.bootstrap_servers, "orders-app", ["orders"], max_poll_interval_ms=interval,
+        # Polls of 2 s: a JoinGroup answered within one poll never meets kafka-python's stall (clients.STUCK_S),
+        # even when the demo's broker, operator and Spark share a loaded machine; the live member is only read.
+        self.live = GroupConsumer(b.bootstrap_servers, "orders-app", ["orders"], poll_ms=2_000, max_poll_interval_ms=interval,
                                   session_timeout_ms=min(30_000, interval), heartbeat_interval_ms=min(3_000, interval // 3))
         try:
             self.live.wait_assigned()

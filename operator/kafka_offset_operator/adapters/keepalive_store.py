@@ -16,6 +16,7 @@ resolved from Kafka's records (reconcilers/keepalive.resume_recommits).
 from __future__ import annotations
 
 import datetime
+import secrets
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -82,7 +83,9 @@ class RecommitIntents(_PolicyRecords):
         if self._own is None:
             now = _now()
             record = self.store.write(BackupRecord(
-                name=backup_name("cgop", self.policy, Action.RECOMMIT, f"{self.uid}/{iso_of(now)}"),
+                # A pass of its own: two passes in one second (a restart, a second replica) must not share a
+                # record, or the later one would replace the earlier one's settled intent for the same group.
+                name=backup_name("cgop", self.policy, Action.RECOMMIT, f"{self.uid}/{iso_of(now)}/{secrets.token_hex(4)}"),
                 action=Action.RECOMMIT, cluster_id=self.cluster_id, bootstrap_servers=self.bootstrap_servers,
                 group=group, offsets={},
                 requested_by=Requester(POLICY_KIND, self.namespace, self.policy, self.uid,
