@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kafka_offset_operator import cli
+from kafka_offset_operator.adapters.keepalive_store import RecommitIntents
 from kafka_offset_operator.decisions.keepalive import recommit_finding
 from kafka_offset_operator.model.backups import (
     INTENTS_KEY,
@@ -83,3 +84,34 @@ def test_restore_refuses_an_intent_record_in_one_line(capsys: pytest.CaptureFixt
     code = cli.main(["restore", "--file", str(path), "--bootstrap-server", "127.0.0.1:1"])
     out, err = capsys.readouterr()
     assert (code, out) == (2, "") and len(err.splitlines()) == 1 and "nothing to restore" in err, err
+
+
+class _Store:
+    """The backup store's contract as RecommitIntents uses it: a write keeps what is stored under the name."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, BackupRecord] = {}
+
+    def write(self, record: BackupRecord) -> BackupRecord:
+        return self.records.setdefault(record.name, record)
+
+    def update(self, namespace: str, record: BackupRecord) -> BackupRecord:
+        self.records[record.name] = record
+        return record
+
+    def find(self, namespace: str, labels: dict[str, str]) -> list[BackupRecord]:
+        return list(self.records.values())
+
+
+def test_two_passes_in_one_second_keep_a_record_each() -> None:
+    """Two keep-alive passes of one policy within the same second (a restart, a second replica) each keep
+    their own settled intent: the later pass must not take over the earlier one's record and replace its
+    intent for the same group."""
+    store = _Store()
+    policy = {"metadata": {"namespace": "kafka", "name": "guard", "uid": "uid-guard"}}
+    for _ in range(2):
+        intents = RecommitIntents(store, policy, "cluster", "kafka:9092", 3600.0)  # type: ignore[arg-type]
+        name = intents.intend("g", INTENDED, None)
+        intents.settle(name, "g")
+    assert len(store.records) == 2
+    assert [[i.state for i in intents_of(r)] for r in store.records.values()] == [["Done"], ["Done"]]
