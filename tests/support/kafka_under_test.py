@@ -14,12 +14,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from brokers import sandbox_broker
 from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
-from kafka.errors import GroupIdNotFoundError, UnknownTopicOrPartitionError
+from kafka.errors import CoordinatorLoadInProgressError, GroupIdNotFoundError, UnknownTopicOrPartitionError
 from real_kafka import (
     PLAIN_PASSWORD,
     PLAIN_USER,
@@ -112,7 +113,10 @@ def clean(bootstrap: str, timeout: float = 30.0) -> None:
     finds an empty cluster. A group that still has members (a test's consumer not closed) is an error."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        groups = sorted({g["group_id"] for g in admin.list_groups()})
+        # Right after a broker starts (or a test deleted many groups) its coordinators may still be loading
+        # their partitions: ListGroups answers COORDINATOR_LOAD_IN_PROGRESS, which is retriable.
+        [listed] = wait_until(lambda: _listed(admin), timeout, "a ListGroups answer")
+        groups = sorted({g["group_id"] for g in listed})
         if groups:
             failed = {g: e for g, e in admin.delete_groups(groups).items()
                       if getattr(e, "errno", 0) and not isinstance(e, GroupIdNotFoundError)}
@@ -124,6 +128,14 @@ def clean(bootstrap: str, timeout: float = 30.0) -> None:
             wait_until(lambda: not set(topics) & set(admin.list_topics()), timeout, f"topics {topics} to be deleted")
     finally:
         admin.close()
+
+
+def _listed(admin: KafkaAdminClient) -> tuple[list[dict[str, Any]]] | None:
+    """(every group,), or None while a coordinator is still loading (ask again)."""
+    try:
+        return (list(admin.list_groups()),)
+    except CoordinatorLoadInProgressError:
+        return None
 
 
 _unavailable: dict[str, str] = {}  # version -> why it cannot run, so a session tries each once
