@@ -94,7 +94,7 @@ class RecommitIntents(_PolicyRecords):
                 extra={INTENTS_KEY: intent_entries([intent])}))
             self._own = record.name
             self._records[record.name] = record
-            if [i.group for i in intents_of(record)] != [group]:  # a record of this second already: grow it
+            if [i.group for i in intents_of(record)] != [group]:  # the name was stored already (a retried write): grow it
                 self._update(record, [*[i for i in intents_of(record) if i.group != group], intent])
             return record.name
         record = self._records[self._own]
