@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from brokers import make_topics
-from installed_api import ADMIN, InstalledApi, installed_api, release
+from installed_api import ADMIN
 from kafka_clients import committed, empty_group, member
-from kube_cluster import ControlPlane
 from operator_harness import (
     FINAL,
     GROUP_VERSION,
@@ -37,42 +36,13 @@ from operator_harness import (
 from test_offset_deletion import deletion as deletion_body
 from waiting import wait_until
 
-from kafka_offset_operator.context import OperatorOptions
 from kafka_offset_operator.model.backups import Action, decode
 from kafka_sandbox import SandboxBroker
 
-pytestmark = pytest.mark.slow  # an operator under Kopf per test, with end-to-end waits: the full suite runs them
+pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # an operator under Kopf per test, with end-to-end waits: the full suite runs them
 
 
 Start = Callable[..., OperatorThread]
-
-
-@pytest.fixture(scope="module")
-def api(real_cluster: ControlPlane, real_crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[InstalledApi]:
-    """The install applied and the ServiceAccount's token, once for the module."""
-    with installed_api(real_cluster, tmp_path_factory.mktemp("kube")) as installed:
-        yield installed
-
-
-@pytest.fixture
-def kube(api: InstalledApi, real_namespace: str) -> Iterator[Kube]:
-    """The admin's client in a fresh namespace of the test's own (the conftest's is the emulator's). Our
-    objects' finalizers go before the namespace does: the operator that would remove them is stopped by then."""
-    client = Kube(api.plane.url, real_namespace, api.plane.api.context)
-    yield client
-    release(client)
-
-
-@pytest.fixture
-def operator_options(api: InstalledApi, kube: Kube) -> OperatorOptions:
-    """start_operator's operator: the installed ServiceAccount's token, watching the test's namespace."""
-    return api.options(namespaces=(kube.namespace,))
-
-
-@pytest.fixture
-def kubeconfig(api: InstalledApi) -> Path:
-    """The restore command's kubeconfig: the admin's, as a person on call would run it."""
-    return api.plane.kubeconfig
 
 
 def deletion(kube: Kube, name: str, group: str, topics: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:

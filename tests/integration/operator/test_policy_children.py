@@ -19,23 +19,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from analysis_reference import analyze_records
 from brokers import make_topics
-from installed_api import ADMIN, InstalledApi, installed_api, release
+from installed_api import ADMIN
 from kafka_clients import committed as committed_at
 from kafka_clients import empty_group as empty_group_at
 from kafka_under_test import Kafka
-from kube_cluster import ControlPlane
 from operator_harness import GROUP_VERSION, Kube, OperatorThread, deletions_by_group, wait_run
 from waiting import wait_past, wait_until
 
 from kafka_offset_operator.adapters.offsets_topic import OffsetsTopicReader
-from kafka_offset_operator.context import OperatorOptions
 from kafka_offset_operator.decisions.proposals import POLICY_UID
 from kafka_offset_operator.engines.job import CancelFlag, Job
 from kafka_offset_operator.model.api import POLICY_LABEL
@@ -44,7 +41,7 @@ from kafka_offset_operator.reconcilers import policy_visit
 from kafka_offsets_model.policy import parse_policy
 from kafka_offsets_model.raw import RawRecord
 
-pytestmark = pytest.mark.slow  # see the module docstring: real processes or a Spark run
+pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # see the module docstring: real processes or a Spark run
 
 
 RETENTION_MS = 7 * 86_400_000
@@ -57,28 +54,6 @@ POLICY = "cleanup"
 GROUPS = ("g-a", "g-b", "g-c")
 OFFSETS = {("orders", 0): 3, ("orders", 1): 4}
 TIMEOUT = 60.0
-
-
-@pytest.fixture(scope="module")
-def api(real_cluster: ControlPlane, real_crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[InstalledApi]:
-    """The install applied and the ServiceAccount's token, once for the module."""
-    with installed_api(real_cluster, tmp_path_factory.mktemp("kube")) as installed:
-        yield installed
-
-
-@pytest.fixture
-def kube(api: InstalledApi, real_namespace: str) -> Iterator[Kube]:
-    """The admin's client in a fresh namespace of the test's own (the conftest's is the emulator's). Our
-    objects' finalizers go before the namespace does: the operator that would remove them is stopped by then."""
-    client = Kube(api.plane.url, real_namespace, api.plane.api.context)
-    yield client
-    release(client)
-
-
-@pytest.fixture
-def operator_options(api: InstalledApi, kube: Kube) -> OperatorOptions:
-    """start_operator's operator: the installed ServiceAccount's token, watching the test's namespace."""
-    return api.options(namespaces=(kube.namespace,))
 
 
 def committed(broker: Kafka, group: str) -> dict[tuple[str, int], int]:
