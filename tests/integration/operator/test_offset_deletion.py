@@ -1,6 +1,8 @@
-"""OffsetDeletion end to end: the operator under Kopf against kmock's emulated API and Apache Kafka (the
-`kafka` fixture: the session's real broker, or the sandbox with KOO_KAFKA_VERSIONS=sandbox), with consumer
-groups made by kafka-python. Every assertion about Kafka is an OffsetFetch over TCP.
+"""OffsetDeletion end to end: the operator under Kopf on the real kube-apiserver (the install applied once per
+module, the operator on the installed ServiceAccount's token, a fresh namespace per test: installed_api.py)
+and Apache Kafka (the `kafka` fixture: the session's real broker, or the sandbox with
+KOO_KAFKA_VERSIONS=sandbox), with consumer groups made by kafka-python. Every assertion about Kafka is an
+OffsetFetch over TCP; every approval passes the install's admission policy (approvedBy: the admin).
 
 A deletion that walks through several phases (awaiting approval, deleted, restored) is brought to the phase
 a test starts from by a fixture, so each test proves what happens in one phase."""
@@ -16,26 +18,33 @@ from typing import Any
 
 import pytest
 from brokers import make_topics
+from installed_api import ADMIN
 from kafka_clients import committed, empty_group, member
 from kafka_under_test import Kafka
-from operator_harness import FINAL, GROUP_VERSION, NAMESPACE, Kube, OperatorThread, condition
+from operator_harness import FINAL, GROUP_VERSION, Kube, OperatorThread, condition
 from waiting import wait_until
 
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
 from kafka_offset_operator.context import OperatorOptions
 from kafka_offset_operator.model.connection import ConnectionSettings
 
+pytestmark = pytest.mark.real_api
+
 Start = Callable[..., OperatorThread]
 
 
 def deletion(name: str, group: str, topics: list[dict[str, Any]], *, kafka: dict[str, Any] | None = None,
              policy: str | None = None, approved: bool = True, restore: bool = False) -> dict[str, Any]:
+    """In the client's namespace (Kube.create's default); an approval names its approver, as the install's
+    admission policy asks (the admin approves)."""
     spec: dict[str, Any] = {"group": group, "topics": topics, "approved": approved, "restore": restore}
+    if approved:
+        spec["approvedBy"] = ADMIN
     if policy:
         spec["policyRef"] = {"name": policy}
     else:
         spec["kafka"] = kafka
-    return {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": name, "namespace": NAMESPACE},
+    return {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": name},
             "spec": spec}
 
 
@@ -192,7 +201,7 @@ def test_an_unapproved_deletion_waits_without_a_backup_or_a_deletion_and_can_be_
 
 def test_approving_a_waiting_deletion_deletes_the_offsets(
         awaiting_approval: dict[str, Any], kafka: Kafka, kube: Kube) -> None:
-    patch_spec(kube, "gated", {"approved": True})
+    patch_spec(kube, "gated", {"approved": True, "approvedBy": ADMIN})
     status = kube.wait_for_phase("gated", *FINAL)
     assert status["phase"] == "Succeeded"
     assert committed(kafka.bootstrap_servers, "audit") == {}
@@ -222,7 +231,7 @@ def test_policy_ref_reads_the_policys_connection_once_it_exists(
         waiting_for_its_policy: dict[str, Any], kafka: Kafka, kube: Kube) -> None:
     kube.create("consumergroupoffsetpolicies", {
         "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-        "metadata": {"name": "stale-offsets", "namespace": NAMESPACE},
+        "metadata": {"name": "stale-offsets"},
         "spec": {"kafka": plain(kafka), "mode": "DryRun"}})
     status = kube.wait_for_phase("by-ref", "Succeeded")
     assert condition(status, "Degraded")["status"] == "False"
