@@ -1,9 +1,10 @@
-"""OffsetReset end to end: the operator under Kopf against kmock's emulated API and Apache Kafka (the session's
-real broker; the sandbox with KOO_KAFKA_VERSIONS=sandbox). Every
-assertion about Kafka is an OffsetFetch over TCP (kafka_clients.committed).
+"""OffsetReset end to end: the operator under Kopf on the real kube-apiserver (the install applied, the operator
+on the installed ServiceAccount's token: installed_api.py) and Apache Kafka (the session's real broker; the
+sandbox with KOO_KAFKA_VERSIONS=sandbox). Every assertion about Kafka is an OffsetFetch over TCP
+(kafka_clients.committed); every approval passes the install's admission policy (approvedBy: the admin).
 
-One operator, one emulated API and one broker for the module (each test its own groups and topics), so the
-whole file costs one operator start: a dry run shows the plan and writes nothing; an approved reset backs
+One operator, one namespace of the real API server and one broker for the module (each test its own groups
+and topics), so the whole file costs one operator start: a dry run shows the plan and writes nothing; an approved reset backs
 up, then commits, and its results are what OffsetFetch reads; its undo (a reset fromBackup of the backup it
 wrote) brings the offsets back; a group with members waits with a condition naming them; a reset deleted
 before approval is cancelled; the approved spec is frozen; `protect` of a referenced policy wins."""
@@ -18,7 +19,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,17 +29,17 @@ import yaml
 from argocd_health import health, health_script
 from brokers import make_topics
 from flux_health import flux_status
+from installed_api import ADMIN, InstalledApi
 from kafka_clients import GroupConsumer, admin_commit, committed
 from kafka_under_test import Kafka, clean_after
 from operator_harness import (
     GROUP_VERSION,
-    NAMESPACE,
     EmulatedCluster,
     Kube,
     KubeApiError,
     Operators,
+    OperatorThread,
     condition,
-    emulated_cluster,
     fast_options,
 )
 from waiting import wait_until
@@ -46,7 +47,7 @@ from waiting import wait_until
 from kafka_offset_operator.model.backups import Action, BackupRecord, Requester, decode
 from kafka_sandbox import SandboxBroker
 
-pytestmark = pytest.mark.slow  # an operator under Kopf with end-to-end waits
+pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # an operator under Kopf with end-to-end waits
 
 RESETS = "offsetresets"
 FINAL = ("Succeeded", "PartiallyFailed", "Failed")
@@ -69,7 +70,6 @@ def as_gitops_sees_it(kube: Kube, name: str, argo_cd: str, flux: str) -> None:
 @dataclass
 class World:
     broker: Kafka
-    cluster: EmulatedCluster
     kube: Kube
     kubeconfig: Path
 
@@ -111,37 +111,37 @@ class World:
 
 def reset(name: str, group: str, target: dict[str, Any], *, kafka: dict[str, Any] | None = None,
           policy: str | None = None, topics: list[dict[str, Any]] | None = None, approved: bool = False) -> dict[str, Any]:
+    """In the client's namespace (Kube.create's default); an approval names its approver, as the install's
+    admission policy asks (the admin approves)."""
     spec: dict[str, Any] = {"group": group, "target": target, "approved": approved}
+    if approved:
+        spec["approvedBy"] = ADMIN
     spec.update({"policyRef": {"name": policy}} if policy else {"kafka": kafka})
     spec.update({"topics": topics} if topics is not None else {"allTopics": True})
-    return {"apiVersion": GROUP_VERSION, "kind": "OffsetReset", "metadata": {"name": name, "namespace": NAMESPACE},
+    return {"apiVersion": GROUP_VERSION, "kind": "OffsetReset", "metadata": {"name": name},
             "spec": spec}
 
 
 @pytest.fixture(scope="module")
-def world(real_kafka: Kafka, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    """One broker for the module (emptied afterwards: clean_after), one emulated API, one operator."""
-    with clean_after(real_kafka) as broker, emulated_cluster() as cluster:
-        kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
-        operators = Operators(fast_options(kubeconfig))
+def world(real_kafka: Kafka, api: InstalledApi) -> Iterator[World]:
+    """One broker for the module (emptied afterwards: clean_after), the install's namespace (the conftest's
+    `api`), one operator on the ServiceAccount's token."""
+    with clean_after(real_kafka) as broker:
+        operators = Operators(api.options())
         try:
             operators.start()
-            yield World(broker, cluster, Kube(cluster.url), kubeconfig)
+            yield World(broker, api.kube, api.plane.kubeconfig)
         finally:
             operators.close()
 
 
 @pytest.fixture
-def sandbox_world(broker: SandboxBroker, tmp_path: Path) -> Iterator[World]:
-    """The same world on the sandbox, for a test that needs its `faults` (a request held at the broker)."""
-    with emulated_cluster() as cluster:
-        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-        operators = Operators(fast_options(kubeconfig))
-        try:
-            operators.start()
-            yield World(Kafka.of_sandbox(broker), cluster, Kube(cluster.url), kubeconfig)
-        finally:
-            operators.close()
+def sandbox_world(broker: SandboxBroker, kube: Kube, kubeconfig: Path,
+                  start_operator: Callable[..., OperatorThread]) -> World:
+    """The same world on the sandbox, for a test that needs its `faults` (a request held at the broker): the
+    test's own namespace and operator."""
+    start_operator()
+    return World(Kafka.of_sandbox(broker), kube, kubeconfig)
 
 
 def test_a_dry_run_shows_the_plan_clamped_as_kafka_does_and_changes_nothing(world: World) -> None:
@@ -272,24 +272,40 @@ def test_the_undo_manifest_resets_from_the_backup_to_the_offsets_before(world: W
     plan = world.phase(name, "AwaitingApproval")["plan"]
     assert {(e["topic"], e["partition"]): (e["current"], e["new"]) for e in plan["entries"]} == {
         ("orders", 0): (6, 2), ("orders", 1): (6, 3), ("payments", 0): (6, 6)}
-    world.kube.patch(GROUP_VERSION, RESETS, name, {"spec": {"approved": True}})
+    world.kube.patch(GROUP_VERSION, RESETS, name, {"spec": {"approved": True, "approvedBy": ADMIN}})
     assert world.phase(name, *FINAL)["phase"] == "Succeeded"
     assert world.offsets("replay") == done.before
 
 
-def test_an_approved_spec_is_frozen_by_the_api_server_and_by_the_operator(world: World, done: Done) -> None:
+def test_an_approved_spec_is_frozen_by_the_api_server(world: World, done: Done) -> None:
     edit = {"spec": {"target": {"earliest": True, "latest": None}}}
     with pytest.raises(KubeApiError) as refused:
         world.kube.patch(GROUP_VERSION, RESETS, "to-latest", edit)
     assert refused.value.status == 422 and "frozen" in str(refused.value)
-    # An older CRD would let the edit in: the operator says so and acts on nothing new.
-    offsets = world.offsets("replay")
-    with world.cluster.unvalidated():
-        world.kube.patch(GROUP_VERSION, RESETS, "to-latest", edit)
-    status = world.wait("to-latest", lambda s: condition(s, "Degraded").get("reason") == "SpecFrozen", "SpecFrozen")
+
+
+def test_an_approved_spec_an_older_crd_let_change_is_not_acted_on(
+        kafka: Kafka, cluster: EmulatedCluster, tmp_path: Path) -> None:
+    """On the emulator (cluster.unvalidated() stores the edit): on the real API server, an older CRD means
+    replacing the session's CRD, which every other test there would meet. The operator says SpecFrozen and
+    acts on nothing new."""
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    world = World(kafka, Kube(cluster.url), kubeconfig)
+    make_topics(kafka, {"frozen": 1}, records_per_partition=6)
+    admin_commit(kafka.bootstrap_servers, "frozen-app", {("frozen", 0): 2})
+    operators = Operators(fast_options(kubeconfig))
+    try:
+        operators.start()
+        world.kube.create(RESETS, reset("frozen", "frozen-app", {"latest": True}, kafka=world.kafka, approved=True))
+        assert world.phase("frozen", *FINAL)["phase"] == "Succeeded"
+        with cluster.unvalidated():
+            world.kube.patch(GROUP_VERSION, RESETS, "frozen", {"spec": {"target": {"earliest": True, "latest": None}}})
+        status = world.wait("frozen", lambda s: condition(s, "Degraded").get("reason") == "SpecFrozen", "SpecFrozen")
+    finally:
+        operators.close()
     assert "spec.target" in condition(status, "Degraded")["message"]
     assert status["target"]["spec"]["target"] == {"latest": True} and status["phase"] == "Succeeded"
-    assert world.offsets("replay") == offsets
+    assert world.offsets("frozen-app") == {("frozen", 0): 6}
 
 
 def test_a_group_with_members_waits_with_a_condition_naming_them(world: World) -> None:
@@ -335,7 +351,7 @@ def test_resumed_after_a_crash_between_the_commit_and_its_results(world: World) 
         BackupStore(product).write(BackupRecord(
             name, Action.RESET, None, world.broker.bootstrap_servers, "resumed-app",
             {("resumed", 0): Committed(4), ("resumed", 1): Committed(2), ("resumed", 2): Committed(3)},
-            Requester("OffsetReset", NAMESPACE, "resumed", "uid", "approved OffsetReset"),
+            Requester("OffsetReset", world.kube.namespace, "resumed", "uid", "approved OffsetReset"),
             taken_at, "2999-01-01T00:00:00Z",
             extra={"resetTo": [["resumed", 0, 1, -1, ""], ["resumed", 1, 1, -1, ""], ["resumed", 2, 5, -1, ""]]}))
     finally:
@@ -371,7 +387,7 @@ def test_protect_of_the_referenced_policy_refuses_the_reset(world: World) -> Non
     admin_commit(world.broker.bootstrap_servers, "billing-monthly", {("invoices", 0): 4})
     world.kube.create("consumergroupoffsetpolicies", {
         "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-        "metadata": {"name": "guard", "namespace": NAMESPACE},
+        "metadata": {"name": "guard"},
         "spec": {"kafka": world.kafka, "mode": "DryRun", "schedule": {"interval": "24h"},
                  "protect": {"groups": ["billing-*"]}}})
     world.kube.create(RESETS, reset("guarded", "billing-monthly", {"earliest": True}, policy="guard", approved=True))
@@ -406,9 +422,9 @@ def test_a_from_group_reset_that_adds_a_partition_says_so_and_offers_its_deletio
     assert (entries[("wide", 0)]["current"], entries[("wide", 0)]["new"]) == (3, 1)
     assert "new" not in entries[("wide", 1)] and 'Kafka has no "uncommit"' in entries[("wide", 1)]["message"]
     # The offered OffsetDeletion, approved, takes the added offset away: the group is as it was.
-    world.kube.patch(GROUP_VERSION, RESETS, undo["metadata"]["name"], {"spec": {"approved": True}})
+    world.kube.patch(GROUP_VERSION, RESETS, undo["metadata"]["name"], {"spec": {"approved": True, "approvedBy": ADMIN}})
     assert world.phase(undo["metadata"]["name"], *FINAL)["phase"] == "Succeeded"
-    deletion["spec"]["approved"] = True
+    deletion["spec"].update(approved=True, approvedBy=ADMIN)
     world.kube.create("offsetdeletions", deletion)
     assert world.kube.wait_for_phase(deletion["metadata"]["name"], *FINAL)["phase"] == "Succeeded"
     assert world.offsets("narrow") == {("wide", 0): 1}
