@@ -1,5 +1,8 @@
-"""OffsetDeletion with spec.deleteGroup end to end: the operator under Kopf against kmock's emulated API and
-the sandbox broker. The backup comes first and holds every offset of the group; DeleteGroups is sent only
+"""OffsetDeletion with spec.deleteGroup end to end: the operator under Kopf on the real kube-apiserver (the
+install applied, the operator on the installed ServiceAccount's token, a fresh namespace per test:
+installed_api.py) and Apache Kafka (the `kafka` fixture); the sandbox broker for the three tests that need
+its faults (a held or dropped DeleteGroups) or its log (offsets of a topic that no longer exists, appended
+as records). The backup comes first and holds every offset of the group; DeleteGroups is sent only
 after the live re-check; a group that gained members is never deleted (by the re-check, or by Kafka's own
 NON_EMPTY_GROUP when a member joins between the re-check and the request); restore recreates the group's
 offsets as a simple group. Every assertion about Kafka is an OffsetFetch or DescribeGroups over TCP."""
@@ -12,34 +15,40 @@ from typing import Any
 
 import pytest
 from brokers import make_topics
+from installed_api import ADMIN
 from kafka_clients import committed, empty_group, member
-from operator_harness import FINAL, GROUP_VERSION, NAMESPACE, Kube, KubeApiError, OperatorThread, condition
+from kafka_under_test import Kafka
+from operator_harness import FINAL, GROUP_VERSION, Kube, KubeApiError, OperatorThread, condition
 
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
 from kafka_offset_operator.model.connection import ConnectionSettings
 from kafka_offsets_model.codec import offset_commit
 from kafka_sandbox import SandboxBroker
 
+pytestmark = pytest.mark.real_api
+
 Start = Callable[..., OperatorThread]
 
 
-def group_deletion(name: str, group: str, topics: list[str], broker: SandboxBroker, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": name, "namespace": NAMESPACE},
+def group_deletion(name: str, group: str, topics: list[str], broker: SandboxBroker | Kafka, **spec: Any) -> dict[str, Any]:
+    """Approved by the admin (the install's admission policy checks approvedBy), in the client's namespace."""
+    return {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": name},
             "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "group": group,
-                     "topics": [{"name": t} for t in topics], "deleteGroup": True, "approved": True, **spec}}
+                     "topics": [{"name": t} for t in topics], "deleteGroup": True, "approved": True,
+                     "approvedBy": ADMIN, **spec}}
 
 
-def describe(broker: SandboxBroker, group: str) -> Any:
+def describe(broker: SandboxBroker | Kafka, group: str) -> Any:
     with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
         return admin.describe_group(group)
 
 
 def test_a_whole_empty_group_is_backed_up_deleted_and_restored_as_a_simple_group(
-        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
-    make_topics(broker, {"orders": 2, "payments": 1})
-    empty_group(broker.bootstrap_servers, "old-batch", {("orders", 0): 3, ("orders", 1): 4, ("payments", 0): 2})
+        kafka: Kafka, kube: Kube, start_operator: Start) -> None:
+    make_topics(kafka, {"orders": 2, "payments": 1})
+    empty_group(kafka.bootstrap_servers, "old-batch", {("orders", 0): 3, ("orders", 1): 4, ("payments", 0): 2})
     start_operator()
-    kube.create("offsetdeletions", group_deletion("drop-old-batch", "old-batch", ["orders", "payments"], broker))
+    kube.create("offsetdeletions", group_deletion("drop-old-batch", "old-batch", ["orders", "payments"], kafka))
 
     status = kube.wait_for_phase("drop-old-batch", *FINAL)
     assert status["phase"] == "Succeeded", status
@@ -48,30 +57,30 @@ def test_a_whole_empty_group_is_backed_up_deleted_and_restored_as_a_simple_group
     assert {(b["topic"], b["partition"], b["offset"]) for b in status["backup"]["offsets"]} == {
         ("orders", 0, 3), ("orders", 1, 4), ("payments", 0, 2)}
     assert status["deleteStartTime"] and condition(status, "Ready")["status"] == "True"
-    assert committed(broker.bootstrap_servers, "old-batch") == {}
-    assert not describe(broker, "old-batch").exists  # the group itself is gone, not just its offsets
+    assert committed(kafka.bootstrap_servers, "old-batch") == {}
+    assert not describe(kafka, "old-batch").exists  # the group itself is gone, not just its offsets
 
     kube.patch(GROUP_VERSION, "offsetdeletions", "drop-old-batch", {"spec": {"restore": True}})
     restored = kube.wait_for_phase("drop-old-batch", "Restored")
     assert restored["restored"] == 3
-    assert committed(broker.bootstrap_servers, "old-batch") == {("orders", 0): 3, ("orders", 1): 4, ("payments", 0): 2}
-    again = describe(broker, "old-batch")
+    assert committed(kafka.bootstrap_servers, "old-batch") == {("orders", 0): 3, ("orders", 1): 4, ("payments", 0): 2}
+    again = describe(kafka, "old-batch")
     assert (again.state, again.protocol_type) == ("Empty", "")  # a simple group until its consumers return
 
 
 def test_a_group_with_members_is_not_deleted_and_nothing_changes(
-        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
-    make_topics(broker, {"orders": 1})
-    with member(broker.bootstrap_servers, "busy", ["orders"]) as consumer:
+        kafka: Kafka, kube: Kube, start_operator: Start) -> None:
+    make_topics(kafka, {"orders": 1})
+    with member(kafka.bootstrap_servers, "busy", ["orders"]) as consumer:
         consumer.commit({("orders", 0): 3})
         start_operator()
-        kube.create("offsetdeletions", group_deletion("drop-busy", "busy", ["orders"], broker))
+        kube.create("offsetdeletions", group_deletion("drop-busy", "busy", ["orders"], kafka))
         status = kube.wait_for_phase("drop-busy", *FINAL)
         assert status["phase"] == "Failed" and status["deleted"] == 0
         assert status["groupResult"]["status"] == "Skipped" and "member" in status["groupResult"]["message"]
         assert condition(status, "Degraded")["reason"] == "GroupChanged"
         assert "backup" not in status and "deleteStartTime" not in status  # nothing sent, nothing to restore
-        assert committed(broker.bootstrap_servers, "busy") == {("orders", 0): 3}
+        assert committed(kafka.bootstrap_servers, "busy") == {("orders", 0): 3}
 
 
 def test_a_member_joining_after_the_recheck_makes_kafka_refuse_and_the_result_says_so(
@@ -117,19 +126,19 @@ def test_offsets_of_a_deleted_topic_go_with_their_group_where_offset_delete_fail
 
 
 def test_require_topics_deleted_keeps_a_group_whose_topic_exists(
-        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
-    make_topics(broker, {"orders": 1})
-    empty_group(broker.bootstrap_servers, "reader", {("orders", 0): 2})
+        kafka: Kafka, kube: Kube, start_operator: Start) -> None:
+    make_topics(kafka, {"orders": 1})
+    empty_group(kafka.bootstrap_servers, "reader", {("orders", 0): 2})
     start_operator()
-    kube.create("offsetdeletions", group_deletion("not-gone", "reader", ["orders"], broker, requireTopicsDeleted=True))
+    kube.create("offsetdeletions", group_deletion("not-gone", "reader", ["orders"], kafka, requireTopicsDeleted=True))
     status = kube.wait_for_phase("not-gone", *FINAL)
     assert status["phase"] == "Failed" and condition(status, "Ready")["reason"] == "GroupChanged"
     assert "orders" in status["groupResult"]["message"]
-    assert committed(broker.bootstrap_servers, "reader") == {("orders", 0): 2}
+    assert committed(kafka.bootstrap_servers, "reader") == {("orders", 0): 2}
 
 
 def test_the_api_refuses_require_topics_deleted_without_delete_group(broker: SandboxBroker, kube: Kube) -> None:
-    """The CRD's CEL rule, evaluated by the emulated API as by a real one (the operator checks it too:
+    """The CRD's CEL rule, evaluated by the real API server (the operator checks it too:
     decisions/deletion_spec.py)."""
     obj = group_deletion("confused", "g", ["orders"], broker, requireTopicsDeleted=True)
     obj["spec"]["deleteGroup"] = False
