@@ -1,8 +1,11 @@
 """The verdict is re-derived from fresh facts right before Kafka is changed (docs/safety.md, issue 18): an
 OffsetDeletion as a policy proposes it (spec.scan: where its scan of the group's __consumer_offsets partition
 ended; expectedOffsets with their rule), approved after the group came back to life, touches nothing that
-changed, also when only the commit TIME changed. Each cause over the wire: the operator under Kopf, the
-emulated API, the sandbox broker, real kafka-python clients for the group's side."""
+changed, also when only the commit TIME changed. Each cause over the wire: the operator under Kopf on the
+real kube-apiserver (the install applied, the operator on the installed ServiceAccount's token, a fresh
+namespace per test: installed_api.py; approvals pass the install's admission policy), real kafka-python
+clients for the group's side, and Apache Kafka (the `kafka` fixture) where no fault is needed; the sandbox
+broker where a test writes the group's records itself (KIP-848 and streams groups) or injects a fault."""
 
 from __future__ import annotations
 
@@ -12,10 +15,11 @@ from typing import Any
 
 import pytest
 from brokers import make_topics, seed_kip848_group
+from installed_api import ADMIN
 from kafka import KafkaConsumer, TopicPartition
 from kafka_clients import admin_commit, committed, empty_group, member
 from kafka_under_test import Kafka
-from operator_harness import GROUP_VERSION, NAMESPACE, Kube, OperatorThread, condition
+from operator_harness import GROUP_VERSION, Kube, OperatorThread, condition
 
 from kafka_offsets_model.codec import (
     consumer_group,
@@ -26,7 +30,7 @@ from kafka_offsets_model.codec import (
 )
 from kafka_sandbox import SandboxBroker
 
-pytestmark = pytest.mark.slow  # an operator under Kopf per test
+pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # an operator under Kopf per test
 
 Start = Callable[..., OperatorThread]
 TP = tuple[str, int]
@@ -65,11 +69,12 @@ def proposed(name: str, broker: SandboxBroker | Kafka, group: str, offsets: Mapp
     if delete_group:
         spec["deleteGroup"] = True
     return {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion",
-            "metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec}
+            "metadata": {"name": name}, "spec": spec}
 
 
 def approve(kube: Kube, name: str) -> dict[str, Any]:
-    kube.patch(GROUP_VERSION, "offsetdeletions", name, {"spec": {"approved": True}})
+    """The admin approves (approvedBy: the admission policy's check)."""
+    kube.patch(GROUP_VERSION, "offsetdeletions", name, {"spec": {"approved": True, "approvedBy": ADMIN}})
     return kube.wait_for_status(name, lambda s: s.get("phase") in ("Succeeded", "Failed", "PartiallyFailed"),
                                 what="a final phase")["status"]
 
@@ -79,41 +84,41 @@ def results(status: Mapping[str, Any]) -> dict[TP, tuple[str, str]]:
 
 
 def test_a_re_commit_of_the_same_offset_after_the_scan_keeps_the_partition(
-        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start) -> None:
     """The core defect: a standalone consumer (assign() and auto-commit on an idle partition) commits its
     unchanged position after the scan. Kafka now keeps that offset from the new commit; the operator must
     not delete it, although its VALUE is what the scan saw."""
-    make_topics(broker, {"orders": 2})
-    admin_commit(broker.bootstrap_servers, "idle-reader", {("orders", 0): 3, ("orders", 1): 5})
+    make_topics(kafka, {"orders": 2})
+    admin_commit(kafka.bootstrap_servers, "idle-reader", {("orders", 0): 3, ("orders", 1): 5})
     start_operator()
-    kube.create("offsetdeletions", proposed("idle", broker, "idle-reader", {("orders", 0): 3, ("orders", 1): 5},
+    kube.create("offsetdeletions", proposed("idle", kafka, "idle-reader", {("orders", 0): 3, ("orders", 1): 5},
                                             "Standalone"))
     kube.wait_for_phase("idle", "AwaitingApproval")
-    admin_commit(broker.bootstrap_servers, "idle-reader", {("orders", 0): 3})  # the same value, a new commit
+    admin_commit(kafka.bootstrap_servers, "idle-reader", {("orders", 0): 3})  # the same value, a new commit
     status = approve(kube, "idle")
     found = results(status)
     assert found[("orders", 1)][0] == "Deleted"
     assert found[("orders", 0)][0] == "Skipped" and "committed again" in found[("orders", 0)][1], found
     assert "since the scan (2026-01-01T00:00:00Z)" in found[("orders", 0)][1]
-    assert committed(broker.bootstrap_servers, "idle-reader") == {("orders", 0): 3}
+    assert committed(kafka.bootstrap_servers, "idle-reader") == {("orders", 0): 3}
     assert "skipped 1" in condition(status, "Ready")["message"]
 
 
 def test_members_back_in_a_classic_group_keep_its_offsets(
-        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start) -> None:
     """EmptyGroup at the scan; a member joins afterwards (subscribed to another topic, so Kafka itself would
     have accepted the OffsetDelete). Nothing is deleted."""
-    make_topics(broker, {"orders": 1, "payments": 1})
-    empty_group(broker.bootstrap_servers, "back", {("orders", 0): 4})
+    make_topics(kafka, {"orders": 1, "payments": 1})
+    empty_group(kafka.bootstrap_servers, "back", {("orders", 0): 4})
     start_operator()
-    kube.create("offsetdeletions", proposed("back", broker, "back", {("orders", 0): 4}, "EmptyGroup"))
+    kube.create("offsetdeletions", proposed("back", kafka, "back", {("orders", 0): 4}, "EmptyGroup"))
     kube.wait_for_phase("back", "AwaitingApproval")
-    with member(broker.bootstrap_servers, "back", ["payments"]):
+    with member(kafka.bootstrap_servers, "back", ["payments"]):
         status = approve(kube, "back")
     found = results(status)
     assert found[("orders", 0)][0] == "Skipped", found
     assert "rewritten" in found[("orders", 0)][1] or "member(s) now" in found[("orders", 0)][1]
-    assert committed(broker.bootstrap_servers, "back")[("orders", 0)] == 4
+    assert committed(kafka.bootstrap_servers, "back")[("orders", 0)] == 4
 
 
 def test_a_kip_848_group_whose_members_came_back_keeps_its_offsets(
@@ -140,21 +145,21 @@ def test_a_kip_848_group_whose_members_came_back_keeps_its_offsets(
 
 
 def test_a_subscription_that_now_includes_the_topic_keeps_its_offsets(
-        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start) -> None:
     """UnsubscribedTopic at the scan (the live member read orders only); the member now reads payments too."""
-    make_topics(broker, {"orders": 1, "payments": 1})
-    with member(broker.bootstrap_servers, "widened", ["orders"]) as consumer:
+    make_topics(kafka, {"orders": 1, "payments": 1})
+    with member(kafka.bootstrap_servers, "widened", ["orders"]) as consumer:
         consumer.commit({("orders", 0): 2, ("payments", 0): 7})
     start_operator()
-    with member(broker.bootstrap_servers, "widened", ["orders"]):
-        kube.create("offsetdeletions", proposed("widened", broker, "widened", {("payments", 0): 7},
+    with member(kafka.bootstrap_servers, "widened", ["orders"]):
+        kube.create("offsetdeletions", proposed("widened", kafka, "widened", {("payments", 0): 7},
                                                 "UnsubscribedTopic"))
         kube.wait_for_phase("widened", "AwaitingApproval")
-    with member(broker.bootstrap_servers, "widened", ["orders", "payments"]):
+    with member(kafka.bootstrap_servers, "widened", ["orders", "payments"]):
         status = approve(kube, "widened")
     found = results(status)
     assert found[("payments", 0)][0] == "Skipped", found
-    assert committed(broker.bootstrap_servers, "widened")[("payments", 0)] == 7
+    assert committed(kafka.bootstrap_servers, "widened")[("payments", 0)] == 7
 
 
 def delete_groups_skipped_after_a_re_commit(kafka: SandboxBroker | Kafka, kube: Kube, start_operator: Start) -> None:
@@ -174,25 +179,25 @@ def delete_groups_skipped_after_a_re_commit(kafka: SandboxBroker | Kafka, kube: 
 
 
 def test_delete_groups_is_not_sent_for_a_group_that_re_committed_after_the_scan(
-        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start) -> None:
     """A stale group (StaleGroup: DeleteGroups) commits its unchanged offsets again before the approval."""
-    delete_groups_skipped_after_a_re_commit(broker, kube, start_operator)
+    delete_groups_skipped_after_a_re_commit(kafka, kube, start_operator)
 
 
 def test_without_a_change_the_proposal_runs_as_approved(
-        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start) -> None:
     """The control: nothing happened to the group since the scan, so everything is deleted (the re-check
     reads only the group's own records: other groups' commits in the same partition do not count)."""
-    make_topics(broker, {"orders": 1})
-    admin_commit(broker.bootstrap_servers, "quiet", {("orders", 0): 1})
+    make_topics(kafka, {"orders": 1})
+    admin_commit(kafka.bootstrap_servers, "quiet", {("orders", 0): 1})
     start_operator()
-    kube.create("offsetdeletions", proposed("quiet", broker, "quiet", {("orders", 0): 1}, "Standalone"))
+    kube.create("offsetdeletions", proposed("quiet", kafka, "quiet", {("orders", 0): 1}, "Standalone"))
     kube.wait_for_phase("quiet", "AwaitingApproval")
     for i in range(60):  # other groups commit; some share the group's __consumer_offsets partition
-        admin_commit(broker.bootstrap_servers, f"other-{i}", {("orders", 0): 1})
+        admin_commit(kafka.bootstrap_servers, f"other-{i}", {("orders", 0): 1})
     status = approve(kube, "quiet")
     assert results(status) == {("orders", 0): ("Deleted", "")}
-    assert committed(broker.bootstrap_servers, "quiet") == {}
+    assert committed(kafka.bootstrap_servers, "quiet") == {}
 
 
 def test_fresh_facts_that_cannot_be_read_change_nothing_and_are_retried(
@@ -207,7 +212,7 @@ def test_fresh_facts_that_cannot_be_read_change_nothing_and_are_retried(
     kube.wait_for_phase("unread", "AwaitingApproval")
     refused = broker.faults.error("ListOffsets", "TOPIC_AUTHORIZATION_FAILED", times=None, after=1)
     try:
-        kube.patch(GROUP_VERSION, "offsetdeletions", "unread", {"spec": {"approved": True}})
+        kube.patch(GROUP_VERSION, "offsetdeletions", "unread", {"spec": {"approved": True, "approvedBy": ADMIN}})
         status = kube.wait_for_reason("unread", "KafkaUnavailable", timeout=60)
         assert "Read on topic __consumer_offsets" in condition(status, "Degraded")["message"]
         assert status["phase"] == "Running" and not status.get("deleteStartTime")
@@ -220,7 +225,7 @@ def test_fresh_facts_that_cannot_be_read_change_nothing_and_are_retried(
 
 
 def test_restore_skips_a_partition_the_group_committed_after_the_backup_unless_forced(
-        broker: SandboxBroker, tmp_path: Any) -> None:
+        kafka: Kafka, tmp_path: Any) -> None:
     """`restore --execute` commits only partitions without an offset; one whose offset the group committed
     AFTER the backup was taken (then deleted again) would be moved back to the older backed-up position:
     skipped, saying so, unless --overwrite-newer (with a WARNING line)."""
@@ -232,20 +237,20 @@ def test_restore_skips_a_partition_the_group_committed_after_the_backup_unless_f
     from kafka_offset_operator.model.connection import ConnectionSettings
     from kafka_offset_operator.model.offsets import Committed
 
-    make_topics(broker, {"orders": 2})
-    admin_commit(broker.bootstrap_servers, "moved-on", {("orders", 0): 3, ("orders", 1): 5})
-    partition, end = scan_position(broker.bootstrap_servers, "moved-on")  # as the operator records it
+    make_topics(kafka, {"orders": 2})
+    admin_commit(kafka.bootstrap_servers, "moved-on", {("orders", 0): 3, ("orders", 1): 5})
+    partition, end = scan_position(kafka.bootstrap_servers, "moved-on")  # as the operator records it
     taken = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+    with KafkaAdmin(ConnectionSettings(kafka.bootstrap_servers)) as admin:
         cluster = admin.cluster_id()
-    record = BackupRecord("b", Action.DELETE, cluster, broker.bootstrap_servers, "moved-on",
+    record = BackupRecord("b", Action.DELETE, cluster, kafka.bootstrap_servers, "moved-on",
                           {("orders", 0): Committed(3), ("orders", 1): Committed(5)},
-                          Requester("OffsetDeletion", NAMESPACE, "od", "uid", "test"), taken, "2999-01-01T00:00:00Z",
+                          Requester("OffsetDeletion", "kafka", "od", "uid", "test"), taken, "2999-01-01T00:00:00Z",
                           extra={"offsetsLog": {"partition": partition, "offset": end}})
     file = tmp_path / "backup.json.gz"
     file.write_bytes(encode(record))
-    admin_commit(broker.bootstrap_servers, "moved-on", {("orders", 0): 7})  # newer than the backup
-    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+    admin_commit(kafka.bootstrap_servers, "moved-on", {("orders", 0): 7})  # newer than the backup
+    with KafkaAdmin(ConnectionSettings(kafka.bootstrap_servers)) as admin:
         assert admin.delete_offsets("moved-on", [("orders", 0), ("orders", 1)]) == {("orders", 0): None,
                                                                                    ("orders", 1): None}
 
@@ -256,12 +261,12 @@ def test_restore_skips_a_partition_the_group_committed_after_the_backup_unless_f
 
     done = restore()
     assert done.returncode == 0, done.stderr
-    assert committed(broker.bootstrap_servers, "moved-on") == {("orders", 1): 5}
+    assert committed(kafka.bootstrap_servers, "moved-on") == {("orders", 1): 5}
     assert "skipped: newer than the backup: committed at" in done.stdout and "1 skipped" in done.stdout, done.stdout
     forced = restore("--overwrite-newer")
     assert forced.returncode == 0, forced.stderr
     assert "WARNING: --overwrite-newer: restoring 1 partitions" in forced.stdout
-    assert committed(broker.bootstrap_servers, "moved-on") == {("orders", 0): 3, ("orders", 1): 5}
+    assert committed(kafka.bootstrap_servers, "moved-on") == {("orders", 0): 3, ("orders", 1): 5}
 
 
 def test_a_kip_848_member_subscribed_by_a_regex_not_yet_resolved_keeps_the_topic(

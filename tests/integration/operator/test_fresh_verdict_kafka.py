@@ -8,8 +8,10 @@ Kafka's group coordinator wrote, not what a test double thinks it writes.
   group's records in its `__consumer_offsets` partition since the scan, ConsumerGroupDescribe) keep the
   offsets. Likewise a member back with a broker-side regular expression (SubscriptionPattern) that covers the
   topic.
-- A simple group commits its unchanged offset again after the scan (Kafka keeps it alive from that commit):
-  that partition is Skipped, before OffsetDelete and before DeleteGroups.
+
+(A simple group committing its unchanged offset again after the scan is test_fresh_verdict.py's, on the
+`kafka` fixture too.) The operator runs on the real kube-apiserver (installed_api.py, a fresh namespace per
+test); approvals pass the install's admission policy.
 
 Each would have its offsets deleted (or Kafka's refusal instead of `Skipped`) if the operator acted on the
 scan's verdict: the re-check (`OffsetDeletionReconciler._rederive`) is what these tests prove."""
@@ -21,12 +23,12 @@ from collections.abc import Callable
 import pytest
 from brokers import make_topics
 from java_clients import JavaConsumer
-from kafka_clients import admin_commit, committed
+from kafka_clients import committed
 from kafka_under_test import Kafka
 from operator_harness import Kube, OperatorThread, condition
-from test_fresh_verdict import approve, delete_groups_skipped_after_a_re_commit, proposed, results
+from test_fresh_verdict import approve, proposed, results
 
-pytestmark = pytest.mark.slow  # an operator under Kopf and a Java consumer per test
+pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # an operator under Kopf and a Java consumer per test
 
 Start = Callable[..., OperatorThread]
 
@@ -83,24 +85,3 @@ def test_a_kip_848_member_back_with_a_regex_covering_the_topic_keeps_its_offsets
     assert why[0] == "Skipped", status  # not Kafka's GROUP_SUBSCRIBED_TO_TOPIC: nothing was sent
     assert "since the scan" in why[1] or "ord.*" in why[1], why
     assert committed(real.bootstrap_servers, "regex-back") == {("orders", 0): 2}
-
-
-def test_a_re_commit_of_the_same_offset_on_kafka_keeps_the_partition(
-        real: Kafka, kube: Kube, start_operator: Start) -> None:
-    make_topics(real, {"orders": 2})
-    admin_commit(real.bootstrap_servers, "idle-reader", {("orders", 0): 3, ("orders", 1): 5})
-    start_operator()
-    kube.create("offsetdeletions", proposed("idle", real, "idle-reader", {("orders", 0): 3, ("orders", 1): 5},
-                                            "Standalone"))
-    kube.wait_for_phase("idle", "AwaitingApproval")
-    admin_commit(real.bootstrap_servers, "idle-reader", {("orders", 0): 3})  # the same value, a new commit
-    status = approve(kube, "idle")
-    found = results(status)
-    assert found[("orders", 1)][0] == "Deleted", found
-    assert found[("orders", 0)][0] == "Skipped" and "committed again" in found[("orders", 0)][1], found
-    assert committed(real.bootstrap_servers, "idle-reader") == {("orders", 0): 3}
-
-
-def test_delete_groups_is_not_sent_for_a_group_that_re_committed_on_kafka(
-        real: Kafka, kube: Kube, start_operator: Start) -> None:
-    delete_groups_skipped_after_a_re_commit(real, kube, start_operator)
