@@ -72,10 +72,17 @@ class Kube:
     """A small synchronous client of the API over HTTP, for tests: the emulated one, or (with a TLS `context`
     authenticating as admin) the real API server of kube_cluster.py; `namespace` is where it works by default."""
 
-    def __init__(self, url: str, namespace: str = NAMESPACE, context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, url: str, namespace: str = NAMESPACE, context: ssl.SSLContext | None = None,
+                 impersonate: str | None = None) -> None:
         self.url = url
         self.namespace = namespace
         self.context = context
+        self.impersonate = impersonate
+
+    def as_user(self, user: str) -> Kube:
+        """The same client acting as `user` (Impersonate-User: the admin may; the real API server's RBAC and
+        admission then see `user`, as if that person sent the request)."""
+        return Kube(self.url, self.namespace, self.context, user)
 
     # -- raw HTTP
 
@@ -84,6 +91,8 @@ class Kube:
         req = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", content_type)
+        if self.impersonate:
+            req.add_header("Impersonate-User", self.impersonate)
         try:
             with urllib.request.urlopen(req, timeout=30, context=self.context) as rsp:
                 text = rsp.read().decode()

@@ -1,12 +1,17 @@
 """Who asked and who approved (issue 18 item 5), and keep-alive's rebase as a proposal that waits for an
-approval (item 3), against the operator under Kopf, the emulated API and the sandbox broker: an approval
-the install cannot vouch for changes nothing; four eyes are kept by the operator too (for a policy's setting
+approval (item 3), against the operator under Kopf on the real kube-apiserver (the install applied, the
+operator on the installed ServiceAccount's token, a fresh namespace per test: installed_api.py) and the
+sandbox broker: an approval the install cannot vouch for changes nothing; four eyes are kept by the operator too (for a policy's setting
 that admission cannot read); the approver and the requester reach the backup store, the audit line and the
 Events; a rebase OffsetDeletion shows its plan, changes nothing until approved, then leaves a simple group
 with the same offsets.
 
-The API server's own check of the names is the admission policy's (tests/unit/crds/test_admission_policy.py
-evaluates it; the emulated API does not run admission policies). These operators run only the OffsetDeletion
+The API server's own check of the names is the install's admission policy, in force here: alice, bob and the
+operator's ServiceAccount each send their own requests (the admin impersonates them: Kube.as_user), so the
+names the operator records are the ones the API server verified. The cases only the operator can catch
+(an approval without approvedBy, four eyes without a requester: the admission policy refuses both before the
+operator sees them) run with the policy removed (`without_admission_policy`, restored and in force again
+afterwards), as on a cluster older than 1.30 or while the policy was deleted. These operators run only the OffsetDeletion
 and OffsetReset handlers: the policies here are read for their connection, protection and approval
 settings, and no analysis is wanted."""
 
@@ -15,13 +20,15 @@ from __future__ import annotations
 import base64
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from brokers import make_topics
+from installed_api import OPERATOR_USER, InstalledApi
 from kafka_clients import committed, empty_group
-from operator_harness import FINAL, GROUP_VERSION, NAMESPACE, Kube, OperatorThread, condition
+from kube_fixtures import approvals_policy_enforced, kubectl, remove_approvals_policy
+from operator_harness import FINAL, GROUP_VERSION, ROOT, Kube, KubeApiError, OperatorThread, condition
 from test_offset_deletion import deletion
 from waiting import wait_until
 
@@ -34,12 +41,51 @@ from kafka_offset_operator.model.backups import Action, BackupRecord, decode
 from kafka_offset_operator.model.connection import ConnectionSettings
 from kafka_sandbox import SandboxBroker
 
-pytestmark = pytest.mark.slow  # an operator under Kopf per test, with end-to-end waits
+pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # an operator under Kopf per test, with end-to-end waits
 
 Start = Callable[..., OperatorThread]
-OPERATOR = "system:serviceaccount:kafka-offset-operator:kafka-offset-operator"
+OPERATOR = OPERATOR_USER
+ADMISSION_POLICY = ROOT / "manifests" / "components" / "admission-policy" / "admission-policy.yaml"
 ALICE, BOB = "alice", "bob"
 INVOICES = {("invoices", 0): 9, ("invoices", 1): 4}
+
+
+@pytest.fixture(autouse=True)
+def people(kube: Kube) -> None:
+    """alice and bob may create and approve requests in the test's namespace (a Role bound to them)."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    kube.create("roles", {"apiVersion": rbac, "kind": "Role", "metadata": {"name": "offset-requesters"}, "rules": [
+        {"apiGroups": ["kafkaoffsets.dev"], "resources": ["offsetdeletions", "offsetresets"],
+         "verbs": ["get", "list", "create", "patch"]}]})
+    kube.create("rolebindings", {"apiVersion": rbac, "kind": "RoleBinding", "metadata": {"name": "offset-requesters"},
+                                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                             "name": "offset-requesters"},
+                                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": who}
+                                              for who in (ALICE, BOB)]})
+
+    def allowed() -> bool:  # the authorizer reads RBAC through an informer
+        try:
+            kube.as_user(BOB).list(GROUP_VERSION, "offsetdeletions")
+        except KubeApiError as exc:
+            if exc.status == 403:
+                return False
+            raise
+        return True
+
+    wait_until(allowed, 30, "alice's and bob's Role in force")
+
+
+@pytest.fixture
+def without_admission_policy(api: InstalledApi) -> Iterator[None]:
+    """The install without its admission policy (a cluster older than 1.30, or the policy deleted): only the
+    operator checks approvals. Put back afterwards, and in force again before the next test."""
+    remove_approvals_policy(api.plane)
+    try:
+        yield
+    finally:
+        out = kubectl(api.plane.kubeconfig, "apply", "-f", str(ADMISSION_POLICY))
+        assert out.returncode == 0, out.stderr
+        wait_until(lambda: approvals_policy_enforced(api.plane), 30, "the admission policy in force again")
 
 
 def start(start_operator: Start, options: OperatorOptions, **changes: Any) -> OperatorThread:
@@ -52,7 +98,7 @@ def start(start_operator: Start, options: OperatorOptions, **changes: Any) -> Op
 
 def policy(broker: SandboxBroker, name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-            "metadata": {"name": name, "namespace": NAMESPACE},
+            "metadata": {"name": name},
             "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "Approve",
                      "schedule": {"interval": "24h"}, **spec}}
 
@@ -63,7 +109,14 @@ def backups(kube: Kube) -> list[BackupRecord]:
 
 
 def approve(kube: Kube, name: str, by: str, plural: str = "offsetdeletions") -> None:
-    kube.patch(GROUP_VERSION, plural, name, {"spec": {"approved": True, "approvedBy": by}})
+    """`by` approves, sending the patch as themself (the admission policy checks approvedBy against that)."""
+    kube.as_user(by).patch(GROUP_VERSION, plural, name, {"spec": {"approved": True, "approvedBy": by}})
+
+
+def unsigned(body: dict[str, Any]) -> dict[str, Any]:
+    """An approval without approvedBy (test_offset_deletion.deletion names the admin)."""
+    del body["spec"]["approvedBy"]
+    return body
 
 
 def audit_lines(caplog: Any) -> list[str]:
@@ -74,13 +127,14 @@ def audit_lines(caplog: Any) -> list[str]:
 
 
 def test_an_approval_without_approved_by_changes_nothing_where_approvers_are_verified(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
+        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions,
+        without_admission_policy: None) -> None:
     """Approved before the admission policy was installed (or while it was removed): not verified, not done."""
     make_topics(broker, {"invoices": 2})
     empty_group(broker.bootstrap_servers, "reporting", INVOICES)
     start(start_operator, operator_options)
-    kube.create("offsetdeletions", deletion("unsigned", "reporting", [{"name": "invoices"}],
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+    kube.create("offsetdeletions", unsigned(deletion("unsigned", "reporting", [{"name": "invoices"}],
+                                                     kafka={"bootstrapServers": broker.bootstrap_servers})))
     status = kube.wait_for_reason("unsigned", "ApprovalRefused")
     ready = condition(status, "Ready")
     assert ready["status"] == "False" and ready["message"].startswith("spec.approvedBy: is required with spec.approved")
@@ -89,14 +143,15 @@ def test_an_approval_without_approved_by_changes_nothing_where_approvers_are_ver
 
 
 def test_the_same_approval_is_acted_on_where_the_install_verifies_nobody(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
+        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions,
+        without_admission_policy: None) -> None:
     """A cluster older than 1.30 (no admission policy, no --approvals-verified): approvedBy is recorded when
     given, not required."""
     make_topics(broker, {"invoices": 2})
     empty_group(broker.bootstrap_servers, "reporting", INVOICES)
     start(start_operator, operator_options, approvals_verified=False)
-    kube.create("offsetdeletions", deletion("unsigned", "reporting", [{"name": "invoices"}],
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+    kube.create("offsetdeletions", unsigned(deletion("unsigned", "reporting", [{"name": "invoices"}],
+                                                     kafka={"bootstrapServers": broker.bootstrap_servers})))
     kube.wait_for_phase("unsigned", "Succeeded")
     assert committed(broker.bootstrap_servers, "reporting") == {}
 
@@ -111,7 +166,7 @@ def test_four_eyes_of_the_referenced_policy_refuse_the_requesters_own_approval(
     start(start_operator, operator_options)
     own = deletion("own", "reporting", [{"name": "invoices"}], policy="team", approved=False)
     own["spec"]["requestedBy"] = ALICE
-    kube.create("offsetdeletions", own)
+    kube.as_user(ALICE).create("offsetdeletions", own)
     kube.wait_for_phase("own", "AwaitingApproval")
     approve(kube, "own", ALICE)
     message = condition(kube.wait_for_reason("own", "ApprovalRefused"), "Ready")["message"]
@@ -119,7 +174,7 @@ def test_four_eyes_of_the_referenced_policy_refuse_the_requesters_own_approval(
     assert committed(broker.bootstrap_servers, "reporting") == INVOICES
     other = deletion("reviewed", "reporting", [{"name": "invoices"}], policy="team", approved=False)
     other["spec"]["requestedBy"] = ALICE
-    kube.create("offsetdeletions", other)
+    kube.as_user(ALICE).create("offsetdeletions", other)
     kube.wait_for_phase("reviewed", "AwaitingApproval")
     approve(kube, "reviewed", BOB)
     kube.wait_for_phase("reviewed", "Succeeded")
@@ -127,7 +182,9 @@ def test_four_eyes_of_the_referenced_policy_refuse_the_requesters_own_approval(
 
 
 def test_four_eyes_need_a_requester_to_compare(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
+        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions,
+        without_admission_policy: None) -> None:
+    """The admission policy refuses such a request at its creation; without it, the operator does."""
     make_topics(broker, {"invoices": 2})
     empty_group(broker.bootstrap_servers, "reporting", INVOICES)
     start(start_operator, operator_options, approvals_verified=False)
@@ -154,7 +211,7 @@ def test_the_approver_and_the_requester_reach_the_backup_the_audit_line_and_the_
     request = deletion("signed", "reporting", [{"name": "invoices"}],
                        kafka={"bootstrapServers": broker.bootstrap_servers}, approved=False)
     request["spec"]["requestedBy"] = BOB
-    kube.create("offsetdeletions", request)
+    kube.as_user(BOB).create("offsetdeletions", request)
     kube.wait_for_phase("signed", "AwaitingApproval")
     approve(kube, "signed", ALICE)
     status = kube.wait_for_phase("signed", "Succeeded")
@@ -170,7 +227,10 @@ def test_the_approver_and_the_requester_reach_the_backup_the_audit_line_and_the_
 
 
 def test_an_offset_reset_records_its_approver_and_refuses_an_unverified_approval(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions, caplog: Any) -> None:
+        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions, caplog: Any,
+        without_admission_policy: None) -> None:
+    """Without the admission policy (which would refuse the unverified one), both created approved by the
+    admin: the operator acts on the signed one only."""
     caplog.set_level(logging.INFO, logger="kafka_offset_operator.audit")
     make_topics(broker, {"invoices": 2})
     empty_group(broker.bootstrap_servers, "reporting", INVOICES)
@@ -178,9 +238,9 @@ def test_an_offset_reset_records_its_approver_and_refuses_an_unverified_approval
     spec = {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "group": "reporting", "allTopics": True,
             "target": {"shiftBy": -1}, "approved": True, "requestedBy": BOB}
     kube.create("offsetresets", {"apiVersion": GROUP_VERSION, "kind": "OffsetReset",
-                                 "metadata": {"name": "unsigned", "namespace": NAMESPACE}, "spec": spec})
+                                 "metadata": {"name": "unsigned"}, "spec": spec})
     kube.create("offsetresets", {"apiVersion": GROUP_VERSION, "kind": "OffsetReset",
-                                 "metadata": {"name": "signed", "namespace": NAMESPACE},
+                                 "metadata": {"name": "signed"},
                                  "spec": {**spec, "approvedBy": ALICE}})
 
     def phase(name: str) -> str | None:
@@ -219,7 +279,7 @@ def test_a_rebase_proposal_shows_its_plan_changes_nothing_until_approved_then_ke
     manifest = rebase_manifest(guard, "billing-monthly", INVOICES, Mode.APPROVE, 0, Approvals(OPERATOR))
     assert manifest is not None
     name = manifest["metadata"]["name"]
-    kube.create("offsetdeletions", manifest)
+    kube.as_user(OPERATOR).create("offsetdeletions", manifest)  # as the policy's keep-alive would
     waiting = kube.wait_for_phase(name, "AwaitingApproval")
     assert "plan: keep-alive rebase of protected group billing-monthly: back up its 2 committed offsets" in condition(
         waiting, "Ready")["message"]
@@ -249,8 +309,9 @@ def test_a_rebase_of_a_group_that_is_simple_already_deletes_nothing(
     start(start_operator, operator_options)
     manifest = rebase_manifest(guard, "billing-standalone", INVOICES, Mode.APPROVE, 0, Approvals(OPERATOR))
     assert manifest is not None
-    manifest["spec"].update(approved=True, approvedBy=ALICE)
-    kube.create("offsetdeletions", manifest)
+    kube.as_user(OPERATOR).create("offsetdeletions", manifest)  # as the policy's keep-alive would
+    kube.wait_for_phase(manifest["metadata"]["name"], "AwaitingApproval")
+    approve(kube, manifest["metadata"]["name"], ALICE)
     status = kube.wait_for_phase(manifest["metadata"]["name"], *FINAL)
     assert (status["phase"], condition(status, "Ready")["reason"]) == ("Failed", "GroupChanged")
     assert "simple group already" in condition(status, "Ready")["message"]
