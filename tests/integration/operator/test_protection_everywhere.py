@@ -2,14 +2,14 @@
 on its Kafka cluster (its id, recorded in the policy's status.kafkaCluster) against every change the operator
 or the CLI makes, whatever the change references and in whichever namespace it is written.
 
-One sandbox broker, one emulated API and one operator (under Kopf, watching two namespaces) serve the module:
-team-b's policy `guard` protects `billing-*`; team-a (the namespace `kafka`) tries every way around it. The
-policies use the SparkApplication engine without spark-operator: their runs fail after recording the
-cluster, which is all protection needs (no Spark starts)."""
+One Apache Kafka (the session's broker, emptied afterwards), two namespaces of the real kube-apiserver and one
+operator (under Kopf, on the installed ServiceAccount's token, watching both: installed_api.py) serve the
+module: team-b's policy `guard` protects `billing-*`; team-a (the install's test namespace) tries every way
+around it. The policies use the SparkApplication engine without spark-operator: their runs fail after
+recording the cluster, which is all protection needs (no Spark starts)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,35 +17,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from brokers import make_topics, sandbox_broker
+from brokers import make_topics
+from installed_api import ADMIN, InstalledApi
 from kafka_clients import admin_commit, committed
-from operator_harness import (
-    GROUP_VERSION,
-    NAMESPACE,
-    Kube,
-    Operators,
-    condition,
-    emulated_cluster,
-    fast_options,
-)
+from kafka_under_test import Kafka, clean_after
+from kube_cluster import ApiError
+from operator_harness import GROUP_VERSION, Kube, Operators, condition
 from waiting import wait_until
 
 from kafka_offset_operator import cli
 from kafka_offset_operator.model.backups import Action, BackupRecord, Requester, to_document
 from kafka_offset_operator.model.offsets import Committed
-from kafka_sandbox import SandboxBroker
 
-TEAM_B = "team-b"
+pytestmark = pytest.mark.real_api
 BILLING = {("invoices", 0): 5, ("invoices", 1): 7}
 POLICIES = "consumergroupoffsetpolicies"
 
 
 @dataclass
 class World:
-    broker: SandboxBroker
-    kube: Kube
+    broker: Kafka
+    kube: Kube  # admin, in team-a's namespace
     kubeconfig: Path
     cluster_id: str
+    team_b: str
 
 
 def policy(name: str, namespace: str, bootstrap: str, protect: list[str]) -> dict[str, Any]:
@@ -66,23 +61,32 @@ def recorded_cluster(kube: Kube, name: str, namespace: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with sandbox_broker() as broker, emulated_cluster() as cluster:
+def world(real_kafka: Kafka, api: InstalledApi) -> Iterator[World]:
+    team_a, team_b = api.namespace, f"{api.namespace}-b"
+    api.plane.create_namespace(team_b)
+    with clean_after(real_kafka) as broker:
         make_topics(broker, {"invoices": 2, "orders": 1})
-        kube = Kube(cluster.url)
-        kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
-        options = dataclasses.replace(fast_options(kubeconfig), namespaces=(NAMESPACE, TEAM_B))
-        operators = Operators(options)
+        kube = api.kube
+        operators = Operators(api.options(namespaces=(team_a, team_b)))
         try:
             operators.start()
-            kube.create(POLICIES, policy("guard", TEAM_B, broker.bootstrap_servers, ["billing-*"]))
+            kube.create(POLICIES, policy("guard", team_b, broker.bootstrap_servers, ["billing-*"]))
             # team-a's own policy on the same cluster protects nothing of billing's
-            kube.create(POLICIES, policy("ours", NAMESPACE, broker.bootstrap_servers, ["ours-*"]))
-            cluster_id = recorded_cluster(kube, "guard", TEAM_B)
-            recorded_cluster(kube, "ours", NAMESPACE)
-            yield World(broker, kube, kubeconfig, cluster_id)
+            kube.create(POLICIES, policy("ours", team_a, broker.bootstrap_servers, ["ours-*"]))
+            cluster_id = recorded_cluster(kube, "guard", team_b)
+            recorded_cluster(kube, "ours", team_a)
+            yield World(broker, kube, api.plane.kubeconfig, cluster_id, team_b)
         finally:
             operators.close()
+            for obj in kube.list(GROUP_VERSION, POLICIES, team_b):  # their finalizers: the operator is gone
+                if obj["metadata"].get("finalizers"):
+                    kube.patch(GROUP_VERSION, POLICIES, obj["metadata"]["name"], {"metadata": {"finalizers": None}},
+                               namespace=team_b)
+            try:
+                api.plane.api.request("DELETE", f"/api/v1/namespaces/{team_b}")
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
 
 
 def final(kube: Kube, plural: str, name: str) -> dict[str, Any]:
@@ -96,13 +100,14 @@ def assert_protected(status: dict[str, Any], world: World, group: str) -> None:
     ready = condition(status, "Ready")
     assert (status["phase"], ready["reason"]) == ("Failed", "Protected"), status
     assert (f"group {group} is protected on Kafka cluster {world.cluster_id} by ConsumerGroupOffsetPolicy "
-            f"{TEAM_B}/guard (spec.protect.groups pattern 'billing-*')") in ready["message"], ready
+            f"{world.team_b}/guard (spec.protect.groups pattern 'billing-*')") in ready["message"], ready
     assert committed(world.broker.bootstrap_servers, group) == BILLING  # nothing changed
 
 
 def deletion(name: str, group: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"group": group, "topics": [{"name": "invoices"}], "approved": True, **spec}}
+    """Approved by the admin (the admission policy checks approvedBy), in team-a's namespace."""
+    return {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": name},
+            "spec": {"group": group, "topics": [{"name": "invoices"}], "approved": True, "approvedBy": ADMIN, **spec}}
 
 
 def test_an_inline_offset_deletion_in_another_namespace_is_refused(world: World) -> None:
@@ -123,9 +128,9 @@ def test_an_offset_deletion_of_another_policy_and_its_delete_group_are_refused(w
 def test_an_offset_reset_of_another_policy_is_refused(world: World) -> None:
     admin_commit(world.broker.bootstrap_servers, "billing-reset", BILLING)
     world.kube.create("offsetresets", {
-        "apiVersion": GROUP_VERSION, "kind": "OffsetReset", "metadata": {"name": "rewind", "namespace": NAMESPACE},
+        "apiVersion": GROUP_VERSION, "kind": "OffsetReset", "metadata": {"name": "rewind"},
         "spec": {"policyRef": {"name": "ours"}, "group": "billing-reset", "allTopics": True,
-                 "target": {"earliest": True}, "approved": True}})
+                 "target": {"earliest": True}, "approved": True, "approvedBy": ADMIN}})
     assert_protected(final(world.kube, "offsetresets", "rewind"), world, "billing-reset")
 
 
@@ -141,21 +146,21 @@ def test_a_group_nobody_protects_is_deleted_as_usual(world: World) -> None:
 def test_a_policy_whose_cluster_is_not_known_yet_holds_the_change_back(world: World) -> None:
     """Its Kafka does not answer, so its run never records the cluster: its patterns may protect the group
     on any cluster, so the deletion waits (ProtectionUnknown, retried), and goes once the pattern is lifted."""
-    world.kube.create(POLICIES, policy("unreachable", TEAM_B, "127.0.0.1:1", ["audit-*"]))
+    world.kube.create(POLICIES, policy("unreachable", world.team_b, "127.0.0.1:1", ["audit-*"]))
     admin_commit(world.broker.bootstrap_servers, "audit-log", BILLING)
     world.kube.create("offsetdeletions", deletion("audit", "audit-log",
                                                   kafka={"bootstrapServers": world.broker.bootstrap_servers}))
     degraded = wait_until(lambda: (d := condition(world.kube.deletion("audit").get("status"), "Degraded"))
                           .get("reason") == "ProtectionUnknown" and d, 30, "ProtectionUnknown")
-    assert f"ConsumerGroupOffsetPolicy {TEAM_B}/unreachable protects 'audit-*'" in degraded["message"], degraded
+    assert f"ConsumerGroupOffsetPolicy {world.team_b}/unreachable protects 'audit-*'" in degraded["message"], degraded
     assert committed(world.broker.bootstrap_servers, "audit-log") == BILLING
     # an admin with rights in team-b lifts it deliberately: the deletion goes on
     world.kube.patch(GROUP_VERSION, POLICIES, "unreachable", {"spec": {"protect": {"groups": ["nothing-*"]}}},
-                     namespace=TEAM_B)
+                     namespace=world.team_b)
     assert final(world.kube, "offsetdeletions", "audit")["phase"] == "Succeeded"
     assert committed(world.broker.bootstrap_servers, "audit-log") == {}
-    world.kube.delete(GROUP_VERSION, POLICIES, "unreachable", namespace=TEAM_B)  # its retries end with it
-    wait_until(lambda: world.kube.find(GROUP_VERSION, POLICIES, "unreachable", TEAM_B) is None, 60, "it gone")
+    world.kube.delete(GROUP_VERSION, POLICIES, "unreachable", namespace=world.team_b)  # its retries end with it
+    wait_until(lambda: world.kube.find(GROUP_VERSION, POLICIES, "unreachable", world.team_b) is None, 60, "it gone")
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -173,7 +178,7 @@ def test_the_reset_command_refuses_a_protected_group_unless_told_loudly(world: W
     assert code == 2, (out, err)
     [line] = err.splitlines()
     assert line == (f"kafka-offset-operator: error: group billing-cli is protected on Kafka cluster {world.cluster_id} "
-                    f"by ConsumerGroupOffsetPolicy {TEAM_B}/guard (spec.protect.groups pattern 'billing-*'); nothing "
+                    f"by ConsumerGroupOffsetPolicy {world.team_b}/guard (spec.protect.groups pattern 'billing-*'); nothing "
                     "changed (--ignore-protection overrides)")
     assert committed(world.broker.bootstrap_servers, "billing-cli") == BILLING
     code, out, err = run_cli(capsys, *args, "--ignore-protection")
@@ -189,7 +194,7 @@ def test_the_restore_command_refuses_a_protected_group(world: World, tmp_path: P
     record = BackupRecord(name="hand-made", action=Action.DELETE, cluster_id=world.cluster_id,
                           bootstrap_servers=world.broker.bootstrap_servers, group="billing-restore",
                           offsets={("invoices", 0): Committed(3)},
-                          requested_by=Requester("OffsetDeletion", NAMESPACE, "x", "u", "test"),
+                          requested_by=Requester("OffsetDeletion", world.kube.namespace, "x", "u", "test"),
                           taken_at="2026-01-01T00:00:00Z", expires_at="2036-01-01T00:00:00Z")
     backup.write_text(json.dumps(to_document(record)))
     code, out, err = run_cli(capsys, "restore", "--file", str(backup), "--kubeconfig", str(world.kubeconfig),
