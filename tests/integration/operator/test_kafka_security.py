@@ -5,6 +5,11 @@ reaches a status, an Event or a log line.
 
 Offsets are committed and checked with kafka-python's own consumer and admin client (configured directly,
 not through the operator), so the operator's adapter is not its own witness.
+
+Kubernetes is the real kube-apiserver (the install applied, a fresh namespace per test): the operator reads
+the Secrets with the installed ServiceAccount's token, so the shipped RBAC is what lets it. The broker stays
+the sandbox's: it speaks TLS and SCRAM with certificates made per module and says which sessions
+authenticated as whom (`sessions()`, `failed_authentications()`), which the assertions need.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from installed_api import ADMIN
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
-from operator_harness import GROUP_VERSION, NAMESPACE, Kube, OperatorThread
+from operator_harness import GROUP_VERSION, Kube, OperatorThread
 from waiting import wait_until
 
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
@@ -36,7 +42,7 @@ from kafka_sandbox import SandboxBroker
 from kafka_sandbox.certificates import Certificates, make_certificates
 from kafka_sandbox.security import server_ssl_context
 
-pytestmark = pytest.mark.slow  # an operator under Kopf per test, with end-to-end waits: the full suite runs them
+pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # an operator under Kopf per test, with end-to-end waits: the full suite runs them
 
 
 Start = Callable[..., OperatorThread]
@@ -121,8 +127,9 @@ def create_secrets(kube: Kube, pki: Certificates, *, password: str = PASSWORD, c
 
 
 def deletion(name: str, group: str, kafka: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"group": group, "topics": [{"name": "orders"}], "approved": True, "kafka": kafka}}
+    return {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": name},
+            "spec": {"group": group, "topics": [{"name": "orders"}], "approved": True, "approvedBy": ADMIN,
+                     "kafka": kafka}}
 
 
 def cond(status: dict[str, Any], type_: str) -> dict[str, Any]:
