@@ -1,5 +1,6 @@
 """spec.kafka.strimzi end to end: an OffsetDeletion naming a Strimzi Kafka and KafkaUser (objects shaped as
-Strimzi writes them, served by the emulated API) reaches Apache Kafka (the session's real broker) over its
+Strimzi writes them, served by the real kube-apiserver from Strimzi-shaped CRDs; the operator reads them and
+the user's Secret with the installed ServiceAccount's token, so the shipped RBAC is what lets it) reaches Apache Kafka (the session's real broker) over its
 SASL_SSL listener with SCRAM-SHA-512, trusting the cluster CA from <cluster>-cluster-ca-cert; and a deletion
 whose KafkaUser has no Secret yet waits (StrimziNotReady) and goes on once the User Operator's Secret
 appears. Every offset asserted is an OffsetFetch over that same SASL_SSL listener. With
@@ -8,32 +9,27 @@ KOO_KAFKA_VERSIONS=sandbox the sandbox broker plays the TLS listener instead."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from installed_api import ADMIN, InstalledApi, wait_served
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 from kafka_under_test import Kafka, clean_after
-from operator_harness import (
-    GROUP_VERSION,
-    NAMESPACE,
-    EmulatedCluster,
-    Kube,
-    Operators,
-    condition,
-    emulated_cluster,
-    fast_options,
-)
+from kube_cluster import ApiError
+from operator_harness import GROUP_VERSION, Kube, OperatorThread, condition
 from strimzi_objects import STRIMZI, crds, kafka, kafka_user, scram_user_secret, secret
+from waiting import wait_until
 
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.certificates import make_certificates
 from kafka_sandbox.security import server_ssl_context
 
-pytestmark = pytest.mark.slow  # an operator under Kopf, a TLS broker
+pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # an operator under Kopf, a TLS broker
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 @dataclass(frozen=True)
@@ -64,10 +60,30 @@ def listener(real_kafka: Kafka, tmp_path: Path) -> Iterator[Listener]:
             yield Listener(b.bootstrap_servers, pki.ca_cert, user, password, Kafka.of_sandbox(b))
 
 
-@pytest.fixture
-def cluster() -> Iterator[EmulatedCluster]:
-    with emulated_cluster(extra_crds=crds()) as c:
-        yield c
+@pytest.fixture(scope="module")
+def strimzi_crds(api: InstalledApi) -> Iterator[None]:
+    """Strimzi's Kafka and KafkaUser kinds in the real API server for the module; removed afterwards (until
+    the API server answers 404), so the session's other tests meet it without them."""
+    for crd in crds():
+        try:
+            api.plane.api.request("POST", CRDS, crd)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+    for crd in crds():
+        wait_served(api.plane, f"{STRIMZI}", crd["spec"]["names"]["plural"])
+    yield
+    for crd in crds():
+        api.plane.api.request("DELETE", f"{CRDS}/{crd['metadata']['name']}")
+
+    def gone() -> bool:
+        try:
+            api.plane.api.request("GET", f"/apis/{STRIMZI}")
+        except ApiError as exc:
+            return exc.status == 404
+        return False
+
+    wait_until(gone, 60, "Strimzi's kinds removed")
 
 
 def client(listener: Listener) -> dict[str, Any]:
@@ -101,38 +117,34 @@ def create_with_status(kube: Kube, plural: str, obj: dict[str, Any]) -> None:
 
 
 def test_an_offset_deletion_reaches_kafka_through_the_strimzi_listener_and_user(
-        listener: Listener, cluster: EmulatedCluster, tmp_path: Path) -> None:
-    kube = Kube(cluster.url)
-    user, password = listener.user, listener.password
+        listener: Listener, strimzi_crds: None, kube: Kube, start_operator: Callable[..., OperatorThread]) -> None:
+    user, password, namespace = listener.user, listener.password, kube.namespace
     seed(listener, "replay")
-    create_with_status(kube, "kafkas", kafka("events", NAMESPACE, [
+    create_with_status(kube, "kafkas", kafka("events", namespace, [
         ("plain", "127.0.0.1:1", False, None), ("scram", listener.bootstrap_servers, True, "scram-sha-512")]))
-    create_with_status(kube, "kafkausers", kafka_user(user, NAMESPACE, "events", "scram-sha-512"))
-    kube.create("secrets", secret("events-cluster-ca-cert", NAMESPACE, {"ca.crt": listener.ca_cert.read_bytes()}))
-    operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path / "kubeconfig")))
-    try:
-        operators.start()
-        strimzi = {"strimzi": {"kafka": "events", "listener": "scram", "user": user}}
-        for name in ("od", "early"):
-            kube.create("offsetdeletions", {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion",
-                                            "metadata": {"name": name, "namespace": NAMESPACE},
-                                            "spec": {"kafka": strimzi, "group": "replay", "topics": [{"name": "orders"}],
-                                                     "approved": name == "od"}})
-        # The user's Secret is the User Operator's to write; until it does, both wait and say why.
-        for name in ("od", "early"):
-            waiting = kube.wait_for_status(name, lambda s: condition(s, "Degraded").get("reason") == "SecretNotFound",
-                                           what=f"{name} SecretNotFound")["status"]
-            assert f"Secret '{user}' not found" in condition(waiting, "Degraded")["message"]
-            assert condition(waiting, "Reconciling")["status"] == "True"
-        assert committed(listener, "replay") == {("orders", 0): 3, ("orders", 1): 3}
-        kube.create("secrets", scram_user_secret(user, NAMESPACE, password))
-        done = kube.wait_for_phase("od", "Succeeded", timeout=30)
-        assert done["deleted"] == 2 and committed(listener, "replay") == {}
-        assert done["target"]["bootstrapServers"] == listener.bootstrap_servers
-        assert done["target"]["kafka"] == {**strimzi, "securityProtocol": "PLAINTEXT"}  # by reference
-        kube.wait_for_status("early", lambda s: condition(s, "Ready").get("reason") == "AwaitingApproval",
-                             what="AwaitingApproval once the Secret exists")
-        everything = str([kube.deletion(n) for n in ("od", "early")]) + str(kube.events_for("od"))
-        assert password not in everything and base64.b64encode(password.encode()).decode() not in everything
-    finally:
-        operators.close()
+    create_with_status(kube, "kafkausers", kafka_user(user, namespace, "events", "scram-sha-512"))
+    kube.create("secrets", secret("events-cluster-ca-cert", namespace, {"ca.crt": listener.ca_cert.read_bytes()}))
+    start_operator()
+    strimzi = {"strimzi": {"kafka": "events", "listener": "scram", "user": user}}
+    for name in ("od", "early"):
+        approval = {"approved": True, "approvedBy": ADMIN} if name == "od" else {"approved": False}
+        kube.create("offsetdeletions", {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion",
+                                        "metadata": {"name": name},
+                                        "spec": {"kafka": strimzi, "group": "replay", "topics": [{"name": "orders"}],
+                                                 **approval}})
+    # The user's Secret is the User Operator's to write; until it does, both wait and say why.
+    for name in ("od", "early"):
+        waiting = kube.wait_for_status(name, lambda s: condition(s, "Degraded").get("reason") == "SecretNotFound",
+                                       what=f"{name} SecretNotFound")["status"]
+        assert f"Secret '{user}' not found" in condition(waiting, "Degraded")["message"]
+        assert condition(waiting, "Reconciling")["status"] == "True"
+    assert committed(listener, "replay") == {("orders", 0): 3, ("orders", 1): 3}
+    kube.create("secrets", scram_user_secret(user, namespace, password))
+    done = kube.wait_for_phase("od", "Succeeded", timeout=30)
+    assert done["deleted"] == 2 and committed(listener, "replay") == {}
+    assert done["target"]["bootstrapServers"] == listener.bootstrap_servers
+    assert done["target"]["kafka"] == {**strimzi, "securityProtocol": "PLAINTEXT"}  # by reference
+    kube.wait_for_status("early", lambda s: condition(s, "Ready").get("reason") == "AwaitingApproval",
+                         what="AwaitingApproval once the Secret exists")
+    everything = str([kube.deletion(n) for n in ("od", "early")]) + str(kube.events_for("od"))
+    assert password not in everything and base64.b64encode(password.encode()).decode() not in everything
