@@ -1,6 +1,11 @@
 """What Argo CD (our health.lua, run by a real Lua interpreter) and Flux (our healthCheckExprs, run by a CEL
 implementation) make of the statuses the operator really writes: deletions awaiting approval, done, retrying,
-and stuck; policies that cannot run. The conditions are in kstatus form: Ready, Reconciling, Stalled."""
+and stuck; policies that cannot run. The conditions are in kstatus form: Ready, Reconciling, Stalled.
+
+The deletions' statuses are written through the real kube-apiserver's status subresource (the install
+applied, the operator on its ServiceAccount's token) against Apache Kafka. The policies stay on the
+emulator: one has a spec the real API server refuses (its CRD's pattern), which only an older CRD would
+store (`cluster.unvalidated()`; replacing the session's CRD would meet every other test)."""
 
 from __future__ import annotations
 
@@ -15,13 +20,20 @@ from argocd_health import health, health_script
 from brokers import make_topics
 from flux_health import flux_status
 from kafka_clients import empty_group
-from operator_harness import GROUP_VERSION, NAMESPACE, EmulatedCluster, Kube, OperatorThread, condition
+from kafka_under_test import Kafka
+from operator_harness import (
+    GROUP_VERSION,
+    EmulatedCluster,
+    Kube,
+    Operators,
+    OperatorThread,
+    condition,
+    fast_options,
+)
 from test_offset_deletion import deletion
 from waiting import wait_until
 
-from kafka_sandbox import SandboxBroker
-
-pytestmark = pytest.mark.slow  # an operator under Kopf and a sandbox broker
+pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # an operator under Kopf
 
 Start = Callable[..., OperatorThread]
 DELETION = health_script("kafkaoffsets.dev", "OffsetDeletion")
@@ -48,10 +60,10 @@ def settled(kube: Kube, plural: str, name: str, ready_reason: str, kstatus: str 
     return wait_until(check, 30, f"{name}: Ready reason {ready_reason}, {kstatus or 'no kstatus condition'}")
 
 
-def test_deletions_as_argo_cd_and_flux_see_them(broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
-    make_topics(broker, {"orders": 1})
-    empty_group(broker.bootstrap_servers, "done", {("orders", 0): 3})
-    plain = {"bootstrapServers": broker.bootstrap_servers}
+def test_deletions_as_argo_cd_and_flux_see_them(kafka: Kafka, kube: Kube, start_operator: Start) -> None:
+    make_topics(kafka, {"orders": 1})
+    empty_group(kafka.bootstrap_servers, "done", {("orders", 0): 3})
+    plain = {"bootstrapServers": kafka.bootstrap_servers}
     no_secret = {**plain, "securityProtocol": "SASL_PLAINTEXT",
                  "sasl": {"mechanism": "PLAIN", "secretRef": {"name": "absent"}}}
     start_operator()
@@ -77,16 +89,25 @@ def test_deletions_as_argo_cd_and_flux_see_them(broker: SandboxBroker, kube: Kub
         condition(kube.get(GROUP_VERSION, "offsetdeletions", "unknown-group")["status"], "Stalled")["message"][:20])
 
 
-def test_policies_that_cannot_run_as_argo_cd_and_flux_see_them(
-        cluster: EmulatedCluster, kube: Kube, start_operator: Start) -> None:
-    start_operator()
+def test_policies_that_cannot_run_as_argo_cd_and_flux_see_them(cluster: EmulatedCluster, tmp_path: Path) -> None:
+    """On the emulator (see the module docstring)."""
+    kube = Kube(cluster.url)
+    operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path / "kubeconfig")))
+    try:
+        operators.start()
+        policies_that_cannot_run(cluster, kube)
+    finally:
+        operators.close()
+
+
+def policies_that_cannot_run(cluster: EmulatedCluster, kube: Kube) -> None:
     down = {"bootstrapServers": "127.0.0.1:1"}
     for name, spec in (("bad-interval", {"kafka": down, "mode": "DryRun", "schedule": {"interval": "soon"}}),
                        ("kafka-down", {"kafka": down, "mode": "DryRun", "schedule": {"interval": "1h"}})):
         with cluster.unvalidated():  # the API server refuses the bad interval; an older CRD would not
             kube.create("consumergroupoffsetpolicies", {
                 "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-                "metadata": {"name": name, "namespace": NAMESPACE}, "spec": spec})
+                "metadata": {"name": name}, "spec": spec})
     for name, reason, kstatus, argo, flux in (
             ("bad-interval", "InvalidSpec", "Stalled", "Degraded", "Failed"),
             ("kafka-down", "KafkaUnavailable", "Reconciling", "Degraded", "InProgress")):
