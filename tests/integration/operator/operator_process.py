@@ -1,6 +1,8 @@
 """`kafka-offset-operator run` as a real process against an emulated API: started with short intervals, ready
 once its liveness endpoint answers, and ended the way a node ends it (SIGKILL: no cleanup, no goodbye) or
-the way a rollout does (SIGTERM). Its output goes to a file the test can read."""
+the way a rollout does (SIGTERM). Its output goes to a file the test can read. It dies with whoever started
+it (the servers' parent-death signal, kafka_offset_demo/processes.py): a SIGKILLed pytest leaves no operator
+behind writing to an API server or a broker another run may reuse (test_no_orphan_servers.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from operator_harness import NAMESPACE
 from waiting import wait_until
 
 from kafka_offset_demo.control_plane import terminate
+from kafka_offset_demo.processes import dies_with_parent
 
 
 def free_port() -> int:
@@ -48,6 +51,7 @@ class OperatorProcess:
              str(kubeconfig), "--health-port", str(self.health), "--metrics-port", str(self.metrics),
              "--retry-interval", str(retry_interval), *extra],
             stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": "/nonexistent", "POD_ID": pod_id},
+            preexec_fn=dies_with_parent(),
         )
 
     def ready(self, timeout: float = 60) -> OperatorProcess:

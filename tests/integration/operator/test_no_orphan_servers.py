@@ -1,4 +1,5 @@
-"""A parent SIGKILLed while it holds the real control plane or a real Kafka broker leaves no server behind.
+"""A parent SIGKILLed while it holds the real control plane, a real Kafka broker or an operator process leaves
+no server behind.
 
 pytest killed by CI's timeout, or a demo killed with `kill -9`, never runs its `stop()`: without the
 parent-death signal (kafka_offset_demo/processes.py, prctl(PR_SET_PDEATHSIG)) etcd, kube-apiserver,
@@ -26,7 +27,8 @@ from waiting import wait_until
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"),
                                                     reason="the parent-death signal is Linux's")]
 
-SUPPORT = Path(__file__).resolve().parents[2] / "support"
+HERE = Path(__file__).resolve().parent
+SUPPORT = HERE.parents[1] / "support"
 
 
 def running(pid: int) -> bool:
@@ -46,7 +48,7 @@ def pids_then_kill(script: str, workdir: Path, start_timeout: float) -> list[int
     parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), str(workdir)], stdout=log,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                               env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                                  p for p in (str(SUPPORT), os.environ.get("PYTHONPATH")) if p)})
+                                  p for p in (str(SUPPORT), str(HERE), os.environ.get("PYTHONPATH")) if p)})
     log.close()
     pids: list[int] = []
     try:
@@ -108,4 +110,22 @@ def test_the_kafka_broker_dies_with_its_sigkilled_parent(tmp_path: Path) -> None
         (workdir / "pids.tmp").rename(workdir / "pids.json")
         threading.Event().wait()
     """, tmp_path, 240)
+    assert len(pids) == 1
+
+
+def test_an_operator_process_dies_with_its_sigkilled_parent(tmp_path: Path) -> None:
+    """operator_process.OperatorProcess (the kill matrices' and test_real_install's `run` process), started
+    against an emulated API and ready: its parent's SIGKILL takes it too."""
+    pids = pids_then_kill("""
+        import json, sys, threading
+        from pathlib import Path
+        from operator_harness import emulated_cluster
+        from operator_process import OperatorProcess
+        workdir = Path(sys.argv[1])
+        with emulated_cluster() as cluster:
+            operator = OperatorProcess(cluster.write_kubeconfig(workdir / "kubeconfig"), workdir).ready(120)
+            (workdir / "pids.tmp").write_text(json.dumps([operator.proc.pid]))
+            (workdir / "pids.tmp").rename(workdir / "pids.json")
+            threading.Event().wait()
+    """, tmp_path, 180)
     assert len(pids) == 1
