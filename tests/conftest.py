@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 # The real Kubernetes control plane's fixtures (real_cluster, real_namespace, real_crds): tests/support/kube_fixtures.py;
-# the test tiers (`unit` and its guard against sockets, processes and sleeps): tests/support/tiers.py.
-pytest_plugins = ["kube_fixtures", "tiers"]
+# the test tiers (`unit` and its guard against sockets, processes and sleeps): tests/support/tiers.py; the
+# longest files first for the parallel workers: tests/support/file_order.py.
+pytest_plugins = ["kube_fixtures", "tiers", "file_order"]
 
 
 @pytest.fixture

@@ -9,19 +9,19 @@ sparkoperator.k8s.io/v1beta2 SparkApplication, strict about types. It is downloa
 ~/.cache/kafka-offset-operator/spark-api/<version> (never committed, not a dependency of the product) and
 each manifest the operator builds, a policy's own and a shared one, must survive a round trip through it
 unchanged: a field those types do not have would be dropped (spark-operator's CRD prunes it), a wrong type
-refused. Skipped with one line where PyPI cannot be reached.
+refused. Then the real kube-apiserver, serving a SparkApplication CRD rebuilt from those same types
+(tests/support/kubeflow_crd.py: the closest thing to spark-operator's own CRD that can be had here), must store
+each manifest unpruned and refuse a wrong type with its own 422. Skipped with one line where PyPI cannot be
+reached.
 """
 
 from __future__ import annotations
 
-import importlib
-import subprocess
-import sys
-import zipfile
-from pathlib import Path
 from typing import Any
 
+import kubeflow_crd
 import pytest
+from kube_cluster import ApiError, ControlPlane
 
 from kafka_offset_operator.adapters.kube import owner_reference
 from kafka_offset_operator.decisions import spark_application as sparkapp
@@ -29,8 +29,6 @@ from kafka_offset_operator.decisions.connection_spec import connection_from_spec
 from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
 from kafka_offset_operator.engines.spark_application import shared_owner
 
-VERSION = "2.4.0"  # kubeflow spark-operator's release, published as kubeflow-spark-api
-CACHE = Path.home() / ".cache" / "kafka-offset-operator" / "spark-api" / VERSION
 KAFKA = {"bootstrapServers": "k:9093", "securityProtocol": "SASL_SSL",
          "sasl": {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": "user", "passwordKey": "pw"}},
          "tls": {"caSecretRef": {"name": "ca"}}}
@@ -48,20 +46,10 @@ def policy(name: str, uid: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def spark_application_type() -> Any:
     """kubeflow_spark_api's SparkV1beta2SparkApplication, from the cached wheel (downloaded once)."""
-    if not any(CACHE.glob("kubeflow_spark_api/__init__.py")):
-        CACHE.mkdir(parents=True, exist_ok=True)
-        out = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                              f"kubeflow-spark-api=={VERSION}", "-d", str(CACHE)],
-                             capture_output=True, text=True, timeout=300)
-        wheels = list(CACHE.glob(f"kubeflow_spark_api-{VERSION}-*.whl"))
-        if out.returncode != 0 or not wheels:
-            pytest.skip(f"kubeflow-spark-api {VERSION} could not be downloaded from PyPI: {out.stderr.strip()[-200:]}")
-        with zipfile.ZipFile(wheels[0]) as wheel:
-            wheel.extractall(CACHE)
-    if str(CACHE) not in sys.path:
-        sys.path.insert(0, str(CACHE))
-    module = importlib.import_module("kubeflow_spark_api.models.spark_v1beta2_spark_application")
-    return module.SparkV1beta2SparkApplication
+    try:
+        return kubeflow_crd.spark_application_type()
+    except kubeflow_crd.Unavailable as exc:
+        pytest.skip(str(exc))
 
 
 def manifests() -> dict[str, dict[str, Any]]:
@@ -83,3 +71,46 @@ def test_every_field_the_operator_writes_is_one_of_spark_operators_own_types(kin
     parsed = spark_application_type.from_dict(app)  # refuses a wrong type (strict pydantic fields)
     assert parsed.to_dict() == app, "a field kubeflow's SparkApplication types do not have (pruned by its CRD)"
     assert parsed.spec.type == "Python" and parsed.spec.mode == "cluster"
+
+
+# -- the same manifests stored by a real kube-apiserver under a CRD built from those types (kubeflow_crd.py)
+
+APPS = "/apis/sparkoperator.k8s.io/v1beta2"
+
+
+@pytest.fixture(scope="module")
+def spark_crd(real_cluster: ControlPlane) -> ControlPlane:
+    """The SparkApplication CRD rebuilt from kubeflow's types, served by the session's real API server."""
+    try:
+        crd = kubeflow_crd.crd()
+    except kubeflow_crd.Unavailable as exc:
+        pytest.skip(str(exc))
+    kubeflow_crd.install(real_cluster.api, crd)
+    return real_cluster
+
+
+def stored(plane: ControlPlane, namespace: str, app: dict[str, Any]) -> dict[str, Any]:
+    """The object as the API server persisted it (the create's answer: after pruning and validation)."""
+    app = {**app, "metadata": {**app["metadata"], "namespace": namespace}}
+    return plane.api.request("POST", f"{APPS}/namespaces/{namespace}/sparkapplications", app)
+
+
+@pytest.mark.parametrize("kind", ["solo", "shared"])
+def test_the_real_api_server_stores_them_unpruned_under_kubeflows_schema(
+        kind: str, spark_crd: ControlPlane, real_namespace: str) -> None:
+    app = manifests()[kind]
+    assert stored(spark_crd, real_namespace, app)["spec"] == app["spec"], "a field kubeflow's schema prunes"
+    # and the schema does prune: a field kubeflow's types lack is gone from what is stored
+    app["metadata"]["name"] += "-extra"
+    app["spec"]["driver"]["notAKubeflowField"] = 1
+    assert "notAKubeflowField" not in stored(spark_crd, real_namespace, app)["spec"]["driver"]
+
+
+def test_a_wrong_type_is_refused_by_kubeflows_schema(spark_crd: ControlPlane, real_namespace: str) -> None:
+    """The schema is not a stand-in that keeps every field: a string where kubeflow has an integer is a 422."""
+    app = manifests()["solo"]
+    app["spec"]["executor"]["instances"] = "three"
+    with pytest.raises(ApiError) as refused:
+        stored(spark_crd, real_namespace, app)
+    assert refused.value.status == 422
+    assert "spec.executor.instances" in str(refused.value.body), refused.value.body
