@@ -1,8 +1,9 @@
 """One actor at a time (docs/safety.md): real `kafka-offset-operator run` processes sharing the real
 kube-apiserver (the install applied, each process with the installed ServiceAccount's token:
-installed_api.py) and one sandbox broker, peering through Kopf's ClusterKopfPeering as the Deployment's pods
-do. On the real API server because nothing here needs fault injection: the peering object is created,
-watched and kept alive under a real RBAC authorizer and real watches.
+installed_api.py) and Apache Kafka (the session's real broker; the sandbox with KOO_KAFKA_VERSIONS=sandbox),
+peering through Kopf's ClusterKopfPeering as the Deployment's pods do. On the real API server because nothing
+here needs fault injection: the peering object is created, watched and kept alive under a real RBAC
+authorizer and real watches.
 
 The module is a saga, one fixture per phase, each test proving one thing a phase did:
 
@@ -32,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from brokers import make_topics, sandbox_broker
+from brokers import make_topics
 from installed_api import ADMIN, InstalledApi, can_i, installed_api
 from kafka_clients import committed, empty_group
+from kafka_under_test import Kafka, clean_after
 from kube_cluster import ApiError, ControlPlane
 from operator_harness import GROUP_VERSION, Kube
 from operator_process import free_port, get
@@ -79,7 +81,7 @@ class Process:
 
 @dataclass
 class World:
-    broker: Any
+    broker: Kafka
     api: InstalledApi
     kube: Kube
     kubeconfig: Path
@@ -146,9 +148,10 @@ def stop(processes: list[Process]) -> None:
 
 
 @pytest.fixture(scope="module")
-def world(real_cluster: ControlPlane, real_crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+def world(real_kafka: Kafka, real_cluster: ControlPlane, real_crds: Path,
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     home = tmp_path_factory.mktemp("peering")
-    with sandbox_broker() as broker, installed_api(real_cluster, home) as api:
+    with clean_after(real_kafka) as broker, installed_api(real_cluster, home) as api:
         make_topics(broker, dict.fromkeys(TOPICS, 1))
         empty_group(broker.bootstrap_servers, GROUP, {(t, 0): 5 for t in TOPICS})
         try:  # an earlier test's processes may have left it: the first process here must create it

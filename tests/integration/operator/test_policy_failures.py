@@ -2,7 +2,15 @@
 field and waits for a fix; a missing Secret is retried with backoff; a Kafka outage is Degraded
 (KafkaUnavailable) and recovers by itself once the brokers answer again. One (Local) analysis run, so the
 policies live once per module and each step is a module fixture one step further than the one before
-(refused, Kafka down, Kafka back, the spec fixed); each test proves one thing a step did."""
+(refused, Kafka down, Kafka back, the spec fixed); each test proves one thing a step did. Their runs are the
+reference analysis (reference_engine.py) in place of Spark: what is tested is what happens around a run;
+the Local engine runs in the cancelled-run test below.
+
+Where each part runs (docs/testing.md): the saga stays on kmock's emulator, because three of its specs are
+ones the real API server refuses (the emulator's `unvalidated()` stores them, as an older CRD would; the 422
+is test_api_validation.py's), and on the sandbox broker, because its outage needs brokers that are down and
+then come up at the address the policies name (the session's Apache Kafka cannot go down). The cancelled
+Local run reads Apache Kafka (the `kafka` fixture)."""
 
 from __future__ import annotations
 
@@ -15,6 +23,7 @@ from typing import Any
 import pytest
 from brokers import sandbox_broker
 from kafka_clients import admin_commit
+from kafka_under_test import Kafka
 from operator_harness import (
     GROUP_VERSION,
     NAMESPACE,
@@ -25,13 +34,13 @@ from operator_harness import (
     emulated_cluster,
     fast_options,
 )
+from reference_engine import reference_engine
 from waiting import wait_until
 
 from kafka_offset_operator.engines.job import AnalysisCancelled
 from kafka_offset_operator.engines.local import LocalEngine, LocalRequest
-from kafka_sandbox import SandboxBroker
 
-pytestmark = pytest.mark.slow  # Kafka timeouts, retries with backoff, a Spark analysis
+pytestmark = pytest.mark.slow  # Kafka timeouts, retries with backoff, a Spark start
 
 PLURAL = "consumergroupoffsetpolicies"
 REFUSED = [("bad-mode", "spec.mode", "InvalidSpec"),
@@ -124,7 +133,7 @@ class Up:
 @pytest.fixture(scope="module")
 def kafka_back(policies: Policies, kafka_down: Down) -> Iterator[Up]:
     """The brokers are back, with a group; they stay up for the steps after this one."""
-    with sandbox_broker(port=policies.port) as broker:
+    with sandbox_broker(port=policies.port) as broker, reference_engine(broker.bootstrap_servers):
         broker.create_topic("orders", 1)
         admin_commit(broker.bootstrap_servers, "replay", {("orders", 0): 0})
         up = wait_cond(policies.kube, "outage", "Ready", "True", RUN_TIMEOUT)
@@ -178,17 +187,17 @@ def test_an_invalid_spec_is_left_alone_until_fixed(kafka_down: Down, kafka_back:
     assert fixed["status"]["lastRun"]["candidates"] == 0
 
 
-def test_a_cancelled_local_run_takes_its_whole_process_group_down(broker: SandboxBroker) -> None:
+def test_a_cancelled_local_run_takes_its_whole_process_group_down(kafka: Kafka) -> None:
     """What a deleted policy does to its Local run: the worker, its JVM and Spark's Python workers go."""
     engine = LocalEngine()
     cancel = threading.Event()
     outcome: list[BaseException] = []
-    broker.create_topic("orders", 1)
-    admin_commit(broker.bootstrap_servers, "replay", {("orders", 0): 0})
+    kafka.create_topic("orders", 1)
+    admin_commit(kafka.bootstrap_servers, "replay", {("orders", 0): 0})
 
     def run() -> None:
         try:
-            engine.run(LocalRequest("cancel-me", broker.bootstrap_servers, {}, retention_ms=60_000), cancel)
+            engine.run(LocalRequest("cancel-me", kafka.bootstrap_servers, {}, retention_ms=60_000), cancel)
         except BaseException as exc:
             outcome.append(exc)
 

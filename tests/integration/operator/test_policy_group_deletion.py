@@ -1,8 +1,16 @@
-"""A policy's whole-group deletions through the real operator (Kopf on kmock's emulated API), the sandbox
-broker and the Local engine (one Spark analysis): a group Empty for 40 days (rules.staleGroups) and a group
-whose offsets are all of a deleted topic (rules.deletedTopics: Delete, which OffsetDelete cannot remove)
-are proposed as DeleteGroups, approved, deleted and one restored; a group that also has offsets of a live
-topic is only reported, with the reason."""
+"""A policy's whole-group deletions through the real operator (Kopf) on the real kube-apiserver (the install
+applied once, the operator on the installed ServiceAccount's token: every DeleteGroups it proposes and every
+approval pass the real RBAC authorizer and admission policy) and the sandbox broker: a group Empty for 40
+days (rules.staleGroups) and a group whose offsets are all of a deleted topic (rules.deletedTopics: Delete,
+which OffsetDelete cannot remove) are proposed as DeleteGroups, approved, deleted and one restored; a group
+that also has offsets of a live topic is only reported, with the reason.
+
+On the sandbox broker, not Apache Kafka (docs/testing.md): offsets a coordinator kept for a deleted topic
+exist only as seeded __consumer_offsets records (Apache Kafka removes them with the topic), and the 40 days
+are the sandbox's clock set back. The analysis is the plain-Python reference analysis (the Spark job's
+oracle, same rules) of that broker's __consumer_offsets, with the topics its metadata lists, in place of
+the Local engine: what is tested is what follows an analysis (the engine runs in test_policy_dryrun.py,
+test_policy_modes*.py)."""
 
 from __future__ import annotations
 
@@ -13,17 +21,10 @@ from typing import Any
 
 import pytest
 from brokers import make_topics, sandbox_broker
+from installed_api import ADMIN, InstalledApi
 from kafka_clients import admin_commit, committed, empty_group
-from operator_harness import (
-    GROUP_VERSION,
-    NAMESPACE,
-    RUN_TIMEOUT,
-    Kube,
-    Operators,
-    condition,
-    emulated_cluster,
-    fast_options,
-)
+from operator_harness import GROUP_VERSION, RUN_TIMEOUT, Kube, Operators, condition
+from reference_engine import reference_engine
 from waiting import wait_until
 
 from kafka_offset_operator.adapters.kafka_admin import KafkaAdmin
@@ -32,7 +33,7 @@ from kafka_offsets_model.codec import offset_commit
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.clock import Clock
 
-pytestmark = pytest.mark.slow  # a Spark analysis
+pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # the operator under Kopf on the real API server
 
 POLICY = "cleanup"
 DAY_MS = 86_400_000
@@ -47,10 +48,10 @@ class Proposed:
 
 
 @pytest.fixture(scope="module")
-def proposed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proposed]:
+def proposed(api: InstalledApi) -> Iterator[Proposed]:
     wall = int(time.time() * 1000)
     # The broker's clock runs 40 days behind the operator's: what the groups do now happened 40 days ago.
-    with sandbox_broker(clock=Clock(start_ms=wall - 40 * DAY_MS)) as broker, emulated_cluster() as cluster:
+    with sandbox_broker(clock=Clock(start_ms=wall - 40 * DAY_MS)) as broker, reference_engine(broker.bootstrap_servers):
         make_topics(broker, {"orders": 2})
         empty_group(broker.bootstrap_servers, "stale-batch", {("orders", 0): 3, ("orders", 1): 4})
         # Offsets a coordinator kept for a deleted topic (Kafka tombstones them only where it was active),
@@ -59,13 +60,13 @@ def proposed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proposed]:
         broker.append_offsets_records([(*offset_commit(g, "gone", p, offset=7, commit_timestamp=recent), recent)
                                        for g in ("legacy-reader", "mixed") for p in (0, 1)])
         admin_commit(broker.bootstrap_servers, "mixed", {("orders", 0): 1})  # and one of a live topic
-        kube = Kube(cluster.url)
-        operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")))
+        kube = api.kube
+        operators = Operators(api.options())
         try:
             operators.start()
             kube.create("consumergroupoffsetpolicies", {
                 "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-                "metadata": {"name": POLICY, "namespace": NAMESPACE},
+                "metadata": {"name": POLICY, "namespace": kube.namespace},
                 "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "Approve",
                          "rules": {"staleGroups": {"emptyFor": "30d"}, "deletedTopics": "Delete"},
                          "analysis": {"brokerRetention": "7d"}}})
@@ -110,7 +111,7 @@ def test_approved_group_deletions_delete_the_groups_and_restore_recreates_a_simp
     kube, bootstrap = proposed.kube, proposed.broker.bootstrap_servers
     names = {g: d["metadata"]["name"] for g, d in proposed.deletions.items()}
     for name in names.values():
-        kube.patch(GROUP_VERSION, "offsetdeletions", name, {"spec": {"approved": True}})
+        kube.patch(GROUP_VERSION, "offsetdeletions", name, {"spec": {"approved": True, "approvedBy": ADMIN}})
     for group, name in names.items():
         status = kube.wait_for_phase(name, "Succeeded", "Failed", "PartiallyFailed")
         assert status["phase"] == "Succeeded" and status["groupResult"]["status"] == "Deleted", (group, status)

@@ -7,7 +7,13 @@ played once per module: each step is a module fixture one step further than the 
 recovered, deleted, cleaned up), and each test proves one thing a step did.
 
 Without spark-operator nothing moves an application, so the second group of tests reads its spec as the
-operator created it, and follows it across an operator restart and the policy's deletion."""
+operator created it, and follows it across an operator restart and the policy's deletion.
+
+Kafka is Apache Kafka (the session's real broker; the sandbox with KOO_KAFKA_VERSIONS=sandbox). The second
+group runs on the real kube-apiserver (the install, spark-operator's SparkApplication CRD, the operator on
+the installed ServiceAccount's token: the real schema validates every application it creates). The saga
+stays on kmock's emulator (docs/testing.md): its last test reads the emulator's log of every request the
+operator made, to check each against the install's ClusterRole."""
 
 from __future__ import annotations
 
@@ -19,9 +25,11 @@ from typing import Any
 
 import pytest
 import yaml
-from brokers import make_topics, sandbox_broker
+from brokers import make_topics
 from install_renders import cluster_wide_rules
 from kafka_clients import admin_commit, committed, empty_group
+from kafka_under_test import Kafka, clean_after
+from kube_cluster import ControlPlane
 from operator_harness import (
     GROUP_VERSION,
     NAMESPACE,
@@ -36,10 +44,10 @@ from operator_harness import (
     policy_status,
 )
 from spark_operator_standin import SparkOperatorStandIn
+from test_shared_spark_applications import SparkApi, spark_api
 from waiting import wait_until
 
 from kafka_offset_operator.context import OperatorOptions
-from kafka_sandbox import SandboxBroker
 
 SPARK_CRD = Path(__file__).parent / "crds" / "sparkapplications.yaml"
 APPS = "sparkoperator.k8s.io/v1beta2"
@@ -60,7 +68,7 @@ def app_names(kube: Kube) -> list[str]:
 
 @dataclass
 class ClusterRun:
-    broker: SandboxBroker
+    broker: Kafka
     cluster: EmulatedCluster
     kube: Kube
     standin: SparkOperatorStandIn
@@ -70,10 +78,11 @@ class ClusterRun:
 
 
 @pytest.fixture(scope="module")
-def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRun]:
+def cluster_run(real_kafka: Kafka, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRun]:
     """Group old-report (orders/0 at 4, orders/1 at 5), the stand-in (whose first application fails, and
-    which commits orders/1 at 6 after the job's scan) and an Auto policy using the SparkApplication engine."""
-    with sandbox_broker() as broker, emulated_cluster(spark_crds()) as cluster:
+    which commits orders/1 at 6 after the job's scan) and an Auto policy using the SparkApplication engine
+    (of that group alone: Auto deletes what it finds)."""
+    with clean_after(real_kafka) as broker, emulated_cluster(spark_crds()) as cluster:
         kube = Kube(cluster.url)
         kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
         make_topics(broker, {"orders": 2})
@@ -88,7 +97,7 @@ def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRun
                 "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
                 "metadata": {"name": "cluster-run", "namespace": NAMESPACE},
                 "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "Auto",
-                         "rules": {"emptyGroupRetention": "1s"},
+                         "groups": {"include": ["old-report"]}, "rules": {"emptyGroupRetention": "1s"},
                          "analysis": {"engine": "SparkApplication",
                                       "sparkApplication": {"serviceAccount": "offset-analysis", "executor": {"instances": 2}}}}})
             yield ClusterRun(broker, cluster, kube, standin)
@@ -210,15 +219,20 @@ def allowed_by_clusterrole() -> set[tuple[str, str, str]]:
 
 
 @pytest.fixture
-def cluster() -> Iterator[EmulatedCluster]:
-    """The emulated API with our CRDs and spark-operator's SparkApplication."""
-    with emulated_cluster(spark_crds()) as c:
-        yield c
+def spark(real_cluster: ControlPlane, real_crds: Path, tmp_path: Path) -> Iterator[SparkApi]:
+    """The install, spark-operator's SparkApplication CRD and a fresh namespace on the real API server."""
+    with spark_api(real_cluster, tmp_path) as s:
+        yield s
 
 
 @pytest.fixture
-def operator_options(kubeconfig: Path) -> OperatorOptions:
-    return fast_options(kubeconfig, spark_image=IMAGE)
+def kube(spark: SparkApi) -> Kube:
+    return spark.api.kube
+
+
+@pytest.fixture
+def operator_options(spark: SparkApi) -> OperatorOptions:
+    return spark.api.options(spark_image=IMAGE)
 
 
 @dataclass
@@ -228,13 +242,13 @@ class Submitted:
 
 
 @pytest.fixture
-def submitted(broker: SandboxBroker, kube: Kube, start_operator: Any) -> Submitted:
+def submitted(kafka: Kafka, kube: Kube, start_operator: Any) -> Submitted:
     """Policy "spec-check" with the SparkApplication engine, and the application its operator created."""
     op: OperatorThread = start_operator()
     kube.create("consumergroupoffsetpolicies", {
         "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-        "metadata": {"name": "spec-check", "namespace": NAMESPACE},
-        "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers},
+        "metadata": {"name": "spec-check", "namespace": kube.namespace},
+        "spec": {"kafka": {"bootstrapServers": kafka.bootstrap_servers},
                  "analysis": {"engine": "SparkApplication", "brokerRetention": "7d",
                               "sparkApplication": {"image": "example/koo:1", "driver": {"memory": "2g"}}}}})
     return Submitted(op, wait_until(lambda: kube.list(APPS, "sparkapplications"), 30, "an app"))
@@ -262,7 +276,7 @@ def adopted(submitted: Submitted, kube: Kube, start_operator: Any) -> Adopted:
     return Adopted(name, while_down, app_names(kube))
 
 
-def test_the_application_spec_is_what_spark_operator_needs(submitted: Submitted, broker: SandboxBroker, kube: Kube) -> None:
+def test_the_application_spec_is_what_spark_operator_needs(submitted: Submitted, kafka: Kafka, kube: Kube) -> None:
     [app] = submitted.apps
     name = app["metadata"]["name"]
     spec = app["spec"]
@@ -270,9 +284,9 @@ def test_the_application_spec_is_what_spark_operator_needs(submitted: Submitted,
     assert spec["mainApplicationFile"].endswith("/spark/offset_expiry/job.py")
     assert spec["driver"]["memory"] == "2g" and spec["executor"]["instances"] == 1
     args = spec["arguments"]
-    assert args[args.index("--bootstrap-server") + 1] == broker.bootstrap_servers
-    assert args[args.index("--policy") + 1] == f"configmap://{NAMESPACE}/{name}-policy"
-    assert args[args.index("--results") + 1].startswith(f"configmap://{NAMESPACE}/{name}-results?")
+    assert args[args.index("--bootstrap-server") + 1] == kafka.bootstrap_servers
+    assert args[args.index("--policy") + 1] == f"configmap://{kube.namespace}/{name}-policy"
+    assert args[args.index("--results") + 1].startswith(f"configmap://{kube.namespace}/{name}-results?")
     assert args[args.index("--broker-retention") + 1] == "10080m"
     [owner] = app["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"]) == ("ConsumerGroupOffsetPolicy", "spec-check")

@@ -1,6 +1,10 @@
 """`kafka-offset-operator run` as a real process: health and metrics endpoints, a deletion reconciled, and a
 SIGKILL mid-run (a restore blocked by an active member) with a fresh process finishing the job. The two
-processes are module fixtures, one step after the other; each test proves one thing a step did."""
+processes are module fixtures, one step after the other; each test proves one thing a step did.
+
+On the real kube-apiserver (the `real_api` marker: the install applied, each process with the installed
+ServiceAccount's token) and Apache Kafka (the session's real broker; the sandbox with
+KOO_KAFKA_VERSIONS=sandbox): nothing here needs a fault of either stand-in."""
 
 from __future__ import annotations
 
@@ -14,31 +18,38 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from brokers import make_topics, sandbox_broker
+from brokers import make_topics
+from installed_api import ADMIN, InstalledApi
 from kafka_clients import committed, empty_group, member
-from operator_harness import GROUP_VERSION, NAMESPACE, Kube, emulated_cluster
+from kafka_under_test import Kafka, clean_after
+from operator_harness import GROUP_VERSION, NAMESPACE, Kube
 from operator_process import free_port, get
 from waiting import wait_until
 
 from kafka_offset_demo.control_plane import terminate
-from kafka_sandbox import SandboxBroker
+
+pytestmark = pytest.mark.real_api  # the processes on the installed ServiceAccount's token
 
 
 @contextmanager
-def operator_process(kubeconfig: Path, tmp_path: Path, *extra: str
+def operator_process(kubeconfig: Path, tmp_path: Path, *extra: str, namespace: str = NAMESPACE
                      ) -> Iterator[tuple[subprocess.Popen[bytes], int, int, Path]]:
     health, metrics = free_port(), free_port()
     path = tmp_path / f"operator-{health}.log"
     log = open(path, "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kafka_offset_operator", "run", "--namespace", NAMESPACE, "--kubeconfig", str(kubeconfig),
+        [sys.executable, "-m", "kafka_offset_operator", "run", "--namespace", namespace, "--kubeconfig", str(kubeconfig),
          "--health-port", str(health), "--metrics-port", str(metrics), "--retry-interval", "0.3",
          # A SIGKILLed process's keep-alive holds its successor back this long (peering, docs/operator.md).
          "--peering-lifetime", "5", *extra],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": "/nonexistent"},
     )
     try:
-        wait_until(lambda: get(f"http://127.0.0.1:{health}/healthz")[0] == 200, 30, "the liveness endpoint")
+        try:  # a deadline, not a wait: a process start took over 30 s at a load of 20-25
+            wait_until(lambda: get(f"http://127.0.0.1:{health}/healthz")[0] == 200, 60, "the liveness endpoint")
+        except AssertionError as exc:
+            tail = path.read_text(errors="replace").splitlines()[-15:]
+            raise AssertionError(f"{exc} (exit code {proc.poll()}); the process's log ends:\n" + "\n".join(tail)) from None
         yield proc, health, metrics, path
     finally:
         terminate(proc, 30)
@@ -50,20 +61,19 @@ def operator_process(kubeconfig: Path, tmp_path: Path, *extra: str
 
 @dataclass
 class World:
-    broker: SandboxBroker
+    broker: Kafka
     kube: Kube
     kubeconfig: Path
     logs: Path
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    """Group "proc" (orders/0 at 3, orders/1 at 4) and an emulated API, shared by the module's steps."""
-    with sandbox_broker() as broker, emulated_cluster() as cluster:
+def world(real_kafka: Kafka, api: InstalledApi, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """Group "proc" (orders/0 at 3, orders/1 at 4) and the installed API, shared by the module's steps."""
+    with clean_after(real_kafka) as broker:
         make_topics(broker, {"orders": 2, "other": 1})
         empty_group(broker.bootstrap_servers, "proc", {("orders", 0): 3, ("orders", 1): 4})
-        home = tmp_path_factory.mktemp("run")
-        yield World(broker, Kube(cluster.url), cluster.write_kubeconfig(home / "kubeconfig"), home)
+        yield World(broker, api.kube, api.token_kubeconfig, tmp_path_factory.mktemp("run"))
 
 
 @dataclass
@@ -76,10 +86,11 @@ class FirstProcess:
 def first_process(world: World) -> Iterator[FirstProcess]:
     """`run` in a process (serving /healthz once this returns), and deletion "by-process" of group "proc",
     approved, once Succeeded."""
-    body = {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": "by-process", "namespace": NAMESPACE},
+    namespace = world.kube.namespace
+    body = {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": "by-process", "namespace": namespace},
             "spec": {"kafka": {"bootstrapServers": world.broker.bootstrap_servers}, "group": "proc",
-                     "topics": [{"name": "orders"}], "approved": True}}
-    with operator_process(world.kubeconfig, world.logs) as (proc, _health, metrics_port, _log):
+                     "topics": [{"name": "orders"}], "approved": True, "approvedBy": ADMIN}}
+    with operator_process(world.kubeconfig, world.logs, namespace=namespace) as (proc, _health, metrics_port, _log):
         world.kube.create("offsetdeletions", body)
         world.kube.wait_for_status("by-process", lambda s: s.get("phase") == "Succeeded", 30, "Succeeded")
         _, text = get(f"http://127.0.0.1:{metrics_port}/metrics")
@@ -106,7 +117,7 @@ class SecondProcess:
 
 @pytest.fixture(scope="module")
 def second_process(world: World, killed_mid_restore: int) -> SecondProcess:
-    with operator_process(world.kubeconfig, world.logs) as (proc, _h, _m, _log):
+    with operator_process(world.kubeconfig, world.logs, namespace=world.kube.namespace) as (proc, _h, _m, _log):
         world.kube.wait_for_status("by-process", lambda s: s.get("phase") == "Restored", 30, "Restored")
         offsets = committed(world.broker.bootstrap_servers, "proc")
         proc.send_signal(signal.SIGTERM)

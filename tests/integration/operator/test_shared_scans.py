@@ -1,7 +1,7 @@
 """Shared scans (issue 12) through the real Local engine and Apache Kafka (the session's real broker; the
 sandbox with KOO_KAFKA_VERSIONS=sandbox): two policies of one cluster due together cost ONE scan of Kafka's
-own __consumer_offsets, and each gets its own status from its own rules (operator under Kopf on the emulated
-API); a shared scan one of whose policies gives up (deleted) still serves the other, with the report that
+own __consumer_offsets, and each gets its own status from its own rules (the operator under Kopf on the real
+kube-apiserver, on the installed ServiceAccount's token: the `real_api` marker); a shared scan one of whose policies gives up (deleted) still serves the other, with the report that
 policy gets alone on the same snapshot. The rule is seconds long (standaloneRetention 2s), so simple groups
 committed a moment ago are candidates without moving a clock."""
 
@@ -9,31 +9,24 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from brokers import make_topics
+from installed_api import InstalledApi
 from kafka_clients import admin_commit
 from kafka_under_test import Kafka, clean_after
-from operator_harness import (
-    GROUP_VERSION,
-    NAMESPACE,
-    RUN_TIMEOUT,
-    Kube,
-    Operators,
-    condition,
-    emulated_cluster,
-    fast_options,
-)
+from operator_harness import GROUP_VERSION, RUN_TIMEOUT, Kube, OperatorThread, condition
 from prometheus_client import REGISTRY
 from waiting import wait_until
 
+from kafka_offset_operator.context import OperatorOptions
 from kafka_offset_operator.engines.job import AnalysisCancelled
 from kafka_offset_operator.engines.local import LocalRequest, shared_engine
 from kafka_offset_operator.model.report import Report
 
-pytestmark = pytest.mark.slow  # Spark analyses
+pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # Spark analyses; the operator on the real API server
 
 DAY_MS = 86_400_000
 TEAMS = {"team-a": 3, "team-b": 2}  # groups per team, each with 2 offsets
@@ -62,36 +55,37 @@ def analysis(team: str) -> dict[str, Any]:
     return {"groups": {"include": [f"{team}-*"]}, "rules": RULES}
 
 
-def test_two_policies_due_together_share_one_scan(broker: Kafka, tmp_path: Any) -> None:
-    with emulated_cluster() as cluster:
-        kube = Kube(cluster.url)
-        operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path / "kubeconfig"), scan_share_window_s=5.0))
-        try:
-            operators.start()
-            before = scans()
-            for team in TEAMS:
-                kube.create("consumergroupoffsetpolicies", {
-                    "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-                    "metadata": {"name": team, "namespace": NAMESPACE},
-                    "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "DryRun",
-                             "analysis": {"brokerRetention": "7d"}, "groups": {"include": [f"{team}-*"]},
-                             "rules": RULES}})
+@pytest.fixture
+def operator_options(api: InstalledApi, kube: Kube) -> OperatorOptions:
+    """The installed ServiceAccount's operator, with a share window both policies' visits fall in."""
+    return api.options(namespaces=(kube.namespace,), scan_share_window_s=5.0)
 
-            def finished() -> dict[str, dict[str, Any]] | None:
-                out = {}
-                for team in TEAMS:
-                    status = kube.get(GROUP_VERSION, "consumergroupoffsetpolicies", team).get("status") or {}
-                    ready = condition(status, "Ready")
-                    if ready.get("status") == "False" and ready.get("reason") not in (None, "AnalysisRunning"):
-                        raise AssertionError(f"{team}: the run failed: {ready}")
-                    if "lastRun" not in status or ready.get("status") != "True":
-                        return None
-                    out[team] = status
-                return out
 
-            statuses = wait_until(finished, RUN_TIMEOUT, "both policies' runs")
-        finally:
-            operators.close()
+def test_two_policies_due_together_share_one_scan(broker: Kafka, kube: Kube, start_operator: Callable[..., OperatorThread]
+                                                  ) -> None:
+    start_operator()
+    before = scans()
+    for team in TEAMS:
+        kube.create("consumergroupoffsetpolicies", {
+            "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
+            "metadata": {"name": team, "namespace": kube.namespace},
+            "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "DryRun",
+                     "analysis": {"brokerRetention": "7d"}, "groups": {"include": [f"{team}-*"]},
+                     "rules": RULES}})
+
+    def finished() -> dict[str, dict[str, Any]] | None:
+        out = {}
+        for team in TEAMS:
+            status = kube.get(GROUP_VERSION, "consumergroupoffsetpolicies", team).get("status") or {}
+            ready = condition(status, "Ready")
+            if ready.get("status") == "False" and ready.get("reason") not in (None, "AnalysisRunning"):
+                raise AssertionError(f"{team}: the run failed: {ready}")
+            if "lastRun" not in status or ready.get("status") != "True":
+                return None
+            out[team] = status
+        return out
+
+    statuses = wait_until(finished, RUN_TIMEOUT, "both policies' runs")
     assert scans() - before == 1
     for team, groups in TEAMS.items():
         last = statuses[team]["lastRun"]

@@ -18,7 +18,11 @@ the folder's `kube`, `kubeconfig` and `operator_options` fixtures with the real 
 
 That each member's report equals the report of a solo run on the same snapshot is proven where it is
 computed (tests/integration/spark/test_shared_scan_pipeline.py: execute_many against each policy alone);
-here each member's report is checked against the groups its own patterns select."""
+here each member's report is checked against the groups its own patterns select.
+
+Kafka is Apache Kafka (the session's real broker; the sandbox with KOO_KAFKA_VERSIONS=sandbox): the groups
+are simple groups committed through the wire, and the rule is seconds long (standaloneRetention 2s), so
+they are candidates a moment later without moving a clock."""
 
 from __future__ import annotations
 
@@ -33,9 +37,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from brokers import make_topics, sandbox_broker
+from brokers import make_topics
 from installed_api import InstalledApi, apply_file, installed_api
 from kafka_clients import admin_commit
+from kafka_under_test import Kafka, clean_after
 from kube_cluster import ControlPlane
 from operator_harness import GROUP_VERSION, ROOT, RUN_TIMEOUT, Kube, Operators, OperatorThread, condition
 from spark_operator_standin import SparkOperatorStandIn
@@ -46,8 +51,6 @@ from kafka_offset_operator.decisions import spark_application as sparkapp
 from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
 from kafka_offset_operator.engines.spark_application import shared_owner
 from kafka_offset_operator.model.connection import ConnectionSettings
-from kafka_sandbox import SandboxBroker
-from kafka_sandbox.clock import Clock
 from offset_expiry import results_sink
 
 SPARK_CRD = Path(__file__).parent / "crds" / "sparkapplications.yaml"
@@ -56,6 +59,7 @@ POLICIES = "consumergroupoffsetpolicies"
 IMAGE = "ghcr.io/example/kafka-offset-operator:test"
 DAY_MS = 86_400_000
 TEAMS = {"team-a": 3, "team-b": 2, "team-c": 1}  # standalone groups per team, each with 2 offsets
+RULE = "2s"  # standaloneRetention: the groups, committed more than 2 s ago, are candidates
 WINDOW_S = 2.0  # policies created together arrive well within it, even on a loaded machine
 
 
@@ -89,7 +93,7 @@ def new_policy(kube: Kube, name: str, bootstrap: str, team: str) -> None:
         "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
         "metadata": {"name": name, "namespace": kube.namespace},
         "spec": {"kafka": {"bootstrapServers": bootstrap},
-                 "groups": {"include": [f"{team}-*"]}, "rules": {"standaloneRetention": "1d"},
+                 "groups": {"include": [f"{team}-*"]}, "rules": {"standaloneRetention": RULE},
                  "analysis": {"engine": "SparkApplication", "brokerRetention": "7d",
                               "sparkApplication": {"image": IMAGE, "serviceAccount": DRIVER_SA}}}})
 
@@ -117,13 +121,15 @@ def candidate_groups(s: dict[str, Any]) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def broker() -> Iterator[SandboxBroker]:
-    """Standalone groups committed three days ago: candidates of a 1d rule."""
-    with sandbox_broker(clock=Clock(start_ms=int(time.time() * 1000) - 3 * DAY_MS)) as b:
+def broker(real_kafka: Kafka) -> Iterator[Kafka]:
+    """Standalone groups committed more than 2 s ago: candidates of the 2s rule."""
+    with clean_after(real_kafka) as b:
         make_topics(b, {"orders": 2})
         for team, count in TEAMS.items():
             for i in range(count):
                 admin_commit(b.bootstrap_servers, f"{team}-{i}", {("orders", 0): 1, ("orders", 1): 2})
+        committed_at = time.time()
+        wait_until(lambda: time.time() > committed_at + 2.5, 5, "the commits to be older than the rule's 2 s")
         yield b
 
 
@@ -153,7 +159,7 @@ def read_results(kube: Kube, name: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def shared_run(broker: SandboxBroker, real_cluster: ControlPlane, real_crds: Path,
+def shared_run(broker: Kafka, real_cluster: ControlPlane, real_crds: Path,
                tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedRun]:
     with spark_api(real_cluster, tmp_path_factory.mktemp("kube")) as spark:
         kube = spark.api.kube
@@ -218,7 +224,7 @@ def test_each_member_gets_its_own_report_from_its_own_rules(shared_run: SharedRu
 @pytest.mark.slow
 def test_each_members_results_are_a_solo_runs_of_its_own_policy_on_the_shared_snapshot(shared_run: SharedRun) -> None:
     """What a run of the policy alone reports: exactly its own groups' offsets (two per group, committed
-    three days ago, Standalone under the 1d rule), and the same snapshot for every member."""
+    more than 2 s ago, Standalone under the 2s rule), and the same snapshot for every member."""
     scanned = set()
     for name, team in (("a", "team-a"), ("b", "team-b"), ("c", "team-c")):
         doc = shared_run.reports[name]
@@ -286,7 +292,7 @@ def progress(kube: Kube, name: str) -> str:
 
 @pytest.mark.slow  # an operator restart (Kopf's 2 s grace), the share window and the clock's next second
 def test_a_restart_mid_run_adopts_the_shared_application_and_delivers_each_members_results(
-        broker: SandboxBroker, kube: Kube, start_operator: Any) -> None:
+        broker: Kafka, kube: Kube, start_operator: Any) -> None:
     first: OperatorThread = start_operator()
     new_policy(kube, "a", broker.bootstrap_servers, "team-a")
     new_policy(kube, "b", broker.bootstrap_servers, "team-b")
@@ -347,7 +353,7 @@ def configmap_names(kube: Kube) -> set[str]:
 
 @pytest.mark.slow  # the operator under Kopf
 def test_the_next_shared_run_deletes_an_orphaned_shared_application_and_keeps_one_a_live_member_still_needs(
-        broker: SandboxBroker, kube: Kube, start_operator: Any) -> None:
+        broker: Kafka, kube: Kube, start_operator: Any) -> None:
     kube.create(POLICIES, {"apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
                            "metadata": {"name": "idle", "namespace": kube.namespace},
                            "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers, "securityProtocol": "SASL_PLAINTEXT",
@@ -364,7 +370,7 @@ def test_the_next_shared_run_deletes_an_orphaned_shared_application_and_keeps_on
 
 @pytest.mark.slow  # the operator under Kopf
 def test_a_member_that_no_longer_shares_lets_go_of_its_unread_shared_results(
-        broker: SandboxBroker, kube: Kube, spark: SparkApi, start_operator: Any) -> None:
+        broker: Kafka, kube: Kube, spark: SparkApi, start_operator: Any) -> None:
     new_policy(kube, "a", broker.bootstrap_servers, "team-a")
     uid = kube.get(GROUP_VERSION, POLICIES, "a")["metadata"]["uid"]
     left = leftover(kube, "shared-analysis-00000003", [("a", uid)], "COMPLETED")
@@ -378,7 +384,7 @@ def test_a_member_that_no_longer_shares_lets_go_of_its_unread_shared_results(
 
 @pytest.mark.slow  # the real garbage collector's pace
 def test_an_application_several_policies_own_outlives_all_but_the_last_and_goes_with_it(
-        broker: SandboxBroker, kube: Kube) -> None:
+        broker: Kafka, kube: Kube) -> None:
     """As the operator writes a shared application (batch_manifest: one ownerReference per member, none a
     controller that blocks deletion) and its policies ConfigMap (the same owners): the real garbage collector
     keeps both while any owner lives, and takes both once the last goes."""
