@@ -33,8 +33,8 @@ TICK = os.sysconf("SC_CLK_TCK")
 VARIANTS: dict[str, dict[str, str]] = {
     "cds": {"KOO_SPARK_CDS": "1"},
     "nocds": {"KOO_SPARK_CDS": "0"},
-    # Every JVM of the run (the launcher's and the driver's) with only the C1 compiler and the serial collector.
-    "c1serial": {"KOO_SPARK_CDS": "1", "JDK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"},
+    # The driver JVM with only the C1 compiler and the serial collector (what the test suite sets).
+    "c1serial": {"KOO_SPARK_CDS": "1", "SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"},
 }
 KINDS = ("driver python", "spark launcher", "driver JVM", "python workers", "other")
 
