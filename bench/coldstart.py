@@ -29,6 +29,13 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 NOW_MS = 1_700_000_000_000
 TICK = os.sysconf("SC_CLK_TCK")
+# What a round changes, by name (--variants): the environment of its fresh process.
+VARIANTS: dict[str, dict[str, str]] = {
+    "cds": {"KOO_SPARK_CDS": "1"},
+    "nocds": {"KOO_SPARK_CDS": "0"},
+    # The driver JVM with only the C1 compiler and the serial collector (what the test suite sets).
+    "c1serial": {"KOO_SPARK_CDS": "1", "SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"},
+}
 KINDS = ("driver python", "spark launcher", "driver JVM", "python workers", "other")
 
 
@@ -79,6 +86,7 @@ class Sampler:
     def __init__(self) -> None:
         self.me = os.getpid()
         self.seen: dict[int, tuple[str, float]] = {}
+        self.own_cpu = 0.0  # this sampler thread's CPU (reading /proc), taken off the driver's Python
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -86,6 +94,7 @@ class Sampler:
     def _run(self) -> None:
         while not self.stop.wait(0.1):
             self.sample()
+            self.own_cpu = time.thread_time()
 
     def sample(self) -> None:
         for pid in _descendants(self.me):
@@ -103,6 +112,7 @@ class Sampler:
         out = dict.fromkeys(KINDS, 0.0)
         for kind, cpu in self.seen.values():
             out[kind] += cpu
+        out["driver python"] -= self.own_cpu
         return out
 
 
@@ -156,7 +166,8 @@ def child(bootstrap: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3, help="cold runs, alternating CDS on and off")
+    parser.add_argument("--rounds", type=int, default=3, help="cold runs, cycling through the variants")
+    parser.add_argument("--variants", default="cds,nocds", help=f"comma-separated, of {sorted(VARIANTS)}")
     parser.add_argument("--records", type=int, default=20_000, help="about this many records (synthetic mix)")
     parser.add_argument("--child", metavar="BOOTSTRAP", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -177,20 +188,22 @@ def main() -> None:
             broker.append_records(OFFSETS_TOPIC, partition,
                                   [(r.key, r.value, r.timestamp) for r in topic.records if r.partition == partition])
         results = []
+        variants = args.variants.split(",")
         for i in range(args.rounds):
-            env = {**os.environ, "KOO_SPARK_CDS": "1" if i % 2 == 0 else "0"}
+            variant = variants[i % len(variants)]
+            env = {**os.environ, **VARIANTS[variant]}
             done = subprocess.run([sys.executable, __file__, "--child", broker.bootstrap_servers],
                                   capture_output=True, text=True, env=env, check=False)
             if done.returncode != 0:
                 raise SystemExit(done.stderr[-3000:])
-            result = json.loads(done.stdout.strip().splitlines()[-1])
+            result = {"variant": variant, **json.loads(done.stdout.strip().splitlines()[-1])}
             results.append(result)
             _print(result)
     print(json.dumps(results), file=sys.stderr)
 
 
 def _print(result: dict[str, Any]) -> None:
-    print(f"\nCDS {result['cds']}, {result['records']:,} records", flush=True)
+    print(f"\n{result['variant']} (CDS {result['cds']}), {result['records']:,} records", flush=True)
     print(f"  {'part':30} {'wall':>7} {'CPU':>7}   " + "  ".join(f"{k:>14}" for k in KINDS[:4]) + "   load")
     wall = cpu = 0.0
     for p in result["parts"]:

@@ -6,6 +6,7 @@ integration/operator, kcat in integration/sandbox). Helpers tests import are in 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,13 @@ if TYPE_CHECKING:
 # the test tiers (`unit` and its guard against sockets, processes and sleeps): tests/support/tiers.py; the
 # longest files first for the parallel workers: tests/support/file_order.py.
 pytest_plugins = ["kube_fixtures", "tiers", "file_order"]
+
+# Every Spark driver JVM the suite starts (the `spark` fixture, the CLI, the Local engine, `spark-submit job.py`:
+# Spark's launcher adds SPARK_SUBMIT_OPTS to each) runs with the C1 compiler only and the serial collector: the
+# suite's runs are small, where C2's compilations and G1's threads cost a cold run about a third of its JVM CPU
+# and gain nothing (issue 22, docs/performance.md). Results do not depend on it; the product's default stays the
+# JVM's own (C2 pays off on large topics).
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
 @pytest.fixture

@@ -10,6 +10,11 @@ commits) between the two runs would make the reports differ for reasons that are
 it over Kafka's wire protocol either way. The arguments are those the SparkApplication engine gives
 (spark_application.run_arguments: --bootstrap-server, --policy, --results, --broker-retention, --now), with
 files where the engine names ConfigMaps.
+
+The local report is job.py's `main` with the same arguments in this process, on the suite's warm local session
+(the `spark` fixture: local[2], four shuffle partitions, what `spark-submit --master local[2]` ran before): the
+same entry point's code and local mode's code paths, without a second cold Spark of its own (a minute or more of
+CPU on CI). The cluster run stays a real `spark-submit` of job.py.
 """
 
 from __future__ import annotations
@@ -17,14 +22,18 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from brokers import sandbox_broker
-from spark_standalone import SPARK_SUBMIT, Standalone, daemon_env, standalone_cluster
+from spark_standalone import Standalone, daemon_env, standalone_cluster
 
 from kafka_offsets_model.raw import OFFSETS_TOPIC
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.synthetic import generate
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 JOB = str(Path(__file__).parents[3] / "spark" / "offset_expiry" / "job.py")
 NOW = "2023-11-14T22:13:20Z"
@@ -73,11 +82,13 @@ def _sorted_lines(report: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def local_report(seeded: SandboxBroker, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def local_report(seeded: SandboxBroker, spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from offset_expiry.job import main  # its SparkSession.builder.getOrCreate() gives `spark`, already active
+
     workdir = tmp_path_factory.mktemp("local")
     results = workdir / "results.json"
-    _run([SPARK_SUBMIT, "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=4", JOB,
-          *_arguments(seeded, workdir, results)])
+    assert main(_arguments(seeded, workdir, results)) == 0
+    assert spark.sparkContext.master == "local[2]"
     return results
 
 
