@@ -86,7 +86,10 @@ def test_job_py_runs_from_the_image_in_local_mode(spark_image: Built, seeded: tu
     snapshot = {p: max(r.offset for r in records if r.partition == p) + 1 for p in range(2)}
     expected = analyze_records(records, policy_from_yaml(POLICY), now_ms=NOW_MS, retention_ms=5 * DAY_MS,
                                existing_topics=topics, snapshot=snapshot)
-    assert json.loads((work / "results.json").read_text()) == expected
+    # The report says which now, broker retention and cleanup interval it used (as test_entry_points expects).
+    used = {"now": NOW_MS, "brokerRetentionMs": 5 * DAY_MS, "brokerCheckIntervalMs": 600_000,
+            "brokerCheckIntervalSource": "broker"}
+    assert json.loads((work / "results.json").read_text()) == {**expected, "summary": {**expected["summary"], **used}}
     with capsys.disabled():
         print(f"\n{spark_image.image}: {image_size(spark_image.image)}, "
               f"built (or reused) in {spark_image.seconds:.0f} s")
