@@ -50,11 +50,21 @@ ensure_system_tools() {
     # Apache Kafka under test: Maven resolves its jars, javac builds the Java client drivers.
     command -v mvn >/dev/null 2>&1 || apt_install "real Kafka's jars come from Maven Central" maven
     command -v javac >/dev/null 2>&1 || apt_install "the Java Kafka clients the tests drive" openjdk-17-jdk-headless
-    # The opt-in image tests (KOO_IMAGE_TESTS=1, docs/images.md) build and push with buildah.
-    if [ "${KOO_IMAGE_TESTS:-}" = 1 ]; then
+    # The image tests (docs/images.md) build and push with buildah; they run when its build cache is warm
+    # (scripts/images.sh warm) or with KOO_IMAGE_TESTS=1, and say why they skip otherwise.
+    if [ "${KOO_IMAGE_TESTS:-}" != 0 ]; then
         command -v buildah >/dev/null 2>&1 || apt_install "the image tests build and push with buildah" buildah
         command -v debootstrap >/dev/null 2>&1 || apt_install "the image tests' local Debian base" debootstrap
     fi
+}
+
+say_images() {  # one line before the integration tier: whether the image tests run, and why not
+    local why
+    if [ "${KOO_IMAGE_TESTS:-}" = 0 ]; then say "image tests: off (KOO_IMAGE_TESTS=0)"; return; fi
+    if [ "${KOO_IMAGE_TESTS:-}" = 1 ]; then say "image tests: on (KOO_IMAGE_TESTS=1; a cold build cache is built first)"; return; fi
+    if ! command -v buildah >/dev/null 2>&1; then say "image tests: skipped (no buildah)"; return; fi
+    if why="$(scripts/images.sh warm 2>&1)"; then say "image tests: on (the build cache is warm)"
+    else say "image tests: skipped ($why)"; fi
 }
 
 KUBE_BUILD_PID=""
@@ -124,6 +134,7 @@ case "$cmd" in
         # Apache Kafka's jars and the Java drivers, before any worker needs them.
         say "Apache Kafka";  PYTHONPATH=tests/support python tests/support/real_kafka.py --resolve
         wait_kube_build
+        say_images
         if [ "$#" -eq 0 ]; then
             parallel=()
             [ "$workers" = 0 ] || parallel=(-n "$workers" --dist loadfile)

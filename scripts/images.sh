@@ -23,8 +23,11 @@
 #   Local bases stay in the image store; KOO_REBUILD_BASE=1 rebuilds them.
 # pip inside a build step gets this machine's CA bundle and pip config as build secrets, never in a layer:
 #   KOO_PIP_CA (default $PIP_CERT, else $SSL_CERT_FILE when set), KOO_PIP_CONF (default none).
-# KOO_BUILDER=docker|podman|buildah picks the tool; KOO_BUILDAH_OPTS the global buildah options
-# (default "--storage-driver vfs", which works where overlay cannot be mounted).
+# KOO_BUILDER=docker|podman|buildah picks the tool; KOO_BUILDAH_OPTS the global buildah options (default
+# "--storage-driver overlay" where overlay mounts, else "--storage-driver vfs"; `names` prints the choice).
+#   scripts/images.sh warm [operator|spark|all]      exit 0 when the build cache is warm (the bases in the store:
+#                                                    a build then redoes only the product's layers), else say why
+#                                                    on one line and exit 1 (the image tests' gate in CI)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,7 +54,25 @@ DEFAULT_SPARK_BASE="docker.io/library/spark:$SPARK_VERSION-scala2.13-java17-pyth
 LOCAL_BASE="localhost/kafka-offset-operator-base:bookworm"
 LOCAL_SPARK_BASE="localhost/kafka-offset-operator-spark-base:$SPARK_VERSION"
 DEBIAN_MIRROR="${KOO_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-read -r -a BUILDAH_OPTS <<<"${KOO_BUILDAH_OPTS:---storage-driver vfs}"
+
+overlay_works() {  # overlay mounts here (a kernel or container that refuses it gets vfs): a scratch container
+    command -v buildah >/dev/null 2>&1 || return 1
+    local ctr ok=1
+    ctr="$(buildah --storage-driver overlay from scratch 2>/dev/null)" || return 1
+    buildah --storage-driver overlay mount "$ctr" >/dev/null 2>&1 && ok=0
+    buildah --storage-driver overlay rm "$ctr" >/dev/null 2>&1 || true
+    return "$ok"
+}
+
+if [ -n "${KOO_BUILDAH_OPTS+set}" ]; then
+    read -r -a BUILDAH_OPTS <<<"$KOO_BUILDAH_OPTS"
+elif overlay_works; then
+    # overlay: a layer is a diff, not a copy of the whole root file system (vfs); with vfs a cold build of the
+    # two images took ~25 minutes here, most of it copying roots between steps.
+    BUILDAH_OPTS=(--storage-driver overlay)
+else
+    BUILDAH_OPTS=(--storage-driver vfs)
+fi
 
 builder() {
     if [ -n "${KOO_BUILDER:-}" ]; then echo "$KOO_BUILDER"; return; fi
@@ -212,12 +233,34 @@ if [ -n "$PUSH_TO" ]; then
 fi
 case "${1:-all}" in
     names)
-        printf 'OPERATOR_IMAGE=%s\nSPARK_IMAGE=%s\nVERSION=%s\nSPARK_VERSION=%s\nBUILDER=%s\n' \
-            "$OPERATOR_IMAGE" "$SPARK_IMAGE" "$VERSION" "$SPARK_VERSION" "${BUILDER:-none}"
+        printf 'OPERATOR_IMAGE=%s\nSPARK_IMAGE=%s\nVERSION=%s\nSPARK_VERSION=%s\nBUILDER=%s\nBUILDAH_OPTS=%s\n' \
+            "$OPERATOR_IMAGE" "$SPARK_IMAGE" "$VERSION" "$SPARK_VERSION" "${BUILDER:-none}" "${BUILDAH_OPTS[*]}"
+        ;;
+    warm)
+        [ -n "$BUILDER" ] || { echo "no image builder (docker, podman or buildah)"; exit 1; }
+        which="${2:-all}"
+        cold=()
+        has_base() {  # $1 the user's choice, $2 the default, $3 the local one: no registry is asked
+            case "${1:-}" in
+                local) have_image "$3" ;;
+                "") have_image "$2" || have_image "$3" ;;
+                *) have_image "$1" ;;
+            esac
+        }
+        if [ "$which" != spark ] && ! has_base "${KOO_BASE_IMAGE:-}" "$DEFAULT_BASE" "$LOCAL_BASE"; then
+            cold+=("${KOO_BASE_IMAGE:-$LOCAL_BASE}")
+        fi
+        if [ "$which" != operator ] && ! has_base "${KOO_SPARK_BASE_IMAGE:-}" "$DEFAULT_SPARK_BASE" "$LOCAL_SPARK_BASE"; then
+            cold+=("${KOO_SPARK_BASE_IMAGE:-$LOCAL_SPARK_BASE}")
+        fi
+        if [ "${#cold[@]}" -gt 0 ]; then
+            echo "the image build cache is cold (no ${cold[*]} in the ${BUILDAH_OPTS[*]} store): scripts/dev.sh images builds it once"
+            exit 1
+        fi
         ;;
     base) pip_secrets; local_base; local_spark_base ;;
     operator) pip_secrets; build_operator ;;
     spark) pip_secrets; build_spark ;;
     all) pip_secrets; build_operator; build_spark ;;
-    *) echo "usage: scripts/images.sh [build] [operator|spark|all] | --push REGISTRY/PREFIX [operator|spark|all] | names | base" >&2; exit 2 ;;
+    *) echo "usage: scripts/images.sh [build] [operator|spark|all] | --push REGISTRY/PREFIX [operator|spark|all] | names | base | warm [operator|spark|all]" >&2; exit 2 ;;
 esac

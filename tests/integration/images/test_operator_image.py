@@ -6,17 +6,11 @@ non-root user and holds the product alone (no test double, demo or tests)."""
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from brokers import make_topics, sandbox_broker
 from image_harness import (
     Built,
     build,
@@ -29,11 +23,8 @@ from image_harness import (
     run,
     run_argv,
 )
-from kafka_clients import committed, empty_group
-from operator_harness import GROUP_VERSION, NAMESPACE, Kube, emulated_cluster
-from waiting import wait_until
-
-from kafka_sandbox import SandboxBroker
+from kafka_clients import committed
+from operator_smoke import World, operator_args, reconciles_a_deletion, smoke_world
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 
@@ -56,77 +47,10 @@ def ctr(operator_image: Built) -> Iterator[str]:
         yield name
 
 
-@dataclass
-class World:
-    broker: SandboxBroker
-    kube: Kube
-    kubeconfig: Path
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with sandbox_broker() as broker, emulated_cluster() as cluster:
-        make_topics(broker, {"orders": 2})
-        home = tmp_path_factory.mktemp("image")
-        yield World(broker, Kube(cluster.url), cluster.write_kubeconfig(home / "kubeconfig"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def healthz(port: int) -> int:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as rsp:
-            return int(rsp.status)
-    except OSError:
-        return 0
-
-
-def reconciles_a_deletion(world: World, command: list[str], group: str, log: Path) -> dict[str, Any]:
-    """Start the operator with `command` + its arguments (health port last), see /healthz answer, create an
-    approved OffsetDeletion of `group`, and return its status once Succeeded; the operator is stopped with
-    SIGTERM (its process group: the runner and the operator)."""
-    empty_group(world.broker.bootstrap_servers, group, {("orders", 0): 3, ("orders", 1): 4})
-    port = free_port()
-    with log.open("wb") as out:
-        proc = subprocess.Popen([*command, "--health-port", str(port)], stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        try:
-            def serving() -> bool:
-                assert proc.poll() is None, f"the operator exited: {log.read_text()[-3000:]}"
-                return healthz(port) == 200
-
-            wait_until(serving, 120, f"/healthz (log: {log})")
-            world.kube.create("offsetdeletions", {
-                "apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": group, "namespace": NAMESPACE},
-                "spec": {"kafka": {"bootstrapServers": world.broker.bootstrap_servers}, "group": group,
-                         "topics": [{"name": "orders"}], "approved": True}})
-            return world.kube.wait_for_status(group, lambda s: s.get("phase") == "Succeeded", 60,
-                                              f"Succeeded (log: {log})")["status"]
-        finally:
-            stop(proc)
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the process group (the runner and the operator), SIGKILL if it outlives a minute."""
-    for sig, wait in ((signal.SIGTERM, 60), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def operator_args(kubeconfig: str) -> list[str]:
-    return ["run", "--namespace", NAMESPACE, "--kubeconfig", kubeconfig, "--metrics-port", str(free_port()),
-            "--retry-interval", "0.3"]
+    with smoke_world(tmp_path_factory.mktemp("image")) as w:
+        yield w
 
 
 def test_the_image_runs_the_operator_as_a_numeric_non_root_user(config: dict[str, Any], ctr: str) -> None:

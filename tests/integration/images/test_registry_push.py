@@ -2,49 +2,56 @@
 registry: CNCF Distribution's `registry`, built from the Go module proxy (tests/support/registry_build.py,
 cached like the control plane) and started here on loopback over plain HTTP.
 
-The images pushed are two tiny ones built from scratch under the two images' names (each holds the static
-registry binary as its command, so a container of the pulled copy has something to run): a real build of the
-two product images takes about 25 minutes cold here, and the push path does not depend on what an image holds.
-Both are pushed by scripts/images.sh (KOO_NO_BUILD=1: what the store holds), pulled back with buildah into a
-second, empty store, their digests compared with the registry's and the local ones, and the pulled operator
-image's command run from the pulled copy.
+Both product images, built here from images/ (image_harness.build: the same builds the other image tests
+use), are pushed by the README's command, pulled back with buildah into a second, empty store, their
+manifest digests compared with the registry's and their image IDs with the local ones; then the operator
+image's smoke test (operator_smoke: /healthz and an OffsetDeletion reconciled against the sandbox broker and
+the emulated API) runs from the pulled copy, in that second store.
 
-Opt-in with the other image tests (KOO_IMAGE_TESTS=1); needs buildah, root and Go (or the cached registry).
-About 1 CPU-minute warm (two tiny images, vfs storage); the registry build, once, about 2 CPU-minutes more.
+Runs with the other image tests (image_harness.missing: buildah, root, a warm build cache or
+KOO_IMAGE_TESTS=1); needs Go too (or the cached registry). Costs, warm: the push of both (~1.7 GB
+uncompressed, gzip) and the pull back, about 2 CPU-minutes here (docs/images.md); the registry build, once,
+about 2 CPU-minutes more.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import registry_build
-from image_harness import ROOT, SCRIPT
+from image_harness import (
+    ROOT,
+    SCRIPT,
+    Built,
+    build,
+    buildah_cmd,
+    container,
+    image_config,
+    run_argv,
+    store_options,
+)
+from image_harness import missing as images_missing
+from kafka_clients import committed
 from kube_build import NoGo
+from operator_smoke import operator_args, reconciles_a_deletion, smoke_world
 
-BUILDAH_OPTS = shlex.split(os.environ.get("KOO_BUILDAH_OPTS", "--storage-driver vfs"))
-TAG = "push-test"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 
 
 def missing() -> str | None:
-    if os.environ.get("KOO_IMAGE_TESTS") != "1":
-        return "image tests are opt-in: KOO_IMAGE_TESTS=1 (this one builds a registry from the Go module proxy)"
-    if shutil.which("buildah") is None:
-        return "buildah is not installed (Debian: apt-get install buildah)"
-    if os.geteuid() != 0:
-        return "not root: buildah's chroot isolation needs root"
+    why = images_missing()
+    if why is not None:
+        return why
     if registry_build.built() is None and shutil.which("go") is None:
         return "no Go toolchain: the registry is built from the Go module proxy"
     return None
@@ -53,9 +60,8 @@ def missing() -> str | None:
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(missing() is not None, reason=missing() or "")]
 
 
-def buildah(*args: str, store: Path | None = None, timeout: float = 600) -> str:
-    roots = ["--root", str(store / "root"), "--runroot", str(store / "run")] if store else []
-    done = subprocess.run(["buildah", *BUILDAH_OPTS, *roots, *args], capture_output=True, text=True, timeout=timeout)
+def buildah(*args: str, store: Path | None = None, timeout: float = 900) -> str:
+    done = subprocess.run([*buildah_cmd(), *store_options(store), *args], capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"buildah {' '.join(args)}: {done.stderr[-2000:]}"
     return done.stdout.strip()
 
@@ -117,51 +123,53 @@ def registry(registry_binary: Path, tmp_path_factory: pytest.TempPathFactory) ->
         log.close()
 
 
-@dataclass(frozen=True)
-class Tiny:
-    operator: str
-    spark: str
-
-
 @pytest.fixture(scope="module")
-def tiny_images(registry_binary: Path) -> Iterator[Tiny]:
-    """Two images from scratch under the product images' names (another prefix and tag), each with the static
-    registry binary as its command and a file naming which it is."""
-    prefix = f"localhost/koo-push-{uuid.uuid4().hex[:6]}"
-    names = Tiny(f"{prefix}/kafka-offset-operator:{TAG}", f"{prefix}/kafka-offset-operator-spark:{TAG}")
-    for name in (names.operator, names.spark):
-        ctr = buildah("from", "scratch")
-        try:
-            buildah("copy", ctr, str(registry_binary), "/registry")
-            buildah("config", "--entrypoint", '["/registry"]', "--cmd", "--version", "--label", f"which={name}", ctr)
-            buildah("commit", "--quiet", ctr, name)
-        finally:
-            subprocess.run(["buildah", *BUILDAH_OPTS, "rm", ctr], capture_output=True, timeout=120)
+def images() -> tuple[Built, Built]:
+    return build("operator"), build("spark")
+
+
+@pytest.fixture
+def second_store(tmp_path: Path) -> Iterator[Path]:
+    """An empty image store: what is pulled into it can only come from the registry. Emptied afterwards
+    (overlay keeps its layers mounted while a container holds them)."""
+    store = tmp_path / "store"
     try:
-        yield names
+        yield store
     finally:
-        for name in (names.operator, names.spark):
-            subprocess.run(["buildah", *BUILDAH_OPTS, "rmi", "-f", name], capture_output=True, timeout=120)
+        subprocess.run([*buildah_cmd(), *store_options(store), "rm", "--all"], capture_output=True, timeout=300)
+        subprocess.run([*buildah_cmd(), *store_options(store), "rmi", "--all", "--force"], capture_output=True, timeout=300)
 
 
-def test_images_sh_pushes_both_and_they_come_back_the_same(registry: Registry, tiny_images: Tiny, tmp_path: Path) -> None:
-    env = {**os.environ, "KOO_BUILDER": "buildah", "KOO_NO_BUILD": "1", "KOO_PUSH_TLS_VERIFY": "false",
-           "KOO_OPERATOR_IMAGE": tiny_images.operator, "KOO_SPARK_IMAGE": tiny_images.spark}
+def test_both_images_go_to_a_registry_and_come_back_the_same(registry: Registry, images: tuple[Built, Built],
+                                                               second_store: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "KOO_BUILDER": "buildah", "KOO_PUSH_TLS_VERIFY": "false"}
     prefix = f"{registry.address}/team"
-    done = subprocess.run([str(SCRIPT), "--push", prefix], capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
+    start = time.monotonic()
+    done = subprocess.run([str(SCRIPT), "--push", prefix], capture_output=True, text=True, env=env, timeout=1800, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
-    second = tmp_path / "store"  # an empty store: what is pulled can only come from the registry
-    for local in (tiny_images.operator, tiny_images.spark):
-        name = local.rsplit("/", 1)[1]  # kafka-offset-operator[-spark]:push-test
+    pushed_s = time.monotonic() - start
+    assert "is up to date (same inputs)" in done.stderr  # the README's command reused the images built here
+    pulled: dict[str, str] = {}
+    for built in images:
+        name = built.image.rsplit("/", 1)[1]  # kafka-offset-operator[-spark]:<version>
         assert f"pushed {prefix}/{name}" in done.stderr
         repository, tag = f"team/{name}".split(":")
-        pushed = registry.manifest_digest(repository, tag)
-        pulled_id = buildah("pull", "--quiet", "--tls-verify=false", f"docker://{prefix}/{name}", store=second)
-        digest = buildah("inspect", "--type", "image", "--format", "{{.FromImageDigest}}", pulled_id, store=second)
-        assert digest == pushed, (name, digest, pushed)
+        digest = registry.manifest_digest(repository, tag)
+        pulled_id = buildah("pull", "--quiet", "--tls-verify=false", f"docker://{prefix}/{name}", store=second_store)
+        assert buildah("inspect", "--type", "image", "--format", "{{.FromImageDigest}}", pulled_id,
+                       store=second_store) == digest, name
         # The same image: its config (the image ID) is the one built here.
-        assert pulled_id == buildah("inspect", "--type", "image", "--format", "{{.FromImageID}}", local)
-    # The operator's pulled copy runs, from the second store.
-    ctr = buildah("from", "--quiet", f"{prefix}/kafka-offset-operator:{TAG}", store=second)
-    out = buildah("run", "--isolation", "chroot", ctr, "--", "/registry", "--version", store=second)
-    assert "registry" in out and registry_build.VERSION.lstrip("v") in out, out
+        assert pulled_id == buildah("inspect", "--type", "image", "--format", "{{.FromImageID}}", built.image), name
+        pulled[name.split(":")[0]] = f"{prefix}/{name}"
+    print(f"pushed both in {pushed_s:.0f} s, pulled back in {time.monotonic() - start - pushed_s:.0f} s")
+    # The operator's smoke test, from the pulled copy in the second store.
+    operator = pulled["kafka-offset-operator"]
+    config = image_config(operator, store=second_store)
+    with smoke_world(tmp_path) as world, container(operator, store=second_store) as ctr:
+        os.chmod(world.kubeconfig, 0o644)
+        os.chmod(world.kubeconfig.parent, 0o755)  # the image's user reads it through the bind mount
+        command = run_argv(ctr, [*config["Entrypoint"], *operator_args("/config/kubeconfig")],
+                           volumes=[(world.kubeconfig.parent, "/config")], store=second_store)
+        status = reconciles_a_deletion(world, command, "pulled", tmp_path / "operator.log")
+        assert status["phase"] == "Succeeded"
+        assert committed(world.broker.bootstrap_servers, "pulled") == {}
