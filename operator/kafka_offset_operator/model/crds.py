@@ -30,7 +30,7 @@ import yaml
 
 from kafka_offsets_model.openapi import Schema, without_cel_rules
 from kafka_offsets_model.policy_schema import at_least_rule, duration, spec_properties
-from kafka_offsets_model.typed_schema import FrozenOnceApproved, schema_of
+from kafka_offsets_model.typed_schema import schema_of
 
 from .api import (
     BACKUPS_SELECTOR,
@@ -48,20 +48,12 @@ from .api import (
     VERSION,
 )
 from .kinds.common import (
-    APPROVAL_RULES,
     INT32_MAX,
-    INT64,
     KAFKA_CONNECTION,
-    MAX_GROUP_LENGTH,
     MAX_NAME,
-    MAX_PARTITIONS,
-    MAX_TOPICS,
-    approval_fields,
-    group_id,
-    object_name,
-    topic_name,
 )
 from .kinds.offset_deletion import DeletionSpec
+from .kinds.offset_reset import OffsetResetSpec
 
 DEFAULT_FINISHED_DELETIONS_LIMIT = 20  # a policy's finished OffsetDeletions kept (spec.history)
 MAX_FINISHED_DELETIONS_LIMIT = 1000  # each is an object in etcd; a longer history belongs in the backups
@@ -582,137 +574,6 @@ def _approved_spec() -> Schema:
             "description": "The spec as approved (without approved and restore)."}
 
 
-# -- OffsetReset (docs/offset-reset.md): the one-of-targets a reset moves a group's offsets to, in the order of
-# kafka-consumer-groups.sh --reset-offsets (--to-earliest, --to-latest, --to-datetime, --by-duration,
-# --shift-by, --to-offset, --from-file) plus a group's offsets (fromGroup).
-RESET_TARGETS = ("earliest", "latest", "datetime", "duration", "shiftBy", "offset", "fromBackup", "fromGroup")
-RESET_FROZEN_MESSAGE = ("spec is frozen once approved; create a new OffsetReset to move other offsets "
-                        "(delete this one to cancel it before it commits)")
-
-
-def _reset_target() -> Schema:
-    return {
-        "type": "object",
-        "description": (
-            "Where to move the committed offsets: exactly one of these. Targets are clamped to each partition's "
-            "log (between its earliest and latest offset) as kafka-consumer-groups.sh clamps them."
-        ),
-        "oneOf": [{"required": [name]} for name in RESET_TARGETS],
-        "properties": {
-            "earliest": {"type": "boolean", "enum": [True],
-                         "description": "The log start offset of each partition (ListOffsets, earliest)."},
-            "latest": {"type": "boolean", "enum": [True],
-                       "description": "The log end offset of each partition (ListOffsets, latest)."},
-            "datetime": {"type": "string", "format": "date-time", "maxLength": 64,
-                         "title": "RFC 3339 time like 2026-11-25T08:00:00Z",
-                         "description": ("The first offset whose record timestamp is at or after this time "
-                                         "(ListOffsets by timestamp); the log end offset if there is none.")},
-            "duration": duration("As datetime, that long before now (when the plan is computed)."),
-            "shiftBy": {**INT64,
-                        "description": "Move each committed offset by this many (negative: back), then clamp."},
-            "offset": {**INT64, "minimum": 0,
-                       "description": "This offset in every partition of the scope, then clamp."},
-            "fromBackup": {
-                **object_name("The backup's ConfigMap, in this namespace."),
-                "description": (
-                    "The offsets of a backup of the backup store, by its ConfigMap's name in this namespace (an "
-                    "OffsetDeletion's or another OffsetReset's status.backup.name): the undo of that change. The "
-                    "backup must be of this group and of the cluster reached. With allTopics, every partition "
-                    "the backup holds."
-                ),
-            },
-            "fromGroup": group_id("Copy the committed offsets of this other consumer group of the same cluster."),
-        },
-    }
-
-
-# spec.pauseWorkloads (docs/offset-reset.md "Consumers stopped and restarted for you"): the workloads an
-# approved reset scales to zero, and back, through their scale subresource (an opt-in of the install's RBAC).
-PAUSE_KINDS = ("Deployment", "StatefulSet")
-MAX_PAUSE_WORKLOADS = 10
-PAUSE_TIMEOUT = "5m"
-
-
-def _pause_workloads() -> Schema:
-    return {
-        "type": "array",
-        "maxItems": MAX_PAUSE_WORKLOADS,
-        "description": (
-            f"Deployments or StatefulSets of this namespace running the group's consumers (at most "
-            f"{MAX_PAUSE_WORKLOADS}, each listed once). Once approved, the operator records each one's "
-            "spec.replicas in status.pausedWorkloads, scales it to zero, waits for the group to become Empty "
-            "(pauseTimeout), resets, and scales each back to the replicas it recorded, also when the reset fails "
-            "or the OffsetReset is deleted. One someone scaled meanwhile is left as found. Needs the install's "
-            "pause-workloads RBAC (get and patch of deployments/scale and statefulsets/scale)."),
-        "x-kubernetes-validations": [{
-            "rule": "self.all(w, self.exists_one(v, v.kind == w.kind && v.name == w.name))",
-            "message": "lists a workload twice",
-        }],
-        "items": {
-            "type": "object",
-            "required": ["kind", "name"],
-            "properties": {
-                "kind": {"type": "string", "enum": list(PAUSE_KINDS), "description": "Deployment or StatefulSet."},
-                "name": object_name("The workload's name, in this namespace."),
-            },
-        },
-    }
-
-
-def _reset_spec() -> Schema:
-    deletion = schema_of(DeletionSpec)["properties"]
-    required = ("group", "target")
-    properties: Schema = {
-        "kafka": deletion["kafka"],
-        "policyRef": {**deletion["policyRef"],
-                      "description": ("Use the Kafka connection of this ConsumerGroupOffsetPolicy (same namespace); "
-                                      "its spec.protect.groups refuse a reset of a protected group.")},
-        "group": {**deletion["group"], "description": (
-            f"The consumer group whose offsets to move (at most {MAX_GROUP_LENGTH} characters). Kafka accepts the "
-            "commit only while the group has no members: stop its consumers first.")},
-        "allTopics": {"type": "boolean", "enum": [True], "description": (
-            "Every partition the group has committed offsets for (with fromBackup or fromGroup: every partition "
-            "the backup or the other group holds). Give this or topics.")},
-        "topics": {**deletion["topics"], "description": (
-            f"Topics to reset, each listed once, at most {MAX_TOPICS} topics and {MAX_PARTITIONS} listed partitions "
-            "in all; a topic without partitions means all of its partitions. Give this or allTopics."),
-            "items": {**deletion["topics"]["items"], "properties": {
-                "name": topic_name(),
-                "partitions": {**deletion["topics"]["items"]["properties"]["partitions"],
-                               "description": "Partitions to reset; every partition of the topic when omitted."},
-            }}},
-        "target": _reset_target(),
-        "pauseWorkloads": _pause_workloads(),
-        "pauseTimeout": duration(
-            "With pauseWorkloads: how long to wait, once they are scaled to zero, for the group to become Empty; "
-            f"past it the reset ends Failed (PauseTimedOut) and the workloads are scaled back. {PAUSE_TIMEOUT} when "
-            "omitted."),
-        "approved": {
-            "type": "boolean",
-            "default": False,
-            "description": (
-                "A dry run until this is true: the operator shows the plan (status.plan) and changes nothing. "
-                "Once true it stays true and the spec is frozen: the API server refuses an edit (delete the "
-                "OffsetReset to cancel it before it commits)."
-            ),
-        },
-        **approval_fields(RESET_KIND),
-    }
-    return {
-        "type": "object",
-        "description": ("Move one consumer group's committed offsets to a target (an admin OffsetCommit), after a "
-                        "dry run, an approval and a backup."),
-        "required": list(required),
-        "oneOf": [{"required": ["kafka"]}, {"required": ["policyRef"]}],
-        "x-kubernetes-validations": [
-            {"rule": "has(self.topics) != has(self.allTopics)", "message": "set either topics or allTopics"},
-            *FrozenOnceApproved((), RESET_FROZEN_MESSAGE, RESET_KIND).schemas(properties, required),
-            *(rule.schema() for rule in APPROVAL_RULES),
-        ],
-        "properties": properties,
-    }
-
-
 def _reset_status() -> Schema:
     offset = {"type": "integer", "description": "An offset."}
     entry = {
@@ -819,7 +680,7 @@ def _reset_status() -> Schema:
                 "and the connection, Secrets by reference only), the group and the approved spec. The commit uses "
                 "it, never a later spec.",
                 {"type": "object", "description": "The spec as approved (without approved).",
-                 "properties": {k: v for k, v in _reset_spec()["properties"].items() if k != "approved"}}),
+                 "properties": {k: v for k, v in schema_of(OffsetResetSpec)["properties"].items() if k != "approved"}}),
         },
     }
 
@@ -954,7 +815,7 @@ def build_crds() -> dict[str, dict[str, Any]]:
             "A one-shot reset of one consumer group's committed offsets to a target (earliest, latest, a time, a "
             "shift, an offset, a backup, another group), like kafka-consumer-groups.sh --reset-offsets: a dry run "
             "that shows the plan until approved, then a backup, the admin OffsetCommit and per-partition results.",
-            _reset_spec(),
+            schema_of(OffsetResetSpec),
             _reset_status(),
             [
                 {"name": "Group", "type": "string", "jsonPath": ".spec.group"},

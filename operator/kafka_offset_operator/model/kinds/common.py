@@ -10,6 +10,7 @@ whose rules could cost too much).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 from kafka_offsets_model.openapi import Schema
@@ -46,6 +47,12 @@ SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
 OBJECT_NAME = Check(title="Kubernetes name (lower-case letters, digits, - and .)", minLength=1, maxLength=MAX_NAME,
                     pattern=DNS_SUBDOMAIN)
 ObjectName = Annotated[str, OBJECT_NAME]
+
+
+# spec.policyRef of both one-shot kinds (no docstring: it would be a description; each kind's field gives one)
+@dataclass(frozen=True, kw_only=True)
+class PolicyRef:
+    name: Annotated[ObjectName, Doc("The policy's name.")]
 
 
 def object_name(description: str) -> Schema:

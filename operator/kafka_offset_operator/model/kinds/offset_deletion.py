@@ -34,8 +34,8 @@ from .common import (
     MAX_TOPICS,
     GroupId,
     Int64,
-    ObjectName,
     Partition,
+    PolicyRef,
     TopicName,
     approval_fields,
 )
@@ -54,11 +54,6 @@ REBASE_RULE = Rule("!has(self.rebase) || !self.rebase || (has(self.deleteGroup) 
                    "has(self.restore) && self.restore && has(self.policyRef))",
                    "applies only with deleteGroup: true, restore: true and a policyRef", ".rebase")
 _APPROVAL = approval_fields(DELETION_KIND)
-
-
-@dataclass(frozen=True, kw_only=True)
-class PolicyRef:
-    name: Annotated[ObjectName, Doc("The policy's name.")]
 
 
 # (No docstrings on the item types below: a docstring would be the description of each item.)
