@@ -29,7 +29,6 @@ from typing import Any
 import yaml
 
 from kafka_offsets_model.openapi import Schema, without_cel_rules
-from kafka_offsets_model.policy_schema import at_least_rule, duration, spec_properties
 from kafka_offsets_model.typed_schema import schema_of
 
 from .api import (
@@ -48,19 +47,11 @@ from .api import (
     VERSION,
 )
 from .kinds.common import (
-    INT32_MAX,
     KAFKA_CONNECTION,
-    MAX_NAME,
 )
+from .kinds.consumer_group_offset_policy import OffsetPolicySpec
 from .kinds.offset_deletion import DeletionSpec
 from .kinds.offset_reset import OffsetResetSpec
-
-DEFAULT_FINISHED_DELETIONS_LIMIT = 20  # a policy's finished OffsetDeletions kept (spec.history)
-MAX_FINISHED_DELETIONS_LIMIT = 1000  # each is an object in etcd; a longer history belongs in the backups
-MAX_IMAGE_LENGTH = 1024
-
-
-
 
 CONDITIONS: Schema = {
     "type": "array",
@@ -96,197 +87,6 @@ CONDITIONS: Schema = {
         },
     },
 }
-
-_SPARK_POD_PROPS: Schema = {
-    "cores": {"type": "integer", "minimum": 1, "maximum": INT32_MAX, "default": 1, "description": "CPU cores."},
-    "memory": {
-        "type": "string",
-        "title": "Spark memory size like 512m or 2g",
-        "pattern": r"^[0-9]+[kmgtKMGT]?$",
-        "maxLength": 32,
-        "default": "1g",
-        "description": "JVM memory, in Spark's notation (512m, 2g).",
-    },
-}
-
-
-def _policy_spec() -> Schema:
-    return {
-        "type": "object",
-        "description": "What to analyse, by which rules, and what to do with the candidates.",
-        "required": ["kafka"],
-        "x-kubernetes-validations": [{
-            "rule": "!has(self.approval) || !has(self.approval.separateApprover) || !self.approval.separateApprover "
-                    "|| !has(self.mode) || self.mode != 'Auto'",
-            "fieldPath": ".approval.separateApprover",
-            "message": "four eyes cannot apply in mode Auto, where the operator approves its own proposals",
-        }],
-        "properties": spec_properties(
-            kafka=KAFKA_CONNECTION,
-            mode={
-                "type": "string",
-                "enum": ["DryRun", "Approve", "Auto"],
-                "default": "DryRun",
-                "description": (
-                    "DryRun reports candidates (and what keep-alive would do) and writes nothing to Kafka, ever. "
-                    "Approve creates OffsetDeletions that wait for spec.approved. Auto creates approved "
-                    "OffsetDeletions. Every deletion backs up first. Keep-alive (protect.keepAlive) acts in "
-                    "Approve and Auto only."
-                ),
-            },
-            schedule={
-                "type": "object",
-                "default": {"interval": "1h"},
-                "description": "When the analysis runs.",
-                "properties": {
-                    "interval": _interval(),
-                },
-            },
-            analysis={
-                "type": "object",
-                "description": "Where the analysis of __consumer_offsets runs.",
-                "properties": {
-                    "engine": {
-                        "type": "string",
-                        "enum": ["Local", "Job", "SparkApplication"],
-                        "description": (
-                            "Job runs the Spark job image in local mode in a Kubernetes Job of the policy's "
-                            "namespace. SparkApplication creates a sparkoperator.k8s.io/v1beta2 SparkApplication "
-                            "(kubeflow spark-operator) that runs the same job in the cluster. Local runs PySpark "
-                            "in local mode inside the operator (laptops and the demo; the operator image has no "
-                            "Spark). Unset: the operator's --default-engine (the install sets Job)."
-                        ),
-                    },
-                    "job": {
-                        "type": "object",
-                        "description": "Settings for the Job engine.",
-                        "properties": {
-                            "image": {
-                                "type": "string",
-                                "title": "image reference (no spaces)",
-                                "pattern": r"^\S+$",
-                                "maxLength": MAX_IMAGE_LENGTH,
-                                "description": "The Spark job image (images/spark-job); unset: the operator's default.",
-                            },
-                            "serviceAccount": {
-                                "type": "string",
-                                "title": "Kubernetes name (lower-case letters, digits, - and .)",
-                                "pattern": r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
-                                "maxLength": MAX_NAME,
-                                "description": "Service account of the Job's pod (it writes the results ConfigMaps).",
-                            },
-                            **_SPARK_POD_PROPS,
-                            "deadline": duration("The Job's activeDeadlineSeconds: a scan running longer fails.", "1h"),
-                            "backoffLimit": {
-                                "type": "integer", "minimum": 0, "maximum": 10, "default": 1,
-                                "description": "Pods retried after a failure other than an input error (exit code 2, "
-                                               "which fails the Job at once).",
-                            },
-                        },
-                    },
-                    "brokerRetention": duration(
-                        "The broker's offsets.retention.minutes, when the operator may not read broker configs "
-                        "(DescribeConfigs). Read from the cluster when unset."
-                    ),
-                    "sparkApplication": {
-                        "type": "object",
-                        "description": "Settings for the SparkApplication engine.",
-                        "properties": {
-                            "image": {
-                                "type": "string",
-                                "title": "image reference (no spaces)",
-                                "pattern": r"^\S+$",
-                                "maxLength": MAX_IMAGE_LENGTH,
-                                "description": "An image with this project installed.",
-                            },
-                            "serviceAccount": {
-                                "type": "string",
-                                "title": "Kubernetes name (lower-case letters, digits, - and .)",
-                                "pattern": r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
-                                "maxLength": MAX_NAME,
-                                "description": "Service account of the driver.",
-                            },
-                            "driver": {
-                                "type": "object",
-                                "description": "Resources of the Spark driver pod.",
-                                "properties": dict(_SPARK_POD_PROPS),
-                            },
-                            "executor": {
-                                "type": "object",
-                                "description": "Resources and count of the Spark executor pods.",
-                                "properties": {
-                                    **_SPARK_POD_PROPS,
-                                    "instances": {
-                                        "type": "integer",
-                                        "minimum": 1,
-                                        "maximum": INT32_MAX,
-                                        "default": 1,
-                                        "description": "Number of executors.",
-                                    },
-                                },
-                            },
-                        },
-                    },
-                },
-            },
-            history={
-                "type": "object",
-                "default": {"finishedDeletionsLimit": DEFAULT_FINISHED_DELETIONS_LIMIT},
-                "description": (
-                    "How many of the policy's OffsetDeletions are kept once they are done. The policy's "
-                    "OffsetDeletions carry no ownerReference to it: deleting the policy deletes only those that "
-                    "never started (no backup taken); every other one stays, with its results."
-                ),
-                "properties": {
-                    "finishedDeletionsLimit": {
-                        "type": "integer",
-                        "minimum": 0,
-                        "maximum": MAX_FINISHED_DELETIONS_LIMIT,
-                        "default": DEFAULT_FINISHED_DELETIONS_LIMIT,
-                        "description": (
-                            "Finished OffsetDeletions of this policy to keep (Succeeded, PartiallyFailed, Failed, "
-                            "Restored, with no restore pending), like a CronJob's successfulJobsHistoryLimit: "
-                            "after each run the oldest beyond it are deleted. Their offset backups are stored "
-                            "apart and stay."
-                        ),
-                    },
-                },
-            },
-        ) | {
-            "approval": {
-                "type": "object",
-                "description": "How this policy's changes are approved (besides spec.mode).",
-                "properties": {
-                    "separateApprover": {
-                        "type": "boolean",
-                        "default": False,
-                        "description": (
-                            "Four eyes: whoever requested a change may not approve it. Copied into the "
-                            "policy's proposals (spec.separateApprover), where the install's "
-                            "ValidatingAdmissionPolicy refuses an approval by the requester; the operator also "
-                            "refuses to act on such an approval of any OffsetDeletion or OffsetReset whose "
-                            "policyRef names this policy. Not with mode Auto (the operator would approve its "
-                            "own proposals)."
-                        ),
-                    },
-                },
-            },
-        },
-    }
-
-
-
-
-MIN_INTERVAL = "1m"  # decisions/policy_spec.MIN_INTERVAL_MS says the same in code
-
-
-def _interval() -> Schema:
-    """spec.schedule.interval: a duration of at least a minute (each run reads all of __consumer_offsets)."""
-    schema = duration(f"How often the analysis runs, besides on every spec change; at least {MIN_INTERVAL} (each "
-                      "run reads all of __consumer_offsets).", "1h")
-    schema["x-kubernetes-validations"] = [*schema["x-kubernetes-validations"], at_least_rule(60_000, MIN_INTERVAL)]
-    return schema
-
 
 def _count(description: str) -> Schema:
     return {"type": "integer", "minimum": 0, "description": description}
@@ -773,7 +573,7 @@ def build_crds() -> dict[str, dict[str, Any]]:
             "Retention rules for Kafka consumer-group offsets, applied on a schedule: the operator computes which "
             "offsets the broker will expire and which ones these rules make candidates for deletion, then "
             "reports them (DryRun), proposes OffsetDeletions (Approve) or deletes them (Auto).",
-            _policy_spec(),
+            schema_of(OffsetPolicySpec),
             _policy_status(),
             [
                 {"name": "Mode", "type": "string", "jsonPath": ".spec.mode"},
