@@ -46,9 +46,10 @@ from .api import (
     RESETS,
     VERSION,
 )
-from .kinds.common import (
-    KAFKA_CONNECTION,
-)
+from .kinds import consumer_group_offset_policy as policy
+from .kinds import offset_deletion as deletion
+from .kinds import offset_reset as reset
+from .kinds.common import KAFKA_CONNECTION, Column, printer_columns
 from .kinds.consumer_group_offset_policy import OffsetPolicySpec
 from .kinds.offset_deletion import DeletionSpec
 from .kinds.offset_reset import OffsetResetSpec
@@ -492,8 +493,20 @@ def _crd(
     description: str,
     spec: Schema,
     status: Schema,
-    columns: list[Schema],
+    columns: tuple[Column, ...],
 ) -> dict[str, Any]:
+    root: Schema = {
+        "type": "object",
+        "description": description,
+        "required": ["spec"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status,
+        },
+    }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -516,51 +529,14 @@ def _crd(
                     "storage": True,
                     "subresources": {"status": {}},
                     "additionalPrinterColumns": [
-                        *columns,
+                        *printer_columns(root, columns),
                         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
                     ],
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "description": description,
-                            "required": ["spec"],
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": spec,
-                                "status": status,
-                            },
-                        }
-                    },
+                    "schema": {"openAPIV3Schema": root},
                 }
             ],
         },
     }
-
-
-# `kubectl get od` / `get ors`: whether a change is approved, beside its phase (an unapproved proposal waits).
-APPROVED_COLUMN: Schema = {"name": "Approved", "type": "boolean", "jsonPath": ".spec.approved",
-                           "description": "spec.approved: the operator acts only on an approved request."}
-# `-o wide` (priority 1): who asked and who approved, and which policy proposed it.
-WIDE_REQUEST_COLUMNS: list[Schema] = [
-    {"name": "Policy", "type": "string", "jsonPath": ".spec.policyRef.name", "priority": 1,
-     "description": "The policy whose connection it uses (and which proposed it, when requestedBy is the operator)."},
-    {"name": "Requested By", "type": "string", "jsonPath": ".spec.requestedBy", "priority": 1,
-     "description": "Who asked for the change."},
-    {"name": "Approved By", "type": "string", "jsonPath": ".spec.approvedBy", "priority": 1,
-     "description": "Who approved it (verified by the install's admission policy)."},
-]
-WIDE_POLICY_COLUMNS: list[Schema] = [
-    {"name": "Engine", "type": "string", "jsonPath": ".spec.analysis.engine", "priority": 1,
-     "description": "The analysis engine of the runs."},
-    {"name": "Interval", "type": "string", "jsonPath": ".spec.schedule.interval", "priority": 1,
-     "description": "How often the analysis runs."},
-    {"name": "Deletions", "type": "integer", "jsonPath": ".status.lastRun.deletionsCreated", "priority": 1,
-     "description": "OffsetDeletions the last run created (Approve, Auto)."},
-    {"name": "Next Run", "type": "date", "jsonPath": ".status.nextRunTime", "priority": 1,
-     "description": "When the next scheduled run is due."},
-]
 
 
 def build_crds() -> dict[str, dict[str, Any]]:
@@ -575,17 +551,7 @@ def build_crds() -> dict[str, dict[str, Any]]:
             "reports them (DryRun), proposes OffsetDeletions (Approve) or deletes them (Auto).",
             schema_of(OffsetPolicySpec),
             _policy_status(),
-            [
-                {"name": "Mode", "type": "string", "jsonPath": ".spec.mode"},
-                {"name": "Last Run", "type": "date", "jsonPath": ".status.lastRun.completionTime"},
-                {"name": "Candidates", "type": "integer", "jsonPath": ".status.lastRun.candidates"},
-                {
-                    "name": "Ready",
-                    "type": "string",
-                    "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
-                },
-                *WIDE_POLICY_COLUMNS,
-            ],
+            policy.COLUMNS,
         ),
         f"{DELETIONS}.yaml": _crd(
             DELETION_KIND,
@@ -595,18 +561,7 @@ def build_crds() -> dict[str, dict[str, Any]]:
             "per-partition results, a backup of what was deleted, approval gating and restore.",
             schema_of(DeletionSpec),
             _deletion_status(),
-            [
-                {"name": "Group", "type": "string", "jsonPath": ".spec.group"},
-                APPROVED_COLUMN,
-                {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-                {"name": "Deleted", "type": "integer", "jsonPath": ".status.deleted"},
-                {"name": "Failed", "type": "integer", "jsonPath": ".status.failed"},
-                {"name": "Delete Group", "type": "boolean", "jsonPath": ".spec.deleteGroup", "priority": 1,
-                 "description": "The whole group (DeleteGroups) rather than the listed offsets."},
-                {"name": "Restore", "type": "boolean", "jsonPath": ".spec.restore", "priority": 1,
-                 "description": "The backup is to be (or was) re-committed."},
-                *WIDE_REQUEST_COLUMNS,
-            ],
+            deletion.COLUMNS,
         ),
         f"{RESETS}.yaml": _crd(
             RESET_KIND,
@@ -617,15 +572,7 @@ def build_crds() -> dict[str, dict[str, Any]]:
             "that shows the plan until approved, then a backup, the admin OffsetCommit and per-partition results.",
             schema_of(OffsetResetSpec),
             _reset_status(),
-            [
-                {"name": "Group", "type": "string", "jsonPath": ".spec.group"},
-                APPROVED_COLUMN,
-                {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-                {"name": "Changes", "type": "integer", "jsonPath": ".status.plan.changes"},
-                {"name": "Reset", "type": "integer", "jsonPath": ".status.reset"},
-                {"name": "Failed", "type": "integer", "jsonPath": ".status.failed"},
-                *WIDE_REQUEST_COLUMNS,
-            ],
+            reset.COLUMNS,
         ),
     }
 

@@ -10,6 +10,7 @@ whose rules could cost too much).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -220,4 +221,62 @@ APPROVAL_RULES = (
     Rule("has(self.separateApprover) == has(oldSelf.separateApprover) && "
          "(!has(self.separateApprover) || self.separateApprover == oldSelf.separateApprover)",
          "cannot change once the request exists", ".separateApprover"),
+)
+
+
+# -- printer columns (`kubectl get`): each kind's file names its columns by JSON path; their types come from
+# the kind's schema at that path (printer_columns), so a column cannot name a field the kind does not have or
+# give it another type than the field's.
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    json_path: str  # .spec.group, .status.conditions[?(@.type=="Ready")].status
+    description: str | None = None
+    priority: int = 0  # 1: only with -o wide
+
+
+def _field_schema(root: Schema, json_path: str) -> Schema:
+    """The schema of the field a printer column's JSON path names (a filter or index goes into the items)."""
+    schema = root
+    for part in re.sub(r"\[[^\]]*\]", "[]", json_path).lstrip(".").split("."):
+        name, bracket, _ = part.partition("[")
+        properties = schema.get("properties") or {}
+        if name not in properties:
+            raise KeyError(f"printer column path {json_path}: no field {name!r}")
+        schema = properties[name]
+        if bracket:
+            schema = schema["items"]
+    return schema
+
+
+def _column_type(schema: Schema) -> str:
+    if schema.get("type") == "string" and schema.get("format") == "date-time":
+        return "date"
+    return str(schema["type"])
+
+
+def printer_columns(root: Schema, columns: tuple[Column, ...]) -> list[Schema]:
+    """The CRD's additionalPrinterColumns (before Age) for an object schema with spec and status."""
+    out: list[Schema] = []
+    for column in columns:
+        entry: Schema = {"name": column.name, "type": _column_type(_field_schema(root, column.json_path)),
+                         "jsonPath": column.json_path}
+        if column.priority:
+            entry["priority"] = column.priority
+        if column.description is not None:
+            entry["description"] = column.description
+        out.append(entry)
+    return out
+
+
+# `kubectl get od` / `get ors`: whether a change is approved, beside its phase (an unapproved proposal waits).
+APPROVED_COLUMN = Column("Approved", ".spec.approved", "spec.approved: the operator acts only on an approved request.")
+# `-o wide` (priority 1): who asked and who approved, and which policy proposed it.
+WIDE_REQUEST_COLUMNS = (
+    Column("Policy", ".spec.policyRef.name",
+           "The policy whose connection it uses (and which proposed it, when requestedBy is the operator).", 1),
+    Column("Requested By", ".spec.requestedBy", "Who asked for the change.", 1),
+    Column("Approved By", ".spec.approvedBy", "Who approved it (verified by the install's admission policy).", 1),
 )

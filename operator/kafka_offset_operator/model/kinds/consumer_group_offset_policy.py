@@ -21,7 +21,7 @@ from kafka_offsets_model.policy_schema import (
 )
 from kafka_offsets_model.typed_schema import Check, Default, Doc, Raw, Rule, rules
 
-from .common import INT32_MAX, KAFKA_CONNECTION, MAX_NAME
+from .common import INT32_MAX, KAFKA_CONNECTION, MAX_NAME, Column
 
 DEFAULT_FINISHED_DELETIONS_LIMIT = 20  # a policy's finished OffsetDeletions kept (spec.history)
 MAX_FINISHED_DELETIONS_LIMIT = 1000  # each is an object in etcd; a longer history belongs in the backups
@@ -158,3 +158,16 @@ class OffsetPolicySpec:
     analysis: AnalysisSpec = field(default_factory=AnalysisSpec)
     history: Annotated[HistorySpec, Default({"finishedDeletionsLimit": DEFAULT_FINISHED_DELETIONS_LIMIT})] = field(default_factory=HistorySpec)
     approval: ApprovalSpec = field(default_factory=ApprovalSpec)
+
+
+# `kubectl get consumergroupoffsetpolicies` (model/crds.py adds Age)
+COLUMNS = (
+    Column("Mode", ".spec.mode"),
+    Column("Last Run", ".status.lastRun.completionTime"),
+    Column("Candidates", ".status.lastRun.candidates"),
+    Column("Ready", '.status.conditions[?(@.type=="Ready")].status'),
+    Column("Engine", ".spec.analysis.engine", "The analysis engine of the runs.", 1),
+    Column("Interval", ".spec.schedule.interval", "How often the analysis runs.", 1),
+    Column("Deletions", ".status.lastRun.deletionsCreated", "OffsetDeletions the last run created (Approve, Auto).", 1),
+    Column("Next Run", ".status.nextRunTime", "When the next scheduled run is due.", 1),
+)

@@ -27,11 +27,14 @@ from ..api import DELETION_KIND
 from ..offsets import TP
 from .common import (
     APPROVAL_RULES,
+    APPROVED_COLUMN,
     GROUP_ID_NOTE,
     KAFKA_CONNECTION,
     MAX_GROUP_LENGTH,
     MAX_PARTITIONS,
     MAX_TOPICS,
+    WIDE_REQUEST_COLUMNS,
+    Column,
     GroupId,
     Int64,
     Partition,
@@ -178,3 +181,16 @@ class DeletionSpec:
     def reasons(self) -> Mapping[TP, str]:
         """expectedOffsets[].reason"""
         return {(e.topic, e.partition): e.reason for e in self.expected_offsets if e.reason}
+
+
+# `kubectl get offsetdeletions` (model/crds.py adds Age)
+COLUMNS = (
+    Column("Group", ".spec.group"),
+    APPROVED_COLUMN,
+    Column("Phase", ".status.phase"),
+    Column("Deleted", ".status.deleted"),
+    Column("Failed", ".status.failed"),
+    Column("Delete Group", ".spec.deleteGroup", "The whole group (DeleteGroups) rather than the listed offsets.", 1),
+    Column("Restore", ".spec.restore", "The backup is to be (or was) re-committed.", 1),
+    *WIDE_REQUEST_COLUMNS,
+)

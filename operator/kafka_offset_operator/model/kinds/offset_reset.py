@@ -26,11 +26,14 @@ from kafka_offsets_model.typed_schema import (
 from ..api import RESET_KIND
 from .common import (
     APPROVAL_RULES,
+    APPROVED_COLUMN,
     GROUP_ID_NOTE,
     KAFKA_CONNECTION,
     MAX_GROUP_LENGTH,
     MAX_PARTITIONS,
     MAX_TOPICS,
+    WIDE_REQUEST_COLUMNS,
+    Column,
     GroupId,
     Int64,
     ObjectName,
@@ -162,3 +165,15 @@ class OffsetResetSpec:
     @property
     def policy_ref(self) -> str | None:
         return None if self.policy is None else self.policy.name
+
+
+# `kubectl get offsetresets` (model/crds.py adds Age)
+COLUMNS = (
+    Column("Group", ".spec.group"),
+    APPROVED_COLUMN,
+    Column("Phase", ".status.phase"),
+    Column("Changes", ".status.plan.changes"),
+    Column("Reset", ".status.reset"),
+    Column("Failed", ".status.failed"),
+    *WIDE_REQUEST_COLUMNS,
+)
