@@ -26,7 +26,7 @@ from ..model.kinds.consumer_group_offset_policy import DEFAULT_FINISHED_DELETION
 
 _SPEC = SchemaCheck(without_cel_rules(schema_of(OffsetPolicySpec)))
 DEFAULT_INTERVAL_MS = 3_600_000  # the CRD's default schedule.interval, 1h
-MIN_INTERVAL_MS = 60_000  # each run reads all of __consumer_offsets; the CRD refuses less too (model/crds.py)
+MIN_INTERVAL_MS = 60_000  # each run reads all of __consumer_offsets; the CRD refuses less too (model/kinds/consumer_group_offset_policy.py)
 
 
 class Mode(StrEnum):

@@ -1,14 +1,15 @@
-"""The three CustomResourceDefinitions, assembled in one place so shared parts (the Kafka connection,
-durations, conditions) are written once. OffsetDeletion's spec comes from its typed source,
-model/kinds/offset_deletion.py (`schema_of`); the shared parts from model/kinds/common.py. `scripts/dev.sh generate` writes them into crds/ and into the Helm chart's
-crds/; a test fails when either copy differs from what this module builds. `python -m
-kafka_offset_operator.model.crds` prints them (`--write DIR` writes them into one directory).
+"""The three CustomResourceDefinitions, assembled in one place. Each kind's spec and printer columns come from
+its typed source, one file per kind in model/kinds/ (`schema_of`, `COLUMNS`), the parts the kinds share from
+model/kinds/common.py; the status schemas (written by the operator) are still written here. `scripts/dev.sh
+generate` writes the CRDs into crds/ and into the Helm chart's crds/; a test fails when either copy differs
+from what this module builds. `python -m kafka_offset_operator.model.crds` prints them (`--write DIR` writes
+them into one directory).
 
-The schemas are also what the operator checks specs against (`spec_schema`, kafka_offsets_model.openapi), so the
-CRD and the spec parsers cannot drift: a rule a schema can say (types, enums, patterns, required fields,
-kafka or policyRef) is written here once; decisions/*_spec.py keep only what a schema cannot say. The
-policy's analysis part (groups, rules, protect) comes from kafka_offsets_model.policy_schema, which the analysis
-checks policy files against.
+The operator parses specs with the same typed classes after checking them against the same schemas
+(`spec_schema`, kafka_offsets_model.openapi), so the CRD and the spec parsers cannot drift: a rule a schema
+can say (types, enums, patterns, required fields, kafka or policyRef) is written once, in the kind's file;
+decisions/*_spec.py keep only what a schema cannot say. The policy's analysis part (groups, rules, protect)
+is typed in kafka_offsets_model.policy_schema, which the analysis checks policy files against.
 
 Bounded input: every string a person writes has a maxLength and every list a maxItems, so the API server
 refuses an absurd spec with the field named instead of storing it (or answering 413), and so the CEL rules
