@@ -50,45 +50,11 @@ from .api import (
 from .kinds import consumer_group_offset_policy as policy
 from .kinds import offset_deletion as deletion
 from .kinds import offset_reset as reset
-from .kinds.common import KAFKA_CONNECTION, Column, printer_columns
-from .kinds.consumer_group_offset_policy import OffsetPolicySpec
+from .kinds.common import CONDITIONS, KAFKA_CONNECTION, Column, printer_columns
+from .kinds.consumer_group_offset_policy import OffsetPolicySpec, OffsetPolicyStatus
 from .kinds.offset_deletion import DeletionSpec
 from .kinds.offset_reset import OffsetResetSpec
 
-CONDITIONS: Schema = {
-    "type": "array",
-    "description": ("Standard Kubernetes conditions: Ready, and Degraded when something needs attention; "
-                    "Reconciling (still working) and Stalled (needs a person), present only while True, "
-                    "for kstatus, Flux and Argo CD."),
-    "x-kubernetes-list-type": "map",
-    "x-kubernetes-list-map-keys": ["type"],
-    "items": {
-        "type": "object",
-        "required": ["type", "status"],
-        "properties": {
-            "type": {"type": "string", "description": "Condition type, e.g. Ready or Degraded."},
-            "status": {
-                "type": "string",
-                "enum": ["True", "False", "Unknown"],
-                "description": "True, False or Unknown.",
-            },
-            "reason": {"type": "string", "description": "One CamelCase word for machines."},
-            "message": {
-                "type": "string",
-                "description": "What happened, for people; names the field at fault.",
-            },
-            "lastTransitionTime": {
-                "type": "string",
-                "format": "date-time",
-                "description": "When the status last changed.",
-            },
-            "observedGeneration": {
-                "type": "integer",
-                "description": "The generation the condition describes.",
-            },
-        },
-    },
-}
 
 def _count(description: str) -> Schema:
     return {"type": "integer", "minimum": 0, "description": description}
@@ -100,90 +66,6 @@ def _time(description: str) -> Schema:
 
 def _text(description: str) -> Schema:
     return {"type": "string", "description": description}
-
-
-def _policy_status() -> Schema:
-    return {
-        "type": "object",
-        "description": "Written by the operator.",
-        "properties": {
-            "observedGeneration": {
-                "type": "integer",
-                "description": "The metadata.generation this describes.",
-            },
-            "conditions": CONDITIONS,
-            "lastRun": {
-                "type": "object",
-                "description": "The last completed analysis.",
-                "properties": {
-                    "startTime": _time("When the run started."),
-                    "completionTime": _time("When the run ended."),
-                    "engine": _text("Local, Job or SparkApplication."),
-                    "recordsScanned": _count("Records read from __consumer_offsets."),
-                    "skippedRecords": _count("Corrupt or unknown records, counted and skipped."),
-                    "groupsSeen": _count("Consumer groups found in the topic."),
-                    "offsets": _count("Committed offsets found (after compaction)."),
-                    "candidates": _count("Offsets the policy's rules make candidates for deletion."),
-                    "candidatesByReason": {
-                        "type": "object",
-                        "description": "Candidates per reason (EmptyGroup, UnsubscribedTopic, Standalone, ...).",
-                        "additionalProperties": {"type": "integer"},
-                    },
-                    "deletionsCreated": _count("OffsetDeletions this run created (Approve and Auto modes)."),
-                },
-            },
-            "nextRunTime": _time("When the next scheduled run is due."),
-            "kafkaCluster": {
-                "type": "object",
-                "description": (
-                    "The Kafka cluster spec.kafka reaches (its id, from Kafka's Metadata), read by each run for "
-                    "the generation it names. spec.protect.groups protects those groups on this cluster against "
-                    "every change the operator (or the reset and restore commands) would make, whoever asks."
-                ),
-                "properties": {
-                    "id": {"type": "string", "maxLength": 256, "description": "The cluster id."},
-                    "observedGeneration": {"type": "integer", "description": "The metadata.generation it was read for."},
-                },
-            },
-            "topCandidates": {
-                "type": "array",
-                "description": "The groups with the most candidate offsets (at most 20).",
-                "maxItems": 20,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "group": _text("Consumer group id."),
-                        "topics": {
-                            "type": "array",
-                            "items": {"type": "string"},
-                            "description": "Candidate topics.",
-                        },
-                        "partitions": _count("Candidate partitions in the group."),
-                        "reason": _text("Why they are candidates."),
-                        "brokerExpiresAt": _time("When the broker itself would expire the first of them."),
-                    },
-                },
-            },
-            "warnings": {
-                "type": "array",
-                "description": (
-                    "Doubts about the spec found by the last run that do not stop it (at most 20): group "
-                    "patterns that look like regular expressions (patterns are globs: * ? [abc]) and patterns "
-                    "that matched none of the groups with committed offsets."
-                ),
-                "maxItems": 20,
-                "items": {"type": "string", "maxLength": 1000},
-            },
-        },
-    }
-
-
-
-
-
-
-
-
 
 
 GROUP_RESULT: Schema = {
@@ -551,7 +433,7 @@ def build_crds() -> dict[str, dict[str, Any]]:
             "offsets the broker will expire and which ones these rules make candidates for deletion, then "
             "reports them (DryRun), proposes OffsetDeletions (Approve) or deletes them (Auto).",
             schema_of(OffsetPolicySpec),
-            _policy_status(),
+            schema_of(OffsetPolicyStatus),
             policy.COLUMNS,
         ),
         f"{DELETIONS}.yaml": _crd(

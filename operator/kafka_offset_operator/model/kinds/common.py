@@ -280,3 +280,45 @@ WIDE_REQUEST_COLUMNS = (
     Column("Requested By", ".spec.requestedBy", "Who asked for the change.", 1),
     Column("Approved By", ".spec.approvedBy", "Who approved it (verified by the install's admission policy).", 1),
 )
+
+
+# -- status fields: written by the operator, typed as the status schema (the operator writes plain mappings).
+
+Time = Annotated[str, Check(format="date-time")]
+Count = Annotated[int, Check(minimum=0)]
+Generation = Annotated[int, Doc("The metadata.generation this describes.")]
+
+CONDITIONS: Schema = {
+    "type": "array",
+    "description": ("Standard Kubernetes conditions: Ready, and Degraded when something needs attention; "
+                    "Reconciling (still working) and Stalled (needs a person), present only while True, "
+                    "for kstatus, Flux and Argo CD."),
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+    "items": {
+        "type": "object",
+        "required": ["type", "status"],
+        "properties": {
+            "type": {"type": "string", "description": "Condition type, e.g. Ready or Degraded."},
+            "status": {
+                "type": "string",
+                "enum": ["True", "False", "Unknown"],
+                "description": "True, False or Unknown.",
+            },
+            "reason": {"type": "string", "description": "One CamelCase word for machines."},
+            "message": {
+                "type": "string",
+                "description": "What happened, for people; names the field at fault.",
+            },
+            "lastTransitionTime": {
+                "type": "string",
+                "format": "date-time",
+                "description": "When the status last changed.",
+            },
+            "observedGeneration": {
+                "type": "integer",
+                "description": "The generation the condition describes.",
+            },
+        },
+    },
+}

@@ -21,7 +21,7 @@ from kafka_offsets_model.policy_schema import (
 )
 from kafka_offsets_model.typed_schema import Check, Default, Doc, Raw, Rule, rules
 
-from .common import INT32_MAX, KAFKA_CONNECTION, MAX_NAME, Column
+from .common import CONDITIONS, INT32_MAX, KAFKA_CONNECTION, MAX_NAME, Column, Count, Generation, Time
 
 DEFAULT_FINISHED_DELETIONS_LIMIT = 20  # a policy's finished OffsetDeletions kept (spec.history)
 MAX_FINISHED_DELETIONS_LIMIT = 1000  # each is an object in etcd; a longer history belongs in the backups
@@ -158,6 +158,63 @@ class OffsetPolicySpec:
     analysis: AnalysisSpec = field(default_factory=AnalysisSpec)
     history: Annotated[HistorySpec, Default({"finishedDeletionsLimit": DEFAULT_FINISHED_DELETIONS_LIMIT})] = field(default_factory=HistorySpec)
     approval: ApprovalSpec = field(default_factory=ApprovalSpec)
+
+
+# -- status (written by the operator; typed for its schema)
+
+@dataclass(frozen=True, kw_only=True)
+class LastRun:
+    """The last completed analysis."""
+
+    start_time: Annotated[Time | None, Doc("When the run started.")] = None
+    completion_time: Annotated[Time | None, Doc("When the run ended.")] = None
+    engine: Annotated[str | None, Doc("Local, Job or SparkApplication.")] = None
+    records_scanned: Annotated[Count | None, Doc("Records read from __consumer_offsets.")] = None
+    skipped_records: Annotated[Count | None, Doc("Corrupt or unknown records, counted and skipped.")] = None
+    groups_seen: Annotated[Count | None, Doc("Consumer groups found in the topic.")] = None
+    offsets: Annotated[Count | None, Doc("Committed offsets found (after compaction).")] = None
+    candidates: Annotated[Count | None, Doc("Offsets the policy's rules make candidates for deletion.")] = None
+    candidates_by_reason: Annotated[Mapping[str, int] | None, Raw({
+        "type": "object", "description": "Candidates per reason (EmptyGroup, UnsubscribedTopic, Standalone, ...).",
+        "additionalProperties": {"type": "integer"}})] = None
+    deletions_created: Annotated[Count | None, Doc("OffsetDeletions this run created (Approve and Auto modes).")] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class KafkaCluster:
+    """The Kafka cluster spec.kafka reaches (its id, from Kafka's Metadata), read by each run for the generation
+    it names. spec.protect.groups protects those groups on this cluster against every change the operator (or
+    the reset and restore commands) would make, whoever asks."""
+
+    id: Annotated[str | None, Check(maxLength=256), Doc("The cluster id.")] = None
+    observed_generation: Annotated[int | None, Doc("The metadata.generation it was read for.")] = None
+
+
+# (No docstring: it would be the description of each item.)
+@dataclass(frozen=True, kw_only=True)
+class TopCandidate:
+    group: Annotated[str | None, Doc("Consumer group id.")] = None
+    topics: Annotated[tuple[str, ...] | None, Doc("Candidate topics.")] = None
+    partitions: Annotated[Count | None, Doc("Candidate partitions in the group.")] = None
+    reason: Annotated[str | None, Doc("Why they are candidates.")] = None
+    broker_expires_at: Annotated[Time | None, Doc("When the broker itself would expire the first of them.")] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetPolicyStatus:
+    """Written by the operator."""
+
+    observed_generation: Generation | None = None
+    conditions: Annotated[Any, Raw(CONDITIONS)] = None
+    last_run: LastRun | None = None
+    next_run_time: Annotated[Time | None, Doc("When the next scheduled run is due.")] = None
+    kafka_cluster: KafkaCluster | None = None
+    top_candidates: Annotated[tuple[TopCandidate, ...] | None, Check(maxItems=20),
+                              Doc("The groups with the most candidate offsets (at most 20).")] = None
+    warnings: Annotated[tuple[Annotated[str, Check(maxLength=1000)], ...] | None, Check(maxItems=20), Doc(
+        "Doubts about the spec found by the last run that do not stop it (at most 20): group patterns that look "
+        "like regular expressions (patterns are globs: * ? [abc]) and patterns that matched none of the groups "
+        "with committed offsets.")] = None
 
 
 # `kubectl get consumergroupoffsetpolicies` (model/crds.py adds Age)
