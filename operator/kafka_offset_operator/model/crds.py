@@ -50,23 +50,21 @@ from .api import (
 from .kinds import consumer_group_offset_policy as policy
 from .kinds import offset_deletion as deletion
 from .kinds import offset_reset as reset
-from .kinds.common import CONDITIONS, KAFKA_CONNECTION, Column, printer_columns
+from .kinds.common import (
+    CONDITIONS,
+    Column,
+    backup_status,
+    count_schema,
+    printer_columns,
+    result_items,
+    results_summary,
+    target_status,
+    text_schema,
+    time_schema,
+)
 from .kinds.consumer_group_offset_policy import OffsetPolicySpec, OffsetPolicyStatus
 from .kinds.offset_deletion import DeletionSpec
 from .kinds.offset_reset import OffsetResetSpec
-
-
-def _count(description: str) -> Schema:
-    return {"type": "integer", "minimum": 0, "description": description}
-
-
-def _time(description: str) -> Schema:
-    return {"type": "string", "format": "date-time", "description": description}
-
-
-def _text(description: str) -> Schema:
-    return {"type": "string", "description": description}
-
 
 GROUP_RESULT: Schema = {
     "type": "object",
@@ -84,78 +82,15 @@ GROUP_RESULT: Schema = {
 }
 
 
-def _result_items(statuses: list[str], status_description: str, error_example: str, message: str,
-                  count_description: str, between: Schema | None = None) -> Schema:
-    """One entry of a per-partition results list (OffsetDeletion's results and restoreResults, OffsetReset's
-    results): topic, partition, status, the kind's `between` fields, Kafka's error, a message, a count."""
-    return {
-        "type": "object",
-        "properties": {
-            "topic": _text("Topic name."),
-            "partition": {"type": "integer", "description": "Partition."},
-            "status": {"type": "string", "enum": statuses, "description": status_description},
-            **(between or {}),
-            "error": _text(f"Kafka's error name, e.g. {error_example}."),
-            "message": _text(message),
-            "count": _count(count_description),
-        },
-    }
-
-
-
-
-def _backup_status(description: str, offsets: Schema | None = None) -> Schema:
-    """status.backup: the backup store's ConfigMap this object's backup is in (and, for an OffsetDeletion,
-    a copy of its offsets)."""
-    return {
-        "type": "object",
-        "description": description,
-        "properties": {
-            "name": _text("The backup's ConfigMap, in this namespace."),
-            "takenAt": _time("When the backup was read (OffsetFetch)."),
-            "expiresAt": _time("When the backup store deletes the backup."),
-            "partitions": _count("How many partitions the backup holds."),
-            "offsetsLog": {
-                "type": "object",
-                "description": (
-                    "Where the group's __consumer_offsets partition ended right before the backup was read: the "
-                    "re-check right before the change reads the group's records from here (from spec.scan's end "
-                    "offset, when a policy's scan is older), so a commit after the backup is seen."),
-                "properties": {
-                    "partition": _count("The group's __consumer_offsets partition."),
-                    "offset": _count("Its end offset then."),
-                },
-            },
-            **({"offsets": offsets} if offsets is not None else {}),
-        },
-    }
-
-
-def _target_status(description: str, spec: Schema) -> Schema:
-    """status.target: what the object acts on, recorded at approval and frozen."""
-    return {
-        "type": "object",
-        "description": description,
-        "properties": {
-            "clusterId": _text("The Kafka cluster's id."),
-            "bootstrapServers": _text("Where the cluster was reached."),
-            "group": _text("The consumer group acted on."),
-            "kafka": {**KAFKA_CONNECTION,
-                      "description": "The connection used (spec.kafka or the policy's), as approved."},
-            "spec": spec,
-        },
-    }
-
-
 def _deletion_status() -> Schema:
     partition_offset = {
         "type": "object",
         "properties": {
-            "topic": _text("Topic name."),
+            "topic": text_schema("Topic name."),
             "partition": {"type": "integer", "description": "Partition."},
             "offset": {"type": "integer", "description": "The committed offset."},
             "leaderEpoch": {"type": "integer", "description": "The committed leader epoch (-1 if none)."},
-            "metadata": _text("The commit's metadata string."),
+            "metadata": text_schema("The commit's metadata string."),
         },
     }
     return {
@@ -180,20 +115,20 @@ def _deletion_status() -> Schema:
                 ],
             },
             "conditions": CONDITIONS,
-            "startTime": _time("When the deletion started."),
-            "completionTime": _time("When the deletion ended."),
-            "restoreTime": _time("When the backup was re-committed."),
-            "deleteStartTime": _time(
+            "startTime": time_schema("When the deletion started."),
+            "completionTime": time_schema("When the deletion ended."),
+            "restoreTime": time_schema("When the backup was re-committed."),
+            "deleteStartTime": time_schema(
                 "Set just before the OffsetDelete request is sent, so an operator that restarts mid-way knows the "
                 "request may have been applied (see docs/offset-deletion.md)."
             ),
-            "deleted": _count("Partitions whose offsets were deleted."),
-            "failed": _count("Partitions Kafka refused to delete."),
-            "restored": _count("Partitions whose backed-up offsets were committed back."),
+            "deleted": count_schema("Partitions whose offsets were deleted."),
+            "failed": count_schema("Partitions Kafka refused to delete."),
+            "restored": count_schema("Partitions whose backed-up offsets were committed back."),
             "results": {
                 "type": "array",
                 "description": "One entry per requested partition.",
-                "items": _result_items(
+                "items": result_items(
                     ["Deleted", "Failed", "Skipped", "NotCommitted"],
                     "Deleted; Failed (see error); Skipped (committed since the scan); NotCommitted (there was "
                     "nothing to delete).",
@@ -201,13 +136,13 @@ def _deletion_status() -> Schema:
                     "For very large deletions (see resultsSummary), successful partitions of a topic are summed in "
                     "one entry without a partition: how many."),
             },
-            "resultsSummary": _results_summary("results"),
+            "resultsSummary": results_summary("results"),
             "groupResult": GROUP_RESULT,
-            "restoreResultsSummary": _results_summary("restoreResults"),
+            "restoreResultsSummary": results_summary("restoreResults"),
             "restoreResults": {
                 "type": "array",
                 "description": "One entry per deleted partition, once a restore ran.",
-                "items": _result_items(
+                "items": result_items(
                     ["Restored", "Skipped", "Failed"],
                     "Restored; Skipped (the group committed this partition since the deletion, so it was left as "
                     "is); Failed (see error).",
@@ -215,37 +150,17 @@ def _deletion_status() -> Schema:
                     "For very large restores (see restoreResultsSummary), restored partitions of a topic are summed "
                     "in one entry without a partition."),
             },
-            "backup": _backup_status(
+            "backup": backup_status(
                 "What was committed before the deletion, kept for restore. The backup itself is a ConfigMap of the "
                 "backup store (owned by nothing: it outlives this OffsetDeletion and its policy; kubectl get "
                 f"configmaps -l {BACKUPS_SELECTOR}); the status names it and, up to 1000 partitions, "
                 "copies its offsets.",
                 {"type": "array", "items": partition_offset, "description": "The offsets."}),
-            "target": _target_status(
+            "target": target_status(
                 "What this deletion acts on, recorded at approval and frozen: the cluster (id from Kafka's "
                 "Metadata, and the connection, Secrets by reference only), the group and the approved spec. The "
                 "delete and a restore use it, never a later spec.",
                 _approved_spec()),
-        },
-    }
-
-
-def _results_summary(field: str) -> Schema:
-    """Set when status.<field> is shortened to fit the object (decisions/step_outcomes.bounded_results)."""
-    counts = {"type": "object", "additionalProperties": {"type": "integer"}}
-    return {
-        "type": "object",
-        "description": (
-            f"Set when {field} has more entries than fit in one object (over 1000, or 256 KiB): counts of every "
-            f"partition by status and by Kafka error; {field} then sums the successful partitions per topic and "
-            "keeps a sample of the others (up to 20 of each status and error first)."
-        ),
-        "properties": {
-            "partitions": _count("Results in all."),
-            "byStatus": {**counts, "description": "Partitions per status (Deleted, Failed, ...)."},
-            "byError": {**counts, "description": "Partitions per Kafka error name."},
-            "shown": _count(f"Entries of {field} that are single partitions (the sample)."),
-            "message": _text("What was shortened, for people."),
         },
     }
 
@@ -256,117 +171,6 @@ def _approved_spec() -> Schema:
     properties = {k: v for k, v in spec["properties"].items() if k not in ("approved", "restore")}
     return {"type": "object", "properties": properties,
             "description": "The spec as approved (without approved and restore)."}
-
-
-def _reset_status() -> Schema:
-    offset = {"type": "integer", "description": "An offset."}
-    entry = {
-        "type": "object",
-        "properties": {
-            "topic": _text("Topic name."),
-            "partition": {"type": "integer", "description": "Partition."},
-            "current": {**offset, "description": "The committed offset now (absent: none committed)."},
-            "new": {**offset, "description": "The offset the reset commits."},
-            "message": _text("Why the new offset is what it is (clamped to the log, no offset at that time, ...)."),
-        },
-    }
-    return {
-        "type": "object",
-        "description": "Written by the operator.",
-        "properties": {
-            "observedGeneration": {"type": "integer", "description": "The metadata.generation this describes."},
-            "phase": {
-                "type": "string",
-                "description": "Where the reset is.",
-                "enum": ["Pending", "AwaitingApproval", "Running", "Succeeded", "PartiallyFailed", "Failed"],
-            },
-            "conditions": CONDITIONS,
-            "plan": {
-                "type": "object",
-                "description": (
-                    "What the reset commits, per partition: the dry run's (before approval, recomputed when the "
-                    "spec changes), then the one computed at approval right before the backup, which is committed."
-                ),
-                "properties": {
-                    "computedAt": _time("When the plan was computed (OffsetFetch and ListOffsets)."),
-                    "observedGeneration": {"type": "integer", "description": "The spec generation it is for."},
-                    "approved": {"type": "boolean", "description": "True for the plan computed at approval."},
-                    "partitions": _count("Partitions in the plan."),
-                    "changes": _count("Partitions whose new offset differs from the current one."),
-                    "entries": {"type": "array", "items": entry,
-                                "description": "One entry per partition (up to 1000; the counts cover all)."},
-                },
-            },
-            "startTime": _time("When the approved reset started (the backup)."),
-            "completionTime": _time("When the reset ended."),
-            "commitStartTime": _time(
-                "Set just before the OffsetCommit is sent, so an operator that restarts mid-way knows the request "
-                "may have been applied."),
-            "reset": _count("Partitions committed at their new offset."),
-            "failed": _count("Partitions Kafka refused to commit."),
-            "results": {
-                "type": "array",
-                "description": "One entry per partition of the plan, once committed.",
-                "items": _result_items(
-                    ["Reset", "Unchanged", "Skipped", "Failed"],
-                    "Reset; Unchanged (already at the new offset); Skipped (committed since the backup: left as "
-                    "is); Failed (see error).",
-                    "UNKNOWN_TOPIC_OR_PARTITION", "What the error means here.",
-                    "For very large resets (see resultsSummary), reset partitions of a topic are summed in one "
-                    "entry without a partition: how many.",
-                    between={"before": {**offset, "description": "The committed offset before (absent: none)."},
-                             "after": {**offset,
-                                       "description": "The committed offset after, as OffsetFetch reads it."}}),
-            },
-            "resultsSummary": _results_summary("results"),
-            "backup": _backup_status(
-                "The offsets committed before the reset, in a ConfigMap of the backup store (owned by nothing: it "
-                f"outlives this OffsetReset; kubectl get configmaps -l {BACKUPS_SELECTOR})."),
-            "pausedWorkloads": {
-                "type": "array",
-                "description": (
-                    "spec.pauseWorkloads as the operator handles them: each one's replicas, recorded before it "
-                    "was scaled to zero (the record every scale back uses, also after an operator restart)."),
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "kind": _text("Deployment or StatefulSet."),
-                        "name": _text("The workload's name."),
-                        "replicas": {"type": "integer", "description": "Its spec.replicas before the reset."},
-                        "state": {
-                            "type": "string",
-                            "enum": ["Recorded", "ScaledDown", "Restored", "LeftAsFound", "Gone"],
-                            "description": (
-                                "Recorded (replicas recorded, being scaled to zero); ScaledDown; Restored (back "
-                                "at its recorded replicas); LeftAsFound (someone scaled it meanwhile: left as "
-                                "it was); Gone (deleted meanwhile)."),
-                        },
-                        "message": _text("What was done, for people."),
-                    },
-                },
-            },
-            "pauseStartTime": _time("When the workloads' replicas were recorded; pauseTimeout counts from it."),
-            "undo": {
-                "type": "object",
-                "description": "How to undo this reset: a new OffsetReset with target fromBackup of its backup.",
-                "properties": {
-                    "manifest": _text("The OffsetReset to apply (kubectl apply -f -), a dry run until approved."),
-                    "command": _text("The same with the CLI, which prints the plan; add --execute to commit."),
-                    "offsetDeletion": _text(
-                        "When the reset gave partitions an offset the group did not have (a fromGroup partition "
-                        "it never read, say): the OffsetDeletion (kubectl apply -f -, approve it to act) that "
-                        "deletes those offsets while they are still at the reset's value. Kafka has no "
-                        "\"uncommit\", so the undo from the backup leaves them."),
-                },
-            },
-            "target": _target_status(
-                "What this reset acts on, recorded at approval and frozen: the cluster (id from Kafka's Metadata, "
-                "and the connection, Secrets by reference only), the group and the approved spec. The commit uses "
-                "it, never a later spec.",
-                {"type": "object", "description": "The spec as approved (without approved).",
-                 "properties": {k: v for k, v in schema_of(OffsetResetSpec)["properties"].items() if k != "approved"}}),
-        },
-    }
 
 
 def _crd(
@@ -454,7 +258,7 @@ def build_crds() -> dict[str, dict[str, Any]]:
             "shift, an offset, a backup, another group), like kafka-consumer-groups.sh --reset-offsets: a dry run "
             "that shows the plan until approved, then a backup, the admin OffsetCommit and per-partition results.",
             schema_of(OffsetResetSpec),
-            _reset_status(),
+            schema_of(reset.OffsetResetStatus),
             reset.COLUMNS,
         ),
     }

@@ -322,3 +322,101 @@ CONDITIONS: Schema = {
         },
     },
 }
+
+
+# -- status schemas the kinds share (per-partition results, their summary, the backup, the target)
+
+
+def count_schema(description: str) -> Schema:
+    return {"type": "integer", "minimum": 0, "description": description}
+
+
+def time_schema(description: str) -> Schema:
+    return {"type": "string", "format": "date-time", "description": description}
+
+
+def text_schema(description: str) -> Schema:
+    return {"type": "string", "description": description}
+
+
+def result_items(statuses: list[str], status_description: str, error_example: str, message: str,
+                  count_description: str, between: Schema | None = None) -> Schema:
+    """One entry of a per-partition results list (OffsetDeletion's results and restoreResults, OffsetReset's
+    results): topic, partition, status, the kind's `between` fields, Kafka's error, a message, a count."""
+    return {
+        "type": "object",
+        "properties": {
+            "topic": text_schema("Topic name."),
+            "partition": {"type": "integer", "description": "Partition."},
+            "status": {"type": "string", "enum": statuses, "description": status_description},
+            **(between or {}),
+            "error": text_schema(f"Kafka's error name, e.g. {error_example}."),
+            "message": text_schema(message),
+            "count": count_schema(count_description),
+        },
+    }
+
+
+
+
+def backup_status(description: str, offsets: Schema | None = None) -> Schema:
+    """status.backup: the backup store's ConfigMap this object's backup is in (and, for an OffsetDeletion,
+    a copy of its offsets)."""
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {
+            "name": text_schema("The backup's ConfigMap, in this namespace."),
+            "takenAt": time_schema("When the backup was read (OffsetFetch)."),
+            "expiresAt": time_schema("When the backup store deletes the backup."),
+            "partitions": count_schema("How many partitions the backup holds."),
+            "offsetsLog": {
+                "type": "object",
+                "description": (
+                    "Where the group's __consumer_offsets partition ended right before the backup was read: the "
+                    "re-check right before the change reads the group's records from here (from spec.scan's end "
+                    "offset, when a policy's scan is older), so a commit after the backup is seen."),
+                "properties": {
+                    "partition": count_schema("The group's __consumer_offsets partition."),
+                    "offset": count_schema("Its end offset then."),
+                },
+            },
+            **({"offsets": offsets} if offsets is not None else {}),
+        },
+    }
+
+
+def target_status(description: str, spec: Schema) -> Schema:
+    """status.target: what the object acts on, recorded at approval and frozen."""
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {
+            "clusterId": text_schema("The Kafka cluster's id."),
+            "bootstrapServers": text_schema("Where the cluster was reached."),
+            "group": text_schema("The consumer group acted on."),
+            "kafka": {**KAFKA_CONNECTION,
+                      "description": "The connection used (spec.kafka or the policy's), as approved."},
+            "spec": spec,
+        },
+    }
+
+
+def results_summary(field: str) -> Schema:
+    """Set when status.<field> is shortened to fit the object (decisions/step_outcomes.bounded_results)."""
+    counts = {"type": "object", "additionalProperties": {"type": "integer"}}
+    return {
+        "type": "object",
+        "description": (
+            f"Set when {field} has more entries than fit in one object (over 1000, or 256 KiB): counts of every "
+            f"partition by status and by Kafka error; {field} then sums the successful partitions per topic and "
+            "keeps a sample of the others (up to 20 of each status and error first)."
+        ),
+        "properties": {
+            "partitions": count_schema("Results in all."),
+            "byStatus": {**counts, "description": "Partitions per status (Deleted, Failed, ...)."},
+            "byError": {**counts, "description": "Partitions per Kafka error name."},
+            "shown": count_schema(f"Entries of {field} that are single partitions (the sample)."),
+            "message": text_schema("What was shortened, for people."),
+        },
+    }

@@ -21,12 +21,14 @@ from kafka_offsets_model.typed_schema import (
     Raw,
     Rule,
     rules,
+    schema_of,
 )
 
-from ..api import RESET_KIND
+from ..api import BACKUPS_SELECTOR, RESET_KIND
 from .common import (
     APPROVAL_RULES,
     APPROVED_COLUMN,
+    CONDITIONS,
     GROUP_ID_NOTE,
     KAFKA_CONNECTION,
     MAX_GROUP_LENGTH,
@@ -34,13 +36,20 @@ from .common import (
     MAX_TOPICS,
     WIDE_REQUEST_COLUMNS,
     Column,
+    Count,
+    Generation,
     GroupId,
     Int64,
     ObjectName,
     Partition,
     PolicyRef,
+    Time,
     TopicName,
     approval_fields,
+    backup_status,
+    result_items,
+    results_summary,
+    target_status,
 )
 
 # The one-of-targets a reset moves a group's offsets to, in the order of kafka-consumer-groups.sh
@@ -165,6 +174,114 @@ class OffsetResetSpec:
     @property
     def policy_ref(self) -> str | None:
         return None if self.policy is None else self.policy.name
+
+
+# -- status (written by the operator; typed for its schema)
+
+Offset = Annotated[int, Doc("An offset.")]
+
+
+# (No docstrings on the item types below: a docstring would be the description of each item.)
+@dataclass(frozen=True, kw_only=True)
+class PlanEntry:
+    topic: Annotated[str | None, Doc("Topic name.")] = None
+    partition: Annotated[int | None, Doc("Partition.")] = None
+    current: Annotated[Offset | None, Doc("The committed offset now (absent: none committed).")] = None
+    new: Annotated[Offset | None, Doc("The offset the reset commits.")] = None
+    message: Annotated[str | None, Doc(
+        "Why the new offset is what it is (clamped to the log, no offset at that time, ...).")] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What the reset commits, per partition: the dry run's (before approval, recomputed when the spec
+    changes), then the one computed at approval right before the backup, which is committed."""
+
+    computed_at: Annotated[Time | None, Doc("When the plan was computed (OffsetFetch and ListOffsets).")] = None
+    observed_generation: Annotated[int | None, Doc("The spec generation it is for.")] = None
+    approved: Annotated[bool | None, Doc("True for the plan computed at approval.")] = None
+    partitions: Annotated[Count | None, Doc("Partitions in the plan.")] = None
+    changes: Annotated[Count | None, Doc("Partitions whose new offset differs from the current one.")] = None
+    entries: Annotated[tuple[PlanEntry, ...] | None,
+                       Doc("One entry per partition (up to 1000; the counts cover all).")] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PausedWorkload:
+    kind: Annotated[str | None, Doc("Deployment or StatefulSet.")] = None
+    name: Annotated[str | None, Doc("The workload's name.")] = None
+    replicas: Annotated[int | None, Doc("Its spec.replicas before the reset.")] = None
+    state: Annotated[str | None, Check(enum=["Recorded", "ScaledDown", "Restored", "LeftAsFound", "Gone"]), Doc(
+        "Recorded (replicas recorded, being scaled to zero); ScaledDown; Restored (back at its recorded "
+        "replicas); LeftAsFound (someone scaled it meanwhile: left as it was); Gone (deleted meanwhile).")] = None
+    message: Annotated[str | None, Doc("What was done, for people.")] = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Undo:
+    """How to undo this reset: a new OffsetReset with target fromBackup of its backup."""
+
+    manifest: Annotated[str | None, Doc(
+        "The OffsetReset to apply (kubectl apply -f -), a dry run until approved.")] = None
+    command: Annotated[str | None, Doc("The same with the CLI, which prints the plan; add --execute to commit.")] = None
+    offset_deletion: Annotated[str | None, Doc(
+        "When the reset gave partitions an offset the group did not have (a fromGroup partition it never read, "
+        "say): the OffsetDeletion (kubectl apply -f -, approve it to act) that deletes those offsets while they "
+        "are still at the reset's value. Kafka has no \"uncommit\", so the undo from the backup leaves "
+        "them.")] = None
+
+
+def _approved_spec() -> dict[str, Any]:
+    return {"type": "object", "description": "The spec as approved (without approved).",
+            "properties": {k: v for k, v in schema_of(OffsetResetSpec)["properties"].items() if k != "approved"}}
+
+
+_OFFSET = {"type": "integer", "description": "An offset."}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetResetStatus:
+    """Written by the operator."""
+
+    observed_generation: Generation | None = None
+    phase: Annotated[str | None, Doc("Where the reset is."), Check(
+        enum=["Pending", "AwaitingApproval", "Running", "Succeeded", "PartiallyFailed", "Failed"])] = None
+    conditions: Annotated[Any, Raw(CONDITIONS)] = None
+    plan: Plan | None = None
+    start_time: Annotated[Time | None, Doc("When the approved reset started (the backup).")] = None
+    completion_time: Annotated[Time | None, Doc("When the reset ended.")] = None
+    commit_start_time: Annotated[Time | None, Doc(
+        "Set just before the OffsetCommit is sent, so an operator that restarts mid-way knows the request may "
+        "have been applied.")] = None
+    reset: Annotated[Count | None, Doc("Partitions committed at their new offset.")] = None
+    failed: Annotated[Count | None, Doc("Partitions Kafka refused to commit.")] = None
+    results: Annotated[Any, Raw({
+        "type": "array",
+        "description": "One entry per partition of the plan, once committed.",
+        "items": result_items(
+            ["Reset", "Unchanged", "Skipped", "Failed"],
+            "Reset; Unchanged (already at the new offset); Skipped (committed since the backup: left as is); "
+            "Failed (see error).",
+            "UNKNOWN_TOPIC_OR_PARTITION", "What the error means here.",
+            "For very large resets (see resultsSummary), reset partitions of a topic are summed in one entry "
+            "without a partition: how many.",
+            between={"before": {**_OFFSET, "description": "The committed offset before (absent: none)."},
+                     "after": {**_OFFSET, "description": "The committed offset after, as OffsetFetch reads it."}}),
+    })] = None
+    results_summary: Annotated[Any, Raw(results_summary("results"))] = None
+    backup: Annotated[Any, Raw(backup_status(
+        "The offsets committed before the reset, in a ConfigMap of the backup store (owned by nothing: it "
+        f"outlives this OffsetReset; kubectl get configmaps -l {BACKUPS_SELECTOR})."))] = None
+    paused_workloads: Annotated[tuple[PausedWorkload, ...] | None, Doc(
+        "spec.pauseWorkloads as the operator handles them: each one's replicas, recorded before it was scaled to "
+        "zero (the record every scale back uses, also after an operator restart).")] = None
+    pause_start_time: Annotated[Time | None, Doc(
+        "When the workloads' replicas were recorded; pauseTimeout counts from it.")] = None
+    undo: Undo | None = None
+    target: Annotated[Any, Raw(target_status(
+        "What this reset acts on, recorded at approval and frozen: the cluster (id from Kafka's Metadata, and the "
+        "connection, Secrets by reference only), the group and the approved spec. The commit uses it, never a "
+        "later spec.", _approved_spec()))] = None
 
 
 # `kubectl get offsetresets` (model/crds.py adds Age)
