@@ -33,7 +33,6 @@ from kafka_offsets_model.openapi import Schema, without_cel_rules
 from kafka_offsets_model.typed_schema import schema_of
 
 from .api import (
-    BACKUPS_SELECTOR,
     CLUSTER_PEERINGS,
     DELETION_KIND,
     DELETIONS,
@@ -51,126 +50,12 @@ from .kinds import consumer_group_offset_policy as policy
 from .kinds import offset_deletion as deletion
 from .kinds import offset_reset as reset
 from .kinds.common import (
-    CONDITIONS,
     Column,
-    backup_status,
-    count_schema,
     printer_columns,
-    result_items,
-    results_summary,
-    target_status,
-    text_schema,
-    time_schema,
 )
 from .kinds.consumer_group_offset_policy import OffsetPolicySpec, OffsetPolicyStatus
 from .kinds.offset_deletion import DeletionSpec
 from .kinds.offset_reset import OffsetResetSpec
-
-GROUP_RESULT: Schema = {
-    "type": "object",
-    "description": "With spec.deleteGroup: what became of the group (DeleteGroups).",
-    "properties": {
-        "status": {
-            "type": "string",
-            "enum": ["Deleted", "Failed", "Skipped"],
-            "description": "Deleted; Failed (Kafka refused, see error); Skipped (the live re-check found the "
-                           "group changed since the backup, so DeleteGroups was not sent).",
-        },
-        "error": {"type": "string", "description": "Kafka's error name, e.g. NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND."},
-        "message": {"type": "string", "description": "What happened, for people."},
-    },
-}
-
-
-def _deletion_status() -> Schema:
-    partition_offset = {
-        "type": "object",
-        "properties": {
-            "topic": text_schema("Topic name."),
-            "partition": {"type": "integer", "description": "Partition."},
-            "offset": {"type": "integer", "description": "The committed offset."},
-            "leaderEpoch": {"type": "integer", "description": "The committed leader epoch (-1 if none)."},
-            "metadata": text_schema("The commit's metadata string."),
-        },
-    }
-    return {
-        "type": "object",
-        "description": "Written by the operator.",
-        "properties": {
-            "observedGeneration": {
-                "type": "integer",
-                "description": "The metadata.generation this describes.",
-            },
-            "phase": {
-                "type": "string",
-                "description": "Where the deletion is.",
-                "enum": [
-                    "Pending",
-                    "AwaitingApproval",
-                    "Running",
-                    "Succeeded",
-                    "PartiallyFailed",
-                    "Failed",
-                    "Restored",
-                ],
-            },
-            "conditions": CONDITIONS,
-            "startTime": time_schema("When the deletion started."),
-            "completionTime": time_schema("When the deletion ended."),
-            "restoreTime": time_schema("When the backup was re-committed."),
-            "deleteStartTime": time_schema(
-                "Set just before the OffsetDelete request is sent, so an operator that restarts mid-way knows the "
-                "request may have been applied (see docs/offset-deletion.md)."
-            ),
-            "deleted": count_schema("Partitions whose offsets were deleted."),
-            "failed": count_schema("Partitions Kafka refused to delete."),
-            "restored": count_schema("Partitions whose backed-up offsets were committed back."),
-            "results": {
-                "type": "array",
-                "description": "One entry per requested partition.",
-                "items": result_items(
-                    ["Deleted", "Failed", "Skipped", "NotCommitted"],
-                    "Deleted; Failed (see error); Skipped (committed since the scan); NotCommitted (there was "
-                    "nothing to delete).",
-                    "GROUP_SUBSCRIBED_TO_TOPIC", "What the error means here.",
-                    "For very large deletions (see resultsSummary), successful partitions of a topic are summed in "
-                    "one entry without a partition: how many."),
-            },
-            "resultsSummary": results_summary("results"),
-            "groupResult": GROUP_RESULT,
-            "restoreResultsSummary": results_summary("restoreResults"),
-            "restoreResults": {
-                "type": "array",
-                "description": "One entry per deleted partition, once a restore ran.",
-                "items": result_items(
-                    ["Restored", "Skipped", "Failed"],
-                    "Restored; Skipped (the group committed this partition since the deletion, so it was left as "
-                    "is); Failed (see error).",
-                    "UNKNOWN_TOPIC_OR_PARTITION", "What happened here.",
-                    "For very large restores (see restoreResultsSummary), restored partitions of a topic are summed "
-                    "in one entry without a partition."),
-            },
-            "backup": backup_status(
-                "What was committed before the deletion, kept for restore. The backup itself is a ConfigMap of the "
-                "backup store (owned by nothing: it outlives this OffsetDeletion and its policy; kubectl get "
-                f"configmaps -l {BACKUPS_SELECTOR}); the status names it and, up to 1000 partitions, "
-                "copies its offsets.",
-                {"type": "array", "items": partition_offset, "description": "The offsets."}),
-            "target": target_status(
-                "What this deletion acts on, recorded at approval and frozen: the cluster (id from Kafka's "
-                "Metadata, and the connection, Secrets by reference only), the group and the approved spec. The "
-                "delete and a restore use it, never a later spec.",
-                _approved_spec()),
-        },
-    }
-
-
-def _approved_spec() -> Schema:
-    """The deletion spec as approved: the same fields, without approved and restore, nothing required."""
-    spec = schema_of(DeletionSpec)
-    properties = {k: v for k, v in spec["properties"].items() if k not in ("approved", "restore")}
-    return {"type": "object", "properties": properties,
-            "description": "The spec as approved (without approved and restore)."}
 
 
 def _crd(
@@ -247,7 +132,7 @@ def build_crds() -> dict[str, dict[str, Any]]:
             "A one-shot deletion of one consumer group's committed offsets (Kafka's OffsetDelete), with "
             "per-partition results, a backup of what was deleted, approval gating and restore.",
             schema_of(DeletionSpec),
-            _deletion_status(),
+            schema_of(deletion.OffsetDeletionStatus),
             deletion.COLUMNS,
         ),
         f"{RESETS}.yaml": _crd(
