@@ -1,6 +1,6 @@
-"""The three CustomResourceDefinitions, assembled in one place. Each kind's spec and printer columns come from
-its typed source, one file per kind in model/kinds/ (`schema_of`, `COLUMNS`), the parts the kinds share from
-model/kinds/common.py; the status schemas (written by the operator) are still written here. `scripts/dev.sh
+"""The three CustomResourceDefinitions, assembled in one place. Each kind's spec, status and printer columns
+come from its typed source, one file per kind in model/kinds/ (`schema_of`, `COLUMNS`), the parts the kinds
+share from model/kinds/common.py. `scripts/dev.sh
 generate` writes the CRDs into crds/ and into the Helm chart's crds/; a test fails when either copy differs
 from what this module builds. `python -m kafka_offset_operator.model.crds` prints them (`--write DIR` writes
 them into one directory).
