@@ -193,7 +193,7 @@ class PlanEntry:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Plan:
+class PlanStatus:
     """What the reset commits, per partition: the dry run's (before approval, recomputed when the spec
     changes), then the one computed at approval right before the backup, which is committed."""
 
@@ -247,7 +247,7 @@ class OffsetResetStatus:
     phase: Annotated[str | None, Doc("Where the reset is."), Check(
         enum=["Pending", "AwaitingApproval", "Running", "Succeeded", "PartiallyFailed", "Failed"])] = None
     conditions: Annotated[Any, Raw(CONDITIONS)] = None
-    plan: Plan | None = None
+    plan: PlanStatus | None = None
     start_time: Annotated[Time | None, Doc("When the approved reset started (the backup).")] = None
     completion_time: Annotated[Time | None, Doc("When the reset ended.")] = None
     commit_start_time: Annotated[Time | None, Doc(
