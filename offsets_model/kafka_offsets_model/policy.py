@@ -34,7 +34,8 @@ import yaml
 from .durations import format_duration_ms, parse_duration_ms
 from .errors import SpecError
 from .openapi import SchemaCheck
-from .policy_schema import POLICY_FILE
+from .policy_schema import POLICY_FILE, GroupsSpec, ProtectSpec, RulesSpec
+from .typed_schema import parse
 
 SPEC = "spec"
 
@@ -113,20 +114,27 @@ def parse_policy(spec: Any, path: str = SPEC, schema: SchemaCheck = POLICY_FILE)
 
 def checked_policy(fields: Mapping[str, Any], path: str = SPEC) -> Policy:
     """A spec already checked against policy_schema's properties (by POLICY_FILE, or the CRD's schema that
-    carries them): defaults, and what a schema cannot say."""
-    groups = fields.get("groups") or {}
-    rules = fields.get("rules") or {}
-    protect = fields.get("protect") or {}
+    carries them): parsed with the typed classes (defaults included), then what a schema cannot say."""
+    return policy_of(parse(GroupsSpec, fields.get("groups") or {"include": ["*"]}),
+                     parse(RulesSpec, fields.get("rules") or {}), parse(ProtectSpec, fields.get("protect") or {}),
+                     path)
+
+
+def policy_of(groups: GroupsSpec, rules: RulesSpec, protect: ProtectSpec, path: str = SPEC) -> Policy:
+    """The analysis part as the rules use it (durations in milliseconds), from its typed parse."""
+    where = f"{path}.rules"
     return Policy(
-        groups=GroupSelector(include=tuple(groups.get("include", ("*",))), exclude=tuple(groups.get("exclude", ()))),
+        groups=GroupSelector(include=groups.include, exclude=groups.exclude),
         rules=Rules(
-            empty_group_retention_ms=_duration(rules, "emptyGroupRetention", f"{path}.rules"),
-            unsubscribed_topic_retention_ms=_duration(rules, "unsubscribedTopicRetention", f"{path}.rules"),
-            standalone_retention_ms=_duration(rules, "standaloneRetention", f"{path}.rules"),
-            deleted_topics=DeletedTopics(rules.get("deletedTopics", DeletedTopics.KEEP)),
-            stale_group_ms=_duration(rules.get("staleGroups") or {}, "emptyFor", f"{path}.rules.staleGroups"),
+            empty_group_retention_ms=_duration(rules.empty_group_retention, f"{where}.emptyGroupRetention"),
+            unsubscribed_topic_retention_ms=_duration(rules.unsubscribed_topic_retention,
+                                                      f"{where}.unsubscribedTopicRetention"),
+            standalone_retention_ms=_duration(rules.standalone_retention, f"{where}.standaloneRetention"),
+            deleted_topics=DeletedTopics(rules.deleted_topics),
+            stale_group_ms=_duration(None if rules.stale_groups is None else rules.stale_groups.empty_for,
+                                     f"{where}.staleGroups.emptyFor"),
         ),
-        protect=Protection(groups=tuple(protect.get("groups", ())), keep_alive=protect.get("keepAlive", False)),
+        protect=Protection(groups=protect.groups, keep_alive=protect.keep_alive),
     )
 
 
@@ -234,12 +242,11 @@ def plural(n: int, word: str) -> str:
     return word if n == 1 else f"{word}s"
 
 
-def _duration(rules: Mapping[str, Any], name: str, path: str) -> int | None:
+def _duration(value: str | None, where: str) -> int | None:
     """The schema checked the grammar; how long a duration may be is checked here."""
-    value = rules.get(name)
     if value is None:
         return None
     try:
         return parse_duration_ms(value)
     except ValueError as exc:
-        raise SpecError(f"{path}.{name}", str(exc)) from None
+        raise SpecError(where, str(exc)) from None

@@ -1,14 +1,16 @@
-"""The schema of a ConsumerGroupOffsetPolicy's analysis part (groups, rules, protect), as its CRD carries it.
+"""A ConsumerGroupOffsetPolicy's analysis part (groups, rules, protect), typed once (typed_schema.py): its
+schema as the CRD carries it, and the classes policy.py parses a spec with.
 
-One source: the operator's model/crds.py builds the policy CRD's `spec` with `spec_properties`, giving its
-own sections (kafka, mode, schedule, analysis); the analysis reads policy files (`analyze --policy`) against
-`POLICY_FILE`, the same properties with those sections left to the operator. policy.py keeps only what a
-schema cannot say (how long a duration may be).
+One source: the operator's model/kinds/consumer_group_offset_policy.py builds the policy CRD's `spec` from
+these classes and its own sections (kafka, mode, schedule, analysis, history, approval); the analysis reads
+policy files (`analyze --policy`) against `POLICY_FILE`, the same classes with those sections left to the
+operator. policy.py keeps only what a schema cannot say (how long a duration may be).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
 from .durations import (
     DURATION_PATTERN,
@@ -19,6 +21,7 @@ from .durations import (
     UNITS_MS,
 )
 from .openapi import Schema, SchemaCheck, without_cel_rules
+from .typed_schema import Check, Default, Doc, Raw, schema_of
 
 # Pattern lists are written by people and matched against every group the analysis sees (groups x
 # patterns); a hundred is far more than a readable policy has.
@@ -76,113 +79,108 @@ def duration(description: str, default: str | None = None) -> Schema:
     return out
 
 
-def _globs(description: str, **extra: Any) -> Schema:
+GroupPattern = Annotated[str, Check(title="group pattern", minLength=1, maxLength=MAX_PATTERN_LENGTH)]
+_PATTERNS = Check(title="list of group patterns", maxItems=MAX_PATTERNS)
+
+
+def _globs(description: str) -> Doc:
     """Shell-style patterns (*, ?, [abc]) matched against whole group ids. Every non-empty string is one."""
-    return {
-        "type": "array",
-        "title": "list of group patterns",
-        "maxItems": MAX_PATTERNS,
-        "items": {"type": "string", "title": "group pattern", "minLength": 1, "maxLength": MAX_PATTERN_LENGTH},
-        **extra,
-        "description": description + f" At most {MAX_PATTERNS} patterns of at most {MAX_PATTERN_LENGTH} characters.",
-    }
+    return Doc(description + f" At most {MAX_PATTERNS} patterns of at most {MAX_PATTERN_LENGTH} characters.")
+
+
+# -- the analysis part of a policy's spec (groups, rules, protect), typed once: the CRD (the operator's
+# model/kinds/consumer_group_offset_policy.py) and policy files (POLICY_FILE) carry these schemas, and
+# policy.checked_policy parses with these classes.
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupsSpec:
+    """Which consumer groups the policy covers, as glob patterns (*, ?, [abc]) matched against the whole group
+    id. A group is covered when an include pattern matches and no exclude pattern does."""
+
+    include: Annotated[tuple[GroupPattern, ...], _PATTERNS, Default(["*"]),
+                       _globs("Covered groups; every group by default.")] = ("*",)
+    exclude: Annotated[tuple[GroupPattern, ...], _PATTERNS,
+                       _globs("Groups never covered, even when an include matches.")] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class StaleGroupsSpec:
+    """Stale-group cleanup: delete whole groups (DeleteGroups, with a backup first) that have been Empty for at
+    least emptyFor. Unset: no group is deleted whole. Restoring such a deletion re-commits the group's offsets,
+    which makes it a simple group until its consumers join again."""
+
+    empty_for: Annotated[str, Raw(duration(
+        "How long a group must have been Empty: counted from when it became Empty (a classic group's "
+        "currentStateTimestamp), else from its newest commit (KIP-848 and simple groups)."))]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RulesSpec:
+    """The policy's own retentions, applied with the broker's shapes (KIP-211, KIP-496). A rule left unset
+    makes no candidates; the broker's own expiry is still reported."""
+
+    empty_group_retention: Annotated[str | None, Raw(duration(
+        "Offsets of a group without members become candidates this long after the group became Empty: a "
+        "classic group's currentStateTimestamp, a KIP-848 group's last member removal (the timestamp of its "
+        "records); the commit time when neither is known."))] = None
+    unsubscribed_topic_retention: Annotated[str | None, Raw(duration(
+        "Offsets of topics an active consumer group no longer subscribes to become candidates this long after "
+        "their last commit (KIP-496)."))] = None
+    standalone_retention: Annotated[str | None, Raw(duration(
+        "Offsets of standalone (simple) groups, which commit without joining, become candidates this long after "
+        "their last commit."))] = None
+    deleted_topics: Annotated[str, Check(enum=["Delete", "Keep"]), Default("Keep"), Doc(
+        "Offsets left behind for topics that no longer exist: Delete makes them candidates at once; Keep leaves "
+        "them to the other rules. Kafka refuses OffsetDelete for a topic it no longer knows "
+        "(UNKNOWN_TOPIC_OR_PARTITION), so the operator proposes deleting the whole group (DeleteGroups, backup "
+        "first) where they are all an Empty group has left, and only reports them, with the reason, where the "
+        "group has other offsets or members.")] = "Keep"
+    stale_groups: StaleGroupsSpec | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProtectSpec:
+    """Groups that are never deleted, whatever the rules say."""
+
+    groups: Annotated[tuple[GroupPattern, ...], _PATTERNS, _globs("Glob patterns of protected groups.")] = ()
+    keep_alive: Annotated[bool, Default(False), Doc(
+        "Also keep the broker from expiring protected groups' offsets, by re-committing them (and rebasing an "
+        "Empty consumer group as a simple group) before they expire. Acts in Approve and Auto mode only: in "
+        "DryRun it writes nothing to Kafka and reports what it would do. How this works per group kind, and "
+        "what it costs, is in docs/keep-alive.md.")] = False
+
+
+# The analysis part's fields, for a spec class that carries them (each kind's own file gives their order).
+GroupsField = Annotated[GroupsSpec, Default({"include": ["*"]})]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyFileSpec:
+    """A policy file: the analysis part, with the operator's sections (kafka, mode, ...) left to the operator
+    ({} accepts any value)."""
+
+    kafka: Annotated[Any, Raw({})] = None
+    groups: GroupsField = field(default_factory=GroupsSpec)
+    rules: RulesSpec = field(default_factory=RulesSpec)
+    protect: ProtectSpec = field(default_factory=ProtectSpec)
+    mode: Annotated[Any, Raw({})] = None
+    schedule: Annotated[Any, Raw({})] = None
+    analysis: Annotated[Any, Raw({})] = None
+    history: Annotated[Any, Raw({})] = None
+
+
+ANALYSIS_FIELDS = ("groups", "rules", "protect")
 
 
 def analysis_properties() -> Schema:
-    """`spec.groups`, `spec.rules` and `spec.protect`: what the analysis applies."""
-    return {
-        "groups": {
-            "type": "object",
-            "description": (
-                "Which consumer groups the policy covers, as glob patterns (*, ?, [abc]) matched against "
-                "the whole group id. A group is covered when an include pattern matches and no exclude "
-                "pattern does."
-            ),
-            "default": {"include": ["*"]},
-            "properties": {
-                "include": _globs("Covered groups; every group by default.", default=["*"]),
-                "exclude": _globs("Groups never covered, even when an include matches."),
-            },
-        },
-        "rules": {
-            "type": "object",
-            "description": (
-                "The policy's own retentions, applied with the broker's shapes (KIP-211, KIP-496). A rule "
-                "left unset makes no candidates; the broker's own expiry is still reported."
-            ),
-            "properties": {
-                "emptyGroupRetention": duration(
-                    "Offsets of a group without members become candidates this long after the group became "
-                    "Empty: a classic group's currentStateTimestamp, a KIP-848 group's last member removal "
-                    "(the timestamp of its records); the commit time when neither is known."
-                ),
-                "unsubscribedTopicRetention": duration(
-                    "Offsets of topics an active consumer group no longer subscribes to become candidates "
-                    "this long after their last commit (KIP-496)."
-                ),
-                "standaloneRetention": duration(
-                    "Offsets of standalone (simple) groups, which commit without joining, become candidates "
-                    "this long after their last commit."
-                ),
-                "deletedTopics": {
-                    "type": "string",
-                    "enum": ["Delete", "Keep"],
-                    "default": "Keep",
-                    "description": (
-                        "Offsets left behind for topics that no longer exist: Delete makes them candidates "
-                        "at once; Keep leaves them to the other rules. Kafka refuses OffsetDelete for a topic "
-                        "it no longer knows (UNKNOWN_TOPIC_OR_PARTITION), so the operator proposes deleting the "
-                        "whole group (DeleteGroups, backup first) where they are all an Empty group has left, "
-                        "and only reports them, with the reason, where the group has other offsets or members."
-                    ),
-                },
-                "staleGroups": {
-                    "type": "object",
-                    "required": ["emptyFor"],
-                    "description": (
-                        "Stale-group cleanup: delete whole groups (DeleteGroups, with a backup first) that have been "
-                        "Empty for at least emptyFor. Unset: no group is deleted whole. Restoring such a deletion "
-                        "re-commits the group's offsets, which makes it a simple group until its consumers join "
-                        "again."
-                    ),
-                    "properties": {
-                        "emptyFor": duration(
-                            "How long a group must have been Empty: counted from when it became Empty (a classic "
-                            "group's currentStateTimestamp), else from its newest commit (KIP-848 and simple "
-                            "groups)."
-                        ),
-                    },
-                },
-            },
-        },
-        "protect": {
-            "type": "object",
-            "description": "Groups that are never deleted, whatever the rules say.",
-            "properties": {
-                "groups": _globs("Glob patterns of protected groups."),
-                "keepAlive": {
-                    "type": "boolean",
-                    "default": False,
-                    "description": (
-                        "Also keep the broker from expiring protected groups' offsets, by re-committing them (and "
-                        "rebasing an Empty consumer group as a simple group) before they expire. Acts in Approve "
-                        "and Auto mode only: in DryRun it writes nothing to Kafka and reports what it would do. "
-                        "How this works per group kind, and what it costs, is in docs/keep-alive.md."
-                    ),
-                },
-            },
-        },
-    }
+    """`spec.groups`, `spec.rules` and `spec.protect`: what the analysis applies, as the CRD carries them."""
+    properties = schema_of(PolicyFileSpec)["properties"]
+    return {name: properties[name] for name in ANALYSIS_FIELDS}
 
 
-def spec_properties(*, kafka: Schema, mode: Schema, schedule: Schema, analysis: Schema, history: Schema) -> Schema:
-    """Every section of a policy's spec, in the CRD's order: the operator's around the analysis part."""
-    return {"kafka": kafka, **analysis_properties(), "mode": mode, "schedule": schedule, "analysis": analysis,
-            "history": history}
-
-
-# A policy file: the operator's sections are the operator's to check ({} accepts any value). The durations'
-# CEL cap is parse_duration_ms's here (policy.py).
+# A policy file: the operator's sections are the operator's to check. The durations' CEL cap is
+# parse_duration_ms's here (policy.py).
 POLICY_FILE = SchemaCheck(without_cel_rules(
-    {"type": "object", "properties": spec_properties(kafka={}, mode={}, schedule={}, analysis={}, history={})}
+    {"type": "object", "properties": schema_of(PolicyFileSpec)["properties"]}
 ))

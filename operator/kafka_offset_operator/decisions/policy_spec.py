@@ -1,8 +1,9 @@
-"""The `spec` of a ConsumerGroupOffsetPolicy as the operator reads it: checked against the CRD's own schema
-(model/crds.py), then the analysis part (groups, rules, protect) is read by kafka_offsets_model.policy, the one
-parser the Spark job also uses; mode, schedule and analysis engine are read here, with what a schema cannot
-say (an interval of at least 1m, durations Kafka could hold). CRD defaults are applied here too, so a spec
-that skipped API-server defaulting (an emulated cluster, an old CRD) means the same thing.
+"""The `spec` of a ConsumerGroupOffsetPolicy as the operator reads it: checked against the CRD's own schema and
+parsed with the same typed classes (model/kinds/consumer_group_offset_policy.py, whose analysis part is the
+shared core's kafka_offsets_model.policy_schema), then the analysis part becomes kafka_offsets_model.policy's
+Policy, the value the Spark job also uses; what a schema cannot say is checked here (an interval of at least
+1m, durations Kafka could hold). The typed parse applies the CRD's defaults, so a spec that skipped
+API-server defaulting (an emulated cluster, an old CRD) means the same thing.
 
 Every mistake raises SpecError naming the field (`spec.schedule.interval`), for a status condition.
 The Kafka connection is resolved separately (decisions/connection_spec.py), because it reads Secrets.
@@ -17,15 +18,15 @@ from typing import Any
 
 from kafka_offsets_model.durations import parse_duration_ms
 from kafka_offsets_model.errors import SpecError
-from kafka_offsets_model.openapi import SchemaCheck
-from kafka_offsets_model.policy import Policy, checked_policy
+from kafka_offsets_model.openapi import SchemaCheck, without_cel_rules
+from kafka_offsets_model.policy import Policy, policy_of
+from kafka_offsets_model.typed_schema import parse, schema_of
 
-from ..model.api import POLICY_KIND
-from ..model.crds import DEFAULT_FINISHED_DELETIONS_LIMIT, spec_schema
+from ..model.kinds.consumer_group_offset_policy import DEFAULT_FINISHED_DELETIONS_LIMIT, OffsetPolicySpec
 
-_SPEC = SchemaCheck(spec_schema(POLICY_KIND))
+_SPEC = SchemaCheck(without_cel_rules(schema_of(OffsetPolicySpec)))
 DEFAULT_INTERVAL_MS = 3_600_000  # the CRD's default schedule.interval, 1h
-MIN_INTERVAL_MS = 60_000  # each run reads all of __consumer_offsets; the CRD refuses less too (model/crds.py)
+MIN_INTERVAL_MS = 60_000  # each run reads all of __consumer_offsets; the CRD refuses less too (model/kinds/consumer_group_offset_policy.py)
 
 
 class Mode(StrEnum):
@@ -98,69 +99,57 @@ def parse_policy_spec(spec: Any, default_engine: Engine = Engine.LOCAL) -> Polic
     the operator's, per install, and the status' lastRun.engine says which one ran)."""
     if spec is None:
         raise SpecError("spec", "is required")
-    spec = _SPEC.check(spec, "spec")
-    policy = checked_policy(spec)  # the CRD's schema carries policy_schema's
-    analysis = spec.get("analysis", {})
-    retention = analysis.get("brokerRetention")
-    interval = _duration(spec.get("schedule", {}).get("interval"), "spec.schedule.interval")
-    if interval is not None and interval < MIN_INTERVAL_MS:
-        raise SpecError("spec.schedule.interval", f"must be at least 1m, not {spec['schedule']['interval']}")
-    spark = analysis.get("sparkApplication", {})
-    mode = Mode(spec.get("mode", Mode.DRY_RUN))
-    separate = bool(spec.get("approval", {}).get("separateApprover", False))
+    typed = parse(OffsetPolicySpec, _SPEC.check(spec, "spec"))
+    policy = policy_of(typed.groups, typed.rules, typed.protect)
+    analysis = typed.analysis
+    interval = _duration(typed.schedule.interval, "spec.schedule.interval")
+    if interval < MIN_INTERVAL_MS:
+        raise SpecError("spec.schedule.interval", f"must be at least 1m, not {typed.schedule.interval}")
+    mode = Mode(typed.mode)
+    separate = typed.approval.separate_approver
     if separate and mode is Mode.AUTO:
         raise SpecError("spec.approval.separateApprover", "four eyes cannot apply in mode Auto, where the operator "
                         "approves its own proposals")
+    spark = analysis.spark_application
     return PolicySpec(
         policy=policy,
-        kafka=spec["kafka"],
+        kafka=typed.kafka,
         mode=mode,
         separate_approver=separate,
-        interval_ms=DEFAULT_INTERVAL_MS if interval is None else interval,
-        engine=Engine(analysis.get("engine", default_engine)),
-        broker_retention_ms=_positive(retention, "spec.analysis.brokerRetention"),
+        interval_ms=interval,
+        engine=Engine(analysis.engine or default_engine),
+        broker_retention_ms=(None if analysis.broker_retention is None
+                             else _positive(analysis.broker_retention, "spec.analysis.brokerRetention")),
         spark=SparkAppSettings(
-            image=spark.get("image"),
-            service_account=spark.get("serviceAccount"),
-            driver=_pod(spark.get("driver", {})),
-            executor=_pod(spark.get("executor", {})),
+            image=spark.image,
+            service_account=spark.service_account,
+            driver=PodResources(cores=spark.driver.cores, memory=spark.driver.memory),
+            executor=PodResources(cores=spark.executor.cores, memory=spark.executor.memory,
+                                  instances=spark.executor.instances),
         ),
-        job=_job(analysis.get("job", {})),
+        job=JobSettings(
+            image=analysis.job.image,
+            service_account=analysis.job.service_account,
+            resources=PodResources(cores=analysis.job.cores, memory=analysis.job.memory),
+            deadline_ms=_positive(analysis.job.deadline, "spec.analysis.job.deadline"),
+            backoff_limit=analysis.job.backoff_limit,
+        ),
         analysis_spec=policy.to_spec(),
-        finished_deletions_limit=spec.get("history", {}).get("finishedDeletionsLimit", DEFAULT_FINISHED_DELETIONS_LIMIT),
+        finished_deletions_limit=typed.history.finished_deletions_limit,
     )
 
 
-def _job(value: Mapping[str, Any]) -> JobSettings:
-    deadline = _positive(value.get("deadline"), "spec.analysis.job.deadline")
-    return JobSettings(
-        image=value.get("image"),
-        service_account=value.get("serviceAccount"),
-        resources=_pod(value),
-        deadline_ms=DEFAULT_JOB_DEADLINE_MS if deadline is None else deadline,
-        backoff_limit=value.get("backoffLimit", 1),
-    )
-
-
-def _duration(value: str | None, where: str) -> int | None:
+def _duration(value: str, where: str) -> int:
     """A duration the schema let through, no longer than durations.MAX_DURATION_MS."""
-    if value is None:
-        return None
     try:
         return parse_duration_ms(value)
     except ValueError as exc:
         raise SpecError(where, str(exc)) from None
 
 
-def _positive(value: str | None, where: str) -> int | None:
+def _positive(value: str, where: str) -> int:
     """A duration the schema let through, longer than 0 and no longer than durations.MAX_DURATION_MS."""
     ms = _duration(value, where)
-    if ms is None:
-        return None
     if ms <= 0:
         raise SpecError(where, "must be longer than 0")
     return ms
-
-
-def _pod(value: Mapping[str, Any]) -> PodResources:
-    return PodResources(cores=value.get("cores", 1), memory=value.get("memory", "1g"), instances=value.get("instances", 1))

@@ -33,7 +33,7 @@ from .step_outcomes import events_on_change as _on_change
 
 RECORDED, SCALED_DOWN = PAUSE_PENDING  # replicas recorded, being scaled to zero; at zero
 RESTORED, LEFT_AS_FOUND, GONE = "Restored", "LeftAsFound", "Gone"
-DEFAULT_TIMEOUT_MS = 5 * 60 * 1000  # model/crds.py PAUSE_TIMEOUT
+DEFAULT_TIMEOUT_MS = 5 * 60 * 1000  # model/kinds/offset_reset.py PAUSE_TIMEOUT
 
 RBAC_HINT = ("grant it with the install's opt-in: Helm value pauseWorkloads.enabled=true, or the kustomize component "
              "manifests/components/pause-workloads (docs/install.md)")

@@ -1,14 +1,15 @@
-"""The three CustomResourceDefinitions, assembled in one place so shared parts (the Kafka connection,
-durations, conditions) are written once. OffsetDeletion's spec comes from its typed source,
-model/kinds/offset_deletion.py (`schema_of`); the shared parts from model/kinds/common.py. `scripts/dev.sh generate` writes them into crds/ and into the Helm chart's
-crds/; a test fails when either copy differs from what this module builds. `python -m
-kafka_offset_operator.model.crds` prints them (`--write DIR` writes them into one directory).
+"""The three CustomResourceDefinitions, assembled in one place. Each kind's spec, status and printer columns
+come from its typed source, one file per kind in model/kinds/ (`schema_of`, `COLUMNS`), the parts the kinds
+share from model/kinds/common.py. `scripts/dev.sh
+generate` writes the CRDs into crds/ and into the Helm chart's crds/; a test fails when either copy differs
+from what this module builds. `python -m kafka_offset_operator.model.crds` prints them (`--write DIR` writes
+them into one directory).
 
-The schemas are also what the operator checks specs against (`spec_schema`, kafka_offsets_model.openapi), so the
-CRD and the spec parsers cannot drift: a rule a schema can say (types, enums, patterns, required fields,
-kafka or policyRef) is written here once; decisions/*_spec.py keep only what a schema cannot say. The
-policy's analysis part (groups, rules, protect) comes from kafka_offsets_model.policy_schema, which the analysis
-checks policy files against.
+The operator parses specs with the same typed classes after checking them against the same schemas
+(`spec_schema`, kafka_offsets_model.openapi), so the CRD and the spec parsers cannot drift: a rule a schema
+can say (types, enums, patterns, required fields, kafka or policyRef) is written once, in the kind's file;
+decisions/*_spec.py keep only what a schema cannot say. The policy's analysis part (groups, rules, protect)
+is typed in kafka_offsets_model.policy_schema, which the analysis checks policy files against.
 
 Bounded input: every string a person writes has a maxLength and every list a maxItems, so the API server
 refuses an absurd spec with the field named instead of storing it (or answering 413), and so the CEL rules
@@ -29,11 +30,9 @@ from typing import Any
 import yaml
 
 from kafka_offsets_model.openapi import Schema, without_cel_rules
-from kafka_offsets_model.policy_schema import at_least_rule, duration, spec_properties
-from kafka_offsets_model.typed_schema import FrozenOnceApproved, schema_of
+from kafka_offsets_model.typed_schema import schema_of
 
 from .api import (
-    BACKUPS_SELECTOR,
     CLUSTER_PEERINGS,
     DELETION_KIND,
     DELETIONS,
@@ -47,781 +46,16 @@ from .api import (
     RESETS,
     VERSION,
 )
+from .kinds import consumer_group_offset_policy as policy
+from .kinds import offset_deletion as deletion
+from .kinds import offset_reset as reset
 from .kinds.common import (
-    APPROVAL_RULES,
-    INT32_MAX,
-    INT64,
-    KAFKA_CONNECTION,
-    MAX_GROUP_LENGTH,
-    MAX_NAME,
-    MAX_PARTITIONS,
-    MAX_TOPICS,
-    approval_fields,
-    group_id,
-    object_name,
-    topic_name,
+    Column,
+    printer_columns,
 )
+from .kinds.consumer_group_offset_policy import OffsetPolicySpec, OffsetPolicyStatus
 from .kinds.offset_deletion import DeletionSpec
-
-DEFAULT_FINISHED_DELETIONS_LIMIT = 20  # a policy's finished OffsetDeletions kept (spec.history)
-MAX_FINISHED_DELETIONS_LIMIT = 1000  # each is an object in etcd; a longer history belongs in the backups
-MAX_IMAGE_LENGTH = 1024
-
-
-
-
-CONDITIONS: Schema = {
-    "type": "array",
-    "description": ("Standard Kubernetes conditions: Ready, and Degraded when something needs attention; "
-                    "Reconciling (still working) and Stalled (needs a person), present only while True, "
-                    "for kstatus, Flux and Argo CD."),
-    "x-kubernetes-list-type": "map",
-    "x-kubernetes-list-map-keys": ["type"],
-    "items": {
-        "type": "object",
-        "required": ["type", "status"],
-        "properties": {
-            "type": {"type": "string", "description": "Condition type, e.g. Ready or Degraded."},
-            "status": {
-                "type": "string",
-                "enum": ["True", "False", "Unknown"],
-                "description": "True, False or Unknown.",
-            },
-            "reason": {"type": "string", "description": "One CamelCase word for machines."},
-            "message": {
-                "type": "string",
-                "description": "What happened, for people; names the field at fault.",
-            },
-            "lastTransitionTime": {
-                "type": "string",
-                "format": "date-time",
-                "description": "When the status last changed.",
-            },
-            "observedGeneration": {
-                "type": "integer",
-                "description": "The generation the condition describes.",
-            },
-        },
-    },
-}
-
-_SPARK_POD_PROPS: Schema = {
-    "cores": {"type": "integer", "minimum": 1, "maximum": INT32_MAX, "default": 1, "description": "CPU cores."},
-    "memory": {
-        "type": "string",
-        "title": "Spark memory size like 512m or 2g",
-        "pattern": r"^[0-9]+[kmgtKMGT]?$",
-        "maxLength": 32,
-        "default": "1g",
-        "description": "JVM memory, in Spark's notation (512m, 2g).",
-    },
-}
-
-
-def _policy_spec() -> Schema:
-    return {
-        "type": "object",
-        "description": "What to analyse, by which rules, and what to do with the candidates.",
-        "required": ["kafka"],
-        "x-kubernetes-validations": [{
-            "rule": "!has(self.approval) || !has(self.approval.separateApprover) || !self.approval.separateApprover "
-                    "|| !has(self.mode) || self.mode != 'Auto'",
-            "fieldPath": ".approval.separateApprover",
-            "message": "four eyes cannot apply in mode Auto, where the operator approves its own proposals",
-        }],
-        "properties": spec_properties(
-            kafka=KAFKA_CONNECTION,
-            mode={
-                "type": "string",
-                "enum": ["DryRun", "Approve", "Auto"],
-                "default": "DryRun",
-                "description": (
-                    "DryRun reports candidates (and what keep-alive would do) and writes nothing to Kafka, ever. "
-                    "Approve creates OffsetDeletions that wait for spec.approved. Auto creates approved "
-                    "OffsetDeletions. Every deletion backs up first. Keep-alive (protect.keepAlive) acts in "
-                    "Approve and Auto only."
-                ),
-            },
-            schedule={
-                "type": "object",
-                "default": {"interval": "1h"},
-                "description": "When the analysis runs.",
-                "properties": {
-                    "interval": _interval(),
-                },
-            },
-            analysis={
-                "type": "object",
-                "description": "Where the analysis of __consumer_offsets runs.",
-                "properties": {
-                    "engine": {
-                        "type": "string",
-                        "enum": ["Local", "Job", "SparkApplication"],
-                        "description": (
-                            "Job runs the Spark job image in local mode in a Kubernetes Job of the policy's "
-                            "namespace. SparkApplication creates a sparkoperator.k8s.io/v1beta2 SparkApplication "
-                            "(kubeflow spark-operator) that runs the same job in the cluster. Local runs PySpark "
-                            "in local mode inside the operator (laptops and the demo; the operator image has no "
-                            "Spark). Unset: the operator's --default-engine (the install sets Job)."
-                        ),
-                    },
-                    "job": {
-                        "type": "object",
-                        "description": "Settings for the Job engine.",
-                        "properties": {
-                            "image": {
-                                "type": "string",
-                                "title": "image reference (no spaces)",
-                                "pattern": r"^\S+$",
-                                "maxLength": MAX_IMAGE_LENGTH,
-                                "description": "The Spark job image (images/spark-job); unset: the operator's default.",
-                            },
-                            "serviceAccount": {
-                                "type": "string",
-                                "title": "Kubernetes name (lower-case letters, digits, - and .)",
-                                "pattern": r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
-                                "maxLength": MAX_NAME,
-                                "description": "Service account of the Job's pod (it writes the results ConfigMaps).",
-                            },
-                            **_SPARK_POD_PROPS,
-                            "deadline": duration("The Job's activeDeadlineSeconds: a scan running longer fails.", "1h"),
-                            "backoffLimit": {
-                                "type": "integer", "minimum": 0, "maximum": 10, "default": 1,
-                                "description": "Pods retried after a failure other than an input error (exit code 2, "
-                                               "which fails the Job at once).",
-                            },
-                        },
-                    },
-                    "brokerRetention": duration(
-                        "The broker's offsets.retention.minutes, when the operator may not read broker configs "
-                        "(DescribeConfigs). Read from the cluster when unset."
-                    ),
-                    "sparkApplication": {
-                        "type": "object",
-                        "description": "Settings for the SparkApplication engine.",
-                        "properties": {
-                            "image": {
-                                "type": "string",
-                                "title": "image reference (no spaces)",
-                                "pattern": r"^\S+$",
-                                "maxLength": MAX_IMAGE_LENGTH,
-                                "description": "An image with this project installed.",
-                            },
-                            "serviceAccount": {
-                                "type": "string",
-                                "title": "Kubernetes name (lower-case letters, digits, - and .)",
-                                "pattern": r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
-                                "maxLength": MAX_NAME,
-                                "description": "Service account of the driver.",
-                            },
-                            "driver": {
-                                "type": "object",
-                                "description": "Resources of the Spark driver pod.",
-                                "properties": dict(_SPARK_POD_PROPS),
-                            },
-                            "executor": {
-                                "type": "object",
-                                "description": "Resources and count of the Spark executor pods.",
-                                "properties": {
-                                    **_SPARK_POD_PROPS,
-                                    "instances": {
-                                        "type": "integer",
-                                        "minimum": 1,
-                                        "maximum": INT32_MAX,
-                                        "default": 1,
-                                        "description": "Number of executors.",
-                                    },
-                                },
-                            },
-                        },
-                    },
-                },
-            },
-            history={
-                "type": "object",
-                "default": {"finishedDeletionsLimit": DEFAULT_FINISHED_DELETIONS_LIMIT},
-                "description": (
-                    "How many of the policy's OffsetDeletions are kept once they are done. The policy's "
-                    "OffsetDeletions carry no ownerReference to it: deleting the policy deletes only those that "
-                    "never started (no backup taken); every other one stays, with its results."
-                ),
-                "properties": {
-                    "finishedDeletionsLimit": {
-                        "type": "integer",
-                        "minimum": 0,
-                        "maximum": MAX_FINISHED_DELETIONS_LIMIT,
-                        "default": DEFAULT_FINISHED_DELETIONS_LIMIT,
-                        "description": (
-                            "Finished OffsetDeletions of this policy to keep (Succeeded, PartiallyFailed, Failed, "
-                            "Restored, with no restore pending), like a CronJob's successfulJobsHistoryLimit: "
-                            "after each run the oldest beyond it are deleted. Their offset backups are stored "
-                            "apart and stay."
-                        ),
-                    },
-                },
-            },
-        ) | {
-            "approval": {
-                "type": "object",
-                "description": "How this policy's changes are approved (besides spec.mode).",
-                "properties": {
-                    "separateApprover": {
-                        "type": "boolean",
-                        "default": False,
-                        "description": (
-                            "Four eyes: whoever requested a change may not approve it. Copied into the "
-                            "policy's proposals (spec.separateApprover), where the install's "
-                            "ValidatingAdmissionPolicy refuses an approval by the requester; the operator also "
-                            "refuses to act on such an approval of any OffsetDeletion or OffsetReset whose "
-                            "policyRef names this policy. Not with mode Auto (the operator would approve its "
-                            "own proposals)."
-                        ),
-                    },
-                },
-            },
-        },
-    }
-
-
-
-
-MIN_INTERVAL = "1m"  # decisions/policy_spec.MIN_INTERVAL_MS says the same in code
-
-
-def _interval() -> Schema:
-    """spec.schedule.interval: a duration of at least a minute (each run reads all of __consumer_offsets)."""
-    schema = duration(f"How often the analysis runs, besides on every spec change; at least {MIN_INTERVAL} (each "
-                      "run reads all of __consumer_offsets).", "1h")
-    schema["x-kubernetes-validations"] = [*schema["x-kubernetes-validations"], at_least_rule(60_000, MIN_INTERVAL)]
-    return schema
-
-
-def _count(description: str) -> Schema:
-    return {"type": "integer", "minimum": 0, "description": description}
-
-
-def _time(description: str) -> Schema:
-    return {"type": "string", "format": "date-time", "description": description}
-
-
-def _text(description: str) -> Schema:
-    return {"type": "string", "description": description}
-
-
-def _policy_status() -> Schema:
-    return {
-        "type": "object",
-        "description": "Written by the operator.",
-        "properties": {
-            "observedGeneration": {
-                "type": "integer",
-                "description": "The metadata.generation this describes.",
-            },
-            "conditions": CONDITIONS,
-            "lastRun": {
-                "type": "object",
-                "description": "The last completed analysis.",
-                "properties": {
-                    "startTime": _time("When the run started."),
-                    "completionTime": _time("When the run ended."),
-                    "engine": _text("Local, Job or SparkApplication."),
-                    "recordsScanned": _count("Records read from __consumer_offsets."),
-                    "skippedRecords": _count("Corrupt or unknown records, counted and skipped."),
-                    "groupsSeen": _count("Consumer groups found in the topic."),
-                    "offsets": _count("Committed offsets found (after compaction)."),
-                    "candidates": _count("Offsets the policy's rules make candidates for deletion."),
-                    "candidatesByReason": {
-                        "type": "object",
-                        "description": "Candidates per reason (EmptyGroup, UnsubscribedTopic, Standalone, ...).",
-                        "additionalProperties": {"type": "integer"},
-                    },
-                    "deletionsCreated": _count("OffsetDeletions this run created (Approve and Auto modes)."),
-                },
-            },
-            "nextRunTime": _time("When the next scheduled run is due."),
-            "kafkaCluster": {
-                "type": "object",
-                "description": (
-                    "The Kafka cluster spec.kafka reaches (its id, from Kafka's Metadata), read by each run for "
-                    "the generation it names. spec.protect.groups protects those groups on this cluster against "
-                    "every change the operator (or the reset and restore commands) would make, whoever asks."
-                ),
-                "properties": {
-                    "id": {"type": "string", "maxLength": 256, "description": "The cluster id."},
-                    "observedGeneration": {"type": "integer", "description": "The metadata.generation it was read for."},
-                },
-            },
-            "topCandidates": {
-                "type": "array",
-                "description": "The groups with the most candidate offsets (at most 20).",
-                "maxItems": 20,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "group": _text("Consumer group id."),
-                        "topics": {
-                            "type": "array",
-                            "items": {"type": "string"},
-                            "description": "Candidate topics.",
-                        },
-                        "partitions": _count("Candidate partitions in the group."),
-                        "reason": _text("Why they are candidates."),
-                        "brokerExpiresAt": _time("When the broker itself would expire the first of them."),
-                    },
-                },
-            },
-            "warnings": {
-                "type": "array",
-                "description": (
-                    "Doubts about the spec found by the last run that do not stop it (at most 20): group "
-                    "patterns that look like regular expressions (patterns are globs: * ? [abc]) and patterns "
-                    "that matched none of the groups with committed offsets."
-                ),
-                "maxItems": 20,
-                "items": {"type": "string", "maxLength": 1000},
-            },
-        },
-    }
-
-
-
-
-
-
-
-
-
-
-GROUP_RESULT: Schema = {
-    "type": "object",
-    "description": "With spec.deleteGroup: what became of the group (DeleteGroups).",
-    "properties": {
-        "status": {
-            "type": "string",
-            "enum": ["Deleted", "Failed", "Skipped"],
-            "description": "Deleted; Failed (Kafka refused, see error); Skipped (the live re-check found the "
-                           "group changed since the backup, so DeleteGroups was not sent).",
-        },
-        "error": {"type": "string", "description": "Kafka's error name, e.g. NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND."},
-        "message": {"type": "string", "description": "What happened, for people."},
-    },
-}
-
-
-def _result_items(statuses: list[str], status_description: str, error_example: str, message: str,
-                  count_description: str, between: Schema | None = None) -> Schema:
-    """One entry of a per-partition results list (OffsetDeletion's results and restoreResults, OffsetReset's
-    results): topic, partition, status, the kind's `between` fields, Kafka's error, a message, a count."""
-    return {
-        "type": "object",
-        "properties": {
-            "topic": _text("Topic name."),
-            "partition": {"type": "integer", "description": "Partition."},
-            "status": {"type": "string", "enum": statuses, "description": status_description},
-            **(between or {}),
-            "error": _text(f"Kafka's error name, e.g. {error_example}."),
-            "message": _text(message),
-            "count": _count(count_description),
-        },
-    }
-
-
-
-
-def _backup_status(description: str, offsets: Schema | None = None) -> Schema:
-    """status.backup: the backup store's ConfigMap this object's backup is in (and, for an OffsetDeletion,
-    a copy of its offsets)."""
-    return {
-        "type": "object",
-        "description": description,
-        "properties": {
-            "name": _text("The backup's ConfigMap, in this namespace."),
-            "takenAt": _time("When the backup was read (OffsetFetch)."),
-            "expiresAt": _time("When the backup store deletes the backup."),
-            "partitions": _count("How many partitions the backup holds."),
-            "offsetsLog": {
-                "type": "object",
-                "description": (
-                    "Where the group's __consumer_offsets partition ended right before the backup was read: the "
-                    "re-check right before the change reads the group's records from here (from spec.scan's end "
-                    "offset, when a policy's scan is older), so a commit after the backup is seen."),
-                "properties": {
-                    "partition": _count("The group's __consumer_offsets partition."),
-                    "offset": _count("Its end offset then."),
-                },
-            },
-            **({"offsets": offsets} if offsets is not None else {}),
-        },
-    }
-
-
-def _target_status(description: str, spec: Schema) -> Schema:
-    """status.target: what the object acts on, recorded at approval and frozen."""
-    return {
-        "type": "object",
-        "description": description,
-        "properties": {
-            "clusterId": _text("The Kafka cluster's id."),
-            "bootstrapServers": _text("Where the cluster was reached."),
-            "group": _text("The consumer group acted on."),
-            "kafka": {**KAFKA_CONNECTION,
-                      "description": "The connection used (spec.kafka or the policy's), as approved."},
-            "spec": spec,
-        },
-    }
-
-
-def _deletion_status() -> Schema:
-    partition_offset = {
-        "type": "object",
-        "properties": {
-            "topic": _text("Topic name."),
-            "partition": {"type": "integer", "description": "Partition."},
-            "offset": {"type": "integer", "description": "The committed offset."},
-            "leaderEpoch": {"type": "integer", "description": "The committed leader epoch (-1 if none)."},
-            "metadata": _text("The commit's metadata string."),
-        },
-    }
-    return {
-        "type": "object",
-        "description": "Written by the operator.",
-        "properties": {
-            "observedGeneration": {
-                "type": "integer",
-                "description": "The metadata.generation this describes.",
-            },
-            "phase": {
-                "type": "string",
-                "description": "Where the deletion is.",
-                "enum": [
-                    "Pending",
-                    "AwaitingApproval",
-                    "Running",
-                    "Succeeded",
-                    "PartiallyFailed",
-                    "Failed",
-                    "Restored",
-                ],
-            },
-            "conditions": CONDITIONS,
-            "startTime": _time("When the deletion started."),
-            "completionTime": _time("When the deletion ended."),
-            "restoreTime": _time("When the backup was re-committed."),
-            "deleteStartTime": _time(
-                "Set just before the OffsetDelete request is sent, so an operator that restarts mid-way knows the "
-                "request may have been applied (see docs/offset-deletion.md)."
-            ),
-            "deleted": _count("Partitions whose offsets were deleted."),
-            "failed": _count("Partitions Kafka refused to delete."),
-            "restored": _count("Partitions whose backed-up offsets were committed back."),
-            "results": {
-                "type": "array",
-                "description": "One entry per requested partition.",
-                "items": _result_items(
-                    ["Deleted", "Failed", "Skipped", "NotCommitted"],
-                    "Deleted; Failed (see error); Skipped (committed since the scan); NotCommitted (there was "
-                    "nothing to delete).",
-                    "GROUP_SUBSCRIBED_TO_TOPIC", "What the error means here.",
-                    "For very large deletions (see resultsSummary), successful partitions of a topic are summed in "
-                    "one entry without a partition: how many."),
-            },
-            "resultsSummary": _results_summary("results"),
-            "groupResult": GROUP_RESULT,
-            "restoreResultsSummary": _results_summary("restoreResults"),
-            "restoreResults": {
-                "type": "array",
-                "description": "One entry per deleted partition, once a restore ran.",
-                "items": _result_items(
-                    ["Restored", "Skipped", "Failed"],
-                    "Restored; Skipped (the group committed this partition since the deletion, so it was left as "
-                    "is); Failed (see error).",
-                    "UNKNOWN_TOPIC_OR_PARTITION", "What happened here.",
-                    "For very large restores (see restoreResultsSummary), restored partitions of a topic are summed "
-                    "in one entry without a partition."),
-            },
-            "backup": _backup_status(
-                "What was committed before the deletion, kept for restore. The backup itself is a ConfigMap of the "
-                "backup store (owned by nothing: it outlives this OffsetDeletion and its policy; kubectl get "
-                f"configmaps -l {BACKUPS_SELECTOR}); the status names it and, up to 1000 partitions, "
-                "copies its offsets.",
-                {"type": "array", "items": partition_offset, "description": "The offsets."}),
-            "target": _target_status(
-                "What this deletion acts on, recorded at approval and frozen: the cluster (id from Kafka's "
-                "Metadata, and the connection, Secrets by reference only), the group and the approved spec. The "
-                "delete and a restore use it, never a later spec.",
-                _approved_spec()),
-        },
-    }
-
-
-def _results_summary(field: str) -> Schema:
-    """Set when status.<field> is shortened to fit the object (decisions/step_outcomes.bounded_results)."""
-    counts = {"type": "object", "additionalProperties": {"type": "integer"}}
-    return {
-        "type": "object",
-        "description": (
-            f"Set when {field} has more entries than fit in one object (over 1000, or 256 KiB): counts of every "
-            f"partition by status and by Kafka error; {field} then sums the successful partitions per topic and "
-            "keeps a sample of the others (up to 20 of each status and error first)."
-        ),
-        "properties": {
-            "partitions": _count("Results in all."),
-            "byStatus": {**counts, "description": "Partitions per status (Deleted, Failed, ...)."},
-            "byError": {**counts, "description": "Partitions per Kafka error name."},
-            "shown": _count(f"Entries of {field} that are single partitions (the sample)."),
-            "message": _text("What was shortened, for people."),
-        },
-    }
-
-
-def _approved_spec() -> Schema:
-    """The deletion spec as approved: the same fields, without approved and restore, nothing required."""
-    spec = schema_of(DeletionSpec)
-    properties = {k: v for k, v in spec["properties"].items() if k not in ("approved", "restore")}
-    return {"type": "object", "properties": properties,
-            "description": "The spec as approved (without approved and restore)."}
-
-
-# -- OffsetReset (docs/offset-reset.md): the one-of-targets a reset moves a group's offsets to, in the order of
-# kafka-consumer-groups.sh --reset-offsets (--to-earliest, --to-latest, --to-datetime, --by-duration,
-# --shift-by, --to-offset, --from-file) plus a group's offsets (fromGroup).
-RESET_TARGETS = ("earliest", "latest", "datetime", "duration", "shiftBy", "offset", "fromBackup", "fromGroup")
-RESET_FROZEN_MESSAGE = ("spec is frozen once approved; create a new OffsetReset to move other offsets "
-                        "(delete this one to cancel it before it commits)")
-
-
-def _reset_target() -> Schema:
-    return {
-        "type": "object",
-        "description": (
-            "Where to move the committed offsets: exactly one of these. Targets are clamped to each partition's "
-            "log (between its earliest and latest offset) as kafka-consumer-groups.sh clamps them."
-        ),
-        "oneOf": [{"required": [name]} for name in RESET_TARGETS],
-        "properties": {
-            "earliest": {"type": "boolean", "enum": [True],
-                         "description": "The log start offset of each partition (ListOffsets, earliest)."},
-            "latest": {"type": "boolean", "enum": [True],
-                       "description": "The log end offset of each partition (ListOffsets, latest)."},
-            "datetime": {"type": "string", "format": "date-time", "maxLength": 64,
-                         "title": "RFC 3339 time like 2026-11-25T08:00:00Z",
-                         "description": ("The first offset whose record timestamp is at or after this time "
-                                         "(ListOffsets by timestamp); the log end offset if there is none.")},
-            "duration": duration("As datetime, that long before now (when the plan is computed)."),
-            "shiftBy": {**INT64,
-                        "description": "Move each committed offset by this many (negative: back), then clamp."},
-            "offset": {**INT64, "minimum": 0,
-                       "description": "This offset in every partition of the scope, then clamp."},
-            "fromBackup": {
-                **object_name("The backup's ConfigMap, in this namespace."),
-                "description": (
-                    "The offsets of a backup of the backup store, by its ConfigMap's name in this namespace (an "
-                    "OffsetDeletion's or another OffsetReset's status.backup.name): the undo of that change. The "
-                    "backup must be of this group and of the cluster reached. With allTopics, every partition "
-                    "the backup holds."
-                ),
-            },
-            "fromGroup": group_id("Copy the committed offsets of this other consumer group of the same cluster."),
-        },
-    }
-
-
-# spec.pauseWorkloads (docs/offset-reset.md "Consumers stopped and restarted for you"): the workloads an
-# approved reset scales to zero, and back, through their scale subresource (an opt-in of the install's RBAC).
-PAUSE_KINDS = ("Deployment", "StatefulSet")
-MAX_PAUSE_WORKLOADS = 10
-PAUSE_TIMEOUT = "5m"
-
-
-def _pause_workloads() -> Schema:
-    return {
-        "type": "array",
-        "maxItems": MAX_PAUSE_WORKLOADS,
-        "description": (
-            f"Deployments or StatefulSets of this namespace running the group's consumers (at most "
-            f"{MAX_PAUSE_WORKLOADS}, each listed once). Once approved, the operator records each one's "
-            "spec.replicas in status.pausedWorkloads, scales it to zero, waits for the group to become Empty "
-            "(pauseTimeout), resets, and scales each back to the replicas it recorded, also when the reset fails "
-            "or the OffsetReset is deleted. One someone scaled meanwhile is left as found. Needs the install's "
-            "pause-workloads RBAC (get and patch of deployments/scale and statefulsets/scale)."),
-        "x-kubernetes-validations": [{
-            "rule": "self.all(w, self.exists_one(v, v.kind == w.kind && v.name == w.name))",
-            "message": "lists a workload twice",
-        }],
-        "items": {
-            "type": "object",
-            "required": ["kind", "name"],
-            "properties": {
-                "kind": {"type": "string", "enum": list(PAUSE_KINDS), "description": "Deployment or StatefulSet."},
-                "name": object_name("The workload's name, in this namespace."),
-            },
-        },
-    }
-
-
-def _reset_spec() -> Schema:
-    deletion = schema_of(DeletionSpec)["properties"]
-    required = ("group", "target")
-    properties: Schema = {
-        "kafka": deletion["kafka"],
-        "policyRef": {**deletion["policyRef"],
-                      "description": ("Use the Kafka connection of this ConsumerGroupOffsetPolicy (same namespace); "
-                                      "its spec.protect.groups refuse a reset of a protected group.")},
-        "group": {**deletion["group"], "description": (
-            f"The consumer group whose offsets to move (at most {MAX_GROUP_LENGTH} characters). Kafka accepts the "
-            "commit only while the group has no members: stop its consumers first.")},
-        "allTopics": {"type": "boolean", "enum": [True], "description": (
-            "Every partition the group has committed offsets for (with fromBackup or fromGroup: every partition "
-            "the backup or the other group holds). Give this or topics.")},
-        "topics": {**deletion["topics"], "description": (
-            f"Topics to reset, each listed once, at most {MAX_TOPICS} topics and {MAX_PARTITIONS} listed partitions "
-            "in all; a topic without partitions means all of its partitions. Give this or allTopics."),
-            "items": {**deletion["topics"]["items"], "properties": {
-                "name": topic_name(),
-                "partitions": {**deletion["topics"]["items"]["properties"]["partitions"],
-                               "description": "Partitions to reset; every partition of the topic when omitted."},
-            }}},
-        "target": _reset_target(),
-        "pauseWorkloads": _pause_workloads(),
-        "pauseTimeout": duration(
-            "With pauseWorkloads: how long to wait, once they are scaled to zero, for the group to become Empty; "
-            f"past it the reset ends Failed (PauseTimedOut) and the workloads are scaled back. {PAUSE_TIMEOUT} when "
-            "omitted."),
-        "approved": {
-            "type": "boolean",
-            "default": False,
-            "description": (
-                "A dry run until this is true: the operator shows the plan (status.plan) and changes nothing. "
-                "Once true it stays true and the spec is frozen: the API server refuses an edit (delete the "
-                "OffsetReset to cancel it before it commits)."
-            ),
-        },
-        **approval_fields(RESET_KIND),
-    }
-    return {
-        "type": "object",
-        "description": ("Move one consumer group's committed offsets to a target (an admin OffsetCommit), after a "
-                        "dry run, an approval and a backup."),
-        "required": list(required),
-        "oneOf": [{"required": ["kafka"]}, {"required": ["policyRef"]}],
-        "x-kubernetes-validations": [
-            {"rule": "has(self.topics) != has(self.allTopics)", "message": "set either topics or allTopics"},
-            *FrozenOnceApproved((), RESET_FROZEN_MESSAGE, RESET_KIND).schemas(properties, required),
-            *(rule.schema() for rule in APPROVAL_RULES),
-        ],
-        "properties": properties,
-    }
-
-
-def _reset_status() -> Schema:
-    offset = {"type": "integer", "description": "An offset."}
-    entry = {
-        "type": "object",
-        "properties": {
-            "topic": _text("Topic name."),
-            "partition": {"type": "integer", "description": "Partition."},
-            "current": {**offset, "description": "The committed offset now (absent: none committed)."},
-            "new": {**offset, "description": "The offset the reset commits."},
-            "message": _text("Why the new offset is what it is (clamped to the log, no offset at that time, ...)."),
-        },
-    }
-    return {
-        "type": "object",
-        "description": "Written by the operator.",
-        "properties": {
-            "observedGeneration": {"type": "integer", "description": "The metadata.generation this describes."},
-            "phase": {
-                "type": "string",
-                "description": "Where the reset is.",
-                "enum": ["Pending", "AwaitingApproval", "Running", "Succeeded", "PartiallyFailed", "Failed"],
-            },
-            "conditions": CONDITIONS,
-            "plan": {
-                "type": "object",
-                "description": (
-                    "What the reset commits, per partition: the dry run's (before approval, recomputed when the "
-                    "spec changes), then the one computed at approval right before the backup, which is committed."
-                ),
-                "properties": {
-                    "computedAt": _time("When the plan was computed (OffsetFetch and ListOffsets)."),
-                    "observedGeneration": {"type": "integer", "description": "The spec generation it is for."},
-                    "approved": {"type": "boolean", "description": "True for the plan computed at approval."},
-                    "partitions": _count("Partitions in the plan."),
-                    "changes": _count("Partitions whose new offset differs from the current one."),
-                    "entries": {"type": "array", "items": entry,
-                                "description": "One entry per partition (up to 1000; the counts cover all)."},
-                },
-            },
-            "startTime": _time("When the approved reset started (the backup)."),
-            "completionTime": _time("When the reset ended."),
-            "commitStartTime": _time(
-                "Set just before the OffsetCommit is sent, so an operator that restarts mid-way knows the request "
-                "may have been applied."),
-            "reset": _count("Partitions committed at their new offset."),
-            "failed": _count("Partitions Kafka refused to commit."),
-            "results": {
-                "type": "array",
-                "description": "One entry per partition of the plan, once committed.",
-                "items": _result_items(
-                    ["Reset", "Unchanged", "Skipped", "Failed"],
-                    "Reset; Unchanged (already at the new offset); Skipped (committed since the backup: left as "
-                    "is); Failed (see error).",
-                    "UNKNOWN_TOPIC_OR_PARTITION", "What the error means here.",
-                    "For very large resets (see resultsSummary), reset partitions of a topic are summed in one "
-                    "entry without a partition: how many.",
-                    between={"before": {**offset, "description": "The committed offset before (absent: none)."},
-                             "after": {**offset,
-                                       "description": "The committed offset after, as OffsetFetch reads it."}}),
-            },
-            "resultsSummary": _results_summary("results"),
-            "backup": _backup_status(
-                "The offsets committed before the reset, in a ConfigMap of the backup store (owned by nothing: it "
-                f"outlives this OffsetReset; kubectl get configmaps -l {BACKUPS_SELECTOR})."),
-            "pausedWorkloads": {
-                "type": "array",
-                "description": (
-                    "spec.pauseWorkloads as the operator handles them: each one's replicas, recorded before it "
-                    "was scaled to zero (the record every scale back uses, also after an operator restart)."),
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "kind": _text("Deployment or StatefulSet."),
-                        "name": _text("The workload's name."),
-                        "replicas": {"type": "integer", "description": "Its spec.replicas before the reset."},
-                        "state": {
-                            "type": "string",
-                            "enum": ["Recorded", "ScaledDown", "Restored", "LeftAsFound", "Gone"],
-                            "description": (
-                                "Recorded (replicas recorded, being scaled to zero); ScaledDown; Restored (back "
-                                "at its recorded replicas); LeftAsFound (someone scaled it meanwhile: left as "
-                                "it was); Gone (deleted meanwhile)."),
-                        },
-                        "message": _text("What was done, for people."),
-                    },
-                },
-            },
-            "pauseStartTime": _time("When the workloads' replicas were recorded; pauseTimeout counts from it."),
-            "undo": {
-                "type": "object",
-                "description": "How to undo this reset: a new OffsetReset with target fromBackup of its backup.",
-                "properties": {
-                    "manifest": _text("The OffsetReset to apply (kubectl apply -f -), a dry run until approved."),
-                    "command": _text("The same with the CLI, which prints the plan; add --execute to commit."),
-                    "offsetDeletion": _text(
-                        "When the reset gave partitions an offset the group did not have (a fromGroup partition "
-                        "it never read, say): the OffsetDeletion (kubectl apply -f -, approve it to act) that "
-                        "deletes those offsets while they are still at the reset's value. Kafka has no "
-                        "\"uncommit\", so the undo from the backup leaves them."),
-                },
-            },
-            "target": _target_status(
-                "What this reset acts on, recorded at approval and frozen: the cluster (id from Kafka's Metadata, "
-                "and the connection, Secrets by reference only), the group and the approved spec. The commit uses "
-                "it, never a later spec.",
-                {"type": "object", "description": "The spec as approved (without approved).",
-                 "properties": {k: v for k, v in _reset_spec()["properties"].items() if k != "approved"}}),
-        },
-    }
+from .kinds.offset_reset import OffsetResetSpec
 
 
 def _crd(
@@ -831,8 +65,20 @@ def _crd(
     description: str,
     spec: Schema,
     status: Schema,
-    columns: list[Schema],
+    columns: tuple[Column, ...],
 ) -> dict[str, Any]:
+    root: Schema = {
+        "type": "object",
+        "description": description,
+        "required": ["spec"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status,
+        },
+    }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -855,51 +101,14 @@ def _crd(
                     "storage": True,
                     "subresources": {"status": {}},
                     "additionalPrinterColumns": [
-                        *columns,
+                        *printer_columns(root, columns),
                         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
                     ],
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "description": description,
-                            "required": ["spec"],
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": spec,
-                                "status": status,
-                            },
-                        }
-                    },
+                    "schema": {"openAPIV3Schema": root},
                 }
             ],
         },
     }
-
-
-# `kubectl get od` / `get ors`: whether a change is approved, beside its phase (an unapproved proposal waits).
-APPROVED_COLUMN: Schema = {"name": "Approved", "type": "boolean", "jsonPath": ".spec.approved",
-                           "description": "spec.approved: the operator acts only on an approved request."}
-# `-o wide` (priority 1): who asked and who approved, and which policy proposed it.
-WIDE_REQUEST_COLUMNS: list[Schema] = [
-    {"name": "Policy", "type": "string", "jsonPath": ".spec.policyRef.name", "priority": 1,
-     "description": "The policy whose connection it uses (and which proposed it, when requestedBy is the operator)."},
-    {"name": "Requested By", "type": "string", "jsonPath": ".spec.requestedBy", "priority": 1,
-     "description": "Who asked for the change."},
-    {"name": "Approved By", "type": "string", "jsonPath": ".spec.approvedBy", "priority": 1,
-     "description": "Who approved it (verified by the install's admission policy)."},
-]
-WIDE_POLICY_COLUMNS: list[Schema] = [
-    {"name": "Engine", "type": "string", "jsonPath": ".spec.analysis.engine", "priority": 1,
-     "description": "The analysis engine of the runs."},
-    {"name": "Interval", "type": "string", "jsonPath": ".spec.schedule.interval", "priority": 1,
-     "description": "How often the analysis runs."},
-    {"name": "Deletions", "type": "integer", "jsonPath": ".status.lastRun.deletionsCreated", "priority": 1,
-     "description": "OffsetDeletions the last run created (Approve, Auto)."},
-    {"name": "Next Run", "type": "date", "jsonPath": ".status.nextRunTime", "priority": 1,
-     "description": "When the next scheduled run is due."},
-]
 
 
 def build_crds() -> dict[str, dict[str, Any]]:
@@ -912,19 +121,9 @@ def build_crds() -> dict[str, dict[str, Any]]:
             "Retention rules for Kafka consumer-group offsets, applied on a schedule: the operator computes which "
             "offsets the broker will expire and which ones these rules make candidates for deletion, then "
             "reports them (DryRun), proposes OffsetDeletions (Approve) or deletes them (Auto).",
-            _policy_spec(),
-            _policy_status(),
-            [
-                {"name": "Mode", "type": "string", "jsonPath": ".spec.mode"},
-                {"name": "Last Run", "type": "date", "jsonPath": ".status.lastRun.completionTime"},
-                {"name": "Candidates", "type": "integer", "jsonPath": ".status.lastRun.candidates"},
-                {
-                    "name": "Ready",
-                    "type": "string",
-                    "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
-                },
-                *WIDE_POLICY_COLUMNS,
-            ],
+            schema_of(OffsetPolicySpec),
+            schema_of(OffsetPolicyStatus),
+            policy.COLUMNS,
         ),
         f"{DELETIONS}.yaml": _crd(
             DELETION_KIND,
@@ -933,19 +132,8 @@ def build_crds() -> dict[str, dict[str, Any]]:
             "A one-shot deletion of one consumer group's committed offsets (Kafka's OffsetDelete), with "
             "per-partition results, a backup of what was deleted, approval gating and restore.",
             schema_of(DeletionSpec),
-            _deletion_status(),
-            [
-                {"name": "Group", "type": "string", "jsonPath": ".spec.group"},
-                APPROVED_COLUMN,
-                {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-                {"name": "Deleted", "type": "integer", "jsonPath": ".status.deleted"},
-                {"name": "Failed", "type": "integer", "jsonPath": ".status.failed"},
-                {"name": "Delete Group", "type": "boolean", "jsonPath": ".spec.deleteGroup", "priority": 1,
-                 "description": "The whole group (DeleteGroups) rather than the listed offsets."},
-                {"name": "Restore", "type": "boolean", "jsonPath": ".spec.restore", "priority": 1,
-                 "description": "The backup is to be (or was) re-committed."},
-                *WIDE_REQUEST_COLUMNS,
-            ],
+            schema_of(deletion.OffsetDeletionStatus),
+            deletion.COLUMNS,
         ),
         f"{RESETS}.yaml": _crd(
             RESET_KIND,
@@ -954,17 +142,9 @@ def build_crds() -> dict[str, dict[str, Any]]:
             "A one-shot reset of one consumer group's committed offsets to a target (earliest, latest, a time, a "
             "shift, an offset, a backup, another group), like kafka-consumer-groups.sh --reset-offsets: a dry run "
             "that shows the plan until approved, then a backup, the admin OffsetCommit and per-partition results.",
-            _reset_spec(),
-            _reset_status(),
-            [
-                {"name": "Group", "type": "string", "jsonPath": ".spec.group"},
-                APPROVED_COLUMN,
-                {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-                {"name": "Changes", "type": "integer", "jsonPath": ".status.plan.changes"},
-                {"name": "Reset", "type": "integer", "jsonPath": ".status.reset"},
-                {"name": "Failed", "type": "integer", "jsonPath": ".status.failed"},
-                *WIDE_REQUEST_COLUMNS,
-            ],
+            schema_of(OffsetResetSpec),
+            schema_of(reset.OffsetResetStatus),
+            reset.COLUMNS,
         ),
     }
 

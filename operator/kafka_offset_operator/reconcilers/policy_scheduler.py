@@ -33,7 +33,7 @@ from ..decisions.connection_spec import connection_from_spec
 from ..decisions.policy_spec import parse_policy_spec
 from ..model.times import parse_iso
 from .policy_cleanup import ChildCleanup
-from .policy_visit import PolicyVisit, now_ms
+from .policy_visit import ParsedSpec, PolicyVisit, now_ms
 from .visits import generation_of
 
 log = logging.getLogger(__name__)
@@ -80,11 +80,12 @@ class PolicyScheduler:
                     return
                 status = body.get("status") or {}
                 if schedule.due(generation_of(body), status, now_ms()):
-                    if await asyncio.to_thread(self._can_run, body):
+                    parsed = await asyncio.to_thread(self._can_run, body)
+                    if parsed is not None:
                         async with self._slot():
-                            await self._visit_marked(namespace, name, stopped)
+                            await self._visit_marked(namespace, name, stopped, parsed)
                     else:  # no analysis can start: say why at once, not behind other policies' runs
-                        await self._visit_marked(namespace, name, stopped)
+                        await self._visit_marked(namespace, name, stopped, None)
                     continue  # re-read: the status now says when the next run is due
                 wait = schedule.wait_ms(parse_iso(status.get("nextRunTime")), now_ms(), int(self.tick_s * 1000))
                 await stopped.wait(timeout=max(0.05, wait / 1000))
@@ -111,19 +112,21 @@ class PolicyScheduler:
             return contextlib.nullcontext()
         return self.slot
 
-    def _can_run(self, body: Mapping[str, Any]) -> bool:
-        """Whether a visit may start an analysis: its spec and Secrets are usable. One that cannot (an invalid
-        spec, a missing Secret) needs no slot, so its condition is written at once even while other policies'
-        analyses (or their waits for an unreachable Kafka) hold it."""
+    def _can_run(self, body: Mapping[str, Any]) -> ParsedSpec | None:
+        """The parsed spec when a visit may start an analysis (its spec and Secrets are usable), which the visit
+        then uses instead of parsing the spec again; else None. One that cannot (an invalid spec, a missing
+        Secret) needs no slot, so its condition is written at once even while other policies' analyses (or
+        their waits for an unreachable Kafka) hold it."""
         namespace = body["metadata"]["namespace"]
         try:
             spec = parse_policy_spec(body.get("spec"), self.default_engine)
             connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret))
         except (SpecError, KubeError):
-            return False
-        return True
+            return None
+        return ParsedSpec(body.get("spec"), spec)
 
-    async def _visit_marked(self, namespace: str, name: str, stopped: kopf.DaemonStopped) -> None:
+    async def _visit_marked(self, namespace: str, name: str, stopped: kopf.DaemonStopped,
+                            parsed: ParsedSpec | None) -> None:
         """One visit, marked as under way so that the deletion handler can wait for it (`quiesce`). The mark
         is set before the visit re-reads the policy, so a visit that could have missed the deletionTimestamp
         is always waited for, and one that starts later sees it and does nothing."""
@@ -140,7 +143,7 @@ class PolicyScheduler:
             # The end is signalled by the thread itself: a daemon cancelled by Kopf (cancellation_timeout)
             # stops awaiting, but the visit's thread runs on until it sees `stopped`.
             try:
-                self.visit.visit(namespace, name, stopped)
+                self.visit.visit(namespace, name, stopped, parsed)
             finally:
                 with contextlib.suppress(RuntimeError):  # the loop is gone: the operator has stopped
                     loop.call_soon_threadsafe(ended)

@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 import kopf
@@ -60,6 +61,15 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+@dataclass(frozen=True)
+class ParsedSpec:
+    """A policy's spec as the scheduler read it, and its parse: the visit re-reads the policy and uses this
+    parse while the spec is the same one (one parse per visit), else parses what it read."""
+
+    raw: Any
+    spec: PolicySpec
+
+
 class PolicyVisit:
     """Runs visits of any policy; keeps each policy's count of failures in a row (its retry backoff)."""
 
@@ -95,31 +105,42 @@ class PolicyVisit:
             log.warning("cannot read policy %s/%s: %s", namespace, name, exc)
             return None
 
-    def visit(self, namespace: str, name: str, cancel: CancelFlag) -> None:
-        """One visit of the policy as it is now; a deleted one is left to its deletion handler."""
+    def visit(self, namespace: str, name: str, cancel: CancelFlag, parsed: ParsedSpec | None = None) -> None:
+        """One visit of the policy as it is now; a deleted one is left to its deletion handler. `parsed`: the
+        scheduler's parse of the spec it read, used while the spec read now is the same (one parse per visit)."""
         body = self._get(namespace, name)
         if body is None or body["metadata"].get("deletionTimestamp"):
             return  # a deleted policy proposes nothing more: its deletion handler is tidying up
+        spec: PolicySpec | SpecError
         try:
-            self._visit(body, cancel)
+            spec = (parsed.spec if parsed is not None and parsed.raw == body.get("spec")
+                    else parse_policy_spec(body.get("spec"), self.default_engine))
+        except SpecError as exc:
+            spec = exc
+        usable = spec if isinstance(spec, PolicySpec) else None
+        try:
+            self._visit(body, spec, cancel)
         except KubeError as exc:
-            self._failed(body, Reason.KUBERNETES_API_ERROR, str(exc))
+            self._failed(body, Reason.KUBERNETES_API_ERROR, str(exc), usable)
         except Exception as exc:  # a bug must not stop the policy's daemon: say it, retry with backoff
             log.exception("policy %s/%s: unexpected failure", namespace, name)
             with contextlib.suppress(Exception):
-                self._failed(body, Reason.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+                self._failed(body, Reason.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}", usable)
 
-    def _visit(self, body: dict[str, Any], cancel: CancelFlag) -> None:
+    def _visit(self, body: dict[str, Any], parsed: PolicySpec | SpecError, cancel: CancelFlag) -> None:
+        """`parsed`: the spec's one parse, or why it does not parse."""
         namespace = body["metadata"]["namespace"]
         started = now_ms()
         refused: list[str] = []
         try:
-            spec = parse_policy_spec(body.get("spec"), self.default_engine)
+            if isinstance(parsed, SpecError):
+                raise parsed
+            spec = parsed
             settings = connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret),
                                             read_resource=self.kube.strimzi_reader(namespace))
         except SpecError as exc:
             if exc.reason in (Reason.SECRET_NOT_FOUND, Reason.STRIMZI_NOT_READY):  # may appear: retried with backoff
-                self._failed(body, Reason(exc.reason), str(exc))
+                self._failed(body, Reason(exc.reason), str(exc), None if isinstance(parsed, SpecError) else parsed)
             else:  # waits for a new spec
                 self._patch(body, policy_status.spec_invalid(_status(body), exc.field, exc.problem, Reason(exc.reason),
                                                     started, generation_of(body)))
@@ -336,15 +357,12 @@ class PolicyVisit:
                                  policy_status.earliest_expiries(run.report, metrics.EXPIRY_GROUPS))
 
     def _failed(self, body: dict[str, Any], reason: Reason, message: str, spec: PolicySpec | None = None) -> None:
-        """A failed run: its retry is backed off, within the spec's interval (`spec`: the visit's own parse; a
-        visit that failed before it parsed one parses it here)."""
+        """A failed run: its retry is backed off, within the spec's interval (`spec`: the visit's one parse;
+        None when the spec does not parse, then within the operator's retry interval)."""
         meta = body["metadata"]
         key = (meta["namespace"], meta["name"])
         self.failures[key] = self.failures.get(key, 0) + 1
-        try:
-            interval = (spec or parse_policy_spec(body.get("spec"))).interval_ms
-        except SpecError:
-            interval = self.retry_ms
+        interval = self.retry_ms if spec is None else spec.interval_ms
         now = now_ms()
         retry = now + schedule.retry_delay_ms(self.failures[key], self.retry_ms, interval)
         patch = policy_status.run_failed(_status(body), reason, message, now, retry, generation_of(body))

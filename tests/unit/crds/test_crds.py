@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from kafka_offset_operator.model.crds import PEERING_CRD_FILE, build_crds, kopf_peering_crd, render
+from kafka_offset_operator.model.kinds.common import Column, printer_columns
 
 ROOT = Path(__file__).resolve().parents[3]
 # Both are written by the same generator; Helm installs the chart's copies as they are.
@@ -146,3 +147,17 @@ def test_every_printer_column_names_a_field_of_the_schema(kind: str) -> None:
         expected = {"integer": "integer", "boolean": "boolean", "date": "string", "string": "string"}[column["type"]]
         if "[" not in column["jsonPath"]:
             assert node.get("type") == expected, (column["name"], node.get("type"))
+
+
+def test_a_printer_column_takes_its_type_from_the_field_it_names() -> None:
+    """Columns are written by path in each kind's file (model/kinds/*.py); the generator reads the type from
+    the schema, and refuses a path the kind does not have instead of writing a column that prints <none>."""
+    root = {"type": "object", "properties": {"status": {"type": "object", "properties": {
+        "when": {"type": "string", "format": "date-time"},
+        "conditions": {"type": "array", "items": {"type": "object", "properties": {"status": {"type": "string"}}}}}}}}
+    assert printer_columns(root, (Column("When", ".status.when"),
+                                  Column("Ready", '.status.conditions[?(@.type=="Ready")].status', priority=1))) == [
+        {"name": "When", "type": "date", "jsonPath": ".status.when"},
+        {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status', "priority": 1}]
+    with pytest.raises(KeyError, match="no field 'phase'"):
+        printer_columns(root, (Column("Phase", ".status.phase"),))

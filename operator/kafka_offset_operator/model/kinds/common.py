@@ -10,6 +10,8 @@ whose rules could cost too much).
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Annotated
 
 from kafka_offsets_model.openapi import Schema
@@ -46,6 +48,12 @@ SECRET_KEY = r"^[-._a-zA-Z0-9]+$"
 OBJECT_NAME = Check(title="Kubernetes name (lower-case letters, digits, - and .)", minLength=1, maxLength=MAX_NAME,
                     pattern=DNS_SUBDOMAIN)
 ObjectName = Annotated[str, OBJECT_NAME]
+
+
+# spec.policyRef of both one-shot kinds (no docstring: it would be a description; each kind's field gives one)
+@dataclass(frozen=True, kw_only=True)
+class PolicyRef:
+    name: Annotated[ObjectName, Doc("The policy's name.")]
 
 
 def object_name(description: str) -> Schema:
@@ -214,3 +222,201 @@ APPROVAL_RULES = (
          "(!has(self.separateApprover) || self.separateApprover == oldSelf.separateApprover)",
          "cannot change once the request exists", ".separateApprover"),
 )
+
+
+# -- printer columns (`kubectl get`): each kind's file names its columns by JSON path; their types come from
+# the kind's schema at that path (printer_columns), so a column cannot name a field the kind does not have or
+# give it another type than the field's.
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    json_path: str  # .spec.group, .status.conditions[?(@.type=="Ready")].status
+    description: str | None = None
+    priority: int = 0  # 1: only with -o wide
+
+
+def _field_schema(root: Schema, json_path: str) -> Schema:
+    """The schema of the field a printer column's JSON path names (a filter or index goes into the items)."""
+    schema = root
+    for part in re.sub(r"\[[^\]]*\]", "[]", json_path).lstrip(".").split("."):
+        name, bracket, _ = part.partition("[")
+        properties = schema.get("properties") or {}
+        if name not in properties:
+            raise KeyError(f"printer column path {json_path}: no field {name!r}")
+        schema = properties[name]
+        if bracket:
+            schema = schema["items"]
+    return schema
+
+
+def _column_type(schema: Schema) -> str:
+    if schema.get("type") == "string" and schema.get("format") == "date-time":
+        return "date"
+    return str(schema["type"])
+
+
+def printer_columns(root: Schema, columns: tuple[Column, ...]) -> list[Schema]:
+    """The CRD's additionalPrinterColumns (before Age) for an object schema with spec and status."""
+    out: list[Schema] = []
+    for column in columns:
+        entry: Schema = {"name": column.name, "type": _column_type(_field_schema(root, column.json_path)),
+                         "jsonPath": column.json_path}
+        if column.priority:
+            entry["priority"] = column.priority
+        if column.description is not None:
+            entry["description"] = column.description
+        out.append(entry)
+    return out
+
+
+# `kubectl get od` / `get ors`: whether a change is approved, beside its phase (an unapproved proposal waits).
+APPROVED_COLUMN = Column("Approved", ".spec.approved", "spec.approved: the operator acts only on an approved request.")
+# `-o wide` (priority 1): who asked and who approved, and which policy proposed it.
+WIDE_REQUEST_COLUMNS = (
+    Column("Policy", ".spec.policyRef.name",
+           "The policy whose connection it uses (and which proposed it, when requestedBy is the operator).", 1),
+    Column("Requested By", ".spec.requestedBy", "Who asked for the change.", 1),
+    Column("Approved By", ".spec.approvedBy", "Who approved it (verified by the install's admission policy).", 1),
+)
+
+
+# -- status fields: written by the operator, typed as the status schema (the operator writes plain mappings).
+
+Time = Annotated[str, Check(format="date-time")]
+Count = Annotated[int, Check(minimum=0)]
+Generation = Annotated[int, Doc("The metadata.generation this describes.")]
+
+CONDITIONS: Schema = {
+    "type": "array",
+    "description": ("Standard Kubernetes conditions: Ready, and Degraded when something needs attention; "
+                    "Reconciling (still working) and Stalled (needs a person), present only while True, "
+                    "for kstatus, Flux and Argo CD."),
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+    "items": {
+        "type": "object",
+        "required": ["type", "status"],
+        "properties": {
+            "type": {"type": "string", "description": "Condition type, e.g. Ready or Degraded."},
+            "status": {
+                "type": "string",
+                "enum": ["True", "False", "Unknown"],
+                "description": "True, False or Unknown.",
+            },
+            "reason": {"type": "string", "description": "One CamelCase word for machines."},
+            "message": {
+                "type": "string",
+                "description": "What happened, for people; names the field at fault.",
+            },
+            "lastTransitionTime": {
+                "type": "string",
+                "format": "date-time",
+                "description": "When the status last changed.",
+            },
+            "observedGeneration": {
+                "type": "integer",
+                "description": "The generation the condition describes.",
+            },
+        },
+    },
+}
+
+
+# -- status schemas the kinds share (per-partition results, their summary, the backup, the target)
+
+
+def count_schema(description: str) -> Schema:
+    return {"type": "integer", "minimum": 0, "description": description}
+
+
+def time_schema(description: str) -> Schema:
+    return {"type": "string", "format": "date-time", "description": description}
+
+
+def text_schema(description: str) -> Schema:
+    return {"type": "string", "description": description}
+
+
+def result_items(statuses: list[str], status_description: str, error_example: str, message: str,
+                  count_description: str, between: Schema | None = None) -> Schema:
+    """One entry of a per-partition results list (OffsetDeletion's results and restoreResults, OffsetReset's
+    results): topic, partition, status, the kind's `between` fields, Kafka's error, a message, a count."""
+    return {
+        "type": "object",
+        "properties": {
+            "topic": text_schema("Topic name."),
+            "partition": {"type": "integer", "description": "Partition."},
+            "status": {"type": "string", "enum": statuses, "description": status_description},
+            **(between or {}),
+            "error": text_schema(f"Kafka's error name, e.g. {error_example}."),
+            "message": text_schema(message),
+            "count": count_schema(count_description),
+        },
+    }
+
+
+
+
+def backup_status(description: str, offsets: Schema | None = None) -> Schema:
+    """status.backup: the backup store's ConfigMap this object's backup is in (and, for an OffsetDeletion,
+    a copy of its offsets)."""
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {
+            "name": text_schema("The backup's ConfigMap, in this namespace."),
+            "takenAt": time_schema("When the backup was read (OffsetFetch)."),
+            "expiresAt": time_schema("When the backup store deletes the backup."),
+            "partitions": count_schema("How many partitions the backup holds."),
+            "offsetsLog": {
+                "type": "object",
+                "description": (
+                    "Where the group's __consumer_offsets partition ended right before the backup was read: the "
+                    "re-check right before the change reads the group's records from here (from spec.scan's end "
+                    "offset, when a policy's scan is older), so a commit after the backup is seen."),
+                "properties": {
+                    "partition": count_schema("The group's __consumer_offsets partition."),
+                    "offset": count_schema("Its end offset then."),
+                },
+            },
+            **({"offsets": offsets} if offsets is not None else {}),
+        },
+    }
+
+
+def target_status(description: str, spec: Schema) -> Schema:
+    """status.target: what the object acts on, recorded at approval and frozen."""
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {
+            "clusterId": text_schema("The Kafka cluster's id."),
+            "bootstrapServers": text_schema("Where the cluster was reached."),
+            "group": text_schema("The consumer group acted on."),
+            "kafka": {**KAFKA_CONNECTION,
+                      "description": "The connection used (spec.kafka or the policy's), as approved."},
+            "spec": spec,
+        },
+    }
+
+
+def results_summary(field: str) -> Schema:
+    """Set when status.<field> is shortened to fit the object (decisions/step_outcomes.bounded_results)."""
+    counts = {"type": "object", "additionalProperties": {"type": "integer"}}
+    return {
+        "type": "object",
+        "description": (
+            f"Set when {field} has more entries than fit in one object (over 1000, or 256 KiB): counts of every "
+            f"partition by status and by Kafka error; {field} then sums the successful partitions per topic and "
+            "keeps a sample of the others (up to 20 of each status and error first)."
+        ),
+        "properties": {
+            "partitions": count_schema("Results in all."),
+            "byStatus": {**counts, "description": "Partitions per status (Deleted, Failed, ...)."},
+            "byError": {**counts, "description": "Partitions per Kafka error name."},
+            "shown": count_schema(f"Entries of {field} that are single partitions (the sample)."),
+            "message": text_schema("What was shortened, for people."),
+        },
+    }

@@ -21,23 +21,35 @@ from kafka_offsets_model.typed_schema import (
     Raw,
     Rule,
     rules,
+    schema_of,
 )
 
-from ..api import DELETION_KIND
+from ..api import BACKUPS_SELECTOR, DELETION_KIND
 from ..offsets import TP
 from .common import (
     APPROVAL_RULES,
+    APPROVED_COLUMN,
+    CONDITIONS,
     GROUP_ID_NOTE,
     KAFKA_CONNECTION,
     MAX_GROUP_LENGTH,
     MAX_PARTITIONS,
     MAX_TOPICS,
+    WIDE_REQUEST_COLUMNS,
+    Column,
+    Count,
+    Generation,
     GroupId,
     Int64,
-    ObjectName,
     Partition,
+    PolicyRef,
+    Time,
     TopicName,
     approval_fields,
+    backup_status,
+    result_items,
+    results_summary,
+    target_status,
 )
 
 # What may change in an OffsetDeletion's spec once it is approved: only restore (everything else names what
@@ -54,11 +66,6 @@ REBASE_RULE = Rule("!has(self.rebase) || !self.rebase || (has(self.deleteGroup) 
                    "has(self.restore) && self.restore && has(self.policyRef))",
                    "applies only with deleteGroup: true, restore: true and a policyRef", ".rebase")
 _APPROVAL = approval_fields(DELETION_KIND)
-
-
-@dataclass(frozen=True, kw_only=True)
-class PolicyRef:
-    name: Annotated[ObjectName, Doc("The policy's name.")]
 
 
 # (No docstrings on the item types below: a docstring would be the description of each item.)
@@ -183,3 +190,100 @@ class DeletionSpec:
     def reasons(self) -> Mapping[TP, str]:
         """expectedOffsets[].reason"""
         return {(e.topic, e.partition): e.reason for e in self.expected_offsets if e.reason}
+
+
+# -- status (written by the operator; typed for its schema)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupResult:
+    """With spec.deleteGroup: what became of the group (DeleteGroups)."""
+
+    status: Annotated[str | None, Check(enum=["Deleted", "Failed", "Skipped"]), Doc(
+        "Deleted; Failed (Kafka refused, see error); Skipped (the live re-check found the group changed since the "
+        "backup, so DeleteGroups was not sent).")] = None
+    error: Annotated[str | None, Doc("Kafka's error name, e.g. NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND.")] = None
+    message: Annotated[str | None, Doc("What happened, for people.")] = None
+
+
+# (No docstring: it would be the description of each item.)
+@dataclass(frozen=True, kw_only=True)
+class BackedUpOffset:
+    topic: Annotated[str | None, Doc("Topic name.")] = None
+    partition: Annotated[int | None, Doc("Partition.")] = None
+    offset: Annotated[int | None, Doc("The committed offset.")] = None
+    leader_epoch: Annotated[int | None, Doc("The committed leader epoch (-1 if none).")] = None
+    metadata: Annotated[str | None, Doc("The commit's metadata string.")] = None
+
+
+def _approved_spec() -> dict[str, Any]:
+    """The deletion spec as approved: the same fields, without approved and restore, nothing required."""
+    properties = {k: v for k, v in schema_of(DeletionSpec)["properties"].items() if k not in ("approved", "restore")}
+    return {"type": "object", "properties": properties,
+            "description": "The spec as approved (without approved and restore)."}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetDeletionStatus:
+    """Written by the operator."""
+
+    observed_generation: Generation | None = None
+    phase: Annotated[str | None, Doc("Where the deletion is."), Check(enum=[
+        "Pending", "AwaitingApproval", "Running", "Succeeded", "PartiallyFailed", "Failed", "Restored"])] = None
+    conditions: Annotated[Any, Raw(CONDITIONS)] = None
+    start_time: Annotated[Time | None, Doc("When the deletion started.")] = None
+    completion_time: Annotated[Time | None, Doc("When the deletion ended.")] = None
+    restore_time: Annotated[Time | None, Doc("When the backup was re-committed.")] = None
+    delete_start_time: Annotated[Time | None, Doc(
+        "Set just before the OffsetDelete request is sent, so an operator that restarts mid-way knows the request "
+        "may have been applied (see docs/offset-deletion.md).")] = None
+    deleted: Annotated[Count | None, Doc("Partitions whose offsets were deleted.")] = None
+    failed: Annotated[Count | None, Doc("Partitions Kafka refused to delete.")] = None
+    restored: Annotated[Count | None, Doc("Partitions whose backed-up offsets were committed back.")] = None
+    results: Annotated[Any, Raw({
+        "type": "array",
+        "description": "One entry per requested partition.",
+        "items": result_items(
+            ["Deleted", "Failed", "Skipped", "NotCommitted"],
+            "Deleted; Failed (see error); Skipped (committed since the scan); NotCommitted (there was nothing to "
+            "delete).",
+            "GROUP_SUBSCRIBED_TO_TOPIC", "What the error means here.",
+            "For very large deletions (see resultsSummary), successful partitions of a topic are summed in one "
+            "entry without a partition: how many."),
+    })] = None
+    results_summary: Annotated[Any, Raw(results_summary("results"))] = None
+    group_result: GroupResult | None = None
+    restore_results_summary: Annotated[Any, Raw(results_summary("restoreResults"))] = None
+    restore_results: Annotated[Any, Raw({
+        "type": "array",
+        "description": "One entry per deleted partition, once a restore ran.",
+        "items": result_items(
+            ["Restored", "Skipped", "Failed"],
+            "Restored; Skipped (the group committed this partition since the deletion, so it was left as is); "
+            "Failed (see error).",
+            "UNKNOWN_TOPIC_OR_PARTITION", "What happened here.",
+            "For very large restores (see restoreResultsSummary), restored partitions of a topic are summed in one "
+            "entry without a partition."),
+    })] = None
+    backup: Annotated[Any, Raw(backup_status(
+        "What was committed before the deletion, kept for restore. The backup itself is a ConfigMap of the backup "
+        "store (owned by nothing: it outlives this OffsetDeletion and its policy; kubectl get configmaps -l "
+        f"{BACKUPS_SELECTOR}); the status names it and, up to 1000 partitions, copies its offsets.",
+        {"type": "array", "items": schema_of(BackedUpOffset), "description": "The offsets."}))] = None
+    target: Annotated[Any, Raw(target_status(
+        "What this deletion acts on, recorded at approval and frozen: the cluster (id from Kafka's Metadata, and "
+        "the connection, Secrets by reference only), the group and the approved spec. The delete and a restore "
+        "use it, never a later spec.", _approved_spec()))] = None
+
+
+# `kubectl get offsetdeletions` (model/crds.py adds Age)
+COLUMNS = (
+    Column("Group", ".spec.group"),
+    APPROVED_COLUMN,
+    Column("Phase", ".status.phase"),
+    Column("Deleted", ".status.deleted"),
+    Column("Failed", ".status.failed"),
+    Column("Delete Group", ".spec.deleteGroup", "The whole group (DeleteGroups) rather than the listed offsets.", 1),
+    Column("Restore", ".spec.restore", "The backup is to be (or was) re-committed.", 1),
+    *WIDE_REQUEST_COLUMNS,
+)
