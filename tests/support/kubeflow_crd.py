@@ -23,7 +23,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from kube_cluster import Api
+from kube_cluster import Api, ApiError
 from waiting import wait_until
 
 VERSION = "2.4.0"  # kubeflow spark-operator's release, published as kubeflow-spark-api
@@ -128,13 +128,33 @@ def crd() -> dict[str, Any]:
     }
 
 
-def install(api: Api, crd: dict[str, Any], timeout: float = 60.0) -> None:
-    """Serve `crd` (server-side apply, replacing any other SparkApplication CRD) and wait until Established."""
-    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}"
-    api.apply(path, crd, manager="kubeflow-crd")
+def install(api: Api, crd: dict[str, Any], timeout: float = 90.0) -> None:
+    """Serve `crd` (server-side apply, replacing any other SparkApplication CRD) and wait until its resource
+    answers. A CRD whose schema changes re-initialises its storage, and for a moment the API server answers
+    429 "storage is (re)initializing" (seen in CI): so an unchanged CRD is not applied again, and after a
+    change the wait is for a list that succeeds, not only the Established condition."""
+    name = crd["metadata"]["name"]
+    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+    group, version = crd["spec"]["group"], crd["spec"]["versions"][0]["name"]
+    try:
+        served = api.request("GET", path)
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+        served = None
+    if served is None or served["spec"]["versions"][0]["schema"] != crd["spec"]["versions"][0]["schema"]:
+        api.apply(path, crd, manager="kubeflow-crd")
 
-    def established() -> bool:
+    def serving() -> bool:
         conditions = (api.request("GET", path).get("status") or {}).get("conditions") or []
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+        if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+            return False
+        try:
+            api.request("GET", f"/apis/{group}/{version}/{crd['spec']['names']['plural']}?limit=1")
+        except ApiError as exc:
+            if exc.status == 429:
+                return False
+            raise
+        return True
 
-    wait_until(established, timeout=timeout, what="the SparkApplication CRD to be Established")
+    wait_until(serving, timeout=timeout, what=f"{name} to be served")

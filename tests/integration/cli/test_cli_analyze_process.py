@@ -38,7 +38,8 @@ def test_dump_and_analyze_share_one_connect_check() -> None:
     line = "kafka-offset-operator: error: cannot connect to Kafka at 127.0.0.1:1: Connection refused\n"
     assert (dumped.returncode, dumped.stdout, dumped.stderr) == (2, "", line)
     assert (analyzed.returncode, analyzed.stdout, analyzed.stderr) == (2, "", line)
-    assert dump_s < 10 and analyze_s < 10  # was 30 s for dump (kafka-python's bootstrap timeout)
+    # under the bootstrap timeout it used to wait out (kafka-python's 30 s); a loaded CI worker took 14 s
+    assert dump_s < 25 and analyze_s < 25
 
 
 def test_a_bad_output_path_fails_before_kafka_and_spark() -> None:
@@ -47,7 +48,7 @@ def test_a_bad_output_path_fails_before_kafka_and_spark() -> None:
     )
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == "kafka-offset-operator: error: --output: directory /nonexistent-dir does not exist\n"
-    assert took < 10
+    assert took < 25  # the message says Kafka was not reached (it is refused there); no Spark start either
 
 
 POLICY = """\

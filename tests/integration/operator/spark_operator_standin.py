@@ -91,7 +91,9 @@ class SparkOperatorStandIn:
 
     def _status(self, app: dict[str, Any], state: str, **extra: Any) -> None:
         name = app["metadata"]["name"]
-        status: dict[str, Any] = {"applicationState": {"state": state}, **extra}
+        # driverInfo is in every status spark-operator writes (its Go field has no omitempty, so kubeflow's
+        # schema requires it); a merge patch of {} keeps what an earlier one set.
+        status: dict[str, Any] = {"applicationState": {"state": state}, "driverInfo": {}, **extra}
         if state in ("COMPLETED", "FAILED"):
             status["terminationTime"] = _now()
         if "errorMessage" in extra:
