@@ -137,7 +137,9 @@ case "$cmd" in
         say_images
         if [ "$#" -eq 0 ]; then
             parallel=()
-            [ "$workers" = 0 ] || parallel=(-n "$workers" --dist loadfile)
+            # --no-loadscope-reorder: xdist would hand out the files with the most tests first; the order is
+            # tests/support/file_order.py's, the longest first
+            [ "$workers" = 0 ] || parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)
             say "pytest: the integration tier (${workers/#0/no} parallel workers)"
             pytest -m "not unit" "${parallel[@]}"
         else
