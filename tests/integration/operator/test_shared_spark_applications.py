@@ -326,7 +326,7 @@ def test_a_restart_mid_run_adopts_the_shared_application_and_delivers_each_membe
         row = {"group": group, "groupType": "classic", "topic": "orders", "partition": 0, "offset": 1,
                "commitTimestamp": 1, "candidate": True, "reason": "Standalone"}
         write_results(kube, url, summary, [row])
-    kube.patch(APPS, "sparkapplications", name, {"status": {"applicationState": {"state": "COMPLETED"}}},
+    kube.patch(APPS, "sparkapplications", name, {"status": {"applicationState": {"state": "COMPLETED"}, "driverInfo": {}}},
                subresource="status")
     a = wait_until(lambda: ready(kube, "a"), 30, "policy a's results")
     b = wait_until(lambda: ready(kube, "b"), 30, "policy b's results")
@@ -344,8 +344,11 @@ def leftover(kube: Kube, name: str, members: list[tuple[str, str]], state: str) 
         "apiVersion": APPS, "kind": "SparkApplication",
         "metadata": {"name": name, "labels": sparkapp.batch_labels("k" * 64, name[-8:]),
                      "annotations": {sparkapp.MEMBERS_ANNOTATION: json.dumps([{"name": n, "uid": u} for n, u in members])}},
-        "spec": {"type": "Python"}})
-    kube.patch(APPS, "sparkapplications", name, {"status": {"applicationState": {"state": state}}}, subresource="status")
+        # the least kubeflow's schema takes: its required fields
+        "spec": {"type": "Python", "sparkVersion": "4.1.2", "mainApplicationFile": "local:///opt/job.py",
+                 "driver": {}, "executor": {}}})
+    kube.patch(APPS, "sparkapplications", name, {"status": {"applicationState": {"state": state}, "driverInfo": {}}},
+               subresource="status")  # driverInfo: kubeflow's schema requires it in every status
     configmaps = [sparkapp.policy_configmap_name(name)] + [sparkapp.member_results_name(name, i) for i in range(len(members))]
     for cm in configmaps:
         kube.create("configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
