@@ -179,8 +179,9 @@ class GroupConsumer:
 @contextmanager
 def member(bootstrap: str, group: str, topics: Iterable[str]) -> Iterator[GroupConsumer]:
     """A member of `group` (Stable, subscribed to `topics`, with an assignment) until the block ends, when
-    it leaves the group (LeaveGroup on close)."""
-    with GroupConsumer(bootstrap, group, list(topics)) as consumer:
+    it leaves the group (LeaveGroup on close). Its session outlives a loaded machine's stalls (a CI run once
+    lost a 10 s one mid-test); it never needs to expire, as it leaves."""
+    with GroupConsumer(bootstrap, group, list(topics), session_timeout_ms=30_000) as consumer:
         consumer.wait_assigned()
         yield consumer
 
