@@ -23,9 +23,15 @@ What is normalised, and why each is a build artefact, not a change of source:
 - dropped: LineNumberTable, LocalVariableTable/TypeTable (debug data: lines move when the file above moves,
   local names are not behaviour), StackMapTable (derived from the code by the compiler, in byte offsets),
   and the method's generic Signature, annotations, MethodParameters and throws clauses (not executed).
-Kept: the descriptor, access flags, max stack/locals, every instruction with its resolved operands, the
-exception table. Two javac versions could still compile one source differently; every jar compared here
-is compiled for class file version 61 (Java 17) except where `--versions` says otherwise.
+One difference of compiler and one of packaging:
+- 3.9.2 is compiled for Java 8 (class file 52), 4.x for Java 17 (61): for 8, javac calls a class's own private
+  methods with `invokespecial` and binds its private lambdas with `REF_invokeSpecial`; for 11+ it writes
+  `invokevirtual` / `REF_invokeVirtual` (nest-based access, JEP 181). Same call, counted equal. (Java 8 also
+  reaches a nested class's private field through a synthetic `access$NNN` method: not normalised, so such a
+  method differs between 3.9.2 and 4.0.2 although its source does not; docs/kafka-semantics.md says where.)
+- classes Kafka moved to another package under the same name (`MOVED`) are named by their newest package.
+Kept: the descriptor, access flags, max stack/locals, every instruction with its resolved operands (so a
+changed callee signature is a change), the exception table.
 
 Run: `python tests/support/kafka_method_fingerprints.py` prints the table docs/kafka-semantics.md holds;
 `--diff 'ClassicGroup.offsetExpirationCondition' 4.0.2 4.1.2` prints the normalised difference;
@@ -420,12 +426,12 @@ def markdown(table: dict[str, dict[str, str | None]], versions: Sequence[str]) -
     return "\n".join(lines) + "\n"
 
 
-def _find(label: str) -> Cited:
-    matches = [c for c in CITED if c.label == label or c.label.endswith("." + label) or c.label.endswith(label)]
-    if len(matches) != 1:
-        raise SystemExit(f"kafka_method_fingerprints: {label!r} names {len(matches)} cited methods; "
-                         f"one of: {', '.join(c.label for c in CITED)}")
-    return matches[0]
+def find(label: str) -> Cited | str:
+    """The cited method `label` names (its label or a dotted tail of it), or a one-line error."""
+    matches = [c for c in CITED if c.label == label or c.label.endswith("." + label)]
+    if len(matches) == 1:
+        return matches[0]
+    return f"{label!r} names {len(matches)} cited methods; one of: {', '.join(c.label for c in CITED)}"
 
 
 def main(argv: Sequence[str]) -> int:
@@ -438,9 +444,9 @@ def main(argv: Sequence[str]) -> int:
     versions = [v for v in args.versions.split(",") if v]
     if args.diff is not None or args.dump is not None:
         label, *chosen = args.diff if args.diff is not None else args.dump
-        cited = _find(label)
-        missing = jars_present(chosen)
-        if missing is not None:
+        cited = find(label)
+        missing = cited if isinstance(cited, str) else jars_present(chosen)
+        if missing is not None or isinstance(cited, str):
             print(f"kafka_method_fingerprints: {missing}", file=sys.stderr)
             return 2
         texts = [fingerprints(chosen[i:i + 1], [cited])[cited.label][chosen[i]] or "" for i in range(len(chosen))]

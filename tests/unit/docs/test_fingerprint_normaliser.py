@@ -186,3 +186,10 @@ def test_an_overload_is_picked_by_its_descriptor() -> None:
 def test_the_tool_reads_the_versions_and_cache_the_tests_run() -> None:
     assert fp.VERSIONS == real_kafka.VERSIONS
     assert fp.CACHE == real_kafka.CACHE
+
+
+def test_a_method_is_named_by_a_dotted_tail_of_its_label_and_an_ambiguous_name_gets_one_line() -> None:
+    found = fp.find("StreamsGroup.isSubscribedToTopic")
+    assert isinstance(found, fp.Cited) and found.qualified == "streams.StreamsGroup"
+    ambiguous = fp.find("isSubscribedToTopic")
+    assert isinstance(ambiguous, str) and "names 3 cited methods" in ambiguous and "\n" not in ambiguous
