@@ -93,9 +93,16 @@ CITED: tuple[Cited, ...] = (
     Cited("classic.ClassicGroup", "initNextGeneration"),
     Cited("classic.ClassicGroup", "add"),
     Cited("modern.ModernGroup", "isSubscribedToTopic"),
+    Cited("modern.consumer.ConsumerGroup", "updateResolvedRegularExpression"),
+    Cited("GroupMetadataManager", "getOrMaybeCreatePersistedConsumerGroup"),
+    Cited("modern.consumer.ConsumerGroup", "maybeUpdateGroupState"),
+    Cited("modern.ModernGroupMember", "isReconciledTo"),
+    Cited("GroupMetadataManager", "consumerGroupFenceMember"),
     Cited("modern.consumer.ConsumerGroup", "offsetExpirationCondition"),
     Cited("streams.StreamsGroup", "offsetExpirationCondition"),
     Cited("streams.StreamsGroup", "isSubscribedToTopic"),
+    Cited("streams.StreamsTopology", "computeSourceTopicMap"),
+    Cited("streams.StreamsGroup", "createGroupTombstoneRecords"),
     Cited("modern.share.ShareGroup", "shouldExpire"),
     Cited("modern.share.ShareGroup", "offsetExpirationCondition"),
     Cited("streams.StreamsGroup", "shouldExpire"),
@@ -112,6 +119,8 @@ CITED: tuple[Cited, ...] = (
     Cited("modern.consumer.ConsumerGroup", "validateOffsetDelete"),
     Cited("streams.StreamsGroup", "validateOffsetDelete"),
     Cited("modern.share.ShareGroup", "validateOffsetDelete"),
+    Cited("modern.share.ShareGroup", "validateOffsetCommit"),
+    Cited("modern.share.ShareGroup", "validateOffsetFetch"),
     Cited("GroupCoordinatorService", "onPartitionsDeleted"),
     Cited("GroupCoordinatorShard", "onPartitionsDeleted"),
     Cited("OffsetMetadataManager", "onPartitionsDeleted"),
@@ -125,6 +134,7 @@ CITED: tuple[Cited, ...] = (
     Cited("modern.consumer.ConsumerGroup", "validateDeleteGroup"),
     Cited("OffsetMetadataManager", "deleteAllOffsets"),
     Cited("GroupMetadataManager", "getOrMaybeCreateClassicGroup"),
+    Cited("OffsetMetadataManager", "validateOffsetCommit"),
 )
 
 
