@@ -20,6 +20,10 @@ What is normalised, and why each is a build artefact, not a change of source:
   number lambdas across the method or class, so one added elsewhere renumbers them;
 - an invokedynamic's bootstrap method index is replaced by the bootstrap method and its arguments (which
   lambda, which string-concatenation recipe): the index is the class-wide table's;
+- an enum switch's case numbers become the enum constants they stand for, read from the synthetic
+  `Outer$1` holding javac's `$SwitchMap$` table (numbered by first appearance across the whole class, so the
+  numbers alone could stay the same for a changed constant or change for an unchanged one); the holder's
+  own number (`$1`, counting anonymous classes) is written `$N`;
 - dropped: LineNumberTable, LocalVariableTable/TypeTable (debug data: lines move when the file above moves,
   local names are not behaviour), StackMapTable (derived from the code by the compiler, in byte offsets),
   and the method's generic Signature, annotations, MethodParameters and throws clauses (not executed).
@@ -46,6 +50,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,6 +221,8 @@ def parse(javap_output: str) -> dict[str, ClassDump]:
         elif indent == 2:
             found = _MEMBER_NAME.search(line) if line.rstrip().endswith(";") else None
             member = Method(found.group(1)) if found is not None else None  # None: a field
+            if line.strip() == "static {};":
+                member = Method("<clinit>")
             if member is not None:
                 current.methods.append(member)
             code = ""
@@ -268,6 +275,37 @@ def _operand(text: str) -> str:
     return re.sub(r"\s+", " ", _POOL_INDEX.sub("", text)).strip()
 
 
+_SWITCH_MAP_FIELD = re.compile(r"// Field ([\w/$]+)\$(?:\d+|N)\.(\$SwitchMap\$[\w$]+):\[I")
+_OWN_SWITCH_MAP = re.compile(r"^getstatic // Field (\$SwitchMap\$[\w$]+):\[I$")
+_ENUM_CONSTANT = re.compile(r"^getstatic // Field ([\w/$]+)\.(\w+):L")
+_INT_PUSH = re.compile(r"^(?:iconst_(\d)|bipush (\d+)|sipush (\d+))$")
+
+
+def switch_maps(dumps: Iterable[ClassDump]) -> dict[str, dict[str, str]]:
+    """What javac's enum switch tables mean: `Outer.$SwitchMap$pkg$Enum` -> case number -> enum constant,
+    read from the static initialisers of the synthetic classes (`Outer$1`) that hold them. javac numbers
+    the cases of a class's switches on one enum in order of first appearance, so the numbers alone are a
+    property of the whole class, and a changed case constant could keep its number."""
+    maps: dict[str, dict[str, str]] = {}
+    for dump in dumps:
+        for method in dump.methods:
+            if method.name != "<clinit>":
+                continue
+            outer = re.sub(r"\$\d+$", "", dump.internal_name)
+            lines = normalise_code(method.code, dump.bootstrap)
+            for i, line in enumerate(lines):
+                field = _OWN_SWITCH_MAP.match(line)  # the holder names its own field without its class
+                if field is None or i + 4 >= len(lines):
+                    continue
+                constant = _ENUM_CONSTANT.match(lines[i + 1])
+                number = _INT_PUSH.match(lines[i + 3])
+                if constant is None or number is None or lines[i + 4] != "iastore":
+                    continue
+                key = f"{outer}.{field.group(1)}"
+                maps.setdefault(key, {})[next(g for g in number.groups() if g is not None)] = constant.group(2)
+    return maps
+
+
 def moved(text: str) -> str:
     """`text` with the classes Kafka moved between packages (same names) under their newest package."""
     for old, new in MOVED:
@@ -275,10 +313,12 @@ def moved(text: str) -> str:
     return text
 
 
-def normalise_code(code: Sequence[str], bootstrap: dict[str, list[str]], internal_name: str = "") -> list[str]:
+def normalise_code(code: Sequence[str], bootstrap: dict[str, list[str]], internal_name: str = "",
+                   enum_switches: dict[str, dict[str, str]] | None = None) -> list[str]:
     """One method's Code lines (as `parse` keeps them) in a build-independent form: see the module docstring.
-    `internal_name` is the method's class (`a/b/C`). Lambda names are left as they are; `fingerprint`
-    renames them across the method and its lambdas."""
+    `internal_name` is the method's class (`a/b/C`); `enum_switches` (`switch_maps`) turns the case numbers
+    of an enum switch into the enum's constants. Lambda names are left as they are; `fingerprint` renames
+    them across the method and its lambdas."""
     ordinals: dict[str, int] = {}
     for line in code:
         found = _INSTRUCTION.match(line)
@@ -290,6 +330,7 @@ def normalise_code(code: Sequence[str], bootstrap: dict[str, list[str]], interna
 
     out: list[str] = []
     in_exceptions = False
+    cases: dict[str, str] = {}  # the enum switch table read last: case number -> constant
     for line in code:
         stripped = line.strip()
         if stripped.startswith("stack="):
@@ -307,7 +348,7 @@ def normalise_code(code: Sequence[str], bootstrap: dict[str, list[str]], interna
             continue
         case = _SWITCH_CASE.match(line)
         if case is not None:
-            out.append(f"  {case.group(1)}: {target(case.group(2))}")
+            out.append(f"  {cases.get(case.group(1), case.group(1))}: {target(case.group(2))}")
             continue
         if stripped == "}":
             out.append("}")
@@ -333,6 +374,11 @@ def normalise_code(code: Sequence[str], bootstrap: dict[str, list[str]], interna
             operands = "{"
         else:
             operands = _operand(operands)
+            table = _SWITCH_MAP_FIELD.search(operands) if opcode == "getstatic" else None
+            if table is not None:
+                cases = (enum_switches or {}).get(f"{table.group(1)}.{table.group(2)}", {})
+                # The holder's number (`Outer$1`) counts the class's anonymous classes: not the method's.
+                operands = _SWITCH_MAP_FIELD.sub(lambda m: f"// Field {m.group(1)}$N.{m.group(2)}:[I", operands)
         if internal_name:
             operands = operands.replace(f"REF_invokeSpecial {internal_name}.", f"REF_invokeVirtual {internal_name}.")
         out.append(moved(f"{opcode} {operands}".rstrip()))
@@ -349,7 +395,7 @@ def _referenced_synthetics(lines: Iterable[str], internal_name: str) -> Iterator
                 yield found.group(0)
 
 
-def fingerprint(dump: ClassDump, cited: Cited) -> str | None:
+def fingerprint(dump: ClassDump, cited: Cited, enum_switches: dict[str, dict[str, str]] | None = None) -> str | None:
     """The normalised text of a cited method (every selected overload, by descriptor) followed by the lambda
     bodies it reaches, lambdas renamed `λ1, λ2, ...` by first use. None when the class has no such method."""
     methods = sorted((m for m in dump.named(cited.method) if cited.descriptor in m.descriptor),
@@ -365,7 +411,7 @@ def fingerprint(dump: ClassDump, cited: Cited) -> str | None:
         if id(method) in done:
             continue
         done.add(id(method))
-        lines = normalise_code(method.code, dump.bootstrap, dump.internal_name)
+        lines = normalise_code(method.code, dump.bootstrap, dump.internal_name, enum_switches)
         for name in _referenced_synthetics(lines, dump.internal_name):
             if name not in names:
                 names[name] = f"λ{len(names) + 1}"
@@ -403,16 +449,27 @@ def disassemble(version: str, classes: Sequence[str], cache: Path = CACHE) -> di
     return parse(done.stdout)
 
 
+def switch_holders(version: str, classes: Iterable[str], cache: Path = CACHE) -> list[str]:
+    """The numbered synthetic classes (`Outer$1`: enum switch tables, anonymous classes) of `classes` in the
+    group coordinator's jar, read from its table of contents (no JVM)."""
+    wanted = {name.replace(".", "/") for name in classes}
+    numbered = re.compile(r"^(.+)\$\d+\.class$")
+    with zipfile.ZipFile(libs(version, cache) / f"kafka-group-coordinator-{version}.jar") as jar:
+        return sorted(entry[: -len(".class")].replace("/", ".") for entry in jar.namelist()
+                      if (found := numbered.match(entry)) is not None and found.group(1) in wanted)
+
+
 def fingerprints(versions: Sequence[str] = VERSIONS, cited: Sequence[Cited] = CITED,
                  cache: Path = CACHE) -> dict[str, dict[str, str | None]]:
     """label -> version -> normalised text (None: no such class or method)."""
     classes = sorted({c.class_name for c in cited})
     table: dict[str, dict[str, str | None]] = {c.label: {} for c in cited}
     for version in versions:
-        dumps = disassemble(version, classes, cache)
+        dumps = disassemble(version, [*classes, *switch_holders(version, classes, cache)], cache)
+        enum_switches = switch_maps(dumps.values())
         for c in cited:
             dump = dumps.get(c.class_name)
-            table[c.label][version] = fingerprint(dump, c) if dump is not None else None
+            table[c.label][version] = fingerprint(dump, c, enum_switches) if dump is not None else None
     return table
 
 

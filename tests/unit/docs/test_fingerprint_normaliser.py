@@ -193,3 +193,45 @@ def test_a_method_is_named_by_a_dotted_tail_of_its_label_and_an_ambiguous_name_g
     assert isinstance(found, fp.Cited) and found.qualified == "streams.StreamsGroup"
     ambiguous = fp.find("isSubscribedToTopic")
     assert isinstance(ambiguous, str) and "names 3 cited methods" in ambiguous and "\n" not in ambiguous
+
+
+def holder(order: tuple[str, ...]) -> str:
+    """`Demo$1`, javac's holder of Demo's switch table on State: case numbers given in order of `order`."""
+    entries = "".join(f"""        {9 * i}: getstatic     #2   // Field $SwitchMap$demo$State:[I
+        {9 * i + 3}: getstatic     #{10 + i}  // Field demo/State.{name}:Ldemo/State;
+        {9 * i + 6}: invokevirtual #5   // Method demo/State.ordinal:()I
+        {9 * i + 7}: iconst_{i + 1}
+        {9 * i + 8}: iastore
+""" for i, name in enumerate(order))
+    return f"""Classfile jar:file:///x.jar!/org/apache/kafka/coordinator/group/Demo$1.class
+class org.apache.kafka.coordinator.group.Demo$1
+  major version: 61
+{{
+  static {{}};
+    descriptor: ()V
+    flags: (0x0008) ACC_STATIC
+    Code:
+      stack=3, locals=1, args_size=0
+{entries}        99: return
+}}
+"""
+
+
+def switch_on(first_case: str) -> list[str]:
+    return ["         0: getstatic     #7   // Field org/apache/kafka/coordinator/group/Demo$1.$SwitchMap$demo$State:[I",
+            "         3: aload_0", "         4: iaload", "         5: lookupswitch  { // 1",
+            f"                       {first_case}: 28", "                 default: 30", "            }",
+            "        28: iconst_1", "        29: ireturn", "        30: iconst_0", "        31: ireturn"]
+
+
+def test_an_enum_switch_compares_by_its_constants_not_by_javacs_case_numbers() -> None:
+    """javac numbers a class's enum cases in order of first appearance across all its switches, in a
+    synthetic `Outer$1`; the tool reads that class, so case 1 of one build and case 2 of another are
+    the same when both mean DEAD, and different when they mean different constants."""
+    dead_first = fp.switch_maps(fp.parse(holder(("DEAD", "EMPTY"))).values())
+    empty_first = fp.switch_maps(fp.parse(holder(("EMPTY", "DEAD"))).values())
+    assert dead_first == {"org/apache/kafka/coordinator/group/Demo.$SwitchMap$demo$State": {"1": "DEAD", "2": "EMPTY"}}
+    same = fp.normalise_code(switch_on("1"), {}, enum_switches=dead_first)
+    assert same == fp.normalise_code(switch_on("2"), {}, enum_switches=empty_first)
+    assert "  DEAD: @4" in same
+    assert fp.normalise_code(switch_on("1"), {}, enum_switches=empty_first) != same
