@@ -35,7 +35,8 @@ One difference of compiler and one of packaging:
   method differs between 3.9.2 and 4.0.2 although its source does not; docs/kafka-semantics.md says where.)
 - classes Kafka moved to another package under the same name (`MOVED`) are named by their newest package.
 Kept: the descriptor, access flags, max stack/locals, every instruction with its resolved operands (so a
-changed callee signature is a change), the exception table.
+changed callee signature is a change), the exception table. Not followed: the bodies of the methods a cited
+one calls (other than its lambdas): a change inside a callee shows only where that callee is cited too.
 
 Run: `python tests/support/kafka_method_fingerprints.py` prints the table docs/kafka-semantics.md holds;
 `--diff 'ClassicGroup.offsetExpirationCondition' 4.0.2 4.1.2` prints the normalised difference;
