@@ -69,6 +69,19 @@ CONTROLLERS = (
     "job-controller", "ttl-after-finished-controller",  # the Job analysis engine's Jobs (tests/integration/operator/job_standin.py)
 )
 ISSUER = "https://kubernetes.default.svc.cluster.local"
+# What a ControlPlane(audit=True) logs: every request of a service account (an operator on its token: the
+# controllers and the tests' admin are not service accounts, so the log stays small), at Metadata level
+# (verb, resource, subresource, name, the authorizer's decision, timestamps), and with the request's body for
+# writes to kafkaoffsets.dev objects (which status fields a patch set).
+AUDIT_POLICY: dict[str, Any] = {
+    "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+    "rules": [
+        {"level": "Request", "userGroups": ["system:serviceaccounts"], "verbs": ["create", "update", "patch"],
+         "resources": [{"group": "kafkaoffsets.dev"}]},
+        {"level": "Metadata", "userGroups": ["system:serviceaccounts"]},
+        {"level": "None"},
+    ],
+}
 
 
 def free_port() -> int:
@@ -228,9 +241,13 @@ class ControlPlane:
     """etcd, kube-apiserver and kube-controller-manager as processes on loopback, in `workdir` (their data,
     certificates and logs). `start()` returns once /readyz answers ok; `stop()` ends all three."""
 
-    def __init__(self, binaries: Path, workdir: Path) -> None:
+    def __init__(self, binaries: Path, workdir: Path, audit: bool = False) -> None:
+        """`audit`: kube-apiserver writes an audit log (`audit_log`, AUDIT_POLICY) of what service accounts
+        ask: the tests read from it which requests an operator on its ServiceAccount's token sent, in what
+        order, and what the authorizer answered (as the emulator's request log does for the emulator)."""
         self.binaries = binaries
         self.dir = workdir
+        self.audit_log: Path | None = workdir / "audit.log" if audit else None
         self.ca = CertificateAuthority()
         self.admin = self.ca.issue("admin", ["system:masters"])
         self.port = free_port()
@@ -283,7 +300,7 @@ class ControlPlane:
             "--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true",
             "--disable-admission-plugins=ServiceAccount", f"--service-account-issuer={ISSUER}",
             f"--service-account-key-file={sa_public}", f"--service-account-signing-key-file={sa_private}",
-            "--endpoint-reconciler-type=none", "--v=0"])
+            "--endpoint-reconciler-type=none", "--v=0", *self._audit_flags()])
         self.kubeconfig.write_text(yaml.safe_dump(kubeconfig(self.url, self.ca.pem, "admin", self.admin)))
         self.kubeconfig.chmod(0o600)
         self._wait_ready(timeout)
@@ -295,6 +312,14 @@ class ControlPlane:
             "--use-service-account-credentials=false", "--concurrent-gc-syncs=5", "--v=0"])
         self._wait_controllers(timeout)
         return self
+
+    def _audit_flags(self) -> list[str]:
+        if self.audit_log is None:
+            return []
+        policy = self._write("audit-policy.yaml", yaml.safe_dump(AUDIT_POLICY).encode())
+        # the log backend's default mode, blocking: an event is written while its request is served, no batching
+        return [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}", "--audit-log-maxsize=0",
+                "--audit-log-format=json"]
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -35,9 +35,10 @@ __all__ = ["CONTROLLERS", "ISSUER", "Api", "ApiError", "CertificateAuthority", "
 
 @contextmanager
 def control_plane(workdir: Path | None = None) -> Iterator[ControlPlane]:
-    """A started control plane (built first if need be), stopped on exit."""
+    """A started control plane (built first if need be), stopped on exit; its API server keeps an audit log
+    of what service accounts ask (ControlPlane.audit_log, read by tests/support/audit_log.py)."""
     with tempfile.TemporaryDirectory(prefix="kube-") as tmp:
-        plane = ControlPlane(build(), workdir or Path(tmp))
+        plane = ControlPlane(build(), workdir or Path(tmp), audit=True)
         try:
             yield plane.start()
         finally:

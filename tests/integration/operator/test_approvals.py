@@ -1,10 +1,11 @@
 """Who asked and who approved (issue 18 item 5), and keep-alive's rebase as a proposal that waits for an
 approval (item 3), against the operator under Kopf on the real kube-apiserver (the install applied, the
-operator on the installed ServiceAccount's token, a fresh namespace per test: installed_api.py) and the
-sandbox broker: an approval the install cannot vouch for changes nothing; four eyes are kept by the operator too (for a policy's setting
-that admission cannot read); the approver and the requester reach the backup store, the audit line and the
-Events; a rebase OffsetDeletion shows its plan, changes nothing until approved, then leaves a simple group
-with the same offsets.
+operator on the installed ServiceAccount's token, a fresh namespace per test: installed_api.py) and Apache
+Kafka (the session's broker, emptied after each test; the sandbox with KOO_KAFKA_VERSIONS=sandbox): an
+approval the install cannot vouch for changes nothing; four eyes are kept by the operator too (for a policy's
+setting that admission cannot read); the approver and the requester reach the backup store, the audit line and
+the Events; a rebase OffsetDeletion shows its plan, changes nothing until approved, then leaves a simple group
+with the same offsets. No test here needs the sandbox's faults or clock.
 
 The API server's own check of the names is the install's admission policy, in force here: alice, bob and the
 operator's ServiceAccount each send their own requests (the admin impersonates them: Kube.as_user), so the
@@ -27,6 +28,7 @@ import pytest
 from brokers import make_topics
 from installed_api import OPERATOR_USER, InstalledApi
 from kafka_clients import committed, empty_group
+from kafka_under_test import Kafka
 from kube_fixtures import approvals_policy_enforced, kubectl, remove_approvals_policy
 from operator_harness import FINAL, GROUP_VERSION, ROOT, Kube, KubeApiError, OperatorThread, condition
 from test_offset_deletion import deletion
@@ -39,7 +41,6 @@ from kafka_offset_operator.decisions.proposals import Approvals, rebase_manifest
 from kafka_offset_operator.handlers import offset_deletion, offset_reset
 from kafka_offset_operator.model.backups import Action, BackupRecord, decode
 from kafka_offset_operator.model.connection import ConnectionSettings
-from kafka_sandbox import SandboxBroker
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # an operator under Kopf per test, with end-to-end waits
 
@@ -96,10 +97,10 @@ def start(start_operator: Start, options: OperatorOptions, **changes: Any) -> Op
                           registrars=[offset_deletion.register, offset_reset.register])
 
 
-def policy(broker: SandboxBroker, name: str, **spec: Any) -> dict[str, Any]:
+def policy(kafka: Kafka, name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
             "metadata": {"name": name},
-            "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "Approve",
+            "spec": {"kafka": {"bootstrapServers": kafka.bootstrap_servers}, "mode": "Approve",
                      "schedule": {"interval": "24h"}, **spec}}
 
 
@@ -127,42 +128,42 @@ def audit_lines(caplog: Any) -> list[str]:
 
 
 def test_an_approval_without_approved_by_changes_nothing_where_approvers_are_verified(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions,
+        kafka: Kafka, kube: Kube, start_operator: Start, operator_options: OperatorOptions,
         without_admission_policy: None) -> None:
     """Approved before the admission policy was installed (or while it was removed): not verified, not done."""
-    make_topics(broker, {"invoices": 2})
-    empty_group(broker.bootstrap_servers, "reporting", INVOICES)
+    make_topics(kafka, {"invoices": 2})
+    empty_group(kafka.bootstrap_servers, "reporting", INVOICES)
     start(start_operator, operator_options)
     kube.create("offsetdeletions", unsigned(deletion("unsigned", "reporting", [{"name": "invoices"}],
-                                                     kafka={"bootstrapServers": broker.bootstrap_servers})))
+                                                     kafka={"bootstrapServers": kafka.bootstrap_servers})))
     status = kube.wait_for_reason("unsigned", "ApprovalRefused")
     ready = condition(status, "Ready")
     assert ready["status"] == "False" and ready["message"].startswith("spec.approvedBy: is required with spec.approved")
     assert condition(status, "Stalled")["status"] == "True" and "backup" not in status
-    assert committed(broker.bootstrap_servers, "reporting") == INVOICES and backups(kube) == []
+    assert committed(kafka.bootstrap_servers, "reporting") == INVOICES and backups(kube) == []
 
 
 def test_the_same_approval_is_acted_on_where_the_install_verifies_nobody(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions,
+        kafka: Kafka, kube: Kube, start_operator: Start, operator_options: OperatorOptions,
         without_admission_policy: None) -> None:
     """A cluster older than 1.30 (no admission policy, no --approvals-verified): approvedBy is recorded when
     given, not required."""
-    make_topics(broker, {"invoices": 2})
-    empty_group(broker.bootstrap_servers, "reporting", INVOICES)
+    make_topics(kafka, {"invoices": 2})
+    empty_group(kafka.bootstrap_servers, "reporting", INVOICES)
     start(start_operator, operator_options, approvals_verified=False)
     kube.create("offsetdeletions", unsigned(deletion("unsigned", "reporting", [{"name": "invoices"}],
-                                                     kafka={"bootstrapServers": broker.bootstrap_servers})))
+                                                     kafka={"bootstrapServers": kafka.bootstrap_servers})))
     kube.wait_for_phase("unsigned", "Succeeded")
-    assert committed(broker.bootstrap_servers, "reporting") == {}
+    assert committed(kafka.bootstrap_servers, "reporting") == {}
 
 
 def test_four_eyes_of_the_referenced_policy_refuse_the_requesters_own_approval(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
     """The policy's spec.approval.separateApprover reaches a hand-written request only through the operator
     (admission cannot read the policy): alice's own approval is refused, bob's is acted on."""
-    make_topics(broker, {"invoices": 2})
-    empty_group(broker.bootstrap_servers, "reporting", INVOICES)
-    kube.create("consumergroupoffsetpolicies", policy(broker, "team", approval={"separateApprover": True}))
+    make_topics(kafka, {"invoices": 2})
+    empty_group(kafka.bootstrap_servers, "reporting", INVOICES)
+    kube.create("consumergroupoffsetpolicies", policy(kafka, "team", approval={"separateApprover": True}))
     start(start_operator, operator_options)
     own = deletion("own", "reporting", [{"name": "invoices"}], policy="team", approved=False)
     own["spec"]["requestedBy"] = ALICE
@@ -171,45 +172,45 @@ def test_four_eyes_of_the_referenced_policy_refuse_the_requesters_own_approval(
     approve(kube, "own", ALICE)
     message = condition(kube.wait_for_reason("own", "ApprovalRefused"), "Ready")["message"]
     assert message.startswith("spec.approvedBy: alice requested this change and may not approve it too")
-    assert committed(broker.bootstrap_servers, "reporting") == INVOICES
+    assert committed(kafka.bootstrap_servers, "reporting") == INVOICES
     other = deletion("reviewed", "reporting", [{"name": "invoices"}], policy="team", approved=False)
     other["spec"]["requestedBy"] = ALICE
     kube.as_user(ALICE).create("offsetdeletions", other)
     kube.wait_for_phase("reviewed", "AwaitingApproval")
     approve(kube, "reviewed", BOB)
     kube.wait_for_phase("reviewed", "Succeeded")
-    assert committed(broker.bootstrap_servers, "reporting") == {}
+    assert committed(kafka.bootstrap_servers, "reporting") == {}
 
 
 def test_four_eyes_need_a_requester_to_compare(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions,
+        kafka: Kafka, kube: Kube, start_operator: Start, operator_options: OperatorOptions,
         without_admission_policy: None) -> None:
     """The admission policy refuses such a request at its creation; without it, the operator does."""
-    make_topics(broker, {"invoices": 2})
-    empty_group(broker.bootstrap_servers, "reporting", INVOICES)
+    make_topics(kafka, {"invoices": 2})
+    empty_group(kafka.bootstrap_servers, "reporting", INVOICES)
     start(start_operator, operator_options, approvals_verified=False)
     anonymous = deletion("anonymous", "reporting", [{"name": "invoices"}],
-                         kafka={"bootstrapServers": broker.bootstrap_servers}, approved=False)
+                         kafka={"bootstrapServers": kafka.bootstrap_servers}, approved=False)
     anonymous["spec"]["separateApprover"] = True
     kube.create("offsetdeletions", anonymous)
     kube.wait_for_phase("anonymous", "AwaitingApproval")
     approve(kube, "anonymous", BOB)
     message = condition(kube.wait_for_reason("anonymous", "ApprovalRefused"), "Ready")["message"]
     assert message.startswith("spec.requestedBy: is required by four eyes (spec.separateApprover)")
-    assert committed(broker.bootstrap_servers, "reporting") == INVOICES
+    assert committed(kafka.bootstrap_servers, "reporting") == INVOICES
 
 
 # -- who approved, recorded
 
 
 def test_the_approver_and_the_requester_reach_the_backup_the_audit_line_and_the_events(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions, caplog: Any) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start, operator_options: OperatorOptions, caplog: Any) -> None:
     caplog.set_level(logging.INFO, logger="kafka_offset_operator.audit")
-    make_topics(broker, {"invoices": 2})
-    empty_group(broker.bootstrap_servers, "reporting", INVOICES)
+    make_topics(kafka, {"invoices": 2})
+    empty_group(kafka.bootstrap_servers, "reporting", INVOICES)
     start(start_operator, operator_options)
     request = deletion("signed", "reporting", [{"name": "invoices"}],
-                       kafka={"bootstrapServers": broker.bootstrap_servers}, approved=False)
+                       kafka={"bootstrapServers": kafka.bootstrap_servers}, approved=False)
     request["spec"]["requestedBy"] = BOB
     kube.as_user(BOB).create("offsetdeletions", request)
     kube.wait_for_phase("signed", "AwaitingApproval")
@@ -227,15 +228,15 @@ def test_the_approver_and_the_requester_reach_the_backup_the_audit_line_and_the_
 
 
 def test_an_offset_reset_records_its_approver_and_refuses_an_unverified_approval(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions, caplog: Any,
+        kafka: Kafka, kube: Kube, start_operator: Start, operator_options: OperatorOptions, caplog: Any,
         without_admission_policy: None) -> None:
     """Without the admission policy (which would refuse the unverified one), both created approved by the
     admin: the operator acts on the signed one only."""
     caplog.set_level(logging.INFO, logger="kafka_offset_operator.audit")
-    make_topics(broker, {"invoices": 2})
-    empty_group(broker.bootstrap_servers, "reporting", INVOICES)
+    make_topics(kafka, {"invoices": 2})
+    empty_group(kafka.bootstrap_servers, "reporting", INVOICES)
     start(start_operator, operator_options)
-    spec = {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "group": "reporting", "allTopics": True,
+    spec = {"kafka": {"bootstrapServers": kafka.bootstrap_servers}, "group": "reporting", "allTopics": True,
             "target": {"shiftBy": -1}, "approved": True, "requestedBy": BOB}
     kube.create("offsetresets", {"apiVersion": GROUP_VERSION, "kind": "OffsetReset",
                                  "metadata": {"name": "unsigned"}, "spec": spec})
@@ -251,7 +252,7 @@ def test_an_offset_reset_records_its_approver_and_refuses_an_unverified_approval
                                    else None)(kube.get(GROUP_VERSION, "offsetresets", "unsigned").get("status") or {}),
                           what="the unsigned reset refused")
     assert "backup" not in unsigned and phase("unsigned") != "Succeeded"
-    assert committed(broker.bootstrap_servers, "reporting") != INVOICES  # the signed one moved them (one commit)
+    assert committed(kafka.bootstrap_servers, "reporting") != INVOICES  # the signed one moved them (one commit)
     (stored,) = [b for b in backups(kube) if b.action is Action.RESET]
     assert (stored.requested_by.name, stored.requested_by.approved_by, stored.requested_by.requested_by) == (
         "signed", ALICE, BOB)
@@ -262,19 +263,19 @@ def test_an_offset_reset_records_its_approver_and_refuses_an_unverified_approval
 # -- keep-alive's rebase as a proposal (Approve mode)
 
 
-def protocol_type(broker: SandboxBroker, group: str) -> str:
-    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+def protocol_type(kafka: Kafka, group: str) -> str:
+    with KafkaAdmin(ConnectionSettings(kafka.bootstrap_servers)) as admin:
         return admin.describe_group(group).protocol_type
 
 
 def test_a_rebase_proposal_shows_its_plan_changes_nothing_until_approved_then_keeps_the_offsets(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
     """The OffsetDeletion an Approve policy's keep-alive proposes (decisions/proposals.rebase_manifest): on a
     group its policy protects, back up, DeleteGroups and restore at once, once approved by a person."""
-    make_topics(broker, {"invoices": 2})
-    empty_group(broker.bootstrap_servers, "billing-monthly", INVOICES)
+    make_topics(kafka, {"invoices": 2})
+    empty_group(kafka.bootstrap_servers, "billing-monthly", INVOICES)
     guard = kube.create("consumergroupoffsetpolicies", policy(
-        broker, "guard", protect={"groups": ["billing-*"], "keepAlive": True}))
+        kafka, "guard", protect={"groups": ["billing-*"], "keepAlive": True}))
     start(start_operator, operator_options)
     manifest = rebase_manifest(guard, "billing-monthly", INVOICES, Mode.APPROVE, 0, Approvals(OPERATOR))
     assert manifest is not None
@@ -283,13 +284,13 @@ def test_a_rebase_proposal_shows_its_plan_changes_nothing_until_approved_then_ke
     waiting = kube.wait_for_phase(name, "AwaitingApproval")
     assert "plan: keep-alive rebase of protected group billing-monthly: back up its 2 committed offsets" in condition(
         waiting, "Ready")["message"]
-    assert protocol_type(broker, "billing-monthly") == "consumer"  # nothing changed while it waits
-    assert committed(broker.bootstrap_servers, "billing-monthly") == INVOICES and backups(kube) == []
+    assert protocol_type(kafka, "billing-monthly") == "consumer"  # nothing changed while it waits
+    assert committed(kafka.bootstrap_servers, "billing-monthly") == INVOICES and backups(kube) == []
     approve(kube, name, ALICE)
     done = kube.wait_for_phase(name, "Restored", "Failed", "PartiallyFailed")
     assert done["phase"] == "Restored", done.get("conditions")
-    assert protocol_type(broker, "billing-monthly") == ""  # a simple group: its offsets expire by commit time
-    assert committed(broker.bootstrap_servers, "billing-monthly") == INVOICES
+    assert protocol_type(kafka, "billing-monthly") == ""  # a simple group: its offsets expire by commit time
+    assert committed(kafka.bootstrap_servers, "billing-monthly") == INVOICES
     records = {b.action: b for b in backups(kube)}
     assert set(records) == {Action.DELETE, Action.RESTORE}
     assert records[Action.DELETE].requested_by.approved_by == ALICE
@@ -297,15 +298,15 @@ def test_a_rebase_proposal_shows_its_plan_changes_nothing_until_approved_then_ke
 
 
 def test_a_rebase_of_a_group_that_is_simple_already_deletes_nothing(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start, operator_options: OperatorOptions) -> None:
     """The fresh check before DeleteGroups: a group without a protocol type needs no rebase (Auto rebased it
     meanwhile, say), so an approval that comes late changes nothing."""
     from kafka_clients import admin_commit
 
-    make_topics(broker, {"invoices": 2})
-    admin_commit(broker.bootstrap_servers, "billing-standalone", INVOICES)
+    make_topics(kafka, {"invoices": 2})
+    admin_commit(kafka.bootstrap_servers, "billing-standalone", INVOICES)
     guard = kube.create("consumergroupoffsetpolicies", policy(
-        broker, "guard", protect={"groups": ["billing-*"], "keepAlive": True}))
+        kafka, "guard", protect={"groups": ["billing-*"], "keepAlive": True}))
     start(start_operator, operator_options)
     manifest = rebase_manifest(guard, "billing-standalone", INVOICES, Mode.APPROVE, 0, Approvals(OPERATOR))
     assert manifest is not None
@@ -315,4 +316,4 @@ def test_a_rebase_of_a_group_that_is_simple_already_deletes_nothing(
     status = kube.wait_for_phase(manifest["metadata"]["name"], *FINAL)
     assert (status["phase"], condition(status, "Ready")["reason"]) == ("Failed", "GroupChanged")
     assert "simple group already" in condition(status, "Ready")["message"]
-    assert committed(broker.bootstrap_servers, "billing-standalone") == INVOICES
+    assert committed(kafka.bootstrap_servers, "billing-standalone") == INVOICES

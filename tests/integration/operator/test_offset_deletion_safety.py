@@ -1,5 +1,6 @@
-"""The safety promises of an OffsetDeletion (docs/safety.md), each against the operator under Kopf and the
-sandbox broker, on the real kube-apiserver with its real garbage collector (kube-controller-manager): the
+"""The safety promises of an OffsetDeletion (docs/safety.md), each against the operator under Kopf and
+Apache Kafka (the session's broker, emptied after each test; the sandbox with KOO_KAFKA_VERSIONS=sandbox), on
+the real kube-apiserver with its real garbage collector (kube-controller-manager): the
 install applied once per module, the operator on the installed ServiceAccount's token (installed_api.py), a
 fresh namespace per test. The backup store outlives the resource (the real garbage collector has run when the
 backup is read), restore goes where the offsets came from, deleting cancels what was not sent, `protect`
@@ -23,6 +24,7 @@ import pytest
 from brokers import make_topics
 from installed_api import ADMIN
 from kafka_clients import committed, empty_group, member
+from kafka_under_test import Kafka
 from operator_harness import (
     FINAL,
     GROUP_VERSION,
@@ -37,7 +39,6 @@ from test_offset_deletion import deletion as deletion_body
 from waiting import wait_until
 
 from kafka_offset_operator.model.backups import Action, decode
-from kafka_sandbox import SandboxBroker
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # an operator under Kopf per test, with end-to-end waits: the full suite runs them
 
@@ -64,23 +65,23 @@ def backups(kube: Kube) -> dict[str, Any]:
     return out
 
 
-def policy(kube: Kube, broker: SandboxBroker, name: str, protect: list[str]) -> dict[str, Any]:
+def policy(kube: Kube, kafka: Kafka, name: str, protect: list[str]) -> dict[str, Any]:
     return {"apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
             "metadata": {"name": name, "namespace": kube.namespace},
-            "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "DryRun",
+            "spec": {"kafka": {"bootstrapServers": kafka.bootstrap_servers}, "mode": "DryRun",
                      "schedule": {"interval": "24h"}, "protect": {"groups": protect}}}
 
 
 def test_the_backup_is_stored_unowned_with_the_cluster_and_outlives_the_deletion(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, caplog: Any) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start, caplog: Any) -> None:
     import logging
 
     caplog.set_level(logging.INFO, logger="kafka_offset_operator.audit")
-    make_topics(broker, {"orders": 2})
-    empty_group(broker.bootstrap_servers, "replay", {("orders", 0): 3, ("orders", 1): 5})
+    make_topics(kafka, {"orders": 2})
+    empty_group(kafka.bootstrap_servers, "replay", {("orders", 0): 3, ("orders", 1): 5})
     start_operator()
     kube.create("offsetdeletions", deletion(kube, "od", "replay", [{"name": "orders"}],
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+                                            kafka={"bootstrapServers": kafka.bootstrap_servers}))
     status = kube.wait_for_status("od", lambda s: s.get("phase") == "Succeeded", what="Succeeded")["status"]
     uid = kube.deletion("od")["metadata"]["uid"]
     # A witness the real garbage collector must take: a ConfigMap owned by the OffsetDeletion. Once it is gone,
@@ -93,7 +94,7 @@ def test_the_backup_is_stored_unowned_with_the_cluster_and_outlives_the_deletion
     wait_until(lambda: kube.find("v1", "configmaps", "owned-by-od") is None, what="the garbage collector")
     assert "ownerReferences" not in kube.get("v1", "configmaps", status["backup"]["name"])["metadata"]
     stored = backups(kube)[status["backup"]["name"]]
-    assert (stored.action, stored.group, stored.bootstrap_servers) == (Action.DELETE, "replay", broker.bootstrap_servers)
+    assert (stored.action, stored.group, stored.bootstrap_servers) == (Action.DELETE, "replay", kafka.bootstrap_servers)
     assert stored.cluster_id == status["target"]["clusterId"] and stored.cluster_id
     assert {tp: c.offset for tp, c in stored.offsets.items()} == {("orders", 0): 3, ("orders", 1): 5}
     assert (stored.requested_by.kind, stored.requested_by.name, stored.requested_by.uid) == ("OffsetDeletion", "od", uid)
@@ -105,18 +106,18 @@ def test_the_backup_is_stored_unowned_with_the_cluster_and_outlives_the_deletion
 
 
 def test_deleting_right_after_approval_cancels_or_keeps_a_backup_never_neither(
-        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start) -> None:
     """Finding 1: `kubectl delete` at once after the approval. Either nothing was sent (offsets intact;
     an operator that saw the object says Cancelled) or the delete was sent with its backup stored, and the
     DeletedAfterChange Event says so."""
-    make_topics(broker, {"orders": 2})
-    empty_group(broker.bootstrap_servers, "hasty", {("orders", 0): 3, ("orders", 1): 5})
+    make_topics(kafka, {"orders": 2})
+    empty_group(kafka.bootstrap_servers, "hasty", {("orders", 0): 3, ("orders", 1): 5})
     start_operator()
     kube.create("offsetdeletions", deletion(kube, "hasty", "hasty", [{"name": "orders"}],
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+                                            kafka={"bootstrapServers": kafka.bootstrap_servers}))
     kube.delete(GROUP_VERSION, "offsetdeletions", "hasty")
     wait_until(lambda: kube.find(GROUP_VERSION, "offsetdeletions", "hasty") is None, what="the deletion gone")
-    if committed(broker.bootstrap_servers, "hasty") == {("orders", 0): 3, ("orders", 1): 5}:
+    if committed(kafka.bootstrap_servers, "hasty") == {("orders", 0): 3, ("orders", 1): 5}:
         assert "DeletedAfterChange" not in {e["reason"] for e in kube.events_for("hasty")}
         return  # cancelled before anything was sent
     [stored] = [b for b in backups(kube).values() if b.requested_by.name == "hasty"]
@@ -126,7 +127,7 @@ def test_deleting_right_after_approval_cancels_or_keeps_a_backup_never_neither(
 
 
 def test_an_approved_deletion_waiting_for_kafka_is_cancelled_by_deleting_it(
-        kube: Kube, start_operator: Start, broker: SandboxBroker) -> None:
+        kube: Kube, start_operator: Start, kafka: Kafka) -> None:
     start_operator()
     kube.create("offsetdeletions", deletion(kube, "stuck", "g", [{"name": "orders"}],
                                             kafka={"bootstrapServers": "127.0.0.1:1"}))
@@ -142,19 +143,19 @@ def test_an_approved_deletion_waiting_for_kafka_is_cancelled_by_deleting_it(
 
 
 def test_restore_goes_into_the_group_acted_on_not_the_one_the_spec_names_now(
-        broker: SandboxBroker, cluster: EmulatedCluster, tmp_path: Path) -> None:
+        kafka: Kafka, cluster: EmulatedCluster, tmp_path: Path) -> None:
     """Finding 3: a spec edit after the deletion changes nothing about where a restore goes. The CRD refuses
     such an edit (test_api_validation.py, the real API server's 422); an older CRD would let it in, and the
     operator still holds. On the emulator, which can store the edit (see the module docstring)."""
     kube = Kube(cluster.url)
     operators = Operators(fast_options(cluster.write_kubeconfig(tmp_path / "kubeconfig")))
-    make_topics(broker, {"orders": 1})
-    empty_group(broker.bootstrap_servers, "source", {("orders", 0): 7})
-    empty_group(broker.bootstrap_servers, "bystander", {("orders", 0): 1})
+    make_topics(kafka, {"orders": 1})
+    empty_group(kafka.bootstrap_servers, "source", {("orders", 0): 7})
+    empty_group(kafka.bootstrap_servers, "bystander", {("orders", 0): 1})
     try:
         operators.start()
         kube.create("offsetdeletions", deletion_body("moved", "source", [{"name": "orders"}],
-                                                     kafka={"bootstrapServers": broker.bootstrap_servers}))
+                                                     kafka={"bootstrapServers": kafka.bootstrap_servers}))
         kube.wait_for_status("moved", lambda s: s.get("phase") == "Succeeded", what="Succeeded")
         with cluster.unvalidated():
             kube.patch(GROUP_VERSION, "offsetdeletions", "moved", {"spec": {"group": "bystander"}})
@@ -165,15 +166,15 @@ def test_restore_goes_into_the_group_acted_on_not_the_one_the_spec_names_now(
         kube.wait_for_status("moved", lambda s: s.get("phase") == "Restored", what="Restored")
     finally:
         operators.close()
-    assert committed(broker.bootstrap_servers, "source") == {("orders", 0): 7}
-    assert committed(broker.bootstrap_servers, "bystander") == {("orders", 0): 1}
+    assert committed(kafka.bootstrap_servers, "source") == {("orders", 0): 7}
+    assert committed(kafka.bootstrap_servers, "bystander") == {("orders", 0): 1}
 
 
-def test_restore_needs_neither_the_policy_nor_its_spec(broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+def test_restore_needs_neither_the_policy_nor_its_spec(kafka: Kafka, kube: Kube, start_operator: Start) -> None:
     """Finding 2: a deletion made through a policy restores after the policy is gone."""
-    make_topics(broker, {"orders": 1})
-    empty_group(broker.bootstrap_servers, "orphan", {("orders", 0): 4})
-    kube.create("consumergroupoffsetpolicies", policy(kube, broker, "parent", []))
+    make_topics(kafka, {"orders": 1})
+    empty_group(kafka.bootstrap_servers, "orphan", {("orders", 0): 4})
+    kube.create("consumergroupoffsetpolicies", policy(kube, kafka, "parent", []))
     start_operator()
     kube.create("offsetdeletions", deletion(kube, "child", "orphan", [{"name": "orders"}], policy="parent"))
     kube.wait_for_status("child", lambda s: s.get("phase") == "Succeeded", what="Succeeded")
@@ -181,40 +182,40 @@ def test_restore_needs_neither_the_policy_nor_its_spec(broker: SandboxBroker, ku
     wait_until(lambda: kube.find(GROUP_VERSION, "consumergroupoffsetpolicies", "parent") is None, what="policy gone")
     kube.patch(GROUP_VERSION, "offsetdeletions", "child", {"spec": {"restore": True}})
     kube.wait_for_status("child", lambda s: s.get("phase") == "Restored", what="Restored")
-    assert committed(broker.bootstrap_servers, "orphan") == {("orders", 0): 4}
+    assert committed(kafka.bootstrap_servers, "orphan") == {("orders", 0): 4}
 
 
 def test_protect_wins_over_an_approved_deletion_that_references_the_policy(
-        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start) -> None:
     """Finding 5."""
-    make_topics(broker, {"invoices": 1})
-    empty_group(broker.bootstrap_servers, "billing-monthly", {("invoices", 0): 9})
-    kube.create("consumergroupoffsetpolicies", policy(kube, broker, "guard", ["billing-*"]))
+    make_topics(kafka, {"invoices": 1})
+    empty_group(kafka.bootstrap_servers, "billing-monthly", {("invoices", 0): 9})
+    kube.create("consumergroupoffsetpolicies", policy(kube, kafka, "guard", ["billing-*"]))
     start_operator()
     kube.create("offsetdeletions", deletion(kube, "nope", "billing-monthly", [{"name": "invoices"}], policy="guard"))
     status = kube.wait_for_status("nope", lambda s: s.get("phase") in FINAL, what="a final phase")["status"]
     assert (status["phase"], condition(status, "Ready")["reason"]) == ("Failed", "Protected")
     assert "'billing-*'" in condition(status, "Ready")["message"] and "backup" not in status
-    assert committed(broker.bootstrap_servers, "billing-monthly") == {("invoices", 0): 9}
+    assert committed(kafka.bootstrap_servers, "billing-monthly") == {("invoices", 0): 9}
 
 
 def test_restore_blocked_clears_when_the_restore_is_withdrawn(
-        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start) -> None:
     """Finding 8: Degraded=True RestoreBlocked does not outlive the request."""
-    make_topics(broker, {"old": 1, "new": 1})
-    empty_group(broker.bootstrap_servers, "mover", {("old", 0): 2})
+    make_topics(kafka, {"old": 1, "new": 1})
+    empty_group(kafka.bootstrap_servers, "mover", {("old", 0): 2})
     start_operator()
     kube.create("offsetdeletions", deletion(kube, "busy", "mover", [{"name": "old"}],
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+                                            kafka={"bootstrapServers": kafka.bootstrap_servers}))
     kube.wait_for_status("busy", lambda s: s.get("phase") == "Succeeded", what="Succeeded")
-    with member(broker.bootstrap_servers, "mover", ["new"]):
+    with member(kafka.bootstrap_servers, "mover", ["new"]):
         kube.patch(GROUP_VERSION, "offsetdeletions", "busy", {"spec": {"restore": True}})
         kube.wait_for_status("busy", lambda s: condition(s, "Degraded").get("reason") == "RestoreBlocked"
                              if s.get("conditions") else False, what="RestoreBlocked")
         kube.patch(GROUP_VERSION, "offsetdeletions", "busy", {"spec": {"restore": False}})
         status = kube.wait_for_status("busy", lambda s: condition(s, "Degraded")["status"] == "False",
                                       what="Degraded cleared")["status"]
-    assert status["phase"] == "Succeeded" and ("old", 0) not in committed(broker.bootstrap_servers, "mover")
+    assert status["phase"] == "Succeeded" and ("old", 0) not in committed(kafka.bootstrap_servers, "mover")
 
 
 def test_backups_are_kept_until_they_expire(kube: Kube, start_operator: Start, operator_options: Any) -> None:
@@ -244,12 +245,12 @@ def _restore_cli(*args: str, env: dict[str, str] | None = None) -> Any:
 
 
 def test_the_restore_command_restores_from_the_backup_alone(
-        broker: SandboxBroker, kube: Kube, start_operator: Start, kubeconfig: Any, tmp_path: Any) -> None:
-    make_topics(broker, {"orders": 2})
-    empty_group(broker.bootstrap_servers, "gone-for-good", {("orders", 0): 3, ("orders", 1): 5})
+        kafka: Kafka, kube: Kube, start_operator: Start, kubeconfig: Any, tmp_path: Any) -> None:
+    make_topics(kafka, {"orders": 2})
+    empty_group(kafka.bootstrap_servers, "gone-for-good", {("orders", 0): 3, ("orders", 1): 5})
     op = start_operator()
     kube.create("offsetdeletions", deletion(kube, "od", "gone-for-good", [{"name": "orders"}],
-                                            kafka={"bootstrapServers": broker.bootstrap_servers}))
+                                            kafka={"bootstrapServers": kafka.bootstrap_servers}))
     name = kube.wait_for_status("od", lambda s: s.get("phase") == "Succeeded", what="Succeeded")["status"]["backup"]["name"]
     kube.delete(GROUP_VERSION, "offsetdeletions", "od")
     wait_until(lambda: kube.find(GROUP_VERSION, "offsetdeletions", "od") is None, what="the deletion gone")
@@ -257,8 +258,8 @@ def test_the_restore_command_restores_from_the_backup_alone(
 
     dry = _restore_cli("--backup", f"{kube.namespace}/{name}", "--kubeconfig", str(kubeconfig))
     assert dry.returncode == 0, dry.stderr
-    assert "would commit" in dry.stdout and committed(broker.bootstrap_servers, "gone-for-good") == {}
-    with member(broker.bootstrap_servers, "gone-for-good", ["orders"]):
+    assert "would commit" in dry.stdout and committed(kafka.bootstrap_servers, "gone-for-good") == {}
+    with member(kafka.bootstrap_servers, "gone-for-good", ["orders"]):
         busy = _restore_cli("--backup", f"{kube.namespace}/{name}", "--kubeconfig", str(kubeconfig), "--execute")
         assert busy.returncode == 2 and "has members" in busy.stderr and len(busy.stderr.splitlines()) == 1
     file = tmp_path / "backup.json.gz"
@@ -266,10 +267,10 @@ def test_the_restore_command_restores_from_the_backup_alone(
     nowhere = {**os.environ, "KUBECONFIG": str(tmp_path / "no-kubeconfig")}  # whatever the test run set
     alone = _restore_cli("--file", str(file), "--execute", env=nowhere)  # no kubeconfig: no policy can be checked
     assert alone.returncode == 2 and "ConsumerGroupOffsetPolicies" in alone.stderr, alone.stderr
-    assert committed(broker.bootstrap_servers, "gone-for-good") == {}
+    assert committed(kafka.bootstrap_servers, "gone-for-good") == {}
     done = _restore_cli("--file", str(file), "--execute", "--kubeconfig", str(kubeconfig))  # no policy protects it
     assert done.returncode == 0, done.stderr
-    assert committed(broker.bootstrap_servers, "gone-for-good") == {("orders", 0): 3, ("orders", 1): 5}
+    assert committed(kafka.bootstrap_servers, "gone-for-good") == {("orders", 0): 3, ("orders", 1): 5}
     again = _restore_cli("--file", str(file), "--execute")  # nothing to commit: nothing to check either
     assert again.returncode == 0 and "already restored" in again.stdout  # idempotent
     for bad, message in ((["--backup", "nope"], "NAMESPACE/NAME"), (["--file", str(tmp_path / "x")], "--file"),
@@ -279,21 +280,21 @@ def test_the_restore_command_restores_from_the_backup_alone(
 
 
 def test_a_backup_already_stored_for_the_change_is_kept_and_acted_on(
-        broker: SandboxBroker, kube: Kube, start_operator: Start) -> None:
+        kafka: Kafka, kube: Kube, start_operator: Start) -> None:
     """A retry after a crash between the backup and the status write finds its backup stored: it keeps it
     (the state before the change) and acts on it, never overwriting it with what it reads now."""
     from kafka_offset_operator.adapters.backup_store import backup_name
     from kafka_offset_operator.model.backups import BackupRecord, Requester, encode
     from kafka_offset_operator.model.offsets import Committed
 
-    make_topics(broker, {"orders": 2})
-    empty_group(broker.bootstrap_servers, "retried", {("orders", 0): 3, ("orders", 1): 5})
+    make_topics(kafka, {"orders": 2})
+    empty_group(kafka.bootstrap_servers, "retried", {("orders", 0): 3, ("orders", 1): 5})
     # The real API server sets the uid itself: the OffsetDeletion is made first, unapproved and with no
     # operator running, and approved once the backup named after its uid is stored.
     uid = kube.create("offsetdeletions", deletion(kube, "retried", "retried", [{"name": "orders"}], approved=False,
-                                                  kafka={"bootstrapServers": broker.bootstrap_servers}))["metadata"]["uid"]
+                                                  kafka={"bootstrapServers": kafka.bootstrap_servers}))["metadata"]["uid"]
     name = backup_name("offsetdeletion", "retried", Action.DELETE, uid)
-    earlier = BackupRecord(name, Action.DELETE, None, broker.bootstrap_servers, "retried",
+    earlier = BackupRecord(name, Action.DELETE, None, kafka.bootstrap_servers, "retried",
                            {("orders", 0): Committed(3), ("orders", 1): Committed(4)},
                            Requester("OffsetDeletion", kube.namespace, "retried", uid, "approved OffsetDeletion"),
                            "2026-01-01T00:00:00Z", "2999-01-01T00:00:00Z")
@@ -306,5 +307,5 @@ def test_a_backup_already_stored_for_the_change_is_kept_and_acted_on(
     assert status["backup"]["name"] == name and status["backup"]["takenAt"] == "2026-01-01T00:00:00Z"
     by_tp = {(r["topic"], r["partition"]): r["status"] for r in status["results"]}
     assert by_tp == {("orders", 0): "Deleted", ("orders", 1): "Skipped"}  # 5 is not the backed-up 4
-    assert committed(broker.bootstrap_servers, "retried") == {("orders", 1): 5}
+    assert committed(kafka.bootstrap_servers, "retried") == {("orders", 1): 5}
     assert backups(kube)[name] == earlier
