@@ -556,6 +556,24 @@ def _spark_cpu_s() -> float:
     return _self_cpu_s() + (tree_cpu_s(jvm) if jvm is not None else 0.0)
 
 
+def standalone_session(master_url: str, workers: int) -> Any:
+    """A driver in this process on a standalone cluster (tests/support/spark_standalone.py): the session the
+    SparkApplication engine's driver gets, every worker's core, the local session's settings."""
+    from pyspark.sql import SparkSession
+
+    from offset_expiry.session import DEFAULTS
+
+    builder = SparkSession.builder.master(master_url).appName("bench-analyze-standalone")
+    settings = {**DEFAULTS, "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                "spark.executor.memory": "512m", "spark.cores.max": str(workers),
+                "spark.sql.shuffle.partitions": str(max(2 * workers, 4))}
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("OFF")
+    return spark
+
+
 def _analyze(spark: Any, bootstrap: str) -> tuple[dict[str, Any], float, int]:
     """One `analyze -o json --output FILE`: seconds, summary, the report's size."""
     from kafka_offsets_model.policy import parse_policy
@@ -592,7 +610,8 @@ def read_stage(bootstrap: str) -> dict[str, float]:
 
 
 def run_shape(
-    shape: str, target: int, seed: int, cores: list[int], ctx: Any, profile: bool, broker_kind: str
+    shape: str, target: int, seed: int, cores: list[int], ctx: Any, profile: bool, broker_kind: str,
+    standalone: list[int] | None = None,
 ) -> list[dict[str, Any]]:
     from offset_expiry.session import local_session
 
@@ -666,10 +685,51 @@ def run_shape(
                     **stage,
                 }
             )
+        for workers in standalone or []:
+            out.append(standalone_run(shape, workers, bootstrap, broker_pid, info,
+                                      {**plain, "broker_cpu_s": plain_broker_cpu}, reference))
     finally:
         ours.send("stop")
         broker.join(timeout=90)
     return out
+
+
+def standalone_run(shape: str, workers: int, bootstrap: str, broker_pid: int, info: dict[str, Any],
+                   plain: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
+    """The same analysis with its executors on a standalone cluster of `workers` one-core workers (issue 22's
+    scaling figure). CPU: this process's whole tree (driver JVM, master, workers, executors and their Python
+    workers) less the broker's."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))
+    from spark_standalone import standalone_cluster
+
+    with tempfile.TemporaryDirectory(prefix="bench-standalone-") as tmp:
+        t0 = time.perf_counter()
+        with standalone_cluster(Path(tmp), workers=workers, worker_cores=1) as cluster:
+            spark = standalone_session(cluster.master_url, workers)
+            spark.range(1).count()
+            startup_s = time.perf_counter() - t0
+            load_before = os.getloadavg()[0]
+            summary, first_s, _ = _analyze(spark, bootstrap)
+            cpu0, broker_cpu = tree_cpu_s(os.getpid()), tree_cpu_s(broker_pid)
+            summary, warm_s, size = _analyze(spark, bootstrap)
+            broker_delta = tree_cpu_s(broker_pid) - broker_cpu
+            warm_cpu_s = tree_cpu_s(os.getpid()) - cpu0 - broker_delta
+            driver_mb = _rss_mb()
+            spark.stop()
+    if summary != reference["summary"]:
+        raise SystemExit(f"the reports disagree:\n  standalone: {summary}\n  reference:  {reference['summary']}")
+    print(f"  standalone x{workers} start {startup_s:.1f}s first {first_s:.1f}s warm {warm_s:.1f}s, "
+          f"CPU {warm_cpu_s:.1f}s", file=sys.stderr)
+    return {
+        "broker": info["version"], "shape": shape, "cores": workers, "master": f"standalone x{workers}",
+        "records": summary["recordsScanned"], "offsets": summary["offsets"], "groups": summary["groups"],
+        "report_mb": size / 1e6, "seed_s": info["seeded_s"],
+        "seed_cpu_s": info["seed_client_cpu_s"] + info["seed_broker_cpu_s"],
+        "first_s": first_s, "warm_s": warm_s, "warm_cpu_s": warm_cpu_s, "warm_broker_cpu_s": broker_delta,
+        "plain_s": plain["seconds"], "plain_cpu_s": plain["cpu_s"], "plain_broker_cpu_s": plain["broker_cpu_s"],
+        "reference_s": reference["seconds"], "driver_mb": driver_mb, "driver_growth_mb": 0.0, "jvm_mb": None,
+        "plain_mb": plain["peak_rss_mb"], "load": f"{load_before:.1f}-{os.getloadavg()[0]:.1f}",
+    }
 
 
 def main() -> None:
@@ -683,7 +743,12 @@ def main() -> None:
     parser.add_argument("--kafka-version", default=BENCH_KAFKA,
                         help=f"Kafka's version for --broker kafka (default {BENCH_KAFKA}: see BENCH_KAFKA)")
     parser.add_argument("--profile", action="store_true", help="also time the reader stage alone, in one process")
+    parser.add_argument("--standalone", type=int, action="append", metavar="WORKERS",
+                        help="also on a Spark standalone cluster of WORKERS one-core workers on loopback "
+                             "(repeatable: --standalone 1 --standalone 2 is the scaling figure)")
     args = parser.parse_args()
+    if any(n < 1 for n in args.standalone or []):
+        parser.error("--standalone: a cluster needs at least one worker")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     kinds = []
     for kind in args.broker or ["kafka"]:
@@ -709,7 +774,8 @@ def main() -> None:
         for shape in args.shape or SHAPES:
             for kind in kinds:
                 print(f"{shape} ~{target:,} records on {kind} (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
-                rows.extend(run_shape(shape, target, args.seed, args.cores or [2], ctx, args.profile, kind))
+                rows.extend(run_shape(shape, target, args.seed, args.cores or [2], ctx, args.profile, kind,
+                                      args.standalone))
     print(
         "first/warm: end to end incl. the JSON report file, excl. JVM start; x plain = plain s / warm s; "
         "CPU: user+sys s of the reader's own processes (Spark: driver + JVM + Python workers), "
@@ -725,7 +791,7 @@ def main() -> None:
                 [
                     r["broker"],
                     r["shape"],
-                    f"local[{r['cores']}]",
+                    r.get("master") or f"local[{r['cores']}]",
                     f"{r['records']:,}",
                     f"{r['offsets']:,}",
                     f"{r['report_mb']:.0f}",
