@@ -556,7 +556,7 @@ def _spark_cpu_s() -> float:
     return _self_cpu_s() + (tree_cpu_s(jvm) if jvm is not None else 0.0)
 
 
-def standalone_session(master_url: str, workers: int) -> Any:
+def standalone_session(master_url: str, workers: int, executor_memory: str) -> Any:
     """A driver in this process on a standalone cluster (tests/support/spark_standalone.py): the session the
     SparkApplication engine's driver gets, every worker's core, the local session's settings."""
     from pyspark.sql import SparkSession
@@ -565,7 +565,7 @@ def standalone_session(master_url: str, workers: int) -> Any:
 
     builder = SparkSession.builder.master(master_url).appName("bench-analyze-standalone")
     settings = {**DEFAULTS, "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-                "spark.executor.memory": "512m", "spark.cores.max": str(workers),
+                "spark.executor.memory": executor_memory, "spark.cores.max": str(workers),
                 "spark.sql.shuffle.partitions": str(max(2 * workers, 4))}
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -611,7 +611,7 @@ def read_stage(bootstrap: str) -> dict[str, float]:
 
 def run_shape(
     shape: str, target: int, seed: int, cores: list[int], ctx: Any, profile: bool, broker_kind: str,
-    standalone: list[int] | None = None,
+    standalone: list[int] | None = None, executor_mb: int = 1024,
 ) -> list[dict[str, Any]]:
     from offset_expiry.session import local_session
 
@@ -687,7 +687,7 @@ def run_shape(
             )
         for workers in standalone or []:
             out.append(standalone_run(shape, workers, bootstrap, broker_pid, info,
-                                      {**plain, "broker_cpu_s": plain_broker_cpu}, reference))
+                                      {**plain, "broker_cpu_s": plain_broker_cpu}, reference, executor_mb))
     finally:
         ours.send("stop")
         broker.join(timeout=90)
@@ -695,7 +695,7 @@ def run_shape(
 
 
 def standalone_run(shape: str, workers: int, bootstrap: str, broker_pid: int, info: dict[str, Any],
-                   plain: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
+                   plain: dict[str, Any], reference: dict[str, Any], executor_mb: int) -> dict[str, Any]:
     """The same analysis with its executors on a standalone cluster of `workers` one-core workers (issue 22's
     scaling figure). CPU: this process's whole tree (driver JVM, master, workers, executors and their Python
     workers) less the broker's."""
@@ -704,8 +704,10 @@ def standalone_run(shape: str, workers: int, bootstrap: str, broker_pid: int, in
 
     with tempfile.TemporaryDirectory(prefix="bench-standalone-") as tmp:
         t0 = time.perf_counter()
-        with standalone_cluster(Path(tmp), workers=workers, worker_cores=1) as cluster:
-            spark = standalone_session(cluster.master_url, workers)
+        # A worker offers its executor's heap plus Spark's overhead allowance for it (384 MB at least).
+        with standalone_cluster(Path(tmp), workers=workers, worker_cores=1,
+                                worker_memory=f"{executor_mb + 384}m") as cluster:
+            spark = standalone_session(cluster.master_url, workers, f"{executor_mb}m")
             spark.range(1).count()
             startup_s = time.perf_counter() - t0
             load_before = os.getloadavg()[0]
@@ -746,7 +748,12 @@ def main() -> None:
     parser.add_argument("--standalone", type=int, action="append", metavar="WORKERS",
                         help="also on a Spark standalone cluster of WORKERS one-core workers on loopback "
                              "(repeatable: --standalone 1 --standalone 2 is the scaling figure)")
+    parser.add_argument("--executor-mb", type=int, default=1024, metavar="MB",
+                        help="each standalone executor's heap (default 1024: 512 ran out of heap on 1M distinct "
+                             "records with one executor, docs/performance.md)")
     args = parser.parse_args()
+    if args.executor_mb < 256:
+        parser.error("--executor-mb: at least 256")
     if any(n < 1 for n in args.standalone or []):
         parser.error("--standalone: a cluster needs at least one worker")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -775,7 +782,7 @@ def main() -> None:
             for kind in kinds:
                 print(f"{shape} ~{target:,} records on {kind} (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
                 rows.extend(run_shape(shape, target, args.seed, args.cores or [2], ctx, args.profile, kind,
-                                      args.standalone))
+                                      args.standalone, args.executor_mb))
     print(
         "first/warm: end to end incl. the JSON report file, excl. JVM start; x plain = plain s / warm s; "
         "CPU: user+sys s of the reader's own processes (Spark: driver + JVM + Python workers), "
