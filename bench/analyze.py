@@ -320,7 +320,7 @@ def _batch_records(batch: bytes) -> int:
 def serve_real_broker(shape: str, target: int, seed: int, version: str, conn: Connection) -> None:
     """Apache Kafka for one shape (a fresh KRaft broker, 50 __consumer_offsets partitions): start, make the
     topics, seed `__consumer_offsets` through Kafka's produce path, report, serve until told to stop."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))
+    _tests_support_on_path()
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
     from real_kafka import RealKafka
@@ -358,6 +358,12 @@ def serve_real_broker(shape: str, target: int, seed: int, version: str, conn: Co
             conn.recv()  # stop
         finally:
             broker.stop()
+
+
+def _tests_support_on_path() -> None:
+    """tests/support on sys.path: the bench reuses the test harness (real Kafka, the reference, the standalone
+    cluster), which is not part of the product's wheel."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))
 
 
 def proc_cpu_s(pid: int) -> float:
@@ -450,7 +456,7 @@ def plain_read(bootstrap: str) -> tuple[dict[str, Any], dict[Any, Any]]:
 
 def reference_run(bootstrap: str, policy_spec: dict[str, Any], conn: Connection) -> None:
     # The reference is a test oracle (tests/support), not part of the product's wheel.
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))
+    _tests_support_on_path()
     from analysis_reference import analyze_records
 
     from kafka_offsets_model.policy import parse_policy
@@ -639,6 +645,12 @@ def run_shape(
         reference = _in_process(ctx, reference_run, bootstrap, POLICY)
         print(f"  reference {reference['seconds']:.1f}s (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
         stage = read_stage(bootstrap) if profile else {}
+        base = {  # what every row of this shape shares: the seeding, the plain reader, the reference
+            "broker": info["version"], "shape": shape, "seed_s": info["seeded_s"],
+            "seed_cpu_s": info["seed_client_cpu_s"] + info["seed_broker_cpu_s"], "plain_s": plain["seconds"],
+            "plain_cpu_s": plain["cpu_s"], "plain_broker_cpu_s": plain_broker_cpu,
+            "reference_s": reference["seconds"], "plain_mb": plain["peak_rss_mb"],
+        }
         for n in cores:
             t0 = time.perf_counter()
             spark = local_session("bench-analyze", cores=n)
@@ -660,46 +672,37 @@ def run_shape(
                   file=sys.stderr)
             out.append(
                 {
-                    "broker": info["version"],
-                    "shape": shape,
+                    **base,
                     "cores": n,
                     "records": scanned,
                     "offsets": summary["offsets"],
                     "groups": summary["groups"],
                     "report_mb": size / 1e6,
-                    "seed_s": info["seeded_s"],
-                    "seed_cpu_s": info["seed_client_cpu_s"] + info["seed_broker_cpu_s"],
                     "first_s": first_s,
                     "warm_s": warm_s,
                     "warm_cpu_s": warm_cpu_s,
                     "warm_broker_cpu_s": warm_broker_cpu_s,
-                    "plain_s": plain["seconds"],
-                    "plain_cpu_s": plain["cpu_s"],
-                    "plain_broker_cpu_s": plain_broker_cpu,
-                    "reference_s": reference["seconds"],
                     "driver_mb": driver_mb,
                     "driver_growth_mb": driver_mb - rss_before,
                     "jvm_mb": jvm_mb,
-                    "plain_mb": plain["peak_rss_mb"],
                     "load": f"{load_before:.1f}-{os.getloadavg()[0]:.1f}",
                     **stage,
                 }
             )
         for workers in standalone or []:
-            out.append(standalone_run(shape, workers, bootstrap, broker_pid, info,
-                                      {**plain, "broker_cpu_s": plain_broker_cpu}, reference, executor_mb))
+            out.append(standalone_run(workers, bootstrap, broker_pid, base, reference["summary"], executor_mb))
     finally:
         ours.send("stop")
         broker.join(timeout=90)
     return out
 
 
-def standalone_run(shape: str, workers: int, bootstrap: str, broker_pid: int, info: dict[str, Any],
-                   plain: dict[str, Any], reference: dict[str, Any], executor_mb: int) -> dict[str, Any]:
+def standalone_run(workers: int, bootstrap: str, broker_pid: int, base: dict[str, Any],
+                   expected: dict[str, Any], executor_mb: int) -> dict[str, Any]:
     """The same analysis with its executors on a standalone cluster of `workers` one-core workers (issue 22's
     scaling figure). CPU: this process's whole tree (driver JVM, master, workers, executors and their Python
     workers) less the broker's."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))
+    _tests_support_on_path()
     from spark_standalone import standalone_cluster
 
     with tempfile.TemporaryDirectory(prefix="bench-standalone-") as tmp:
@@ -718,19 +721,15 @@ def standalone_run(shape: str, workers: int, bootstrap: str, broker_pid: int, in
             warm_cpu_s = tree_cpu_s(os.getpid()) - cpu0 - broker_delta
             driver_mb = _rss_mb()
             spark.stop()
-    if summary != reference["summary"]:
-        raise SystemExit(f"the reports disagree:\n  standalone: {summary}\n  reference:  {reference['summary']}")
+    if summary != expected:
+        raise SystemExit(f"the reports disagree:\n  standalone: {summary}\n  reference:  {expected}")
     print(f"  standalone x{workers} start {startup_s:.1f}s first {first_s:.1f}s warm {warm_s:.1f}s, "
           f"CPU {warm_cpu_s:.1f}s", file=sys.stderr)
     return {
-        "broker": info["version"], "shape": shape, "cores": workers, "master": f"standalone x{workers}",
-        "records": summary["recordsScanned"], "offsets": summary["offsets"], "groups": summary["groups"],
-        "report_mb": size / 1e6, "seed_s": info["seeded_s"],
-        "seed_cpu_s": info["seed_client_cpu_s"] + info["seed_broker_cpu_s"],
-        "first_s": first_s, "warm_s": warm_s, "warm_cpu_s": warm_cpu_s, "warm_broker_cpu_s": broker_delta,
-        "plain_s": plain["seconds"], "plain_cpu_s": plain["cpu_s"], "plain_broker_cpu_s": plain["broker_cpu_s"],
-        "reference_s": reference["seconds"], "driver_mb": driver_mb, "driver_growth_mb": 0.0, "jvm_mb": None,
-        "plain_mb": plain["peak_rss_mb"], "load": f"{load_before:.1f}-{os.getloadavg()[0]:.1f}",
+        **base, "cores": workers, "master": f"standalone x{workers}", "records": summary["recordsScanned"],
+        "offsets": summary["offsets"], "groups": summary["groups"], "report_mb": size / 1e6, "first_s": first_s,
+        "warm_s": warm_s, "warm_cpu_s": warm_cpu_s, "warm_broker_cpu_s": broker_delta, "driver_mb": driver_mb,
+        "driver_growth_mb": 0.0, "jvm_mb": None, "load": f"{load_before:.1f}-{os.getloadavg()[0]:.1f}",
     }
 
 
@@ -760,7 +759,7 @@ def main() -> None:
     kinds = []
     for kind in args.broker or ["kafka"]:
         if kind == "kafka":
-            sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))
+            _tests_support_on_path()
             from real_kafka import missing_tools, resolve
 
             version = args.kafka_version
