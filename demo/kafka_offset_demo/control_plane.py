@@ -22,7 +22,6 @@ import ipaddress
 import json
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -40,6 +39,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from .ports import free_port
 from .processes import dies_with_parent
 
 SERVERS = ("etcd", "kube-apiserver", "kube-controller-manager")
@@ -84,10 +84,6 @@ AUDIT_POLICY: dict[str, Any] = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # -- certificates

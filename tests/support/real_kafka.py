@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from kafka_offset_demo.ports import free_port
 from kafka_offset_demo.processes import dies_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,11 +124,6 @@ def classpath(libs: Path) -> str:
     return os.pathsep.join(str(p) for p in sorted(libs.glob("*.jar")))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _minor(version: str) -> tuple[int, int]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,17 +16,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafka_offset_demo.ports import free_port
+
 BIN = Path(sys.executable).parent
 SPARK_CLASS = str(BIN / "spark-class")
 SPARK_SUBMIT = str(BIN / "spark-submit")
 READY_S = 240.0  # a cold JVM on two loaded cores takes tens of seconds
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass(frozen=True)

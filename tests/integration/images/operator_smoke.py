@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from kafka_clients import empty_group
 from operator_harness import GROUP_VERSION, NAMESPACE, Kube, emulated_cluster
 from waiting import wait_until
 
+from kafka_offset_demo.ports import free_port
 from kafka_sandbox import SandboxBroker
 
 
@@ -39,10 +39,6 @@ def smoke_world(home: Path) -> Iterator[World]:
         yield World(broker, Kube(cluster.url), cluster.write_kubeconfig(home / "kubeconfig"))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def healthz(port: int) -> int:

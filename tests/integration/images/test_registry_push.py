@@ -45,6 +45,8 @@ from kafka_clients import committed
 from kube_build import NoGo
 from operator_smoke import operator_args, reconciles_a_deletion, smoke_world
 
+from kafka_offset_demo.ports import free_port
+
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 
 
@@ -75,14 +77,6 @@ class Registry:
                                      headers={"Accept": f"{OCI_MANIFEST},application/vnd.docker.distribution.manifest.v2+json"})
         with urllib.request.urlopen(req, timeout=10) as rsp:
             return str(rsp.headers["Docker-Content-Digest"])
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

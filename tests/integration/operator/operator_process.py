@@ -7,7 +7,6 @@ behind writing to an API server or a broker another run may reuse (test_no_orpha
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -18,13 +17,8 @@ from operator_harness import NAMESPACE
 from waiting import wait_until
 
 from kafka_offset_demo.control_plane import terminate
+from kafka_offset_demo.ports import free_port
 from kafka_offset_demo.processes import dies_with_parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def get(url: str) -> tuple[int, str]:
