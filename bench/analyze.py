@@ -18,11 +18,10 @@ Generated topics are cached under /tmp/offset-expiry-bench (as the batches the b
 second run seeds in seconds. The broker (`--broker`, repeatable) is Apache Kafka by default (3.9.2 with
 its classic group coordinator: BENCH_KAFKA says why; `--kafka-version` another; a fresh KRaft broker per
 shape with 50 `__consumer_offsets` partitions), or the sandbox broker (`--broker sandbox`). Kafka is seeded through its
-produce path: the same v2 batches, one per partition per Produce request (v3+ takes one batch per
-partition), pipelined, from a client whose id is `__admin_client`, the one id Kafka lets append to internal
-topics (KafkaApis.handleProduceRequest, `internalTopicsAllowed`); the broker validates each batch (CRC,
-keys of a compacted topic) and assigns offsets, and the records are then read back through Kafka's fetch
-path like any others. Kafka's group coordinator does not load records appended behind its back (until the
+produce path by tests/support/offsets_seeding.py (which the Spark suites use too): the same v2 batches, one per
+partition per Produce request, pipelined, from a client whose id is `__admin_client`, the one id Kafka lets append
+to internal topics; the broker validates each batch and assigns offsets, and the records are then read back
+through Kafka's fetch path like any others. Kafka's group coordinator does not load records appended behind its back (until the
 partition is loaded again), which the analysis never asks it about. The sandbox is seeded in its own
 process by appending the batches. For each shape: the broker is seeded; a local
 Spark session (started apart: JVM start-up is excluded) runs the analysis as `kafka-offset-operator
@@ -192,6 +191,9 @@ def cached_batches(shape: str, target: int, seed: int) -> tuple[dict[int, list[b
 
 def serve_broker(shape: str, target: int, seed: int, conn: Connection) -> None:
     """The sandbox broker's process: seed, report, serve until told to stop."""
+    _tests_support_on_path()
+    from offsets_seeding import batch_records
+
     from kafka_offsets_model.raw import OFFSETS_TOPIC
     from kafka_sandbox import SandboxBroker
 
@@ -207,7 +209,7 @@ def serve_broker(shape: str, target: int, seed: int, conn: Connection) -> None:
 
         for partition, items in batches.items():
             broker.call(lambda p=partition, b=items: seed_partition(p, b))  # type: ignore[misc]
-        seeded = sum(_batch_records(b) for items in batches.values() for b in items)
+        seeded = sum(batch_records(b) for items in batches.values() for b in items)
         batches.clear()
         usage = resource.getrusage(resource.RUSAGE_SELF)
         conn.send({"bootstrap": broker.bootstrap_servers, "seeded_s": time.perf_counter() - t0, "seed_records": seeded,
@@ -225,96 +227,6 @@ def serve_broker(shape: str, target: int, seed: int, conn: Connection) -> None:
 # healthy, so the bench uses 3.9 by default. What is measured is the broker's Fetch of the log, which
 # involves no coordinator.
 BENCH_KAFKA = "3.9.2"
-ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID: may append to internal topics
-
-
-def produce_batches(bootstrap: str, topic: str, batches: dict[int, list[bytes]], in_flight: int = 8) -> int:
-    """Append prebuilt v2 record batches to `topic` on a single broker: round i sends the i-th batch of every
-    partition in one Produce request (acks=all), `in_flight` requests pipelined on one connection. Returns
-    the records Kafka acknowledged (its base offsets say where each batch went)."""
-    from kafka.errors import for_code
-    from kafka.net.compat import KafkaNetClient
-    from kafka.protocol.producer import ProduceRequest
-
-    client = KafkaNetClient(bootstrap_servers=bootstrap, client_id=ADMIN_CLIENT_ID,
-                            max_in_flight_requests_per_connection=in_flight, request_timeout_ms=120_000)
-    try:
-        client.get_broker_version(timeout_ms=30_000)
-        future = client.cluster.add_topic(topic)
-        client.poll(future=future, timeout_ms=30_000)
-        node = _only_leader(client, topic)
-        version = client.api_version(ProduceRequest, max_version=8)  # v9+ is flexible; nothing here needs it
-        rounds = max(len(b) for b in batches.values())
-        Topic = ProduceRequest.TopicProduceData
-        pending: list[Any] = []
-        acknowledged = 0
-
-        def settle(f: Any) -> int:
-            client.poll(future=f, timeout_ms=120_000)
-            if not f.succeeded():
-                raise SystemExit(f"produce to {topic} failed: {f.exception if f.failed() else 'timed out'}")
-            n = 0
-            for answer in f.value.responses:
-                for part in answer.partition_responses:
-                    if part.error_code:
-                        raise SystemExit(f"produce to {topic}-{part.index}: {for_code(part.error_code).__name__}")
-                    n += 1
-            return n
-
-        sizes = {p: [_batch_records(b) for b in items] for p, items in batches.items()}
-
-        def request(i: int, partitions: list[int]) -> Any:
-            data = [Topic.PartitionProduceData(index=p, records=batches[p][i]) for p in partitions]
-            return ProduceRequest(version=version, transactional_id=None, acks=-1, timeout_ms=120_000,
-                                  topic_data=[Topic(name=topic, partition_data=data)])
-
-        # The first round alone, until every partition took it: a partition of a topic made a moment ago may
-        # not have its leader yet (NOT_LEADER_OR_FOLLOWER, retriable). Later rounds are pipelined, so a retry
-        # there could reorder a partition's batches; a stable single broker gives none.
-        todo = sorted(p for p, items in batches.items() if items)
-        deadline = time.monotonic() + 120
-        while todo:
-            f = client.send(node, request(0, todo))
-            client.poll(future=f, timeout_ms=120_000)
-            if not f.succeeded():
-                raise SystemExit(f"produce to {topic} failed: {f.exception if f.failed() else 'timed out'}")
-            retry = []
-            for answer in f.value.responses:
-                for part in answer.partition_responses:
-                    if part.error_code and for_code(part.error_code).retriable and time.monotonic() < deadline:
-                        retry.append(part.index)
-                    elif part.error_code:
-                        raise SystemExit(f"produce to {topic}-{part.index}: {for_code(part.error_code).__name__}")
-            acknowledged += sum(sizes[p][0] for p in todo if p not in retry)
-            todo = sorted(retry)
-            if todo:
-                time.sleep(0.2)  # the retry backoff; the deadline decides
-        for i in range(1, rounds):
-            client.await_ready(node, timeout_ms=120_000)
-            pending.append(client.send(node, request(i, [p for p, items in sorted(batches.items()) if i < len(items)])))
-            acknowledged += sum(sizes[p][i] for p in batches if i < len(sizes[p]))
-            while len(pending) >= in_flight:
-                settle(pending.pop(0))
-        for f in pending:
-            settle(f)
-        return acknowledged
-    finally:
-        client.close()
-
-
-def _only_leader(client: Any, topic: str) -> int:
-    from kafka import TopicPartition
-
-    leaders = {client.cluster.leader_for_partition(TopicPartition(topic, p))
-               for p in client.cluster.partitions_for_topic(topic) or ()}
-    if len(leaders) != 1 or None in leaders:
-        raise SystemExit(f"expected one broker leading every partition of {topic}, found {leaders}")
-    return int(leaders.pop())
-
-
-def _batch_records(batch: bytes) -> int:
-    """recordsCount of a v2 batch (the last int32 of its 61-byte header)."""
-    return int(struct.unpack_from(">i", batch, 57)[0])
 
 
 def serve_real_broker(shape: str, target: int, seed: int, version: str, conn: Connection) -> None:
@@ -323,6 +235,7 @@ def serve_real_broker(shape: str, target: int, seed: int, version: str, conn: Co
     _tests_support_on_path()
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
+    from offsets_seeding import produce_batches
     from real_kafka import RealKafka
 
     from kafka_offsets_model.raw import OFFSETS_TOPIC
@@ -348,7 +261,7 @@ def serve_real_broker(shape: str, target: int, seed: int, version: str, conn: Co
             assert broker.pid is not None
             jvm = broker.pid
             cpu0, t0 = proc_cpu_s(jvm), time.perf_counter()
-            seeded = produce_batches(broker.bootstrap_servers, OFFSETS_TOPIC, batches)
+            seeded = produce_batches(broker.bootstrap_servers, OFFSETS_TOPIC, batches).records
             seeded_s, broker_cpu = time.perf_counter() - t0, proc_cpu_s(jvm) - cpu0
             batches.clear()
             usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -1,24 +1,23 @@
 """The reader's tasks assemble each partition's groups where they read them (pipeline.assemble_at_home:
 Kafka writes every record of a group to its home partition), and a topic with records away from home
 (its partition count changed) is regrouped by the shuffle instead: both give the reference's report,
-summary and every row, over the wire from the sandbox broker."""
+summary and every row, over the wire from Apache Kafka (the `seeded_kafka` fixture: its `__consumer_offsets` and a
+copy whose partition count changed, tests/support/seeded_kafka.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from analysis_reference import analyze_records
-from brokers import sandbox_broker
 from pyspark.sql import DataFrame, SparkSession
+from seeded_kafka import EMPTY, MOVED, NOW_MS, Seeded
 from spark_pipeline import results_as_dicts
 
 from kafka_offsets_model.codec import CodecError, partition_for
 from kafka_offsets_model.policy import parse_policy
 from kafka_offsets_model.raw import OFFSETS_TOPIC, RawRecord
-from kafka_sandbox import SandboxBroker
-from kafka_sandbox.synthetic import DAY_MS, generate
+from kafka_sandbox.synthetic import DAY_MS
 from offset_expiry.analysis import AnalysisRequest, execute_many, prepare, run_analysis
 from offset_expiry.facts import fact_from_record
 from offset_expiry.pipeline import PolicyRun, analyze_assembled_many, analyze_facts_many
@@ -26,9 +25,7 @@ from offset_expiry.source import FORMAT, KafkaSnapshotDataSource, policies_optio
 
 pytestmark = pytest.mark.slow  # Spark and a broker
 
-NOW_MS = 1_700_000_000_000
 RETENTION = 5 * DAY_MS
-MOVED = "moved-offsets"  # a copy of __consumer_offsets whose partition count went from 3 to 5
 POLICY = parse_policy(
     {
         "groups": {"exclude": ["simple-1*"]},
@@ -38,46 +35,19 @@ POLICY = parse_policy(
 )
 
 
-def _write(broker: SandboxBroker, topic: str, records: list[RawRecord]) -> list[RawRecord]:
-    out = []
-    for partition in sorted({r.partition for r in records}):
-        rows = [(r.key, r.value, r.timestamp) for r in records if r.partition == partition]
-        for start in range(0, len(rows), 40):  # several batches per partition
-            chunk = rows[start : start + 40]
-            base = broker.append_records(topic, partition, chunk)
-            out += [RawRecord(partition, base + i, ts, k, v) for i, (k, v, ts) in enumerate(chunk)]
-    return out
-
-
-@pytest.fixture(scope="module")
-def seeded() -> Iterator[tuple[SandboxBroker, list[RawRecord], list[RawRecord]]]:
-    at_home = generate(1313, groups=60, partitions=3, commits=2, corrupt_fraction=0.02, now_ms=NOW_MS)
-    before = generate(1314, groups=40, partitions=3, commits=2, now_ms=NOW_MS - DAY_MS)
-    after = generate(1315, groups=40, partitions=5, commits=2, now_ms=NOW_MS)
-    with sandbox_broker(offsets_retention="5d", offsets_partitions=3) as broker:
-        for name in sorted(at_home.existing_topics | before.existing_topics | after.existing_topics):
-            broker.create_topic(name, 1)
-        broker.create_topic(MOVED, 5)
-        home = _write(broker, OFFSETS_TOPIC, at_home.records)
-        # The same group names before and after the change: each group's older records stay at its
-        # home among 3 partitions, its newer ones go to its home among 5.
-        moved = _write(broker, MOVED, before.records) + _write(broker, MOVED, after.records)
-        yield broker, home, moved
-
-
-def _reference(broker: SandboxBroker, records: list[RawRecord], topic: str) -> dict[str, Any]:
+def _reference(broker: Seeded, records: list[RawRecord], topic: str) -> dict[str, Any]:
     snapshot = take_snapshot(broker.bootstrap_servers, topic)
     return analyze_records(
         records,
         POLICY,
         now_ms=NOW_MS,
         retention_ms=RETENTION,
-        existing_topics=set(broker.call(lambda: broker.ctx.topics.names())),
+        existing_topics=broker.topics(),
         snapshot=snapshot.end_offsets,
     )
 
 
-def _reader(spark: SparkSession, broker: SandboxBroker, topic: str, *, assemble: bool) -> DataFrame:
+def _reader(spark: SparkSession, broker: Seeded, topic: str, *, assemble: bool) -> DataFrame:
     spark.dataSource.register(KafkaSnapshotDataSource)
     reader = (
         spark.read.format(FORMAT)
@@ -94,15 +64,13 @@ def _as_report(report: dict[str, Any]) -> dict[str, Any]:
     return {"summary": report["summary"], "offsets": list(results_as_dicts(report["offsets"]))}
 
 
-def test_groups_at_home_are_assembled_in_the_readers(
-    spark: SparkSession, seeded: tuple[SandboxBroker, list[RawRecord], list[RawRecord]]
-) -> None:
-    broker, home, _ = seeded
+def test_groups_at_home_are_assembled_in_the_readers(spark: SparkSession, seeded_kafka: Seeded) -> None:
+    broker, home = seeded_kafka, seeded_kafka.records
     expected = _reference(broker, home, OFFSETS_TOPIC)
     snapshot = take_snapshot(broker.bootstrap_servers).end_offsets
     args: dict[str, Any] = {
         "now_ms": NOW_MS,
-        "existing_topics": set(broker.call(lambda: broker.ctx.topics.names())),
+        "existing_topics": broker.topics(),
         "snapshot": snapshot,
     }
     runs = [PolicyRun(POLICY, RETENTION)]
@@ -114,17 +82,15 @@ def test_groups_at_home_are_assembled_in_the_readers(
     assert expected["summary"]["skippedRecords"] > 0 and len(expected["offsets"]) > 100
 
 
-def test_records_away_from_home_are_regrouped_by_the_shuffle(
-    spark: SparkSession, seeded: tuple[SandboxBroker, list[RawRecord], list[RawRecord]]
-) -> None:
-    broker, _, moved = seeded
+def test_records_away_from_home_are_regrouped_by_the_shuffle(spark: SparkSession, seeded_kafka: Seeded) -> None:
+    broker, moved = seeded_kafka, seeded_kafka.moved
     groups_away = {g for r in moved if (g := _group(r)) is not None and partition_for(g, 5) != r.partition}
     assert groups_away  # the data really has records away from home, of groups that also have some at home
     expected = _reference(broker, moved, MOVED)
     runs = [PolicyRun(POLICY, RETENTION)]
     args: dict[str, Any] = {
         "now_ms": NOW_MS,
-        "existing_topics": set(broker.call(lambda: broker.ctx.topics.names())),
+        "existing_topics": broker.topics(),
         "snapshot": take_snapshot(broker.bootstrap_servers, MOVED).end_offsets,
     }
     assert analyze_assembled_many(_reader(spark, broker, MOVED, assemble=True), runs, **args) is None
@@ -141,24 +107,23 @@ def _group(record: RawRecord) -> str | None:
         return None
 
 
-def test_an_empty_topic_is_one_job_with_no_rows(spark: SparkSession, broker: SandboxBroker) -> None:
-    """A brand-new cluster: the readers have nothing to assemble, and the counts and reasons observed
-    during the write are still there (zeros), as the reference's."""
-    request = AnalysisRequest(broker.bootstrap_servers, POLICY, now_ms=NOW_MS, retention_ms=RETENTION)
+def test_an_empty_topic_is_one_job_with_no_rows(spark: SparkSession, seeded_kafka: Seeded) -> None:
+    """A brand-new cluster (an empty copy of `__consumer_offsets`): the readers have nothing to assemble, and
+    the counts and reasons observed during the write are still there (zeros), as the reference's."""
+    bootstrap = seeded_kafka.bootstrap_servers
+    request = AnalysisRequest(bootstrap, POLICY, now_ms=NOW_MS, retention_ms=RETENTION, topic=EMPTY)
     got = _as_report(run_analysis(spark, request).report)
-    snapshot = take_snapshot(broker.bootstrap_servers).end_offsets
+    snapshot = take_snapshot(bootstrap, EMPTY).end_offsets
     expected = analyze_records(
         [], POLICY, now_ms=NOW_MS, retention_ms=RETENTION, existing_topics=set(), snapshot=snapshot
     )
     assert got == expected
 
 
-def test_several_policies_share_the_readers_assembly(
-    spark: SparkSession, seeded: tuple[SandboxBroker, list[RawRecord], list[RawRecord]]
-) -> None:
+def test_several_policies_share_the_readers_assembly(spark: SparkSession, seeded_kafka: Seeded) -> None:
     """Issue 12's shared scan over the readers' assembly (the cached path): each policy gets the
     reference's report for it alone."""
-    broker, home, _ = seeded
+    broker, home = seeded_kafka, seeded_kafka.records
     other = parse_policy({"groups": {"include": ["classic-*"]}, "rules": {"emptyGroupRetention": "1d"}})
     request = AnalysisRequest(broker.bootstrap_servers, POLICY, now_ms=NOW_MS, retention_ms=RETENTION)
     prepared = prepare(request)

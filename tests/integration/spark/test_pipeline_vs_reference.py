@@ -1,6 +1,7 @@
 """The Spark pipeline agrees with the plain-Python reference record for record, on seeded random topics
 with every record kind (offset values v0-v4, key type 0, classic, simple, KIP-848 and streams groups,
-tombstones, corrupt records) under policies that exercise every rule."""
+tombstones, corrupt records) under policies that exercise every rule. No broker: the records reach Spark from
+memory (spark_pipeline.raw_frame); reading them from Kafka is test_source_over_the_wire.py's part."""
 
 from __future__ import annotations
 

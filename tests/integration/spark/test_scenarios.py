@@ -55,6 +55,8 @@ class Scenario:
 @pytest.fixture(scope="module")
 def scenario() -> Iterator[Scenario]:
     clock = StoppedClock(T0)
+    # The sandbox: exact commit and state times need a stopped clock, and the last step jumps it 7 days (Apache
+    # Kafka's own expiry is checked against predictions in realkafka/test_expiry_conformance.py).
     with sandbox_broker(clock=clock) as broker:
         bootstrap = broker.bootstrap_servers
         for topic, partitions in (("orders", 2), ("payments", 1), ("audit", 1)):

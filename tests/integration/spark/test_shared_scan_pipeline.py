@@ -1,6 +1,7 @@
 """Several policies on one scan (issue 12): each policy's report from `analyze_facts_many` is the report the
 plain-Python reference gives that policy alone, summary and every row, with different group patterns,
-protections, rules and broker retentions in the same run."""
+protections, rules and broker retentions in the same run. No broker: the records reach Spark from memory
+(spark_pipeline.raw_frame)."""
 
 from __future__ import annotations
 

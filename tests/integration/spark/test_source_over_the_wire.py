@@ -1,6 +1,7 @@
-"""The kafka-snapshot data source against the sandbox broker over TCP: every record of the snapshot
-exactly once (whole partitions and split offset ranges, compacting or not), nothing appended after
-the snapshot, and clear errors for a missing topic or an unreachable broker."""
+"""The kafka-snapshot data source against Apache Kafka over TCP (the `seeded_kafka` fixture's `__consumer_offsets`,
+tests/support/seeded_kafka.py): every record of the snapshot exactly once (whole partitions and split offset
+ranges, compacting or not), nothing appended after the snapshot, and clear errors for a missing topic or an
+unreachable broker."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
-from brokers import sandbox_broker
+from kafka_under_test import Kafka
+from offsets_seeding import seed
 from pyspark.sql import SparkSession
+from seeded_kafka import CHECK_INTERVAL_MS, EMPTY, OFFSETS_PARTITIONS, RETENTION_MS, Seeded
 
 from kafka_offsets_model.raw import OFFSETS_TOPIC, RawRecord
-from kafka_sandbox import SandboxBroker
-from kafka_sandbox.synthetic import generate
 from offset_expiry.cluster import describe_cluster
 from offset_expiry.source import (
     FORMAT,
@@ -24,22 +25,6 @@ from offset_expiry.source import (
     read_range,
     take_snapshot,
 )
-
-
-@pytest.fixture(scope="module")
-def seeded() -> Iterator[tuple[SandboxBroker, list[RawRecord]]]:
-    topic = generate(99, groups=60, partitions=3, commits=3)
-    with sandbox_broker(offsets_retention="3d", offsets_partitions=3) as broker:
-        records = []
-        by_partition: dict[int, list[tuple[bytes, bytes | None, int]]] = {}
-        for r in topic.records:
-            by_partition.setdefault(r.partition, []).append((r.key, r.value, r.timestamp))
-        for partition, rows in sorted(by_partition.items()):
-            for start in range(0, len(rows), 50):  # several batches per partition
-                chunk = rows[start : start + 50]
-                base = broker.append_records(OFFSETS_TOPIC, partition, chunk)
-                records += [RawRecord(partition, base + i, ts, k, v) for i, (k, v, ts) in enumerate(chunk)]
-        yield broker, records
 
 
 def rows(batches: Iterator[pa.RecordBatch]) -> list[tuple[int, int, int, bytes, bytes | None, int]]:
@@ -53,22 +38,18 @@ def rows(batches: Iterator[pa.RecordBatch]) -> list[tuple[int, int, int, bytes, 
 
 
 @pytest.mark.slow  # several seconds of Fetch requests
-def test_ranges_read_every_record_once(seeded: tuple[SandboxBroker, list[RawRecord]]) -> None:
-    broker, records = seeded
+def test_ranges_read_every_record_once(seeded_kafka: Seeded) -> None:
+    broker, records = seeded_kafka, seeded_kafka.records
     snapshot = take_snapshot(broker.bootstrap_servers)
-    assert snapshot.end_offsets == {
-        p: max(r.offset for r in records if r.partition == p) + 1 for p in range(3)
-    }
+    assert snapshot.end_offsets == seeded_kafka.end_offsets(records)
     ranges = plan_ranges(snapshot, 70)
     assert len(ranges) > 3 and all(r.end - r.start <= 70 for r in ranges)
     read = [row for rng in ranges for row in rows(read_range(broker.bootstrap_servers, OFFSETS_TOPIC, rng))]
     assert sorted(read) == sorted((r.partition, r.offset, r.timestamp, r.key, r.value, 1) for r in records)
 
 
-def test_a_compacting_range_keeps_the_newest_record_per_key(
-    seeded: tuple[SandboxBroker, list[RawRecord]],
-) -> None:
-    broker, records = seeded
+def test_a_compacting_range_keeps_the_newest_record_per_key(seeded_kafka: Seeded) -> None:
+    broker, records = seeded_kafka, seeded_kafka.records
     snapshot = take_snapshot(broker.bootstrap_servers)
     newest: dict[tuple[int, bytes], RawRecord] = {}
     for r in records:
@@ -86,22 +67,28 @@ def test_a_compacting_range_keeps_the_newest_record_per_key(
 
 @pytest.mark.slow
 def test_spark_reads_the_snapshot_and_nothing_after_it(
-    spark: SparkSession, seeded: tuple[SandboxBroker, list[RawRecord]]
+    spark: SparkSession, seeded_kafka: Seeded, kafka: Kafka
 ) -> None:
-    broker, records = seeded
-    snapshot = take_snapshot(broker.bootstrap_servers)
-    broker.append_records(OFFSETS_TOPIC, 0, [(b"late", b"record", 1)])  # after the snapshot: not read
+    """On a copy of the seeded records in the session's broker (the `kafka` fixture deletes it after the test):
+    the seeded broker stays as seeded for the other Spark tests."""
+    topic = "copy-of-offsets"
+    kafka.create_topic(topic, OFFSETS_PARTITIONS)
+    records = seed(kafka, topic, seeded_kafka.records)
+    snapshot = take_snapshot(kafka.bootstrap_servers, topic)
+    kafka.append_records(topic, 0, [(b"late", b"record", 1)])  # after the snapshot: not read
     spark.dataSource.register(KafkaSnapshotDataSource)
     frame = (
         spark.read.format(FORMAT)
-        .option("bootstrap.servers", broker.bootstrap_servers)
+        .option("bootstrap.servers", kafka.bootstrap_servers)
+        .option("topic", topic)
         .option("snapshot", snapshot.to_json())
         .option("split.records", "100")
         .load()
     )
     one_per_range = (
         spark.read.format(FORMAT)
-        .option("bootstrap.servers", broker.bootstrap_servers)
+        .option("bootstrap.servers", kafka.bootstrap_servers)
+        .option("topic", topic)
         .option("snapshot", snapshot.to_json())
         .option("split.records", "100")
         .option("tasks", "0")
@@ -123,10 +110,9 @@ def test_spark_reads_the_snapshot_and_nothing_after_it(
     )
 
 
-def test_a_missing_topic_is_a_clear_error(seeded: tuple[SandboxBroker, list[RawRecord]]) -> None:
-    broker, _ = seeded
+def test_a_missing_topic_is_a_clear_error(seeded_kafka: Seeded) -> None:
     with pytest.raises(SourceError, match="topic no-such-topic does not exist"):
-        take_snapshot(broker.bootstrap_servers, "no-such-topic")
+        take_snapshot(seeded_kafka.bootstrap_servers, "no-such-topic")
 
 
 def test_an_unreachable_broker_is_a_clear_error() -> None:
@@ -134,25 +120,23 @@ def test_an_unreachable_broker_is_a_clear_error() -> None:
         describe_cluster("127.0.0.1:1")
 
 
-def test_describe_cluster_reads_the_retention_and_the_topics(seeded: tuple[SandboxBroker, list[RawRecord]]) -> None:
-    broker, _ = seeded
-    info = describe_cluster(broker.bootstrap_servers)
-    assert info.retention_ms == 3 * 86_400_000
+def test_describe_cluster_reads_the_retention_and_the_topics(seeded_kafka: Seeded) -> None:
+    info = describe_cluster(seeded_kafka.bootstrap_servers)
+    assert info.retention_ms == RETENTION_MS  # the broker's offsets.retention.minutes
     assert OFFSETS_TOPIC in info.topics
-    assert info.check_interval_ms == 600_000  # the sandbox's offsets.retention.check.interval.ms
+    assert info.check_interval_ms == CHECK_INTERVAL_MS  # its offsets.retention.check.interval.ms
 
 
-def test_describe_cluster_reads_the_cleanup_interval_even_with_a_given_retention() -> None:
+def test_describe_cluster_reads_the_cleanup_interval_even_with_a_given_retention(seeded_kafka: Seeded) -> None:
     """Issue 11 item 5: the cleanup window comes from the broker's offsets.retention.check.interval.ms."""
-    with sandbox_broker(offsets_retention_check_interval_ms=120_000) as broker:
-        info = describe_cluster(broker.bootstrap_servers, want_retention=False)
-    assert (info.retention_ms, info.check_interval_ms) == (None, 120_000)
+    info = describe_cluster(seeded_kafka.bootstrap_servers, want_retention=False)
+    assert (info.retention_ms, info.check_interval_ms) == (None, CHECK_INTERVAL_MS)
 
 
 @pytest.mark.slow
-@pytest.mark.broker(offsets_partitions=3)
-def test_spark_reads_an_empty_topic_as_no_rows(spark: SparkSession, broker: SandboxBroker) -> None:
-    """A brand-new cluster: __consumer_offsets exists and is empty."""
+def test_spark_reads_an_empty_topic_as_no_rows(spark: SparkSession, seeded_kafka: Seeded) -> None:
+    """A brand-new cluster's __consumer_offsets: it exists and is empty (an empty copy of it)."""
     spark.dataSource.register(KafkaSnapshotDataSource)
-    frame = spark.read.format(FORMAT).option("bootstrap.servers", broker.bootstrap_servers).load()
+    frame = (spark.read.format(FORMAT).option("bootstrap.servers", seeded_kafka.bootstrap_servers)
+             .option("topic", EMPTY).load())
     assert frame.collect() == []

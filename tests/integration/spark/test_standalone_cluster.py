@@ -4,10 +4,9 @@ cluster of two workers on loopback (tests/support/spark_standalone.py), against 
 across partitions and streamed to the driver, the assembled rows cached: docs/performance.md); the report must
 be the same, byte for byte once its lines are sorted, and both workers must have run executors.
 
-The broker is the sandbox broker, not the session's Apache Kafka: the two runs must read the same
-`__consumer_offsets`, and the shared broker's changes under the other tests of the session (their groups'
-commits) between the two runs would make the reports differ for reasons that are not the job's. The job reads
-it over Kafka's wire protocol either way. The arguments are those the SparkApplication engine gives
+The broker is Apache Kafka with `__consumer_offsets` seeded once and then only read (the `seeded_kafka` fixture,
+tests/support/seeded_kafka.py), so both runs read the same records; the job reads them over Kafka's wire protocol.
+The arguments are those the SparkApplication engine gives
 (spark_application.run_arguments: --bootstrap-server, --policy, --results, --broker-retention, --now), with
 files where the engine names ConfigMaps.
 
@@ -25,20 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from brokers import sandbox_broker
+from seeded_kafka import Seeded
 from spark_standalone import Standalone, daemon_env, standalone_cluster
-
-from kafka_offsets_model.raw import OFFSETS_TOPIC
-from kafka_sandbox import SandboxBroker
-from kafka_sandbox.synthetic import generate
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 JOB = str(Path(__file__).parents[3] / "spark" / "offset_expiry" / "job.py")
 NOW = "2023-11-14T22:13:20Z"
-NOW_MS = 1_700_000_000_000
-PARTITIONS = 4
 POLICY = """\
 apiVersion: kafkaoffsets.dev/v1alpha1
 kind: ConsumerGroupOffsetPolicy
@@ -50,21 +43,7 @@ spec:
 """
 
 
-@pytest.fixture(scope="module")
-def seeded() -> Iterator[SandboxBroker]:
-    """Every kind of record the codec knows (synthetic.generate), in four partitions, so that the cluster's
-    tasks are several and its report is sorted across them."""
-    topic = generate(2222, groups=120, partitions=PARTITIONS, commits=2, now_ms=NOW_MS)
-    with sandbox_broker(offsets_retention="5d", offsets_partitions=PARTITIONS) as broker:
-        for name in sorted(topic.existing_topics):
-            broker.create_topic(name, 1)
-        for partition in range(PARTITIONS):
-            rows = [(r.key, r.value, r.timestamp) for r in topic.records if r.partition == partition]
-            broker.append_records(OFFSETS_TOPIC, partition, rows)
-        yield broker
-
-
-def _arguments(broker: SandboxBroker, workdir: Path, results: Path) -> list[str]:
+def _arguments(broker: Seeded, workdir: Path, results: Path) -> list[str]:
     (workdir / "policy.yaml").write_text(POLICY)
     return ["--bootstrap-server", broker.bootstrap_servers, "--policy", str(workdir / "policy.yaml"),
             "--results", str(results), "--broker-retention", "5d", "--now", NOW]
@@ -82,12 +61,12 @@ def _sorted_lines(report: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def local_report(seeded: SandboxBroker, spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def local_report(seeded_kafka: Seeded, spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from offset_expiry.job import main  # its SparkSession.builder.getOrCreate() gives `spark`, already active
 
     workdir = tmp_path_factory.mktemp("local")
     results = workdir / "results.json"
-    assert main(_arguments(seeded, workdir, results)) == 0
+    assert main(_arguments(seeded_kafka, workdir, results)) == 0
     assert spark.sparkContext.master == "local[2]"
     return results
 
@@ -100,10 +79,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
 
 @pytest.mark.slow
 def test_a_standalone_cluster_of_two_workers_writes_the_local_report(
-    seeded: SandboxBroker, local_report: Path, cluster: Standalone, tmp_path: Path
+    seeded_kafka: Seeded, local_report: Path, cluster: Standalone, tmp_path: Path
 ) -> None:
     results = tmp_path / "results.json"
-    _run(cluster.submit_command(JOB, _arguments(seeded, tmp_path, results)))
+    _run(cluster.submit_command(JOB, _arguments(seeded_kafka, tmp_path, results)))
     assert _sorted_lines(results) == _sorted_lines(local_report)
     assert len(_sorted_lines(results)) > 100  # rows, not only a summary
     # Both workers ran executors of the application (the work directory of each holds one).
