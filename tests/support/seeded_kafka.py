@@ -1,10 +1,12 @@
-"""The Spark suites' Apache Kafka: one broker per pytest session (worker), its `__consumer_offsets` seeded once
+"""The Spark suites' Apache Kafka: one broker per test module, its `__consumer_offsets` seeded
 with every kind of record the codec knows (kafka_sandbox.synthetic: classic, simple, KIP-848, streams and share
 groups, v0-v4 values, tombstones, corrupt records) through Kafka's produce path (offsets_seeding), then only
 read. Its own broker, not the session's shared `real_kafka`: the job and the CLI read all of `__consumer_offsets`,
 which on the shared broker holds whatever groups the worker's earlier tests made (the reports would depend on
 the order of files), and the seeded groups, which Kafka's coordinator never loads, would stay in every later
-test's analysis. A start costs seconds (a few CPU-seconds with the class-data archive), once per worker.
+test's analysis. A module's, not the session's: a start and the seeding cost about 15 CPU-seconds (30 s of wall at a load
+of 14 on 2 cores), while an idle broker costs about 2 CPU-seconds a minute, which a session's broker would pay
+through the rest of the worker's tier once its few Spark modules are done.
 
 KOO_KAFKA_VERSIONS picks the version (its first); `sandbox` seeds a sandbox broker instead. The fixture is
 registered for the Spark suites by tests/integration/spark/conftest.py.
@@ -58,7 +60,7 @@ class Seeded:
         return {p: max(r.offset for r in records if r.partition == p) + 1 for p in {r.partition for r in records}}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def seeded_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
     version = versions_under_test()[0]
     if version == "sandbox":
