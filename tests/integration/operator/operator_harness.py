@@ -274,8 +274,9 @@ class Operators:
 def fast_options(kubeconfig: Path, **overrides: Any) -> OperatorOptions:
     """Fast retries for tests, and no wait for other policies to join a scan (runs queued together still
     share one); everything else as in production."""
-    options: dict[str, Any] = {"scan_share_window_s": 0.0, "namespaces": (NAMESPACE,), **overrides}
-    return OperatorOptions(kubeconfig=kubeconfig, retry_interval=0.3, kafka_timeout_ms=5000, **options)
+    options: dict[str, Any] = {"scan_share_window_s": 0.0, "namespaces": (NAMESPACE,), "retry_interval": 0.3,
+                               "kafka_timeout_ms": 5000, **overrides}
+    return OperatorOptions(kubeconfig=kubeconfig, **options)
 
 
 # -- a policy's runs (the policy tests share these: test_policy_modes, test_policy_modes_kafka, test_policy_children,
