@@ -1,7 +1,7 @@
 """Start-up of the `kafka-offset-operator` command, per subcommand: wall and CPU of a fresh process, and which
 heavy libraries it imported (docs/performance.md, "CLI start-up").
 
-    .venv/bin/python bench/startup.py                           # 5 rounds of every command, the median printed
+    .venv/bin/python bench/startup.py                           # 3 rounds of every command, the median printed
     .venv/bin/python bench/startup.py --save /tmp/before.json   # keep the figures ...
     .venv/bin/python bench/startup.py --compare /tmp/before.json  # ... and print after/before ratios beside
 
@@ -111,7 +111,7 @@ def _load() -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=5, help="fresh processes per command (the median is shown)")
+    parser.add_argument("--rounds", type=int, default=3, help="fresh processes per command (the median is shown)")
     parser.add_argument("--save", type=Path, help="write the figures to this JSON file")
     parser.add_argument("--compare", type=Path, help="a file --save wrote before: print after/before ratios")
     args = parser.parse_args()
