@@ -11,6 +11,12 @@ cd "$(dirname "$0")/.."
 
 VENV="${VENV:-.venv}"
 PY="${PYTHON:-python3}"
+# Python caches the bytecode of what it imports (__pycache__, beside each module; the venv is installed with
+# --no-compile, so only what runs gets compiled). With PYTHONDONTWRITEBYTECODE set, as some shells and CI
+# machines set it, nothing is ever cached and every process compiles every module it imports from source:
+# an operator process's imports then cost ~7 CPU-s instead of ~2.3, a PySpark worker's ~2.7 instead of ~0.8,
+# and the test tier starts hundreds of each (docs/testing.md, "Where the integration tier's CPU goes").
+unset PYTHONDONTWRITEBYTECODE
 
 say() { printf '[dev] %s\n' "$*" >&2; }
 

@@ -1,6 +1,9 @@
 """The analysis' command-line arguments, shared by `kafka-offset-operator analyze` and job.py so both
 accept exactly the same flags. Bad values raise InputError with a message fit for one line.
 
+The policy's reader (YAML, jsonschema) loads when a request is built, not with the flags: `add_arguments` is
+all that `kafka-offset-operator --help` and every other command's start-up need from here (bench/startup.py).
+
 Every argument is checked here, before Kafka is contacted and long before Spark starts (10-20 s): a typo in
 --output must not cost a whole run and end in a traceback."""
 
@@ -14,11 +17,11 @@ from typing import TYPE_CHECKING
 
 from kafka_offsets_model.durations import parse_duration_ms
 from kafka_offsets_model.errors import InputError, SpecError
-from kafka_offsets_model.openapi import SchemaCheck
-from kafka_offsets_model.policy import Policy, policy_from_yaml
-from kafka_offsets_model.policy_schema import POLICY_FILE
 
 if TYPE_CHECKING:
+    from kafka_offsets_model.openapi import SchemaCheck
+    from kafka_offsets_model.policy import Policy
+
     from .analysis import AnalysisRequest
 
 FORMATS = ("table", "json")
@@ -90,7 +93,11 @@ def check_output_path(path: str, flag: str = "--output") -> None:
         raise InputError(f"{flag}: cannot create files in {directory} (permission denied)")
 
 
-def load_policy(path: str | None, schema: SchemaCheck = POLICY_FILE) -> Policy:
+def load_policy(path: str | None, schema: SchemaCheck | None = None) -> Policy:
+    """The policy of a --policy file, checked against `schema` (default: the analysis' own POLICY_FILE)."""
+    from kafka_offsets_model.policy import Policy, policy_from_yaml
+    from kafka_offsets_model.policy_schema import POLICY_FILE
+
     if path is None:
         return Policy()
     try:
@@ -100,7 +107,7 @@ def load_policy(path: str | None, schema: SchemaCheck = POLICY_FILE) -> Policy:
     except UnicodeDecodeError:
         raise InputError(f"--policy: {path} is not UTF-8 text") from None
     try:
-        return policy_from_yaml(text, path, schema)
+        return policy_from_yaml(text, path, POLICY_FILE if schema is None else schema)
     except SpecError as exc:
         raise InputError(f"--policy {path}: {exc}") from None
 
@@ -114,9 +121,9 @@ def check_bootstrap(servers: str, flag: str = "--bootstrap-server") -> None:
             raise InputError(f"{flag}: {server.strip()!r} is not HOST:PORT (e.g. kafka:9092)")
 
 
-def request_from_args(args: argparse.Namespace, policy_schema: SchemaCheck = POLICY_FILE) -> AnalysisRequest:
+def request_from_args(args: argparse.Namespace, policy_schema: SchemaCheck | None = None) -> AnalysisRequest:
     """The request the flags describe, every one checked. `policy_schema`: what --policy's spec is checked
-    against (the operator's `analyze` passes its CRD's)."""
+    against (default: POLICY_FILE; the operator's `analyze` passes its CRD's)."""
     from .analysis import AnalysisRequest  # imports Spark: only when a run is really about to start
 
     retention_ms = None

@@ -17,6 +17,7 @@ its regular-expression strings are too slow for the hundreds of examples per sec
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -74,6 +75,9 @@ def _leaf(schema: Schema) -> st.SearchStrategy[Any]:
     raise AssertionError(f"no strategy for {schema!r}")
 
 
+_KEYS = st.lists(st.text(min_size=1, max_size=10), max_size=3, unique=True)
+
+
 @st.composite
 def _object(draw: st.DrawFn, schema: Schema) -> dict[str, Any]:
     props: Mapping[str, Schema] = schema.get("properties") or {}
@@ -89,7 +93,7 @@ def _object(draw: st.DrawFn, schema: Schema) -> dict[str, Any]:
             out[name] = draw(value(sub))
     extra = schema.get("additionalProperties")
     if isinstance(extra, Mapping) and not props:
-        keys = draw(st.lists(st.text(min_size=1, max_size=10), max_size=3, unique=True))
+        keys = draw(_KEYS)
         out.update({k: draw(value(extra)) for k in keys})
     return out
 
@@ -107,17 +111,35 @@ def _array(schema: Schema) -> st.SearchStrategy[list[Any]]:
     return st.lists(value(items), min_size=low, max_size=high)
 
 
+# One strategy per schema node, built once: Hypothesis validates a new strategy (its emptiness, its filters'
+# lambdas read from their source) before its first draw, and the objects' composites drew a fresh one per
+# field per example, which cost more than the specs' checks themselves (the slow run's ~290 s).
+_BUILT: dict[int, tuple[Schema, st.SearchStrategy[Any]]] = {}
+
+
 def value(schema: Schema) -> st.SearchStrategy[Any]:
     """Values `schema` accepts (CEL rules aside)."""
+    built = _BUILT.get(id(schema))
+    if built is not None and built[0] is schema:
+        return built[1]
     if schema.get("type") == "object" or "properties" in schema:
-        return _object(schema)
-    if schema.get("type") == "array":
-        return _array(schema)
-    return _leaf(schema)
+        strategy: st.SearchStrategy[Any] = _object(schema)
+    elif schema.get("type") == "array":
+        strategy = _array(schema)
+    else:
+        strategy = _leaf(schema)
+    _BUILT[id(schema)] = (schema, strategy)  # the schema kept alive, so its id is not reused
+    return strategy
+
+
+@functools.cache
+def _spec_schema(kind: str) -> Schema:
+    """`spec_schema` builds every CRD on each call: once per kind is enough."""
+    return spec_schema(kind)
 
 
 def valid_specs(kind: str) -> st.SearchStrategy[dict[str, Any]]:
-    return value(spec_schema(kind))  # type: ignore[no-any-return]
+    return value(_spec_schema(kind))  # type: ignore[no-any-return]
 
 
 # -- near misses
@@ -177,7 +199,7 @@ def _wrong(draw: st.DrawFn, node: Any, schema: Schema) -> Any:
 @st.composite
 def near_miss_specs(draw: st.DrawFn, kind: str) -> Any:
     """A valid spec with one place (the spec itself, a field, a list item) made wrong."""
-    schema = spec_schema(kind)
+    schema = _spec_schema(kind)
     spec = draw(valid_specs(kind))
     path, sub = draw(st.sampled_from(_paths(spec, schema)))
     bad = _wrong(draw, _get(spec, path), sub)

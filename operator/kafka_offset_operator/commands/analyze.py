@@ -14,8 +14,6 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from kafka_offsets_model.errors import InputError
-from kafka_offsets_model.openapi import SchemaCheck
-from kafka_offsets_model.policy import regex_pattern_warnings
 from offset_expiry.cli_args import add_arguments, request_from_args
 from offset_expiry.progress import Progress
 
@@ -23,6 +21,8 @@ from ..errors import UserError
 from . import kafka_connection
 
 if TYPE_CHECKING:
+    from kafka_offsets_model.openapi import SchemaCheck
+
     from ..model.connection import ConnectionSettings
 
 
@@ -40,7 +40,10 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Spark and Arrow load only when an analysis really runs: the other commands stay quick to start.
+    # Spark and Arrow load only when an analysis really runs, the policy's reader (YAML, jsonschema) only when
+    # this command runs: the other commands stay quick to start (bench/startup.py).
+    from kafka_offsets_model.policy import regex_pattern_warnings
+
     from ..engines.dispatch import spark_installed
 
     if not spark_installed():  # the operator image, or an install without the extra
@@ -86,6 +89,8 @@ def _policy_file_schema() -> SchemaCheck:
     """A --policy file is checked against the CRD's own spec schema (`mode: Sometimes` is refused as the API
     server refuses it, one line, exit 2), without its required fields: the file may leave out spec.kafka (the
     command takes --bootstrap-server)."""
+    from kafka_offsets_model.openapi import SchemaCheck
+
     from ..model.api import POLICY_KIND
     from ..model.crds import spec_schema
 

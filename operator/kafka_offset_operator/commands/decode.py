@@ -7,8 +7,6 @@ import json
 import sys
 from typing import Any
 
-from kafka_offsets_model.codec import CodecError, decode_record, to_jsonable
-
 from ..errors import UserError
 
 
@@ -43,6 +41,9 @@ def parse_hex(text: str, option: str) -> bytes:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The codec builds its message schemas on import: only when a record is decoded.
+    from kafka_offsets_model.codec import CodecError, decode_record, to_jsonable
+
     key = parse_hex(args.key, "--key")
     value = None if args.value is None else parse_hex(args.value, "--value")
     try:

@@ -7,8 +7,6 @@ import json
 import sys
 from typing import Any
 
-from kafka_offsets_model.codec import CodecError, decode_record, to_jsonable
-
 from . import kafka_connection
 
 
@@ -39,6 +37,9 @@ def record_group(record: dict[str, Any]) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The codec builds its message schemas on import: only when a record is decoded.
+    from kafka_offsets_model.codec import CodecError, decode_record, to_jsonable
+
     from ..adapters.offsets_topic import OffsetsTopicReader  # kafka-python takes ~1.5 s to import: only here
 
     settings = kafka_connection.connection(args, args.bootstrap_server)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import os
@@ -149,6 +148,8 @@ def _duration(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    import asyncio  # the operator's imports load here, not with the parser: `--help` and the others start quick
+
     import kubernetes.config
 
     from ..adapters import metrics

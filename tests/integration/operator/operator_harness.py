@@ -156,20 +156,39 @@ class Kube:
     def events_for(self, name: str, namespace: str | None = None) -> list[dict[str, Any]]:
         return [e for e in self.list("v1", "events", namespace) if e.get("involvedObject", {}).get("name") == name]
 
-    def wait_for_status(self, name: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 90.0,
-                        what: str = "status") -> dict[str, Any]:
-        """Poll an OffsetDeletion until `predicate(status)` holds; returns the whole object."""
-        seen: list[dict[str, Any]] = []
+    def status(self, plural: str, name: str) -> dict[str, Any]:
+        """The status of one of our resources (`plural`: offsetdeletions, offsetresets, ...); {} before any."""
+        return self.get(GROUP_VERSION, plural, name).get("status") or {}
+
+    def wait_object(self, plural: str, name: str, predicate: Callable[[dict[str, Any]], bool], what: str,
+                    timeout: float = 90.0) -> dict[str, Any]:
+        """Poll one of our resources until `predicate(status)` holds; the whole object. A timeout names what
+        was awaited and shows the last status seen."""
+        seen: list[dict[str, Any]] = [{}]
 
         def check() -> dict[str, Any] | None:
-            obj = self.deletion(name)
-            seen[:] = [obj.get("status", {})]
-            return obj if predicate(obj.get("status", {})) else None
+            obj = self.get(GROUP_VERSION, plural, name)
+            seen[0] = obj.get("status") or {}
+            return obj if predicate(seen[0]) else None
 
         try:
             return wait_until(check, timeout, what)
         except AssertionError:
-            raise AssertionError(f"timed out waiting for {what} of {name}; status: {seen[0] if seen else None}") from None
+            raise AssertionError(f"timed out waiting for {what} of {name}; status: {seen[0]}") from None
+
+    def wait_status(self, plural: str, name: str, predicate: Callable[[dict[str, Any]], bool], what: str,
+                    timeout: float = 90.0) -> dict[str, Any]:
+        """The status of one of our resources once `predicate(status)` holds."""
+        return self.wait_object(plural, name, predicate, what, timeout).get("status") or {}
+
+    def wait_phase(self, plural: str, name: str, *phases: str, timeout: float = 90.0) -> dict[str, Any]:
+        """The status of one of our resources once its phase is one of `phases`."""
+        return self.wait_status(plural, name, lambda s: s.get("phase") in phases, " or ".join(phases), timeout)
+
+    def wait_for_status(self, name: str, predicate: Callable[[dict[str, Any]], bool], timeout: float = 90.0,
+                        what: str = "status") -> dict[str, Any]:
+        """Poll an OffsetDeletion until `predicate(status)` holds; returns the whole object."""
+        return self.wait_object("offsetdeletions", name, predicate, what, timeout)
 
     def wait_for_phase(self, name: str, *phases: str, timeout: float = 90.0) -> dict[str, Any]:
         """The status of an OffsetDeletion once its phase is one of `phases`."""
@@ -255,8 +274,9 @@ class Operators:
 def fast_options(kubeconfig: Path, **overrides: Any) -> OperatorOptions:
     """Fast retries for tests, and no wait for other policies to join a scan (runs queued together still
     share one); everything else as in production."""
-    options: dict[str, Any] = {"scan_share_window_s": 0.0, "namespaces": (NAMESPACE,), **overrides}
-    return OperatorOptions(kubeconfig=kubeconfig, retry_interval=0.3, kafka_timeout_ms=5000, **options)
+    options: dict[str, Any] = {"scan_share_window_s": 0.0, "namespaces": (NAMESPACE,), "retry_interval": 0.3,
+                               "kafka_timeout_ms": 5000, **overrides}
+    return OperatorOptions(kubeconfig=kubeconfig, **options)
 
 
 # -- a policy's runs (the policy tests share these: test_policy_modes, test_policy_modes_kafka, test_policy_children,

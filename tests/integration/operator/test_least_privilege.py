@@ -2,42 +2,48 @@
 namespace of the resource that names it, and with watch namespaces it never lists or watches a namespaced
 resource cluster-wide, so the namespaced install's Roles (manifests/components/namespaced) are all it needs.
 
-The emulated API records every request it serves (kmock); the operator runs against it with OffsetDeletions
-in two namespaces whose Secrets have the same names in every namespace (decoys), so a read in the wrong
-namespace would succeed and only the request log can tell. That needs the emulator: a real API server keeps
-no such log we could read.
+On the real API server, installed as a platform team does it (installed_api.py), the operator on the installed
+ServiceAccount's token: three fresh namespaces, each holding an OffsetDeletion and an OffsetReset and every
+Secret any of them names (decoys: the install's ClusterRole lets the operator read Secrets everywhere, so a read
+in the wrong namespace would succeed and only the API server's audit log, tests/support/audit_log.py, can
+tell).
 
-The second half runs on the real API server: one permission at a time taken out of the installed
-ClusterRole, and a real 403 ending in a condition that names it (see the section's comment below).
+The second half takes one permission at a time out of the installed ClusterRole, and a real 403 ends in a
+condition that names it (see the section's comment below).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import kmock
 import pytest
 import yaml
+from audit_log import AuditLog
 from brokers import make_topics
 from install_renders import MANIFESTS, allowed
-from installed_api import ADMIN, InstalledApi, cluster_role, installed_api, rules_changed
+from installed_api import (
+    ADMIN,
+    OPERATOR_USER,
+    InstalledApi,
+    cluster_role,
+    installed_api,
+    release,
+    rules_changed,
+)
 from kafka_clients import committed, empty_group
-from kube_cluster import ControlPlane
-from operator_harness import GROUP_VERSION, EmulatedCluster, Kube, Operators, condition, fast_options
+from kube_cluster import ApiError, ControlPlane
+from operator_harness import GROUP_VERSION, Kube, Operators, condition
 from operator_process import OperatorProcess
 from waiting import wait_until
 
 from kafka_sandbox import SandboxBroker
 
-WATCHED = ("kafka", "team-b")
 KAFKA_TIMEOUT_MS = 300  # the OffsetResets' dry runs find no Kafka: give up soon
-UNWATCHED = "other"
-VERBS = {"fetch": "get", "list": "list", "watch": "watch", "create": "create", "delete": "delete"}
 
 
 def secret_refs(namespace: str) -> dict[str, str]:
@@ -45,50 +51,56 @@ def secret_refs(namespace: str) -> dict[str, str]:
     return {"sasl": f"user-{namespace}", "ca": f"ca-{namespace}"}
 
 
-def create_deletion(kube: Kube, namespace: str) -> None:
+def create_resources(kube: Kube, namespace: str) -> None:
     refs = secret_refs(namespace)
+    kafka = {"bootstrapServers": "127.0.0.1:9", "securityProtocol": "SASL_SSL",
+             "sasl": {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": refs["sasl"]}},
+             "tls": {"caSecretRef": {"name": refs["ca"]}}}
     kube.create("offsetdeletions", {
         "apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": "least", "namespace": namespace},
-        "spec": {"kafka": {"bootstrapServers": "127.0.0.1:9", "securityProtocol": "SASL_SSL",
-                           "sasl": {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": refs["sasl"]}},
-                           "tls": {"caSecretRef": {"name": refs["ca"]}}},
-                 "group": "g", "topics": [{"name": "t"}]}})  # not approved: Secrets read, Kafka never called
+        "spec": {"kafka": kafka, "group": "g", "topics": [{"name": "t"}]}})  # not approved: Secrets read, Kafka never called
     kube.create("offsetresets", {
         "apiVersion": GROUP_VERSION, "kind": "OffsetReset", "metadata": {"name": "least", "namespace": namespace},
-        "spec": {"kafka": {"bootstrapServers": "127.0.0.1:9", "securityProtocol": "SASL_SSL",
-                           "sasl": {"mechanism": "SCRAM-SHA-512", "secretRef": {"name": refs["sasl"]}},
-                           "tls": {"caSecretRef": {"name": refs["ca"]}}},
-                 "group": "g", "allTopics": True, "target": {"earliest": True}}})  # a dry run: Kafka is asked
+        "spec": {"kafka": kafka, "group": "g", "allTopics": True, "target": {"earliest": True}}})  # a dry run: Kafka is asked
+
+
+@dataclass(frozen=True)
+class Decoys:
+    api: InstalledApi
+    namespaces: tuple[str, str, str]  # the install's test namespace and two more
+
+    @property
+    def kube(self) -> Kube:
+        return self.api.kube
+
+    def names(self) -> set[str]:
+        return {name for ns in self.namespaces for name in secret_refs(ns).values()}
 
 
 @pytest.fixture
-def populated(cluster: EmulatedCluster, kube: Kube) -> Iterator[Kube]:
-    """Every Secret any resource names exists in every namespace; an OffsetDeletion and an OffsetReset in each
-    namespace."""
-    namespaces = (*WATCHED, UNWATCHED)
-    for namespace in namespaces:
-        for other in namespaces:
-            refs = secret_refs(other)
-            kube.create_secret(refs["sasl"], {"username": "u", "password": "p"}, namespace)
-            kube.create_secret(refs["ca"], {"ca.crt": "not a certificate"}, namespace)
-        create_deletion(kube, namespace)
-    yield kube
-
-
-def operator_requests(cluster: EmulatedCluster) -> list[kmock.Request]:
-    """Requests of the operator (Kopf's and the Kubernetes client's), not the test's own HTTP client's."""
-    assert cluster.emulator is not None
-    return [r for r in cluster.emulator
-            if r.headers.get("User-Agent", "").startswith(("kopf", "OpenAPI-Generator")) and r.resource is not None]
-
-
-def secret_reads(cluster: EmulatedCluster) -> set[tuple[str | None, str | None]]:
-    return {(r.namespace, r.name) for r in operator_requests(cluster)
-            if r.resource is not None and r.resource.plural == "secrets"}
-
-
-def swept(cluster: EmulatedCluster) -> set[str | None]:
-    return {r.namespace for r in operator_requests(cluster) if r.resource is not None and r.resource.plural == "configmaps"}
+def decoys(real_cluster: ControlPlane, real_crds: Path, tmp_path: Path) -> Iterator[Decoys]:
+    """Every Secret any resource names exists in every namespace; an OffsetDeletion and an OffsetReset in each."""
+    with installed_api(real_cluster, tmp_path) as api:
+        extra = tuple(f"t-{uuid.uuid4().hex[:10]}" for _ in range(2))
+        for ns in extra:
+            real_cluster.create_namespace(ns)
+        namespaces = (api.namespace, extra[0], extra[1])
+        try:
+            for ns in namespaces:
+                for other in namespaces:
+                    refs = secret_refs(other)
+                    api.kube.create_secret(refs["sasl"], {"username": "u", "password": "p"}, ns)
+                    api.kube.create_secret(refs["ca"], {"ca.crt": "not a certificate"}, ns)
+                create_resources(api.kube, ns)
+            yield Decoys(api, namespaces)
+        finally:
+            for ns in extra:
+                release(Kube(real_cluster.url, ns, real_cluster.api.context))
+                try:
+                    real_cluster.api.request("DELETE", f"/api/v1/namespaces/{ns}")
+                except ApiError as exc:
+                    if exc.status != 404:
+                        raise
 
 
 def awaiting_approval(kube: Kube, namespace: str) -> bool:
@@ -99,53 +111,63 @@ def awaiting_approval(kube: Kube, namespace: str) -> bool:
             and condition(reset.get("status"), "Degraded").get("reason") == "KafkaUnavailable")
 
 
-def expected_reads(namespaces: tuple[str, ...]) -> set[tuple[str | None, str | None]]:
+def secret_calls(audit: AuditLog, decoys: Decoys) -> tuple[set[tuple[str, str]], list[str]]:
+    """The decoys read (namespace, name), and any call on Secrets that is not a read of one Secret (a list or a
+    watch would read every decoy at once)."""
+    calls = audit.calls(lambda c: c.resource == "secrets")
+    reads = {(c.namespace, c.name) for c in calls if c.verb == "get" and c.name in decoys.names()}
+    others = [f"{c.verb} secrets in {c.namespace or 'all namespaces'}" for c in calls if c.verb != "get"]
+    return reads, others
+
+
+def expected_reads(namespaces: tuple[str, ...]) -> set[tuple[str, str]]:
     return {(ns, name) for ns in namespaces for name in secret_refs(ns).values()}
 
 
-def test_secrets_are_read_only_in_the_resources_namespace_cluster_wide(
-        cluster: EmulatedCluster, populated: Kube, kubeconfig: Path) -> None:
-    operators = Operators(dataclasses.replace(fast_options(kubeconfig), kafka_timeout_ms=KAFKA_TIMEOUT_MS, namespaces=(), clusterwide=True))
+def test_secrets_are_read_only_in_the_resources_namespace_cluster_wide(decoys: Decoys) -> None:
+    audit = AuditLog.of(decoys.api.plane, OPERATOR_USER)
+    operators = Operators(decoys.api.options(kafka_timeout_ms=KAFKA_TIMEOUT_MS, namespaces=(), clusterwide=True))
     try:
         operators.start()
-        namespaces = (*WATCHED, UNWATCHED)  # cluster-wide: all three are served
         # Each status follows the reads of its Secrets: once all are there, so are the reads.
-        wait_until(lambda: all(awaiting_approval(populated, ns) for ns in namespaces), 30, "AwaitingApproval everywhere")
+        wait_until(lambda: all(awaiting_approval(decoys.kube, ns) for ns in decoys.namespaces), 60,
+                   "AwaitingApproval everywhere")
     finally:
         operators.close()
-    assert secret_reads(cluster) == expected_reads(namespaces)  # and never a decoy of another namespace
+    reads, others = secret_calls(audit, decoys)
+    assert reads == expected_reads(decoys.namespaces)  # and never a decoy of another namespace
+    assert others == []
 
 
-def test_with_watch_namespaces_secrets_stay_in_them_and_nothing_is_listed_cluster_wide(
-        cluster: EmulatedCluster, populated: Kube, kubeconfig: Path) -> None:
-    operators = Operators(dataclasses.replace(fast_options(kubeconfig), kafka_timeout_ms=KAFKA_TIMEOUT_MS, namespaces=WATCHED))
+def test_with_watch_namespaces_secrets_stay_in_them_and_nothing_is_listed_cluster_wide(decoys: Decoys) -> None:
+    watched, unwatched = decoys.namespaces[:2], decoys.namespaces[2]
+    audit = AuditLog.of(decoys.api.plane, OPERATOR_USER)
+    operators = Operators(decoys.api.options(kafka_timeout_ms=KAFKA_TIMEOUT_MS, namespaces=watched))
     try:
         operators.start()
-        wait_until(lambda: all(awaiting_approval(populated, ns) for ns in WATCHED), 30, "AwaitingApproval in the watched namespaces")
+        wait_until(lambda: all(awaiting_approval(decoys.kube, ns) for ns in watched), 60,
+                   "AwaitingApproval in the watched namespaces")
         # The backup store's sweep runs at the start: wait for its listing (per namespace, or cluster-wide).
-        wait_until(lambda: swept(cluster) >= set(WATCHED) or None in swept(cluster), 10, "the backup store's sweep")
+        audit.wait(lambda c: c.resource == "configmaps" and c.verb == "list" and c.namespace in (*watched, ""),
+                   what="the backup store's sweep")
     finally:
         operators.close()
-    assert secret_reads(cluster) == expected_reads(WATCHED)
-    assert "status" not in populated.get(GROUP_VERSION, "offsetdeletions", "least", UNWATCHED)
-    assert "status" not in populated.get(GROUP_VERSION, "offsetresets", "least", UNWATCHED)
+    reads, others = secret_calls(audit, decoys)
+    assert reads == expected_reads(watched)
+    assert others == []
+    assert "status" not in decoys.kube.get(GROUP_VERSION, "offsetdeletions", "least", unwatched)
+    assert "status" not in decoys.kube.get(GROUP_VERSION, "offsetresets", "least", unwatched)
 
     role = yaml.safe_load((MANIFESTS / "components" / "namespaced" / "role.yaml").read_text())["rules"]
     cluster_scoped = next(d for d in yaml.safe_load_all((MANIFESTS / "base" / "clusterrole-cluster-scoped.yaml").read_text())
                           if d["kind"] == "ClusterRole")["rules"]
     refused: list[str] = []
-    for r in operator_requests(cluster):
-        assert r.resource is not None and r.action is not None
-        if not r.resource.plural:  # API discovery, open to every authenticated client
-            continue
-        verb = "patch" if r.method.value == "PATCH" else "update" if r.method.value == "PUT" else VERBS[r.action.value.lower()]
-        resource = r.resource.plural + (f"/{r.subresource}" if r.subresource else "")
-        call: tuple[Any, ...] = (r.resource.group, resource, verb)
-        if r.namespace is None:  # only cluster-scoped objects, as the base's ClusterRole grants
-            if not allowed(cluster_scoped, *call):
-                refused.append(f"{verb} {resource} cluster-wide")
-        elif r.namespace not in WATCHED or not allowed(role, *call):
-            refused.append(f"{verb} {resource} in {r.namespace}")
+    for c in audit.calls():
+        if not c.namespace:  # only cluster-scoped objects, as the base's ClusterRole grants
+            if not allowed(cluster_scoped, c.group, c.resource_path, c.verb):
+                refused.append(f"{c.verb} {c.resource_path} cluster-wide")
+        elif c.namespace not in watched or not allowed(role, c.group, c.resource_path, c.verb):
+            refused.append(f"{c.verb} {c.resource_path} in {c.namespace}")
     assert refused == [], "calls the namespaced install does not grant"
 
 

@@ -7,7 +7,8 @@ Deployment's arguments parse with the real CLI and name exactly the namespaces t
 namespaced install no ClusterRole grants anything on namespaced resources (Secrets least of all); the alerts
 use only metrics and labels the operator exports, and the backup store counts its failures for them; kubectl
 applies the installs, and the install commands of README.md and docs/install.md as written, to the emulated API; the
-cluster-wide rules allow every API call the operator made while running deletions and restores. The Helm
+cluster-wide rules allow every API call the operator made while running deletions and restores (on the real
+API server, each call read from its audit log). The Helm
 chart, rendered by Helm itself and compared with these renders, is in test_helm_chart.py.
 """
 
@@ -22,6 +23,7 @@ from typing import Any, cast
 
 import pytest
 import yaml
+from audit_log import AuditLog
 from brokers import make_topics
 from install_renders import (
     INSTALLS,
@@ -37,8 +39,10 @@ from install_renders import (
     restricted_violations,
     validate,
 )
+from installed_api import ADMIN, OPERATOR_USER, InstalledApi
 from kafka_clients import empty_group
-from operator_harness import GROUP_VERSION, NAMESPACE, ROOT, EmulatedCluster, Kube
+from kafka_under_test import Kafka
+from operator_harness import GROUP_VERSION, ROOT, Kube
 
 from kafka_offset_operator.adapters import metrics
 from kafka_offset_operator.adapters.backup_store import BackupStore
@@ -46,7 +50,6 @@ from kafka_offset_operator.adapters.kube import Kube as Kube_
 from kafka_offset_operator.adapters.kube import KubeError
 from kafka_offset_operator.cli import build_parser
 from kafka_offset_operator.model.backups import Action, BackupRecord, Requester
-from kafka_sandbox import SandboxBroker
 
 CHART = ROOT / "charts" / "kafka-offset-operator"
 # Resources without a namespace: a ClusterRole's rules on them are cluster-wide by nature.
@@ -261,42 +264,32 @@ def test_the_install_commands_of_the_docs_apply_as_written(kubeconfig: Path) -> 
         assert out.returncode == 0, f"kubectl apply -k {target}: {out.stderr}"
 
 
-VERBS = {"fetch": "get", "list": "list", "watch": "watch", "create": "create", "delete": "delete"}
-
-
+@pytest.mark.real_api  # the operator on the installed ServiceAccount's token; its calls from the audit log
 def test_clusterrole_allows_every_call_the_operator_makes(
-        broker: SandboxBroker, cluster: EmulatedCluster, kube: Kube, start_operator: Any, operator_options: Any,
+        kafka: Kafka, api: InstalledApi, kube: Kube, start_operator: Any, operator_options: Any,
         renders: dict[str, list[dict[str, Any]]]) -> None:
-    make_topics(broker, {"orders": 3})
-    empty_group(broker.bootstrap_servers, "rbac", {("orders", p): 1 for p in range(3)})
+    make_topics(kafka, {"orders": 3})
+    empty_group(kafka.bootstrap_servers, "rbac", {("orders", p): 1 for p in range(3)})
     kube.create_secret("unused", {"x": "y"})
+    audit = AuditLog.of(api.plane, OPERATOR_USER)
     start_operator(dataclasses.replace(operator_options, large_backup_partitions=2))  # a ConfigMap backup too
-    kube.create("offsetdeletions", {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion",
-                                    "metadata": {"name": "rbac", "namespace": NAMESPACE},
-                                    "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "group": "rbac",
-                                             "topics": [{"name": "orders"}], "approved": True, "restore": True}})
+    kube.create("offsetdeletions", {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": "rbac"},
+                                    "spec": {"kafka": {"bootstrapServers": kafka.bootstrap_servers}, "group": "rbac",
+                                             "topics": [{"name": "orders"}], "approved": True, "approvedBy": ADMIN,
+                                             "restore": True}})
     kube.wait_for_status("rbac", lambda s: s.get("phase") == "Restored", what="Restored")
     kube.create("offsetdeletions", {"apiVersion": GROUP_VERSION, "kind": "OffsetDeletion",
-                                    "metadata": {"name": "rbac-secret", "namespace": NAMESPACE},
-                                    "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers,
+                                    "metadata": {"name": "rbac-secret"},
+                                    "spec": {"kafka": {"bootstrapServers": kafka.bootstrap_servers,
                                                        "securityProtocol": "SASL_PLAINTEXT",
                                                        "sasl": {"mechanism": "PLAIN", "secretRef": {"name": "missing"}}},
                                              "group": "rbac", "topics": [{"name": "orders"}]}})
     kube.wait_for_status("rbac-secret", lambda s: bool(s.get("conditions")), what="a condition")
+    audit.wait(lambda c: c.resource == "secrets" and c.name == "missing", what="the Secret's read")
 
     # What the default install grants: both of its ClusterRoles.
     rules = [rule for o in renders["cluster-wide"] if o["kind"] == "ClusterRole" for rule in o["rules"]]
-    assert cluster.emulator is not None
-    calls = set()
-    for request in cluster.emulator:  # kmock keeps every request it served
-        agent = request.headers.get("User-Agent", "")
-        if request.resource is None or request.action is None or not agent.startswith(("kopf", "OpenAPI-Generator")):
-            continue
-        if not request.resource.plural:  # API discovery, open to every authenticated client
-            continue
-        verb = "patch" if request.method.value == "PATCH" else "update" if request.method.value == "PUT" else VERBS[request.action.value.lower()]
-        resource = request.resource.plural + (f"/{request.subresource}" if request.subresource else "")
-        calls.add((request.resource.group, resource, verb))
+    calls = {(c.group, c.resource_path, c.verb) for c in audit.calls()}
     assert ("kafkaoffsets.dev", "offsetdeletions/status", "patch") in calls and ("", "configmaps", "create") in calls
     assert ("", "secrets", "get") in calls and ("", "events", "create") in calls
     assert sorted(c for c in calls if not allowed(rules, *c)) == []

@@ -30,7 +30,7 @@ from argocd_health import health, health_script
 from brokers import make_topics
 from flux_health import flux_status
 from installed_api import ADMIN, InstalledApi
-from kafka_clients import GroupConsumer, admin_commit, committed
+from kafka_clients import GroupConsumer, admin_commit
 from kafka_under_test import Kafka, clean_after
 from operator_harness import (
     GROUP_VERSION,
@@ -42,6 +42,7 @@ from operator_harness import (
     condition,
     fast_options,
 )
+from reset_world import RESETS, ResetWorld
 from waiting import wait_until
 
 from kafka_offset_operator.model.backups import Action, BackupRecord, Requester, decode
@@ -49,7 +50,6 @@ from kafka_sandbox import SandboxBroker
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # an operator under Kopf with end-to-end waits
 
-RESETS = "offsetresets"
 FINAL = ("Succeeded", "PartiallyFailed", "Failed")
 ARGO_CD = health_script("kafkaoffsets.dev", "OffsetReset")
 CAPTURE = os.environ.get("CAPTURE_HEALTH_TESTDATA")  # a directory: write what the operator wrote, for testdata/
@@ -68,35 +68,8 @@ def as_gitops_sees_it(kube: Kube, name: str, argo_cd: str, flux: str) -> None:
 
 
 @dataclass
-class World:
-    broker: Kafka
-    kube: Kube
+class World(ResetWorld):
     kubeconfig: Path
-
-    @property
-    def kafka(self) -> dict[str, Any]:
-        return {"bootstrapServers": self.broker.bootstrap_servers}
-
-    def offsets(self, group: str) -> dict[tuple[str, int], int]:
-        return committed(self.broker.bootstrap_servers, group)
-
-    def status(self, name: str) -> dict[str, Any]:
-        return self.kube.get(GROUP_VERSION, RESETS, name).get("status") or {}
-
-    def wait(self, name: str, predicate: Any, what: str, timeout: float = 90.0) -> dict[str, Any]:
-        seen: list[dict[str, Any]] = [{}]
-
-        def check() -> dict[str, Any] | None:
-            seen[0] = self.status(name)
-            return seen[0] if predicate(seen[0]) else None
-
-        try:
-            return wait_until(check, timeout, what)
-        except AssertionError:
-            raise AssertionError(f"timed out waiting for {what} of {name}; status: {seen[0]}") from None
-
-    def phase(self, name: str, *phases: str) -> dict[str, Any]:
-        return self.wait(name, lambda s: s.get("phase") in phases, " or ".join(phases))
 
     def events(self, name: str) -> set[str]:
         return {e["reason"] for e in self.kube.events_for(name)}

@@ -31,14 +31,14 @@ from audit_log import AuditLog, Call
 from brokers import make_topics
 from install_renders import KUBECTL, NO_KUBECTL, allowed, cluster_wide_rules, render_install
 from installed_api import ADMIN, OPERATOR_USER, InstalledApi, can_i, cluster_role, rules_changed
-from kafka_clients import GroupConsumer, admin_commit, committed
+from kafka_clients import GroupConsumer, admin_commit
 from kafka_under_test import Kafka, clean_after
-from operator_harness import GROUP_VERSION, ROOT, Kube, KubeApiError, Operators, OperatorThread, condition
+from operator_harness import GROUP_VERSION, ROOT, KubeApiError, Operators, OperatorThread, condition
+from reset_world import RESETS, ResetWorld
 from waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # an operator under Kopf with end-to-end waits
 
-RESETS = "offsetresets"
 FINAL = ("Succeeded", "PartiallyFailed", "Failed")
 PLURAL = {"Deployment": "deployments", "StatefulSet": "statefulsets"}
 CLUSTER_ROLE = "/apis/rbac.authorization.k8s.io/v1/clusterroles/kafka-offset-operator"
@@ -46,42 +46,12 @@ PAUSE_PATCH = ROOT / "manifests" / "components" / "pause-workloads" / "rules.yam
 
 
 @dataclass
-class World:
-    broker: Kafka
+class World(ResetWorld):
     api: InstalledApi
     operators: Operators
     operator: OperatorThread
     audit: AuditLog  # the operator's calls since the module began
     consumers: list[GroupConsumer] = field(default_factory=list)
-
-    @property
-    def kube(self) -> Kube:
-        return self.api.kube
-
-    @property
-    def kafka(self) -> dict[str, Any]:
-        return {"bootstrapServers": self.broker.bootstrap_servers}
-
-    def offsets(self, group: str) -> dict[tuple[str, int], int]:
-        return committed(self.broker.bootstrap_servers, group)
-
-    def status(self, name: str) -> dict[str, Any]:
-        return self.kube.get(GROUP_VERSION, RESETS, name).get("status") or {}
-
-    def wait(self, name: str, predicate: Any, what: str, timeout: float = 90.0) -> dict[str, Any]:
-        seen: list[dict[str, Any]] = [{}]
-
-        def check() -> dict[str, Any] | None:
-            seen[0] = self.status(name)
-            return seen[0] if predicate(seen[0]) else None
-
-        try:
-            return wait_until(check, timeout, what)
-        except AssertionError:
-            raise AssertionError(f"timed out waiting for {what} of {name}; status: {seen[0]}") from None
-
-    def phase(self, name: str, *phases: str) -> dict[str, Any]:
-        return self.wait(name, lambda s: s.get("phase") in phases, " or ".join(phases))
 
     def reason(self, name: str, reason: str) -> dict[str, Any]:
         return self.wait(name, lambda s: condition(s, "Degraded").get("reason") == reason
@@ -174,7 +144,7 @@ def world(real_kafka: Kafka, api: InstalledApi) -> Iterator[World]:
     with clean_after(real_kafka) as broker, pause_opt_in(api):
         audit = AuditLog.of(api.plane, OPERATOR_USER)
         operators = Operators(api.options())
-        w = World(broker, api, operators, operators.start(), audit)
+        w = World(broker, api.kube, api, operators, operators.start(), audit)
         try:
             yield w
         finally:

@@ -25,6 +25,7 @@ from kafka_clients import GroupConsumer, admin_commit, committed
 from kafka_under_test import Kafka
 from operator_harness import GROUP_VERSION, Kube, OperatorThread, condition, emulated_cluster
 from operator_process import OperatorProcess
+from reset_world import RESETS
 from waiting import wait_until
 
 from kafka_offset_operator.context import OperatorOptions
@@ -32,7 +33,6 @@ from kafka_sandbox import SandboxBroker
 
 pytestmark = pytest.mark.slow  # operators under Kopf and as processes, with end-to-end waits
 
-RESETS = "offsetresets"
 FINAL = ("Succeeded", "PartiallyFailed", "Failed")
 
 
@@ -45,28 +45,6 @@ def reset(name: str, group: str, target: dict[str, Any], bootstrap: str, pause: 
     if timeout is not None:
         spec["pauseTimeout"] = timeout
     return {"apiVersion": GROUP_VERSION, "kind": "OffsetReset", "metadata": {"name": name}, "spec": spec}
-
-
-def status(kube: Kube, name: str) -> dict[str, Any]:
-    return kube.get(GROUP_VERSION, RESETS, name).get("status") or {}
-
-
-def wait_status(kube: Kube, name: str, predicate: Callable[[dict[str, Any]], bool], what: str,
-                timeout: float = 90.0) -> dict[str, Any]:
-    seen: list[dict[str, Any]] = [{}]
-
-    def check() -> dict[str, Any] | None:
-        seen[0] = status(kube, name)
-        return seen[0] if predicate(seen[0]) else None
-
-    try:
-        return wait_until(check, timeout, what)
-    except AssertionError:
-        raise AssertionError(f"timed out waiting for {what} of {name}; status: {seen[0]}") from None
-
-
-def phase(kube: Kube, name: str, *phases: str) -> dict[str, Any]:
-    return wait_status(kube, name, lambda s: s.get("phase") in phases, " or ".join(phases))
 
 
 def replicas(kube: Kube, name: str) -> int:
@@ -112,7 +90,7 @@ def test_sigkill_between_the_scale_down_and_its_status_write(kafka: Kafka, membe
             held.wait(30)
             assert first.kill() == -signal.SIGKILL
         held.release(apply=False)  # held before it applied: dropped with its client
-        recorded = status(kube, "killed")
+        recorded = kube.status(RESETS, "killed")
         assert [(p["replicas"], p["state"]) for p in recorded["pausedWorkloads"]] == [(3, "Recorded")]
         assert replicas(kube, "killed-api") == (0 if when == "applied" else 3)
         with OperatorProcess(kubeconfig, tmp_path) as second:
@@ -120,11 +98,11 @@ def test_sigkill_between_the_scale_down_and_its_status_write(kafka: Kafka, membe
             wait_until(lambda: replicas(kube, "killed-api") == 0, 30, "zero")
             members.remove(member)
             member.close()  # the pods are gone: the consumer leaves the group
-            wait_until(lambda: (status(kube, "killed").get("pausedWorkloads") or [{}])[0].get("state") == "Restored",
+            wait_until(lambda: (kube.status(RESETS, "killed").get("pausedWorkloads") or [{}])[0].get("state") == "Restored",
                        30, "restored")
             assert "Traceback" not in second.log()
             second.kill()
-        done = status(kube, "killed")
+        done = kube.status(RESETS, "killed")
         assert done["phase"] == "Succeeded" and committed(kafka.bootstrap_servers, group) == {(group, 0): 4}
         assert replicas(kube, "killed-api") == 3
 
@@ -143,15 +121,15 @@ def test_members_back_after_the_backup_end_a_running_reset_at_pause_timeout_and_
     kube.create(RESETS, reset("rejoin", "rejoin-app", {"earliest": True}, broker.bootstrap_servers,
                               [("Deployment", "rejoin-api")], timeout="2s"))
     held.wait()
-    assert status(kube, "rejoin")["phase"] == "Running"
+    assert kube.status(RESETS, "rejoin")["phase"] == "Running"
     join(members, broker.bootstrap_servers, "rejoin-app", "rejoin", "rejoin-outside-1")
     held.release()
-    final = phase(kube, "rejoin", *FINAL)
+    final = kube.wait_phase(RESETS, "rejoin", *FINAL)
     degraded = condition(final, "Degraded")
     assert (final["phase"], degraded["reason"]) == ("Failed", "PauseTimedOut"), final
     assert "rejoin-outside-1" in degraded["message"] and "no OffsetCommit sent" in degraded["message"]
     assert final["backup"]["name"] and "commitStartTime" not in final
-    wait_status(kube, "rejoin", lambda s: s["pausedWorkloads"][0]["state"] == "Restored", "restored")
+    kube.wait_status(RESETS, "rejoin", lambda s: s["pausedWorkloads"][0]["state"] == "Restored", "restored")
     assert replicas(kube, "rejoin-api") == 2 and committed(broker.bootstrap_servers, "rejoin-app") == {("rejoin", 0): 1}
 
 
@@ -175,7 +153,7 @@ def test_reset_visits_wait_for_the_kafka_concurrency_gate(
             second.wait(timeout=1.0)  # bounded: the slot is taken, so it must not arrive at all
         first.release()
         second.wait().release()
-        phase(kube, "gate-b", "AwaitingApproval")
-        assert phase(kube, "gate-a", *FINAL)["phase"] == "Succeeded"
+        kube.wait_phase(RESETS, "gate-b", "AwaitingApproval")
+        assert kube.wait_phase(RESETS, "gate-a", *FINAL)["phase"] == "Succeeded"
     finally:
         broker.faults.clear()

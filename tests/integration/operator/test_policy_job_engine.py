@@ -94,12 +94,8 @@ def new_policy(kube: Kube, name: str, bootstrap: str, team: str, **job: Any) -> 
                  "analysis": {"brokerRetention": "7d", "job": {"serviceAccount": POD_SA, **job}}}})
 
 
-def status(kube: Kube, name: str) -> dict[str, Any]:
-    return kube.get(GROUP_VERSION, POLICIES, name).get("status") or {}
-
-
 def ready(kube: Kube, name: str) -> dict[str, Any] | None:
-    s = status(kube, name)
+    s = kube.status(POLICIES, name)
     return s if condition(s, "Ready").get("status") == "True" and s.get("lastRun") else None
 
 
@@ -117,7 +113,7 @@ def run_configmaps(kube: Kube) -> list[str]:
 
 
 def progress(kube: Kube, name: str) -> str:
-    return str(condition(status(kube, name), "Progressing").get("message"))
+    return str(condition(kube.status(POLICIES, name), "Progressing").get("message"))
 
 
 # -- two policies, one Job, an operator restart while it waits
@@ -157,7 +153,7 @@ def shared_run(world: World, broker: SandboxBroker) -> SharedRun:
         b = wait_until(lambda: ready(kube, "b"), RUN_TIMEOUT, "policy b's run")
     except AssertionError as exc:
         raise AssertionError(f"{exc}; jobs: {[(j['metadata']['name'], j.get('status')) for j in jobs(kube)]}; "
-                             f"policies: { {n: status(kube, n).get('conditions') for n in ('a', 'b')} }") from None
+                             f"policies: { {n: kube.status(POLICIES, n).get('conditions') for n in ('a', 'b')} }") from None
     wait_until(lambda: job_names(kube) == [] and run_configmaps(kube) == [], 60, "the run cleaned up")
     wait_until(lambda: kube.list("v1", "pods") == [], 60, "the Job's pod deleted with it (background propagation)")
     return SharedRun(job, after_restart, list(world.standin.pods), a, b, job_names(kube),
@@ -200,7 +196,7 @@ def test_an_input_error_fails_the_job_once_and_waits_for_a_new_spec(world: World
     new_policy(kube, "refused", broker.bootstrap_servers, "team-a")
 
     def refused() -> dict[str, Any] | None:
-        ready_ = condition(status(kube, "refused"), "Ready")
+        ready_ = condition(kube.status(POLICIES, "refused"), "Ready")
         return ready_ if ready_.get("reason") == "InvalidSpec" else None
 
     ready_ = wait_until(refused, 120, "the policy's InvalidSpec condition")
@@ -214,7 +210,7 @@ def test_an_input_error_fails_the_job_once_and_waits_for_a_new_spec(world: World
         assert len([p for p in world.standin.pods if p.startswith("refused-")]) == 1
         assert len([n for n in job_names(kube) if n.startswith("refused-")]) == 1
         time.sleep(0.5)  # the pace of a check that nothing happens, not synchronisation
-    assert status(kube, "refused").get("nextRunTime") is None
+    assert kube.status(POLICIES, "refused").get("nextRunTime") is None
     kube.delete(GROUP_VERSION, POLICIES, "refused")
 
 
@@ -225,7 +221,7 @@ def test_a_job_past_its_deadline_gives_a_condition_naming_the_deadline(world: Wo
     new_policy(kube, "stuck", broker.bootstrap_servers, "team-a", deadline="3s")
 
     def failed() -> dict[str, Any] | None:
-        degraded = condition(status(kube, "stuck"), "Degraded")
+        degraded = condition(kube.status(POLICIES, "stuck"), "Degraded")
         return degraded if degraded.get("reason") == "AnalysisJobFailed" else None
 
     degraded = wait_until(failed, 120, "the deadline's condition")

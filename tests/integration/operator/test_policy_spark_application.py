@@ -9,11 +9,11 @@ recovered, deleted, cleaned up), and each test proves one thing a step did.
 Without spark-operator nothing moves an application, so the second group of tests reads its spec as the
 operator created it, and follows it across an operator restart and the policy's deletion.
 
-Kafka is Apache Kafka (the session's real broker; the sandbox with KOO_KAFKA_VERSIONS=sandbox). The second
-group runs on the real kube-apiserver (the install, spark-operator's SparkApplication CRD, the operator on
-the installed ServiceAccount's token: the real schema validates every application it creates). The saga
-stays on kmock's emulator (docs/testing.md): its last test reads the emulator's log of every request the
-operator made, to check each against the install's ClusterRole."""
+Kafka is Apache Kafka (the session's real broker; the sandbox with KOO_KAFKA_VERSIONS=sandbox). Both groups
+run on the real kube-apiserver (the install, spark-operator's SparkApplication CRD, the operator on the
+installed ServiceAccount's token: the real schema validates every application it creates, the real RBAC
+authorizer every call); the saga's last test reads the API server's audit log of every request the operator
+made and checks each against the install's ClusterRole."""
 
 from __future__ import annotations
 
@@ -25,31 +25,29 @@ from typing import Any
 
 import pytest
 import yaml
+from audit_log import AuditLog
 from brokers import make_topics
 from install_renders import cluster_wide_rules
+from installed_api import OPERATOR_USER
 from kafka_clients import admin_commit, committed, empty_group
 from kafka_under_test import Kafka, clean_after
 from kube_cluster import ControlPlane
 from operator_harness import (
     GROUP_VERSION,
-    NAMESPACE,
     RUN_TIMEOUT,
-    EmulatedCluster,
     Kube,
     Operators,
     OperatorThread,
     condition,
-    emulated_cluster,
-    fast_options,
     policy_status,
 )
 from spark_operator_standin import SparkOperatorStandIn
-from test_shared_spark_applications import SparkApi, spark_api
+from test_shared_spark_applications import DRIVER_SA, SparkApi, spark_api
 from waiting import wait_until
 
 from kafka_offset_operator.context import OperatorOptions
 
-SPARK_CRD = Path(__file__).parent / "crds" / "sparkapplications.yaml"
+SPARK_CRD = Path(__file__).parent / "crds" / "sparkapplications.yaml"  # the emulator fault suites serve it
 APPS = "sparkoperator.k8s.io/v1beta2"
 IMAGE = "ghcr.io/example/kafka-offset-operator:test"
 
@@ -69,38 +67,39 @@ def app_names(kube: Kube) -> list[str]:
 @dataclass
 class ClusterRun:
     broker: Kafka
-    cluster: EmulatedCluster
     kube: Kube
     standin: SparkOperatorStandIn
+    audit: AuditLog  # the operator's calls since the saga began
 
     def status(self) -> dict[str, Any]:
         return policy_status(self.kube, "cluster-run")
 
 
 @pytest.fixture(scope="module")
-def cluster_run(real_kafka: Kafka, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRun]:
+def cluster_run(real_kafka: Kafka, real_cluster: ControlPlane, real_crds: Path,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterRun]:
     """Group old-report (orders/0 at 4, orders/1 at 5), the stand-in (whose first application fails, and
     which commits orders/1 at 6 after the job's scan) and an Auto policy using the SparkApplication engine
     (of that group alone: Auto deletes what it finds)."""
-    with clean_after(real_kafka) as broker, emulated_cluster(spark_crds()) as cluster:
-        kube = Kube(cluster.url)
-        kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
+    with clean_after(real_kafka) as broker, spark_api(real_cluster, tmp_path_factory.mktemp("kube")) as spark:
+        kube = spark.api.kube
         make_topics(broker, {"orders": 2})
         empty_group(broker.bootstrap_servers, "old-report", {("orders", 0): 4, ("orders", 1): 5})
-        standin = SparkOperatorStandIn(kube, kubeconfig).start()
-        operators = Operators(fast_options(kubeconfig, spark_image=IMAGE))
+        standin = SparkOperatorStandIn(kube, spark.driver_kubeconfig, kube.namespace).start()
+        audit = AuditLog.of(real_cluster, OPERATOR_USER)
+        operators = Operators(spark.api.options(spark_image=IMAGE))
         try:
             standin.fail_next(1)
             standin.before_complete = lambda app: admin_commit(broker.bootstrap_servers, "old-report", {("orders", 1): 6})
             operators.start()
             kube.create("consumergroupoffsetpolicies", {
                 "apiVersion": GROUP_VERSION, "kind": "ConsumerGroupOffsetPolicy",
-                "metadata": {"name": "cluster-run", "namespace": NAMESPACE},
+                "metadata": {"name": "cluster-run", "namespace": kube.namespace},
                 "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "mode": "Auto",
                          "groups": {"include": ["old-report"]}, "rules": {"emptyGroupRetention": "1s"},
                          "analysis": {"engine": "SparkApplication",
-                                      "sparkApplication": {"serviceAccount": "offset-analysis", "executor": {"instances": 2}}}}})
-            yield ClusterRun(broker, cluster, kube, standin)
+                                      "sparkApplication": {"serviceAccount": DRIVER_SA, "executor": {"instances": 2}}}}})
+            yield ClusterRun(broker, kube, standin, audit)
         finally:
             operators.close()
             standin.stop()
@@ -152,7 +151,7 @@ def cleaned_up(cluster_run: ClusterRun, deleted: Deleted) -> CleanedUp:
     wait_until(lambda: app_names(kube) == [], 30, "apps removed")
     leftovers = [cm["metadata"]["name"] for cm in kube.list("v1", "configmaps")
                  if (cm["metadata"].get("labels") or {}).get("kafkaoffsets.dev/run")]
-    return CleanedUp(leftovers, operator_calls(cluster_run.cluster))
+    return CleanedUp(leftovers, {(c.group, c.resource_path, c.verb) for c in cluster_run.audit.calls()})
 
 
 @pytest.mark.slow
@@ -190,25 +189,8 @@ def test_applications_and_result_configmaps_are_cleaned_up(cleaned_up: CleanedUp
 
 @pytest.mark.slow
 def test_the_installs_clusterrole_allows_every_call_the_operator_made(cleaned_up: CleanedUp) -> None:
+    assert ("sparkoperator.k8s.io", "sparkapplications", "create") in cleaned_up.operator_calls  # the log is read
     assert cleaned_up.operator_calls - allowed_by_clusterrole() == set()  # the install's RBAC suffices
-
-
-def operator_calls(cluster: EmulatedCluster) -> set[tuple[str, str, str]]:
-    """(API group, resource, verb) of every request the operator made (Kopf, or the kubernetes client)."""
-    assert cluster.emulator is not None
-    verbs = {"fetch": "get", "list": "list", "watch": "watch", "create": "create", "delete": "delete"}
-    calls = set()
-    for request in cluster.emulator._requests:  # kmock keeps every request it served
-        agent = request.headers.get("User-Agent", "")
-        if request.resource is None or request.action is None or not request.resource.plural:
-            continue
-        if not agent.startswith(("kopf", "OpenAPI-Generator")):
-            continue  # the test's own client and the stand-in (urllib)
-        method = request.method.value
-        verb = {"PATCH": "patch", "PUT": "update"}.get(method) or verbs[request.action.value.lower()]
-        resource = request.resource.plural + (f"/{request.subresource}" if request.subresource else "")
-        calls.add((request.resource.group, resource, verb))
-    return calls
 
 
 def allowed_by_clusterrole() -> set[tuple[str, str, str]]:

@@ -69,19 +69,6 @@ def operator(installed: Installed, tmp_path: Path) -> Iterator[OperatorProcess]:
         yield proc
 
 
-def wait_status(kube: Kube, plural: str, name: str, predicate: Any, what: str, timeout: float = 90) -> dict[str, Any]:
-    seen: list[Any] = [None]
-
-    def check() -> dict[str, Any] | None:
-        seen[0] = kube.get(GROUP_VERSION, plural, name).get("status") or {}
-        return seen[0] if predicate(seen[0]) else None
-
-    try:
-        return wait_until(check, timeout, what)
-    except AssertionError:
-        raise AssertionError(f"timed out waiting for {what} of {name}; status: {seen[0]}") from None
-
-
 def test_the_token_is_the_service_accounts_not_the_admins(installed: Installed) -> None:
     out = kubectl(installed.token_kubeconfig, "auth", "whoami", "-o", "json")
     assert out.returncode == 0, out.stderr
@@ -100,14 +87,14 @@ def test_an_approved_deletion_is_backed_up_applied_and_restored_as_the_installed
         "apiVersion": GROUP_VERSION, "kind": "OffsetDeletion", "metadata": {"name": "old-orders"},
         "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "group": "reporting",
                  "topics": [{"name": "orders"}], "approved": True, "approvedBy": ADMIN}})
-    status = wait_status(kube, "offsetdeletions", "old-orders", lambda s: s.get("phase") in FINAL, "a final phase")
+    status = kube.wait_status("offsetdeletions", "old-orders", lambda s: s.get("phase") in FINAL, "a final phase")
     assert status["phase"] == "Succeeded", (status, operator.log()[-3000:])
     assert committed(broker.bootstrap_servers, "reporting") == {}
     assert {(b["topic"], b["partition"], b["offset"]) for b in status["backup"]["offsets"]} == {
         ("orders", 0, 3), ("orders", 1, 4)}
     assert backups(kube, "old-orders"), "no backup ConfigMap"
     kube.patch(GROUP_VERSION, "offsetdeletions", "old-orders", {"spec": {"restore": True}})
-    wait_status(kube, "offsetdeletions", "old-orders", lambda s: s.get("phase") == "Restored", "Restored")
+    kube.wait_status("offsetdeletions", "old-orders", lambda s: s.get("phase") == "Restored", "Restored")
     assert committed(broker.bootstrap_servers, "reporting") == {("orders", 0): 3, ("orders", 1): 4}
     events = {e["reason"] for e in kube.events_for("old-orders")}
     assert events, "the operator posted no Event with its own token"
@@ -136,7 +123,7 @@ def test_without_the_pause_opt_in_a_real_403_ends_in_a_condition_naming_the_perm
         "apiVersion": GROUP_VERSION, "kind": "OffsetReset", "metadata": {"name": "locked"},
         "spec": {"kafka": {"bootstrapServers": broker.bootstrap_servers}, "group": "locked-app", "allTopics": True,
                  "target": {"latest": True}, "approved": True, "approvedBy": ADMIN, "pauseWorkloads": [{"kind": "Deployment", "name": "locked-api"}]}})
-    status = wait_status(kube, "offsetresets", "locked",
+    status = kube.wait_status("offsetresets", "locked",
                          lambda s: condition(s, "Degraded").get("reason") == "WorkloadAccessDenied", "WorkloadAccessDenied")
     message = condition(status, "Degraded")["message"]
     assert f"may not get deployments/scale (apps) in namespace {installed.namespace}" in message, message
@@ -173,7 +160,7 @@ def test_with_the_pause_opt_in_real_workloads_are_scaled_down_and_back(
                      "target": {"earliest": True}, "approved": True, "approvedBy": ADMIN,
                      "pauseWorkloads": [{"kind": "Deployment", "name": "paused-deployments"},
                                         {"kind": "StatefulSet", "name": "paused-statefulsets"}]}})
-        status = wait_status(kube, "offsetresets", "paused", lambda s: s.get("phase") in FINAL
+        status = kube.wait_status("offsetresets", "paused", lambda s: s.get("phase") in FINAL
                              and all(p["state"] == "Restored" for p in s.get("pausedWorkloads", [])), "restored")
         assert status["phase"] == "Succeeded", status
         assert [(p["kind"], p["replicas"], p["state"]) for p in status["pausedWorkloads"]] == [

@@ -104,12 +104,8 @@ def new_policy(kube: Kube, name: str, bootstrap: str, team: str) -> None:
                               "sparkApplication": {"image": IMAGE, "serviceAccount": DRIVER_SA}}}})
 
 
-def status(kube: Kube, name: str) -> dict[str, Any]:
-    return kube.get(GROUP_VERSION, POLICIES, name).get("status") or {}
-
-
 def ready(kube: Kube, name: str) -> dict[str, Any] | None:
-    s = status(kube, name)
+    s = kube.status(POLICIES, name)
     return s if condition(s, "Ready").get("status") == "True" and s.get("lastRun") else None
 
 
@@ -203,7 +199,7 @@ def shared_run(broker: Kafka, real_cluster: ControlPlane, real_crds: Path,
                 b = wait_until(lambda: ready(kube, "b"), RUN_TIMEOUT, "policy b's run")
             except AssertionError as exc:  # what spark-operator's stand-in saw, and where each policy is
                 raise AssertionError(f"{exc}; applications: {dict(standin.states)}; policies: "
-                                     f"{ {n: status(kube, n).get('conditions') for n in ('a', 'b')} }") from None
+                                     f"{ {n: kube.status(POLICIES, n).get('conditions') for n in ('a', 'b')} }") from None
             wait_until(lambda: app_names(kube) == [] and run_configmaps(kube) == [], 30, "the run cleaned up")
             yield SharedRun(kube, list(standin.seen), seen_members, reports, c_gone.is_set(), owners, a, b,
                             app_names(kube), run_configmaps(kube))
@@ -293,7 +289,7 @@ def write_results(kube: Kube, url: str, summary: dict[str, Any], rows: list[dict
 
 
 def progress(kube: Kube, name: str) -> str:
-    return str(condition(status(kube, name), "Progressing").get("message"))
+    return str(condition(kube.status(POLICIES, name), "Progressing").get("message"))
 
 
 @pytest.mark.slow  # an operator restart (Kopf's 2 s grace), the share window and the clock's next second

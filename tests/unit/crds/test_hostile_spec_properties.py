@@ -174,18 +174,23 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
                     max_leaves=12)
 
 
+# Built once per kind, not per example: spec_schema builds every CRD, SchemaCheck compiles a validator.
+SPEC_CHECKS = {kind: SchemaCheck(spec_schema(kind)) for kind in (DELETION_KIND, RESET_KIND, POLICY_KIND)}
+
+
 @FAST
 @pytest.mark.parametrize("kind", [DELETION_KIND, RESET_KIND, POLICY_KIND])
 @given(value=JSON)
 def test_any_json_is_refused_naming_the_field(kind: str, value: Any) -> None:
     try:
-        SchemaCheck(spec_schema(kind)).check(value, "spec")
+        SPEC_CHECKS[kind].check(value, "spec")
     except SpecError as exc:
         named(exc, "spec")
 
 
 RESOURCES = {crd["spec"]["names"]["kind"]: ResourceSchema.from_crd(crd, crd["spec"]["versions"][0])
              for crd in build_crds().values()}
+ANY_SPEC = {kind: st.one_of(valid_specs(kind), near_miss_specs(kind)) for kind in (DELETION_KIND, RESET_KIND, POLICY_KIND)}
 
 
 @FAST
@@ -195,7 +200,7 @@ def test_the_emulated_api_admits_or_refuses_with_a_status(kind: str, data: st.Da
     """The emulated API server (which the end-to-end half applies specs through) answers every spec with
     the object it stores or a 422/400, as the API server does; what it stores, the operator parses or
     refuses naming the field."""
-    spec = data.draw(st.one_of(valid_specs(kind), near_miss_specs(kind)))
+    spec = data.draw(ANY_SPEC[kind])
     obj = {"apiVersion": "kafkaoffsets.dev/v1alpha1", "kind": kind, "metadata": {"name": "x"}, "spec": spec}
     try:
         stored = RESOURCES[kind].admit(obj, None, None, True)
