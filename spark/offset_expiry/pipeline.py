@@ -51,6 +51,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_offsets_model.codec import partition_for
+from kafka_offsets_model.errors import InputError
 from kafka_offsets_model.policy import Policy
 from kafka_offsets_model.rules import OffsetReason
 
@@ -609,18 +610,64 @@ def merge_ranges(files: Sequence[RunFile]) -> Iterator[tuple[int, int, int]]:
         yield i, start, end
 
 
-def write_rows(results: DataFrame) -> OffsetRows:
+# The report's partitions outside local mode (write_rows): each is one task's result, which the executor
+# holds whole in its heap (the rows, then their serialised copy) and in its block manager until the driver
+# fetches it, and the driver holds two of them (prefetch). Sized by the report, not by the session's shuffle
+# partitions: at 1M distinct records four partitions were 65-131 MB each and a 1 GB executor died of it
+# (docs/performance.md, "The distributed path").
+REPORT_PARTITION_BYTES_CONF = "spark.offsetExpiry.reportPartitionBytes"
+REPORT_PARTITION_BYTES = 8 << 20
+# A report line's bytes besides its group and topic (the field names, the enums, the numbers at their
+# longest): so the estimate is an upper bound for ASCII names.
+LINE_BYTES_BESIDES_NAMES = 320
+
+
+def line_bytes_estimate() -> Column:
+    """A result row's report line length, about (over, for ASCII names): from the names alone, so the
+    estimate costs a sum in the counting job and no JSON."""
+    return F.lit(LINE_BYTES_BESIDES_NAMES) + F.octet_length("group") + F.coalesce(F.octet_length("topic"), F.lit(0))
+
+
+def report_partitions(estimated_bytes: int, budget_bytes: int = REPORT_PARTITION_BYTES) -> int:
+    """How many partitions the report is sorted into outside local mode: about `budget_bytes` of lines each
+    (at least one), so no task result, in the executor or the driver, grows with the report."""
+    if budget_bytes < 1:
+        raise ValueError(f"budget_bytes must be positive, not {budget_bytes}")
+    return max(1, -(-max(estimated_bytes, 0) // budget_bytes))
+
+
+def report_partition_budget(value: str | None) -> int:
+    """The Spark setting REPORT_PARTITION_BYTES_CONF (bytes, a positive integer), or the default."""
+    if value is None or not value.strip():
+        return REPORT_PARTITION_BYTES
+    try:
+        budget = int(value.strip())
+    except ValueError:
+        budget = 0
+    if budget < 1:
+        raise InputError(f"{REPORT_PARTITION_BYTES_CONF}: a number of bytes above 0, not {value!r}")
+    return budget
+
+
+def write_rows(results: DataFrame, estimated_bytes: int = 0) -> OffsetRows:
     """Result rows as the report's array items (OffsetRows), in (group, topic, partition) order: in local
     mode each partition's rows
     sorted and written by the executors (the driver shares their file system; every partition holds its
     groups whole: the readers' or the shuffle's, by group), merged as the report is copied
-    (OffsetRows.runs); elsewhere sorted across partitions and streamed to the driver a partition at a
-    time into a local file."""
+    (OffsetRows.runs); elsewhere sorted across partitions of a few MB each (report_partitions, from
+    `estimated_bytes`: line_bytes_estimate summed) and streamed to the driver a partition at a time
+    into a local file. An explicit partition count, as Spark's adaptive execution would otherwise merge a
+    global sort's partitions up to 64 MB."""
     spark = results.sparkSession
     directory = tempfile.mkdtemp(prefix="offset-expiry-results-")
     order = ("group", "topic", "partition")
     local = (spark.sparkContext.master or "").startswith("local")
-    ordered = results.sortWithinPartitions(*order) if local else results.orderBy(*order)
+    if local:
+        ordered = results.sortWithinPartitions(*order)
+    else:
+        budget = report_partition_budget(spark.conf.get(REPORT_PARTITION_BYTES_CONF, None))
+        partitions = report_partitions(estimated_bytes, budget)
+        ordered = results.repartitionByRange(partitions, *order).sortWithinPartitions(*order)
     item = F.to_json(F.struct(*RESULT_FIELDS), {"ignoreNullFields": "false"})
     lines = ordered.select(F.concat(F.lit("  "), item, F.lit(",")).alias("value"))  # OffsetRows' line
     rows = OffsetRows(directory, runs=local)
@@ -697,7 +744,8 @@ def analyze_assembled_many(
 
     One policy in local mode: one Spark job, the write of the report, whose counts and reasons are
     observed on the way (Observation: no cache, no second pass of the verdicts). Several policies (or a
-    cluster, whose report is streamed to the driver): the assembled rows are cached and counted first."""
+    cluster, whose report is streamed to the driver): the assembled rows are cached and counted first;
+    on a cluster the counting job also sizes the report (line_bytes_estimate) for write_rows' partitions."""
     spark = assembled.sparkSession
     local = (spark.sparkContext.master or "").startswith("local")
     cached = len(runs) > 1 or not local
@@ -720,19 +768,21 @@ def analyze_assembled_many(
         topics = topics_frame(spark, existing_topics)
         for index, run in enumerate(runs):
             results = verdicts(for_policy(offsets, index), topics, run.policy, now_ms, run.retention_ms)
+            estimated = 0
             if local:
                 reasons_seen = Observation()
                 results = results.observe(
                     reasons_seen, *[F.count_if(F.col("reason") == r.value).alias(r.value) for r in OffsetReason]
                 )
             else:
-                counted = results.groupBy("reason").count().collect()
-            rows = write_rows(results.where(F.col("candidate")) if candidates_only else results)
-            reasons = (
-                _ints(reasons_seen.get, [r.value for r in OffsetReason])
-                if local
-                else {row["reason"]: row["count"] for row in counted}
-            )
+                counted = (
+                    results.groupBy("reason", "candidate")
+                    .agg(F.count(F.lit(1)).alias("count"), F.sum(line_bytes_estimate()).alias("bytes"))
+                    .collect()
+                )
+                estimated = sum(int(row["bytes"] or 0) for row in counted if row["candidate"] or not candidates_only)
+            rows = write_rows(results.where(F.col("candidate")) if candidates_only else results, estimated)
+            reasons = _ints(reasons_seen.get, [r.value for r in OffsetReason]) if local else _by_reason(counted)
             if stats is None:
                 assert stats_seen is not None
                 stats = _ints(stats_seen.get, STATS_COLUMNS)
@@ -755,6 +805,14 @@ def analyze_assembled_many(
         if cached:
             assembled.unpersist()
     return reports
+
+
+def _by_reason(counted: Sequence[Any]) -> dict[str, int]:
+    """The counting job's rows (reason, candidate, count, bytes) -> rows per reason."""
+    reasons: dict[str, int] = {}
+    for row in counted:
+        reasons[row["reason"]] = reasons.get(row["reason"], 0) + int(row["count"])
+    return reasons
 
 
 def _ints(values: Any, names: Sequence[str]) -> dict[str, int]:

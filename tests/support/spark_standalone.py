@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,13 +31,17 @@ class Standalone:
     worker_cores: int
     logs: Path
 
-    def submit_command(self, job: str, arguments: list[str], executor_memory: str = "512m") -> list[str]:
-        """spark-submit in client mode against this cluster: every worker's cores, small executors."""
+    def submit_command(self, job: str, arguments: list[str], executor_memory: str = "512m",
+                       conf: Mapping[str, str] | None = None) -> list[str]:
+        """spark-submit in client mode against this cluster: every worker's cores, small executors; `conf`:
+        more Spark settings."""
+        settings = [f"{key}={value}" for key, value in (conf or {}).items()]
         return [SPARK_SUBMIT, "--master", self.master_url, "--deploy-mode", "client",
                 "--executor-memory", executor_memory, "--driver-memory", "512m",
                 "--total-executor-cores", str(self.workers * self.worker_cores),
                 "--conf", f"spark.cores.max={self.workers * self.worker_cores}",
                 "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+                *[arg for setting in settings for arg in ("--conf", setting)],
                 job, *arguments]
 
 

@@ -1,8 +1,11 @@
 """The distributed path (issue 22): `job.py` through `spark-submit --master spark://...` on a Spark standalone
 cluster of two workers on loopback (tests/support/spark_standalone.py), against the same seeded
 `__consumer_offsets` as local mode. Outside local mode the job takes its other code paths (the report sorted
-across partitions and streamed to the driver, the assembled rows cached: docs/performance.md); the report must
-be the same, byte for byte once its lines are sorted, and both workers must have run executors.
+across partitions sized by the report and streamed to the driver a partition at a time, the assembled rows
+cached: docs/performance.md); the report must be the same, byte for byte, and both workers must have run
+executors. The report's partition budget (pipeline.REPORT_PARTITION_BYTES_CONF) is set to 16 KiB so that this
+small report spans a dozen partitions, as a million records span dozens of 8 MB ones: their order across
+partitions is the report's.
 
 The broker is Apache Kafka with `__consumer_offsets` seeded once and then only read (the `seeded_kafka` fixture,
 tests/support/seeded_kafka.py), so both runs read the same records; the job reads them over Kafka's wire protocol.
@@ -27,11 +30,14 @@ import pytest
 from seeded_kafka import Seeded
 from spark_standalone import Standalone, daemon_env, standalone_cluster
 
+from offset_expiry.pipeline import LINE_BYTES_BESIDES_NAMES, REPORT_PARTITION_BYTES_CONF
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 JOB = str(Path(__file__).parents[3] / "spark" / "offset_expiry" / "job.py")
 NOW = "2023-11-14T22:13:20Z"
+BUDGET = 16 << 10  # the report's partitions: about 50 rows each, several for this report
 POLICY = """\
 apiVersion: kafkaoffsets.dev/v1alpha1
 kind: ConsumerGroupOffsetPolicy
@@ -54,10 +60,9 @@ def _run(command: list[str]) -> None:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
 
 
-def _sorted_lines(report: Path) -> list[str]:
-    """The report's lines, sorted, each without the comma that separates array items (which row is last, and so
-    has none, depends on the order)."""
-    return sorted(line.rstrip(",") for line in report.read_text().splitlines())
+def _rows(report: Path) -> list[str]:
+    """The report's offset rows, one JSON object each, in the report's order."""
+    return [line.strip().rstrip(",") for line in report.read_text().splitlines() if line.startswith('  {"group":')]
 
 
 @pytest.fixture(scope="module")
@@ -82,9 +87,12 @@ def test_a_standalone_cluster_of_two_workers_writes_the_local_report(
     seeded_kafka: Seeded, local_report: Path, cluster: Standalone, tmp_path: Path
 ) -> None:
     results = tmp_path / "results.json"
-    _run(cluster.submit_command(JOB, _arguments(seeded_kafka, tmp_path, results)))
-    assert _sorted_lines(results) == _sorted_lines(local_report)
-    assert len(_sorted_lines(results)) > 100  # rows, not only a summary
+    budget = {REPORT_PARTITION_BYTES_CONF: str(BUDGET)}
+    _run(cluster.submit_command(JOB, _arguments(seeded_kafka, tmp_path, results), conf=budget))
+    assert results.read_bytes() == local_report.read_bytes()
+    rows = _rows(results)
+    # Rows, not only a summary, and (by the estimate write_rows sizes them with) more than a few partitions.
+    assert len(rows) * LINE_BYTES_BESIDES_NAMES > 8 * BUDGET, len(rows)
     # Both workers ran executors of the application (the work directory of each holds one).
     ran = [sorted(p.name for p in (cluster.logs / f"worker-{i}").iterdir()) for i in range(cluster.workers)]
     assert all(any(name.startswith("app-") for name in names) for names in ran), ran
