@@ -113,10 +113,7 @@ def clean(bootstrap: str, timeout: float = 30.0) -> None:
     finds an empty cluster. A group that still has members (a test's consumer not closed) is an error."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        # Right after a broker starts (or a test deleted many groups) its coordinators may still be loading
-        # their partitions: ListGroups answers COORDINATOR_LOAD_IN_PROGRESS, which is retriable.
-        [listed] = wait_until(lambda: _listed(admin), timeout, "a ListGroups answer")
-        groups = sorted({g["group_id"] for g in listed})
+        groups = sorted({g["group_id"] for g in all_groups(admin, timeout)})
         if groups:
             failed = {g: e for g, e in admin.delete_groups(groups).items()
                       if getattr(e, "errno", 0) and not isinstance(e, GroupIdNotFoundError)}
@@ -128,6 +125,14 @@ def clean(bootstrap: str, timeout: float = 30.0) -> None:
             wait_until(lambda: not set(topics) & set(admin.list_topics()), timeout, f"topics {topics} to be deleted")
     finally:
         admin.close()
+
+
+def all_groups(admin: KafkaAdminClient, timeout: float = 30.0) -> list[dict[str, Any]]:
+    """Every group (ListGroups). Right after a broker starts, or after the first commit creates
+    `__consumer_offsets`, or after a test deleted many groups, its coordinators may still be loading their
+    partitions: ListGroups answers COORDINATOR_LOAD_IN_PROGRESS, which is retriable, so it is asked again."""
+    [listed] = wait_until(lambda: _listed(admin), timeout, "a ListGroups answer")
+    return listed
 
 
 def _listed(admin: KafkaAdminClient) -> tuple[list[dict[str, Any]]] | None:
