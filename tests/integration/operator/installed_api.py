@@ -87,13 +87,19 @@ def installed_api(plane: ControlPlane, workdir: Path) -> Iterator[InstalledApi]:
     try:
         yield InstalledApi(plane, kube, namespace, token)
     finally:
-        release(kube)
-        try:
-            plane.api.request("DELETE", f"/api/v1/namespaces/{namespace}")
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
+        delete_namespace(plane, namespace)
         remove_approvals_policy(plane)
+
+
+def delete_namespace(plane: ControlPlane, namespace: str) -> None:
+    """A test's namespace gone, our objects' finalizers removed first (the operator that would remove them is
+    stopped by then)."""
+    release(Kube(plane.url, namespace, plane.api.context))
+    try:
+        plane.api.request("DELETE", f"/api/v1/namespaces/{namespace}")
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
 
 
 def release(kube: Kube) -> None:

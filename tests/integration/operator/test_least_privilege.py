@@ -31,12 +31,12 @@ from installed_api import (
     OPERATOR_USER,
     InstalledApi,
     cluster_role,
+    delete_namespace,
     installed_api,
-    release,
     rules_changed,
 )
 from kafka_clients import committed, empty_group
-from kube_cluster import ApiError, ControlPlane
+from kube_cluster import ControlPlane
 from operator_harness import GROUP_VERSION, Kube, Operators, condition
 from operator_process import OperatorProcess
 from waiting import wait_until
@@ -95,12 +95,7 @@ def decoys(real_cluster: ControlPlane, real_crds: Path, tmp_path: Path) -> Itera
             yield Decoys(api, namespaces)
         finally:
             for ns in extra:
-                release(Kube(real_cluster.url, ns, real_cluster.api.context))
-                try:
-                    real_cluster.api.request("DELETE", f"/api/v1/namespaces/{ns}")
-                except ApiError as exc:
-                    if exc.status != 404:
-                        raise
+                delete_namespace(real_cluster, ns)
 
 
 def awaiting_approval(kube: Kube, namespace: str) -> bool:
