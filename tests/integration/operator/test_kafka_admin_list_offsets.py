@@ -1,37 +1,32 @@
-"""KafkaAdmin's ListOffsets and topic partitions, and a reset's plan read over the wire from the sandbox
-broker (which serves ListOffsets as UnifiedLog.fetchOffsetByTimestamp does)."""
+"""KafkaAdmin's ListOffsets and topic partitions, and a reset's plan read over the wire from Apache Kafka
+(the session's broker, `kafka`): records produced with the CreateTime each case needs, the log start moved
+by DeleteRecords as retention would move it."""
 
 from __future__ import annotations
 
 import pytest
 from brokers import make_topics
 from kafka_clients import admin_commit
+from kafka_under_test import Kafka
 
 from kafka_offset_operator.adapters.kafka_admin import UNKNOWN_OFFSET, KafkaAdmin
 from kafka_offset_operator.decisions.reset_plan import LogRange, ResetRefused, parse_scope, parse_target
 from kafka_offset_operator.model.connection import ConnectionSettings
 from kafka_offset_operator.model.offsets import KafkaFailure
 from kafka_offset_operator.reconcilers.reset_reads import read_plan
-from kafka_sandbox import SandboxBroker
 
-T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-
-
-def stamped(broker: SandboxBroker, topic: str, partition: int, timestamps: list[int]) -> None:
-    broker.append_records(topic, partition, [(None, f"r{i}".encode(), ts) for i, ts in enumerate(timestamps)])
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z (the session's broker keeps old records: no time retention)
 
 
-def truncate(broker: SandboxBroker, topic: str, partition: int, start: int) -> None:
-    """What retention or DeleteRecords leaves: a log starting past 0 (the sandbox has neither)."""
-    log = broker.ctx.topics.partition(topic, partition)
-    broker.call(lambda: setattr(log, "log_start_offset", start))
+def stamped(kafka: Kafka, topic: str, partition: int, timestamps: list[int]) -> None:
+    kafka.append_records(topic, partition, [(None, f"r{i}".encode(), ts) for i, ts in enumerate(timestamps)])
 
 
-def test_list_offsets_earliest_latest_and_by_timestamp(broker: SandboxBroker) -> None:
-    broker.create_topic("clicks", 2)
-    stamped(broker, "clicks", 0, [T0, T0 + 1000, T0 + 2000, T0 + 3000])
-    truncate(broker, "clicks", 0, 1)
-    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+def test_list_offsets_earliest_latest_and_by_timestamp(kafka: Kafka) -> None:
+    kafka.create_topic("clicks", 2)
+    stamped(kafka, "clicks", 0, [T0, T0 + 1000, T0 + 2000, T0 + 3000])
+    kafka.delete_records_before("clicks", 0, 1)
+    with KafkaAdmin(ConnectionSettings(kafka.bootstrap_servers)) as admin:
         assert admin.topic_partitions(["clicks", "nosuch"]) == {"clicks": [0, 1]}
         assert admin.topic_partitions([]) == {}
         tps = [("clicks", 0), ("clicks", 1)]
@@ -49,15 +44,15 @@ def test_list_offsets_earliest_latest_and_by_timestamp(broker: SandboxBroker) ->
             admin.list_offsets(tps, "soon")
 
 
-def test_read_plan_over_the_wire(broker: SandboxBroker) -> None:
-    broker.create_topic("orders", 2)
-    stamped(broker, "orders", 0, [T0 + i * 1000 for i in range(10)])
-    stamped(broker, "orders", 1, [T0 + i * 1000 for i in range(4)])
-    truncate(broker, "orders", 0, 2)
-    admin_commit(broker.bootstrap_servers, "billing", {("orders", 0): 5, ("orders", 1): 1})
-    admin_commit(broker.bootstrap_servers, "other", {("orders", 0): 0, ("orders", 1): 3})
+def test_read_plan_over_the_wire(kafka: Kafka) -> None:
+    kafka.create_topic("orders", 2)
+    stamped(kafka, "orders", 0, [T0 + i * 1000 for i in range(10)])
+    stamped(kafka, "orders", 1, [T0 + i * 1000 for i in range(4)])
+    kafka.delete_records_before("orders", 0, 2)
+    admin_commit(kafka.bootstrap_servers, "billing", {("orders", 0): 5, ("orders", 1): 1})
+    admin_commit(kafka.bootstrap_servers, "other", {("orders", 0): 0, ("orders", 1): 3})
     every = parse_scope({"allTopics": True})
-    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+    with KafkaAdmin(ConnectionSettings(kafka.bootstrap_servers)) as admin:
         def plan(target: dict[str, object], scope: dict[str, object] | None = None, now_ms: int = T0) -> dict[tuple[str, int], int | None]:
             got = read_plan(admin, "billing", parse_target(target), parse_scope(scope) if scope else every, now_ms)
             return {r.tp: r.new for r in got.rows}
@@ -78,8 +73,8 @@ def test_read_plan_over_the_wire(broker: SandboxBroker) -> None:
         assert missing.refusal == "orders-5: the partition does not exist (UNKNOWN_TOPIC_OR_PARTITION)"
 
 
-def test_topic_partitions_of_a_topic_without_records(broker: SandboxBroker) -> None:
-    make_topics(broker, {"empty": 3}, records_per_partition=0)
-    with KafkaAdmin(ConnectionSettings(broker.bootstrap_servers)) as admin:
+def test_topic_partitions_of_a_topic_without_records(kafka: Kafka) -> None:
+    make_topics(kafka, {"empty": 3}, records_per_partition=0)
+    with KafkaAdmin(ConnectionSettings(kafka.bootstrap_servers)) as admin:
         assert admin.topic_partitions(["empty"]) == {"empty": [0, 1, 2]}
         assert admin.log_ranges([("empty", 2)]) == {("empty", 2): LogRange(0, 0)}
