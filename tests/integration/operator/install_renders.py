@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
@@ -36,6 +37,13 @@ INSTALLS: dict[str, dict[str, list[str]]] = {
     "namespaced+pause-workloads": {"resources": ["namespaced"], "components": ["components/pause-workloads"]},
 }
 WATCHED = ("team-a", "team-b")  # the namespaces of manifests/namespaced
+
+
+def documented_installs() -> set[str]:
+    """The target of every `kubectl apply -k TARGET` in README.md and docs/install.md (paths from the
+    repository's root), so a test can apply each as the docs write it."""
+    return {m for doc in (ROOT / "README.md", ROOT / "docs" / "install.md")
+            for m in re.findall(r"^kubectl apply -k (\S+)", doc.read_text(), re.MULTILINE)}
 
 
 def kustomize(directory: Path) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 """The Helm chart, rendered and linted by Helm itself (its Go SDK, through helm-python-sdk's bundled
 library: no helm binary is needed), checked equal to the kustomize install of manifests/ for each option,
-validated against Kubernetes' own schemas, and applied with kubectl. Its values.schema.json refuses bad
+validated against Kubernetes' own schemas (installed with the real helm binary into the real API server, a
+Role per watched namespace and the Service on: test_real_install.py). Its values.schema.json refuses bad
 values with Helm's message naming the value; every value the templates use is declared, and the reverse."""
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,6 @@ import yaml
 from install_renders import (
     KUBECTL,
     NO_KUBECTL,
-    OPERATOR_NAMESPACE,
     WATCHED,
     allowed,
     container,
@@ -26,7 +25,7 @@ from install_renders import (
     restricted_violations,
     validate,
 )
-from operator_harness import ROOT, Kube
+from operator_harness import ROOT
 
 from kafka_offset_operator.cli import build_parser
 
@@ -270,19 +269,6 @@ def test_every_value_is_declared_used_and_in_the_schema() -> None:
 
 
 # -- applied
-
-
-@pytest.mark.skipif(KUBECTL is None, reason=NO_KUBECTL)
-def test_kubectl_applies_the_rendered_chart(kube: Kube, kubeconfig: Path, tmp_path: Path) -> None:
-    rendered = tmp_path / "chart.yaml"
-    rendered.write_text(yaml.safe_dump_all(render({"watchNamespaces": ["team-a"], "metrics": {"service": {"enabled": True}}})))
-    for target in (ROOT / "crds", rendered):
-        out = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), "apply", "--validate=false", "-f", str(target)],
-                             capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, out.stderr
-    assert kube.get("apps/v1", "deployments", "koo-kafka-offset-operator", RELEASE_NAMESPACE)["spec"]["replicas"] == 1
-    assert kube.get("rbac.authorization.k8s.io/v1", "roles", "koo-kafka-offset-operator", "team-a")["rules"]
-    assert OPERATOR_NAMESPACE == RELEASE_NAMESPACE
 
 
 def test_peering_values_reach_the_arguments() -> None:

@@ -5,10 +5,10 @@ object validates against Kubernetes' own schemas (kubernetes-validate, strict) o
 fields; Pod Security "restricted" holds; one replica, strategy Recreate, liveness on Kopf's /healthz; the
 Deployment's arguments parse with the real CLI and name exactly the namespaces that got a Role; in a
 namespaced install no ClusterRole grants anything on namespaced resources (Secrets least of all); the alerts
-use only metrics and labels the operator exports, and the backup store counts its failures for them; kubectl
-applies the installs, and the install commands of README.md and docs/install.md as written, to the emulated API; the
+use only metrics and labels the operator exports, and the backup store counts its failures for them; the
 cluster-wide rules allow every API call the operator made while running deletions and restores (on the real
-API server, each call read from its audit log). The Helm
+API server, each call read from its audit log). kubectl applies both installs, as the install commands of
+README.md and docs/install.md write them, to the real API server in test_real_install.py. The Helm
 chart, rendered by Helm itself and compared with these renders, is in test_helm_chart.py.
 """
 
@@ -30,7 +30,6 @@ from install_renders import (
     KUBECTL,
     MANIFESTS,
     NO_KUBECTL,
-    OPERATOR_NAMESPACE,
     WATCHED,
     allowed,
     container,
@@ -240,28 +239,6 @@ def test_the_backup_store_counts_its_failures_for_the_alert() -> None:
     with pytest.raises(KubeError):
         store.expire(None, "2026-03-01T00:00:00Z")
     assert (count("write"), count("expire")) == (before[0] + 1, before[1] + 1)
-
-
-@pytest.mark.skipif(KUBECTL is None, reason=NO_KUBECTL)
-def test_kubectl_applies_each_install(kube: Kube, kubeconfig: Path) -> None:
-    for overlay in ("operator", "namespaced"):
-        out = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), "apply", "--validate=false", "-k",
-                              str(MANIFESTS / overlay)], capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, out.stderr
-    assert kube.get("apps/v1", "deployments", "kafka-offset-operator", OPERATOR_NAMESPACE)["spec"]["replicas"] == 1
-    assert kube.get("rbac.authorization.k8s.io/v1", "roles", "kafka-offset-operator", "team-b")["rules"]
-
-
-@pytest.mark.skipif(KUBECTL is None, reason=NO_KUBECTL)
-def test_the_install_commands_of_the_docs_apply_as_written(kubeconfig: Path) -> None:
-    """Every `kubectl apply -k DIR` in README.md and docs/install.md, run from the repository's root."""
-    commands = {m for doc in (ROOT / "README.md", ROOT / "docs" / "install.md")
-                for m in re.findall(r"^kubectl apply -k (\S+)", doc.read_text(), re.MULTILINE)}
-    assert "manifests/operator" in commands and "manifests/namespaced" in commands
-    for target in sorted(commands):
-        out = subprocess.run([str(KUBECTL), "--kubeconfig", str(kubeconfig), "apply", "--validate=false", "-k", target],
-                             capture_output=True, text=True, timeout=60, cwd=ROOT)
-        assert out.returncode == 0, f"kubectl apply -k {target}: {out.stderr}"
 
 
 @pytest.mark.real_api  # the operator on the installed ServiceAccount's token; its calls from the audit log

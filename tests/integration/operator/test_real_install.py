@@ -1,6 +1,7 @@
 """The install as a platform team does it, on the real kube-apiserver (tests/support/kube_cluster.py):
-`kubectl apply -k manifests/operator` (and manifests/namespaced), `helm install` of charts/ with the real helm
-binary, and then `kafka-offset-operator run` as a process with the token of the ServiceAccount that install
+`kubectl apply -k manifests/operator` (and manifests/namespaced: every `kubectl apply -k` of README.md and
+docs/install.md, as written), `helm install` of charts/ with the real helm binary (a Role per watched namespace,
+the metrics Service on), and then `kafka-offset-operator run` as a process with the token of the ServiceAccount that install
 created (TokenRequest API), not as admin. So the RBAC we ship is checked by a real authorizer: what the
 operator does here, the install allows; what it may not do (a workload's scale without the pause opt-in)
 ends in a condition naming the permission, from a real 403.
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from brokers import make_topics
+from install_renders import documented_installs
 from installed_api import ADMIN, INSTALL_NS, SERVICE_ACCOUNT
 from kafka_clients import admin_commit, committed, empty_group
 from kube_cluster import ApiError, ControlPlane
@@ -35,6 +37,7 @@ from kafka_sandbox import SandboxBroker
 pytestmark = pytest.mark.slow  # operator processes
 
 FINAL = ("Succeeded", "PartiallyFailed", "Failed")
+CLUSTER_WIDE = "manifests/operator"  # the install commands' targets, from the repository's root
 
 
 @dataclass
@@ -47,8 +50,10 @@ class Installed:
 
 @pytest.fixture(scope="module")
 def cluster_wide(real_cluster: ControlPlane, real_crds: Path) -> Iterator[ControlPlane]:
-    """`kubectl apply -k manifests/operator` once for the module; it must apply cleanly."""
-    out = kubectl(real_cluster.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "operator"))
+    """`kubectl apply -k manifests/operator` once for the module, the command README.md and docs/install.md
+    give; it must apply cleanly."""
+    assert CLUSTER_WIDE in documented_installs()
+    out = kubectl(real_cluster.kubeconfig, "apply", "-k", str(ROOT / CLUSTER_WIDE))
     assert out.returncode == 0, out.stderr
     try:
         yield real_cluster
@@ -76,6 +81,8 @@ def test_the_token_is_the_service_accounts_not_the_admins(installed: Installed) 
         f"system:serviceaccount:{INSTALL_NS}:{SERVICE_ACCOUNT}"
     refused = kubectl(installed.token_kubeconfig, "get", "secrets", "-n", "kube-system")
     assert refused.returncode != 0 and "forbidden" in refused.stderr  # it may read a Secret, never list them
+    # The install's Deployment is stored as applied (no kubelet runs it here).
+    assert installed.kube.get("apps/v1", "deployments", "kafka-offset-operator", INSTALL_NS)["spec"]["replicas"] == 1
 
 
 def test_an_approved_deletion_is_backed_up_applied_and_restored_as_the_installed_service_account(
@@ -187,16 +194,27 @@ def test_garbage_collection_is_the_real_one(installed: Installed) -> None:
     assert kube.find("v1", "configmaps", "unowned") is not None
 
 
-def test_the_namespaced_install_applies_and_grants_secrets_only_where_it_watches(real_cluster: ControlPlane,
-                                                                                 real_crds: Path) -> None:
-    for team in ("team-a", "team-b"):
+def ensure_namespaces(plane: ControlPlane, *names: str) -> None:
+    """The namespaces a namespaced install grants in: the real API server refuses a Role in a namespace that
+    does not exist (the install does not create them)."""
+    for name in names:
         try:
-            real_cluster.create_namespace(team)
+            plane.create_namespace(name)
         except ApiError as exc:
             if exc.status != 409:
                 raise
-    out = kubectl(real_cluster.kubeconfig, "apply", "-k", str(ROOT / "manifests" / "namespaced"))
-    assert out.returncode == 0, out.stderr
+
+
+def test_the_namespaced_install_applies_and_grants_secrets_only_where_it_watches(cluster_wide: ControlPlane) -> None:
+    """Every other `kubectl apply -k` of README.md and docs/install.md, as written (manifests/namespaced), over
+    the cluster-wide install (cluster_wide removes the admission policy it brings, at the module's end)."""
+    real_cluster = cluster_wide
+    ensure_namespaces(real_cluster, "team-a", "team-b")
+    others = sorted(documented_installs() - {CLUSTER_WIDE})
+    assert "manifests/namespaced" in others, others
+    for target in others:
+        out = kubectl(real_cluster.kubeconfig, "apply", "-k", str(ROOT / target))
+        assert out.returncode == 0, f"kubectl apply -k {target}: {out.stderr}"
     who = f"--as=system:serviceaccount:{INSTALL_NS}:{SERVICE_ACCOUNT}"
     for team in ("team-a", "team-b"):
         out = kubectl(real_cluster.kubeconfig, "auth", "can-i", "get", "secrets", "-n", team, who)
@@ -212,20 +230,27 @@ def test_helm_install_of_the_chart_into_the_real_api_server(real_cluster: Contro
     from kube_build import build
 
     helm = build() / "helm"
+    ensure_namespaces(real_cluster, "team-a")
     # One admission policy per cluster: the kustomize install's (cluster_wide) makes way for the chart's.
     for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
         kubectl(real_cluster.kubeconfig, "delete", kind, "kafka-offset-operator-approvals", "--ignore-not-found")
     try:
         out = subprocess_run([str(helm), "install", "koo", str(ROOT / "charts" / "kafka-offset-operator"),
                               "--namespace", "koo-helm", "--create-namespace", "--kubeconfig", str(real_cluster.kubeconfig),
+                              "--set", "watchNamespaces={team-a}", "--set", "metrics.service.enabled=true",
                               "--wait=false"])
         assert out.returncode == 0, out.stderr
-        sa = real_cluster.api.request("GET", "/api/v1/namespaces/koo-helm/serviceaccounts")["items"]
+        api = real_cluster.api
+        assert api.request("GET", "/apis/apps/v1/namespaces/koo-helm/deployments/koo-kafka-offset-operator")["spec"]["replicas"] == 1
+        assert api.request("GET", "/api/v1/namespaces/koo-helm/services/koo-kafka-offset-operator-metrics")["spec"]["ports"]
+        sa = api.request("GET", "/api/v1/namespaces/koo-helm/serviceaccounts")["items"]
         names = [s["metadata"]["name"] for s in sa if s["metadata"]["name"] != "default"]
         assert len(names) == 1, names
         kubeconfig = real_cluster.service_account_kubeconfig(tmp_path / "helm-sa.kubeconfig", "koo-helm", names[0])
-        out = kubectl(kubeconfig, "auth", "can-i", "patch", "offsetdeletions.kafkaoffsets.dev/status", "-n", "default")
-        assert out.stdout.strip() == "yes", (out.stdout, out.stderr)
+        # The chart's Role in the watched namespace, and no grant elsewhere: the real authorizer's answers.
+        for namespace, answer in (("team-a", "yes"), ("default", "no")):
+            out = kubectl(kubeconfig, "auth", "can-i", "patch", "offsetdeletions.kafkaoffsets.dev/status", "-n", namespace)
+            assert out.stdout.strip() == answer, (namespace, out.stdout, out.stderr)
     finally:  # the session's other tests meet the API server without the chart's admission policy
         remove_approvals_policy(real_cluster)
 
