@@ -15,17 +15,17 @@ from kafka_offset_operator.decisions.keepalive import KeepAlivePlan, Method
 from kafka_offset_operator.model.connection import ConnectionSettings
 from kafka_offset_operator.reconcilers.keepalive import KeepAliveResult, audit_body, carry_out, run_pass
 
-POLICY = {"metadata": {"namespace": "kafka", "name": "guard", "uid": "uid-guard"}}
 
-
-def keep_alive_pass(kubeconfig: str, servers: str, group: str, recommit: bool) -> list[KeepAliveResult]:
+def keep_alive_pass(kubeconfig: str, servers: str, group: str, recommit: bool, namespace: str) -> list[KeepAliveResult]:
     """The start of a pass (it resolves what an earlier run left open), then with `recommit` the re-commit of
-    GROUP's unchanged offsets (Method.RECOMMIT: the path of a simple or a memberless KIP-848 group)."""
-    who = audit_body(POLICY, "operator", "operator")
+    GROUP's unchanged offsets (Method.RECOMMIT: the path of a simple or a memberless KIP-848 group), for a
+    policy of `namespace` (its backup store's)."""
+    policy = {"metadata": {"namespace": namespace, "name": "guard", "uid": "uid-guard"}}
+    who = audit_body(policy, "operator", "operator")
     kube = Kube(load_config(kubeconfig))
     try:
         with KafkaAdmin(ConnectionSettings(servers), timeout_ms=30_000) as admin:
-            where = (BackupStore(kube), POLICY, admin.cluster_id(), servers, 3600.0, "operator")
+            where = (BackupStore(kube), policy, admin.cluster_id(), servers, 3600.0, "operator")
             store, intents = RebaseBackups(*where), RecommitIntents(*where)
             results = run_pass(admin, store, [], 0, 0, who=who, intents=intents)
             if recommit:
@@ -38,4 +38,4 @@ def keep_alive_pass(kubeconfig: str, servers: str, group: str, recommit: bool) -
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s", stream=sys.stdout)
-    print(keep_alive_pass(sys.argv[1], sys.argv[2], sys.argv[3], recommit=True), flush=True)
+    print(keep_alive_pass(sys.argv[1], sys.argv[2], sys.argv[3], recommit=True, namespace=sys.argv[4]), flush=True)

@@ -172,8 +172,9 @@ class InstantSparkOperator:
                 self._put(target, target.name, results_sink.MANIFEST_KEY, manifest)
         except KubeApiError as exc:  # the job exits 1 (results_sink raises InputError): the driver failed
             state = {"state": "FAILED", "errorMessage": f"--results: cannot write ConfigMap: HTTP {exc.status}"}
+        # driverInfo is in every status spark-operator writes; kubeflow's schema (the real API server) requires it.
         self.kube.patch(APPS, "sparkapplications", app["metadata"]["name"],
-                        {"status": {"applicationState": state}}, subresource="status")
+                        {"status": {"applicationState": state, "driverInfo": {}}}, subresource="status")
 
     def _put(self, target: results_sink.Target, name: str, key: str, value: bytes) -> None:
         meta: dict[str, Any] = {"name": name, "namespace": target.namespace, "labels": dict(target.labels)}

@@ -1,16 +1,17 @@
 """The Kafka fault matrix (docs/safety.md, "Fault matrix"): every Kafka step of an OffsetDeletion and of its
 restore, struck by each fault the sandbox broker can inject (kafka_sandbox/faults.py), against the operator
-under Kopf and the emulated API; and a real operator process SIGKILLed while its OffsetDelete is held at the
-broker, then a fresh one.
+under Kopf; and a real operator process SIGKILLed while its OffsetDelete is held at the broker, then a fresh
+one. The faults are the broker's (the sandbox stays for them); the Kubernetes side needs none, so it is the
+real kube-apiserver (the `real_api` marker: the install applied, the operator on the installed
+ServiceAccount's token: installed_api.py).
 
 Every case ends with the documented outcome: the deletion (or restore) ends once, with the right offsets
 in Kafka; a stored backup exists before anything was deleted; the change request was sent as often as the
 fault explains and no more (a `count` witness at the broker); and an Event said what happened meanwhile.
-One broker, API and operator serve the whole module; each case has its own group and OffsetDeletion."""
+One broker, namespace and operator serve the matrix; each case has its own group and OffsetDeletion."""
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,8 +20,9 @@ from typing import Any
 
 import pytest
 from brokers import make_topics, sandbox_broker
+from installed_api import InstalledApi
 from kafka_clients import admin_commit, committed, empty_group
-from operator_harness import GROUP_VERSION, Kube, Operators, emulated_cluster, fast_options
+from operator_harness import GROUP_VERSION, Kube, Operators
 from test_offset_deletion import deletion
 from test_offset_deletion_safety import backups
 from test_run_command import operator_process
@@ -30,7 +32,7 @@ from kafka_offset_operator.model.backups import Action
 from kafka_sandbox import SandboxBroker
 from kafka_sandbox.faults import Fault
 
-pytestmark = pytest.mark.slow  # operator end to end, with request timeouts: the full suite runs them
+pytestmark = [pytest.mark.slow, pytest.mark.real_api]  # operator end to end, with request timeouts
 
 TIMEOUT_MS = 1500  # the operator's Kafka request timeout here; a "timeout" answers later than this
 LATE_S = TIMEOUT_MS / 1000 + 1.0
@@ -41,19 +43,17 @@ KEPT = {("kept", 0): 7}  # and this, which no case deletes
 @dataclass
 class World:
     broker: SandboxBroker
-    kube: Kube
-    kubeconfig: Path
+    kube: Kube  # admin, in the install's namespace for the module (api.namespace)
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with sandbox_broker() as broker, emulated_cluster() as cluster:
+def world(api: InstalledApi) -> Iterator[World]:
+    with sandbox_broker() as broker:
         make_topics(broker, {"orders": 2, "kept": 1})
-        kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("faults") / "kubeconfig")
-        operators = Operators(dataclasses.replace(fast_options(kubeconfig), kafka_timeout_ms=TIMEOUT_MS))
+        operators = Operators(api.options(kafka_timeout_ms=TIMEOUT_MS))
         operators.start()
         try:
-            yield World(broker, Kube(cluster.url), kubeconfig)
+            yield World(broker, api.kube)
         finally:
             operators.close()
 
@@ -195,7 +195,7 @@ def test_a_fault_at_the_restore_commit_is_retried_and_restores_once(world: World
 
 @pytest.mark.parametrize("applied", [True, False], ids=["applied-after-the-kill", "never-applied"])
 def test_sigkill_while_the_offset_delete_is_held_then_a_fresh_process_ends_it_right(
-        broker: SandboxBroker, kube: Kube, kubeconfig: Path, tmp_path: Path, applied: bool) -> None:
+        broker: SandboxBroker, api: InstalledApi, kube: Kube, tmp_path: Path, applied: bool) -> None:
     """The first process sent its OffsetDelete (status.deleteStartTime written, backup stored) and dies before
     the answer. Kafka then applies the request (as it does with a request already queued when its client
     goes away) or never got it. The second process re-reads: the offsets are gone (applied) or still at their
@@ -205,7 +205,7 @@ def test_sigkill_while_the_offset_delete_is_held_then_a_fresh_process_ends_it_ri
     empty_group(broker.bootstrap_servers, name, {**OFFSETS, **KEPT})
     sent = broker.faults.count("OffsetDelete", group=name)
     held = broker.faults.hold("OffsetDelete", group=name)
-    with operator_process(kubeconfig, tmp_path) as (proc, _h, _m, _log):
+    with operator_process(api.token_kubeconfig, tmp_path, namespace=kube.namespace) as (proc, _h, _m, _log):
         kube.create("offsetdeletions", deletion(name, name, [{"name": "orders"}],
                                                 kafka={"bootstrapServers": broker.bootstrap_servers}))
         held.wait(30)
@@ -220,7 +220,7 @@ def test_sigkill_while_the_offset_delete_is_held_then_a_fresh_process_ends_it_ri
         wait_until(lambda: committed(broker.bootstrap_servers, name) == KEPT, 10, "the held delete applied")
     else:
         held.drop()
-    with operator_process(kubeconfig, tmp_path):
+    with operator_process(api.token_kubeconfig, tmp_path, namespace=kube.namespace):
         status = kube.wait_for_phase(name, "Succeeded", "PartiallyFailed", "Failed", timeout=30)
     assert status["phase"] == "Succeeded" and status["deleted"] == 2, status
     assert committed(broker.bootstrap_servers, name) == KEPT

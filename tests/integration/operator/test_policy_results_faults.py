@@ -1,7 +1,12 @@
 """A policy's results ConfigMap missing or corrupt (docs/safety.md, "Kubernetes faults and restarts"): garbage,
 truncated, the wrong schema, or none at all. The policy says so in a clear condition naming the ConfigMap,
 proposes nothing, retries with a growing backoff (no retry storm), and the next good run recovers. The
-SparkApplication engine runs against kube_faults.InstantSparkOperator (no Spark: the results are the point)."""
+SparkApplication engine runs against kube_faults.InstantSparkOperator (no Spark: the results are the point).
+
+The fault is in the ConfigMaps' data, which the stand-in writes as the driver would: nothing needs the
+emulator or the sandbox, so the operator runs on the real kube-apiserver (the `real_api` marker: the install
+and spark-operator's SparkApplication CRD applied, the operator on the installed ServiceAccount's token, a
+namespace per test) against Apache Kafka (the `kafka` fixture)."""
 
 from __future__ import annotations
 
@@ -11,41 +16,47 @@ from typing import Any
 
 import pytest
 from brokers import make_topics
+from installed_api import InstalledApi, installed_api
 from kafka_clients import admin_commit
+from kafka_under_test import Kafka
+from kube_cluster import ControlPlane
 from kube_faults import RESULTS, InstantSparkOperator, candidate_rows, policy
-from operator_harness import GROUP_VERSION, EmulatedCluster, Kube, condition, emulated_cluster, fast_options
-from test_policy_spark_application import spark_crds
+from operator_harness import GROUP_VERSION, Kube, condition
+from test_shared_spark_applications import install_spark_crd
 from waiting import wait_until
 
 from kafka_offset_operator.context import OperatorOptions
-from kafka_sandbox import SandboxBroker
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.real_api]
 
 OFFSETS = {("orders", 0): 3, ("orders", 1): 4}
 POLICIES = "consumergroupoffsetpolicies"
 
 
-@pytest.fixture
-def cluster() -> Iterator[EmulatedCluster]:
-    with emulated_cluster(spark_crds()) as c:
-        yield c
+@pytest.fixture(scope="module")
+def api(real_cluster: ControlPlane, real_crds: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[InstalledApi]:
+    """The folder's `api` (the install, once for the module), with spark-operator's CRD served first."""
+    install_spark_crd(real_cluster)
+    with installed_api(real_cluster, tmp_path_factory.mktemp("kube")) as installed:
+        yield installed
 
 
 @pytest.fixture
-def operator_options(kubeconfig: Path) -> OperatorOptions:
-    return fast_options(kubeconfig, spark_image="example/koo:1")
+def operator_options(api: InstalledApi, kube: Kube) -> OperatorOptions:
+    return api.options(namespaces=(kube.namespace,), spark_image="example/koo:1")
 
 
 @pytest.mark.parametrize("results", [r for r in RESULTS if r != "good"])
 def test_unusable_results_are_a_condition_then_the_next_run_recovers(
-        results: str, broker: SandboxBroker, kube: Kube, start_operator: Any) -> None:
-    make_topics(broker, {"orders": 2})
-    admin_commit(broker.bootstrap_servers, "res", OFFSETS)
+        results: str, kafka: Kafka, kube: Kube, start_operator: Any) -> None:
+    make_topics(kafka, {"orders": 2})
+    admin_commit(kafka.bootstrap_servers, "res", OFFSETS)
     with InstantSparkOperator(kube, candidate_rows("res", OFFSETS)) as spark:
         spark.results = results
         start_operator()
-        kube.create(POLICIES, policy("p", broker.bootstrap_servers, "res"))
+        p = policy("p", kafka.bootstrap_servers, "res")
+        p["metadata"]["namespace"] = kube.namespace
+        kube.create(POLICIES, p)
         degraded = wait_until(lambda: _degraded(kube), 30, "the policy Degraded")
         assert degraded["reason"] == "SparkApplicationFailed", degraded
         assert "without usable results in ConfigMap" in degraded["message"], degraded

@@ -76,15 +76,19 @@ class SparkApi:
         return self.api.options(**{"spark_image": IMAGE, "scan_share_window_s": WINDOW_S, **overrides})
 
 
-@contextmanager
-def spark_api(plane: ControlPlane, workdir: Path) -> Iterator[SparkApi]:
-    """The install, the SparkApplication CRD (rebuilt from kubeflow's published types: kubeflow_crd.py), and the
-    driver's RBAC in the test's namespace."""
+def install_spark_crd(plane: ControlPlane) -> None:
+    """The SparkApplication CRD, rebuilt from kubeflow's published types (kubeflow_crd.py)."""
     try:
         kubeflow_crd.install(plane.api, kubeflow_crd.crd())
     except kubeflow_crd.Unavailable as exc:  # no PyPI: the structural stand-in, which keeps every field
         print(f"the SparkApplication CRD is the stand-in: {exc}")
         apply_file(plane, SPARK_CRD)
+
+
+@contextmanager
+def spark_api(plane: ControlPlane, workdir: Path) -> Iterator[SparkApi]:
+    """The install, the SparkApplication CRD and the driver's RBAC in the test's namespace."""
+    install_spark_crd(plane)
     with installed_api(plane, workdir) as api:
         rbac = (ROOT / "manifests" / "spark" / "driver-rbac.yaml").read_text().replace("namespace: team-a",
                                                                                     f"namespace: {api.namespace}")
