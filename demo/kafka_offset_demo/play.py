@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-class Progress:
+class StoryProgress:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.start = time.monotonic()
@@ -224,7 +224,7 @@ class Demo:
         self.stay_up = stay_up
         self.real = real  # the real control plane's binaries, or None: the emulated API
         self.log = log  # the operator's log file (its audit lines), or None: not kept
-        self.progress = Progress(out)
+        self.progress = StoryProgress(out)
         self.cpu_start = time.process_time()
 
     def play(self) -> int:

@@ -50,7 +50,7 @@ def protector(policy: Mapping[str, Any]) -> Protector | None:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ProtectionVerdict:
     """Who protects a group on a cluster: `by` (policy, pattern) for sure; `unknown` (policy, pattern) may,
     their cluster not being known yet."""
 
@@ -62,7 +62,7 @@ class Verdict:
         return not self.by and not self.unknown
 
 
-def verdict(protectors: Iterable[Protector], cluster_id: str | None, group: str) -> Verdict:
+def verdict(protectors: Iterable[Protector], cluster_id: str | None, group: str) -> ProtectionVerdict:
     """Every policy whose patterns match `group`, sorted: on `cluster_id` (or any cluster, when the target's id
     is unknown: a cluster without an id cannot be told apart) it protects; with no known cluster it may."""
     by: list[tuple[str, str]] = []
@@ -75,10 +75,10 @@ def verdict(protectors: Iterable[Protector], cluster_id: str | None, group: str)
             unknown.append((p.ref, pattern))
         elif cluster_id is None or p.cluster_id == cluster_id:
             by.append((p.ref, pattern))
-    return Verdict(tuple(sorted(by)), tuple(sorted(unknown)))
+    return ProtectionVerdict(tuple(sorted(by)), tuple(sorted(unknown)))
 
 
-def refusal(group: str, cluster_id: str | None, found: Verdict) -> str:
+def refusal(group: str, cluster_id: str | None, found: ProtectionVerdict) -> str:
     """One line for a status condition, an audit line or the CLI: who protects it, and how to lift it."""
     if found.by:
         ref, pattern = found.by[0]

@@ -26,7 +26,7 @@ from ..decisions.approval import approval_of
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_spec import parse_spec
 from ..decisions.deletion_steps import DeletionStep
-from ..decisions.fresh_verdict import Verdict, rederive
+from ..decisions.fresh_verdict import FreshVerdict, rederive
 from ..engines.job import CancelFlag
 from ..model.api import DELETION_KIND, DELETIONS
 from ..model.backups import Action, BackupError, BackupRecord, Requester, parse_backup
@@ -282,7 +282,7 @@ class DeletionReconciler(ObjectVisits):
     # -- the verdict from fresh facts (decisions/fresh_verdict.py)
 
     def _rederive(self, admin: KafkaAdmin, spec: DeletionSpec, status: Mapping[str, Any], group: str,
-                  live: GroupInfo, partitions: list[TP] | tuple[TP, ...], *, whole_group: bool) -> Verdict:
+                  live: GroupInfo, partitions: list[TP] | tuple[TP, ...], *, whole_group: bool) -> FreshVerdict:
         """Right before the change: the group's records since the scan (or since the backup was read) and its
         state now, and what they say must not be touched. A failure to read them raises KafkaFailure
         (retried): nothing is changed on facts that could not be read."""
