@@ -19,6 +19,8 @@ from typing import Any
 
 from kafka_offsets_model.policy import Protection
 
+from .conditions import generation_of
+
 
 @dataclass(frozen=True)
 class Protector:
@@ -44,7 +46,7 @@ def protector(policy: Mapping[str, Any]) -> Protector | None:
     if not patterns:
         return None
     recorded = (policy.get("status") or {}).get("kafkaCluster") or {}
-    current = recorded.get("observedGeneration") == meta.get("generation") and recorded.get("id")
+    current = recorded.get("observedGeneration") == generation_of(policy) and recorded.get("id")
     return Protector(str(meta.get("namespace") or ""), str(meta.get("name") or ""), patterns,
                      str(recorded["id"]) if current else None)
 

@@ -23,6 +23,7 @@ from ..adapters.kube import NotFound
 from ..decisions import deletion_steps as steps
 from ..decisions import step_outcomes as outcomes
 from ..decisions.approval import approval_of
+from ..decisions.conditions import generation_of as _generation
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_spec import parse_spec
 from ..decisions.deletion_steps import DeletionStep
@@ -36,7 +37,6 @@ from ..model.reasons import Reason
 from ..model.times import iso, parse_iso
 from .fresh_facts import log_position, read_facts
 from .visits import ObjectVisits, connection_where
-from .visits import generation_of as _generation
 from .visits import now as _now
 
 log = logging.getLogger(__name__)

@@ -29,12 +29,12 @@ from ..adapters import metrics
 from ..adapters.kube import KubeError
 from ..context import OperatorContext
 from ..decisions import schedule
+from ..decisions.conditions import generation_of
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.policy_spec import parse_policy_spec
 from ..model.times import parse_iso
 from .policy_cleanup import ChildCleanup
 from .policy_visit import ParsedSpec, PolicyVisit, now_ms
-from .visits import generation_of
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,8 @@ from ..adapters.kafka_admin import KafkaAdmin
 from ..adapters.keepalive_store import RebaseBackups, RecommitIntents
 from ..adapters.kube import KubeError, NotFound, Refused
 from ..context import OperatorContext
-from ..decisions import keepalive, policy_status, proposals, schedule
+from ..decisions import conditions, keepalive, policy_status, proposals, schedule
+from ..decisions.conditions import generation_of
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.policy_spec import Mode, PolicySpec, parse_policy_spec
 from ..decisions.scan_sharing import share_key
@@ -49,7 +50,6 @@ from ..model.reasons import Reason
 from ..model.report import Report
 from .keepalive import BLOCKED, PROPOSED, KeepAliveResult, Proposer, audit_body, run_pass
 from .policy_cleanup import ChildCleanup
-from .visits import generation_of
 
 log = logging.getLogger(__name__)
 
@@ -378,7 +378,7 @@ class PolicyVisit:
         event = policy_status.ready_event(before, body["status"])
         if event is not None:
             self._event(body, *event)
-        ready = next((c for c in body["status"].get("conditions") or () if c.get("type") == "Ready"), None)
+        ready = conditions.find(body["status"].get("conditions"), "Ready")
         if ready is not None:
             metrics.policy_ready(meta["namespace"], meta["name"], ready.get("status") == "True")
 

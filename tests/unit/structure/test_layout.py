@@ -109,6 +109,18 @@ def test_the_backup_label_and_the_time_format_are_written_once() -> None:
             assert "%Y-%m-%dT%H:%M:%S" not in text, f"{where} writes the RFC 3339 format: use model/times.py"
 
 
+def test_conditions_and_generations_are_looked_up_through_their_one_helper() -> None:
+    """decisions/conditions.py finds a condition by type (`find`) and reads an object's metadata.generation
+    (`generation_of`): no other module of the operator walks a conditions list or reads the generation itself."""
+    package = ROOT / "operator" / "kafka_offset_operator"
+    by_hand = re.compile(r"""\b(?:c|cond|condition)\.get\("type"\)|\.get\("generation"\)""")
+    for path in sorted(package.rglob("*.py")):
+        where = path.relative_to(package).as_posix()
+        if where != "decisions/conditions.py":
+            found = by_hand.search(path.read_text())
+            assert found is None, f"{where}: {found.group(0)} by hand: use decisions/conditions.py"
+
+
 # No class name is defined twice across the product, the sandbox and the demo (issue 23 §3): each names what it is
 # (OffsetReason, the analysis' reasons per offset, vs Reason, the condition and Event reasons; BackupStore vs
 # RebaseBackupStore, the keep-alive's view of it; FreshVerdict vs ProtectionVerdict; BatchMember, a policy of a
