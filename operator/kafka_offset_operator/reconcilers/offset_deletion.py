@@ -108,7 +108,7 @@ class DeletionReconciler(ObjectVisits):
                     status = self._delete(body, spec, status, admin, stop)
                     step = steps.next_step(spec, status)
                 if step is DeletionStep.RESTORE:
-                    self._restore(body, status, admin, stop)
+                    self._restore(body, spec, status, admin, stop)
         except KafkaFailure as failure:
             metrics.kafka_error(failure.code)
             current = self.kube.get_custom(DELETIONS, namespace, body["metadata"]["name"]).get("status") or {}
@@ -233,13 +233,13 @@ class DeletionReconciler(ObjectVisits):
         metrics.deletion_finished(status.get("phase", ""), int(status.get("deleted", 0)), int(status.get("failed", 0)))
         return status
 
-    def _restore(self, body: dict[str, Any], status: dict[str, Any], admin: KafkaAdmin,
+    def _restore(self, body: dict[str, Any], spec: DeletionSpec, status: dict[str, Any], admin: KafkaAdmin,
                  stop: CancelFlag | None) -> dict[str, Any]:
         """Restore what this deletion deleted: from its stored backup, into the group and cluster recorded at
         approval (status.target), never into what the spec names now."""
         backup = self._load_backup(body, status)
         target = status.get("target") or {}
-        group_id = str(target.get("group") or parse_spec(body.get("spec")).group)
+        group_id = str(target.get("group") or spec.group)
         now, generation, interval = _now(), _generation(body), self.options.retry_interval
         if target.get("clusterId"):
             found = admin.cluster_id()

@@ -63,11 +63,12 @@ def now_ms() -> int:
 
 @dataclass(frozen=True)
 class ParsedSpec:
-    """A policy's spec as the scheduler read it, and its parse: the visit re-reads the policy and uses this
-    parse while the spec is the same one (one parse per visit), else parses what it read."""
+    """A policy's spec as the scheduler read it, and its parse (or why it does not parse): the visit re-reads
+    the policy and uses this parse while the spec is the same one (one parse per visit), else parses what it
+    read."""
 
     raw: Any
-    spec: PolicySpec
+    spec: PolicySpec | SpecError
 
 
 class PolicyVisit:
@@ -112,11 +113,13 @@ class PolicyVisit:
         if body is None or body["metadata"].get("deletionTimestamp"):
             return  # a deleted policy proposes nothing more: its deletion handler is tidying up
         spec: PolicySpec | SpecError
-        try:
-            spec = (parsed.spec if parsed is not None and parsed.raw == body.get("spec")
-                    else parse_policy_spec(body.get("spec"), self.default_engine))
-        except SpecError as exc:
-            spec = exc
+        if parsed is not None and parsed.raw == body.get("spec"):
+            spec = parsed.spec
+        else:  # the spec changed since the scheduler read it (or no scheduler read it)
+            try:
+                spec = parse_policy_spec(body.get("spec"), self.default_engine)
+            except SpecError as exc:
+                spec = exc
         usable = spec if isinstance(spec, PolicySpec) else None
         try:
             self._visit(body, spec, cancel)
