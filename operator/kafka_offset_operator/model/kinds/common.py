@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from kafka_offsets_model.openapi import Schema
-from kafka_offsets_model.typed_schema import Check, Doc, Rule, schema_of_field
+from kafka_offsets_model.typed_schema import Check, Doc, Rule
 
 INT32_MAX = 2**31 - 1  # Kafka's partition numbers, Spark's cores and instances
 # An int64 field says so by its format, with no maximum: the API server holds a schema's bounds as float64,
@@ -179,11 +179,6 @@ TopicName = Annotated[str, Check(title="Kafka topic name ([a-zA-Z0-9._-], at mos
 Partition = Annotated[int, Check(minimum=0, maximum=INT32_MAX)]
 # An int64 (see INT64) that is never negative: an offset, a time in epoch ms.
 Int64 = Annotated[int, Check(format="int64", minimum=0)]
-
-
-def topic_name() -> Schema:
-    """Kafka's own rule (Topic.validate); "." and ".." are refused by decisions/deletion_spec.py."""
-    return schema_of_field(TopicName)
 
 
 # -- who asked and who approved (issue 18 item 5): recorded by the operator, verified by the install's
