@@ -51,7 +51,7 @@ from kmock._internal.rendering import (
     Response,  # exported by kmock, though not in its __all__
 )
 
-from kafka_offset_operator.public import merge_patch
+from kafka_offset_operator.public import merge_patch, now_iso
 
 from . import kubectl_views as views
 from .api_validation import BadRequest, Invalid, ResourceSchema
@@ -426,7 +426,7 @@ class Emulator(kmock.KubernetesEmulator, ConstantTimeDispatch):
             meta.setdefault("uid", str(uuid.uuid4()))
             meta.setdefault("resourceVersion", str(next(self._versions)))
             meta.setdefault("generation", 1)
-            meta.setdefault("creationTimestamp", _now())
+            meta.setdefault("creationTimestamp", now_iso())
             return body
         if request.name is None:
             return None
@@ -551,10 +551,6 @@ def object_too_large(obj: Mapping[str, Any]) -> None:
 
 def _unprocessable(exc: Exception) -> kmock.KubernetesError:
     return kmock.KubernetesError(status=422, reason="Invalid", message=f"the patch cannot apply: {exc}")
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class EmulatedCluster:
@@ -686,5 +682,5 @@ def register_crd(emulator: kmock.KubernetesEmulator, crd: Mapping[str, Any]) -> 
             subresources=set(version.get("subresources", {})),
         )
     crd_obj = json.loads(json.dumps(crd))
-    crd_obj["metadata"].update(uid=str(uuid.uuid4()), resourceVersion="1", creationTimestamp=_now())
+    crd_obj["metadata"].update(uid=str(uuid.uuid4()), resourceVersion="1", creationTimestamp=now_iso())
     emulator.objects["apiextensions.k8s.io/v1/customresourcedefinitions", None, crd["metadata"]["name"]] = crd_obj

@@ -32,6 +32,7 @@ import yaml
 
 from kafka_offset_operator.public import (
     API_VERSION,
+    BACKUPS_SELECTOR,
     DELETIONS,
     GROUP,
     POLICIES,
@@ -315,7 +316,7 @@ class Demo:
             f"  kubectl get kafka                      # policies and OffsetDeletions (category kafka)\n"
             f"  kubectl get od -o wide\n"
             f"  kubectl explain cgop.spec.rules\n"
-            f"  kubectl get configmaps -l kafkaoffsets.dev/backup=true\n"
+            f"  kubectl get configmaps -l {BACKUPS_SELECTOR}\n"
             f"{api.gaps}"
             f"Ctrl-C stops it.\n")
         self.out.flush()
@@ -393,7 +394,7 @@ class Demo:
         lines = [f"OffsetDeletion {name} approved: {status['phase']}, {status['deleted']} offsets of group {group} "
                  f"deleted; per partition:"]
         lines += [f"  {r['topic']}[{r['partition']}]  {r['status']}" for r in status["results"] if "partition" in r]
-        lines.append(f"its backup: ConfigMap {NAMESPACE}/{backup} (kubectl get configmaps -l kafkaoffsets.dev/backup=true)")
+        lines.append(f"its backup: ConfigMap {NAMESPACE}/{backup} (kubectl get configmaps -l {BACKUPS_SELECTOR})")
         kube.delete_object(GROUP, VERSION, DELETIONS, NAMESPACE, name)
 
         def gone() -> dict[str, Any] | None:

@@ -99,10 +99,13 @@ def test_every_module_of_the_operator_is_in_a_layer_and_only_the_public_face_is_
 
 def test_the_backup_label_and_the_time_format_are_written_once() -> None:
     """model/api.py spells the backup label (BACKUP_LABEL, BACKUPS_SELECTOR) and model/times.py the RFC 3339
-    format (RFC3339): every other module of the operator goes through them."""
+    format (RFC3339): every other module of the operator goes through them, and the demo and the benchmarks
+    through the operator's public face."""
     package = ROOT / "operator" / "kafka_offset_operator"
-    for path in sorted(package.rglob("*.py")):
-        text, where = path.read_text(), path.relative_to(package).as_posix()
+    paths = [*package.rglob("*.py"), *(ROOT / "demo" / "kafka_offset_demo").rglob("*.py"), *(ROOT / "bench").glob("*.py")]
+    for path in sorted(paths):
+        text = path.read_text()
+        where = path.relative_to(package).as_posix() if path.is_relative_to(package) else path.relative_to(ROOT).as_posix()
         if where != "model/api.py":
             assert "/backup=true" not in text and '/backup"' not in text, f"{where} spells the backup label"
         if where not in ("model/times.py", "commands/run.py"):  # run.py: logging's own record time, with msecs
