@@ -47,10 +47,11 @@ import time
 import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+
+from kafka_offset_operator.public import iso
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -365,7 +366,7 @@ def cli_run(bootstrap: str, workdir: Path) -> dict[str, Any]:
     for (its JVM and the JVM's Python workers)."""
     policy = workdir / "policy.json"  # YAML's superset: JSON
     policy.write_text(json.dumps(analyze.POLICY))
-    now = datetime.fromtimestamp(analyze.NOW_MS / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = iso(analyze.NOW_MS)
     exe = Path(sys.executable).with_name("kafka-offset-operator")
     command = [str(exe), "analyze", "--bootstrap-server", bootstrap, "--policy", str(policy), "--now", now,
                "--format", "json", "--output", str(workdir / "report.json")]

@@ -178,7 +178,7 @@ def cel_context(variables: Mapping[str, Any]) -> cel.Context:
 
 
 @dataclass(frozen=True)
-class Rule:
+class CelRule:
     """One x-kubernetes-validations entry, compiled."""
 
     source: Mapping[str, Any]
@@ -187,7 +187,7 @@ class Rule:
     transition: bool  # reads oldSelf: evaluated on updates only, with the old value
 
     @classmethod
-    def compile(cls, source: Mapping[str, Any], where: str) -> Rule:
+    def compile(cls, source: Mapping[str, Any], where: str) -> CelRule:
         """Raises ValueError naming `where` (the rule's place in the CRD) when the rule cannot compile."""
         try:
             program = cel.compile(source["rule"])
@@ -254,7 +254,7 @@ class ResourceSchema:
     schema: Schema
     status_subresource: bool
     check: SchemaCheck = field(init=False)
-    rules: dict[int, list[Rule]] = field(init=False)  # by id() of the schema node that carries them
+    rules: dict[int, list[CelRule]] = field(init=False)  # by id() of the schema node that carries them
 
     def __post_init__(self) -> None:
         # apiVersion, kind and metadata are the API server's at the root, whatever the schema says of them.
@@ -265,7 +265,7 @@ class ResourceSchema:
         self.rules = {}
         for node, where in _nodes(self.schema, "spec.validation.openAPIV3Schema"):
             for i, source in enumerate(node.get("x-kubernetes-validations") or ()):
-                self.rules.setdefault(id(node), []).append(Rule.compile(source, f"{where}.x-kubernetes-validations[{i}].rule"))
+                self.rules.setdefault(id(node), []).append(CelRule.compile(source, f"{where}.x-kubernetes-validations[{i}].rule"))
 
     @classmethod
     def from_crd(cls, crd: Mapping[str, Any], version: Mapping[str, Any]) -> ResourceSchema:

@@ -61,7 +61,6 @@ class GroupConsumer:
         self.assignment: set[TopicPartition] = set()
         self.received: list[ConsumerRecord] = []
         self.error: BaseException | None = None
-        self.restarts = 0
         self._poll_ms = poll_ms
         self._topics = topics
         self._settings = {
@@ -93,7 +92,6 @@ class GroupConsumer:
         consumer.close(autocommit=False)
         self.assignment = set()
         self._consumer = self._subscribed()
-        self.restarts += 1
 
     def _run(self) -> None:
         try:

@@ -51,7 +51,7 @@ from kmock._internal.rendering import (
     Response,  # exported by kmock, though not in its __all__
 )
 
-from kafka_offset_operator.public import merge_patch
+from kafka_offset_operator.public import merge_patch, now_iso
 
 from . import kubectl_views as views
 from .api_validation import BadRequest, Invalid, ResourceSchema
@@ -64,7 +64,7 @@ REASONS = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 409: "Conflict"
 
 
 @dataclass
-class Rule:
+class FaultRule:
     """Requests a fault applies to: all `criteria` hold (kmock criteria), at most `times` of them (None: every
     one). The requests it took are kept, newest last."""
 
@@ -86,7 +86,7 @@ class Rule:
 
 
 @dataclass
-class Failure(Rule):
+class Failure(FaultRule):
     """Answer matching requests with an error Status instead of serving them (nothing is stored)."""
 
     status: int = 500
@@ -97,11 +97,11 @@ class Failure(Rule):
                                      message=self.message, details=_details(request))
 
 
-_R = TypeVar("_R", bound=Rule)
+_R = TypeVar("_R", bound=FaultRule)
 
 
 @dataclass
-class Hold(Rule):
+class ApiHold(FaultRule):
     """Hold matching requests until released: before they are applied, or (`after`) once applied, before
     the answer goes out. `wait()` returns when one has arrived (from any thread)."""
 
@@ -214,7 +214,7 @@ class Emulator(kmock.KubernetesEmulator, ConstantTimeDispatch):
         self.schemas: dict[tuple[str, str, str], ResourceSchema] = {}  # (group, version, plural) -> schema
         self.crds: dict[tuple[str, str, str], Mapping[str, Any]] = {}  # (group, version, plural) -> its CRD
         self.validate = True
-        self.rules: list[Rule] = []  # faults to inject, in the order they were added
+        self.rules: list[FaultRule] = []  # faults to inject, in the order they were added
         self._rules_guard = threading.Lock()  # tests add rules from their own thread
         self._watches: dict[int, tuple[kmock.Request, asyncio.Task[Any]]] = {}  # open watch streams
 
@@ -225,20 +225,20 @@ class Emulator(kmock.KubernetesEmulator, ConstantTimeDispatch):
         return self._add(Failure(_criteria(criteria), times, status=status, message=message))
 
     def hold(self, *criteria: Any, times: int | None = 1, after: bool = False,
-             loop: asyncio.AbstractEventLoop | None = None) -> Hold:
+             loop: asyncio.AbstractEventLoop | None = None) -> ApiHold:
         """Hold the next `times` requests matching all `criteria` until `release()`: before they are applied,
         or (`after`) once applied, before their answer. `loop`: the emulator's (when called from another
         thread)."""
-        return self._add(Hold(_criteria(criteria), times, after=after, loop=loop or asyncio.get_running_loop()))
+        return self._add(ApiHold(_criteria(criteria), times, after=after, loop=loop or asyncio.get_running_loop()))
 
     def _add(self, rule: _R) -> _R:
         with self._rules_guard:
             self.rules.append(rule)
         return rule
 
-    def _rule_for(self, request: kmock.Request) -> Rule | None:
+    def _rule_for(self, request: kmock.Request) -> FaultRule | None:
         with self._rules_guard:
-            self.rules = [r for r in self.rules if not r.spent or (isinstance(r, Hold) and not r.arrived.is_set())]
+            self.rules = [r for r in self.rules if not r.spent or (isinstance(r, ApiHold) and not r.arrived.is_set())]
             return next((r for r in self.rules if r.take(request)), None)
 
     def cut_watches(self, *criteria: Any) -> int:
@@ -354,13 +354,13 @@ class Emulator(kmock.KubernetesEmulator, ConstantTimeDispatch):
         rule = self._rule_for(request)
         if isinstance(rule, Failure):
             raise rule.error(request)
-        if isinstance(rule, Hold) and not rule.after and not await rule.passage():
+        if isinstance(rule, ApiHold) and not rule.after and not await rule.passage():
             raise kmock.KubernetesError(status=503, reason=REASONS[503], message="the client went away",
                                         details=_details(request))
         if request.action == kmock.action.WATCH:
             return await self._watch(request)
         answer = await self._write_or_serve(request)
-        if isinstance(rule, Hold) and rule.after:
+        if isinstance(rule, ApiHold) and rule.after:
             await rule.passage()
         return answer
 
@@ -426,7 +426,7 @@ class Emulator(kmock.KubernetesEmulator, ConstantTimeDispatch):
             meta.setdefault("uid", str(uuid.uuid4()))
             meta.setdefault("resourceVersion", str(next(self._versions)))
             meta.setdefault("generation", 1)
-            meta.setdefault("creationTimestamp", _now())
+            meta.setdefault("creationTimestamp", now_iso())
             return body
         if request.name is None:
             return None
@@ -553,10 +553,6 @@ def _unprocessable(exc: Exception) -> kmock.KubernetesError:
     return kmock.KubernetesError(status=422, reason="Invalid", message=f"the patch cannot apply: {exc}")
 
 
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class EmulatedCluster:
     """The emulator and its HTTP server on a private event loop in a daemon thread."""
 
@@ -623,7 +619,7 @@ class EmulatedCluster:
         assert self.emulator is not None
         return self.emulator.fail(*criteria, status=status, times=times, message=message)
 
-    def hold(self, *criteria: Any, times: int | None = 1, after: bool = False) -> Hold:
+    def hold(self, *criteria: Any, times: int | None = 1, after: bool = False) -> ApiHold:
         assert self.emulator is not None
         return self.emulator.hold(*criteria, times=times, after=after, loop=self._loop)
 
@@ -686,5 +682,5 @@ def register_crd(emulator: kmock.KubernetesEmulator, crd: Mapping[str, Any]) -> 
             subresources=set(version.get("subresources", {})),
         )
     crd_obj = json.loads(json.dumps(crd))
-    crd_obj["metadata"].update(uid=str(uuid.uuid4()), resourceVersion="1", creationTimestamp=_now())
+    crd_obj["metadata"].update(uid=str(uuid.uuid4()), resourceVersion="1", creationTimestamp=now_iso())
     emulator.objects["apiextensions.k8s.io/v1/customresourcedefinitions", None, crd["metadata"]["name"]] = crd_obj

@@ -32,6 +32,7 @@ import yaml
 
 from kafka_offset_operator.public import (
     API_VERSION,
+    BACKUPS_SELECTOR,
     DELETIONS,
     GROUP,
     POLICIES,
@@ -112,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-class Progress:
+class StoryProgress:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.start = time.monotonic()
@@ -224,7 +225,7 @@ class Demo:
         self.stay_up = stay_up
         self.real = real  # the real control plane's binaries, or None: the emulated API
         self.log = log  # the operator's log file (its audit lines), or None: not kept
-        self.progress = Progress(out)
+        self.progress = StoryProgress(out)
         self.cpu_start = time.process_time()
 
     def play(self) -> int:
@@ -315,7 +316,7 @@ class Demo:
             f"  kubectl get kafka                      # policies and OffsetDeletions (category kafka)\n"
             f"  kubectl get od -o wide\n"
             f"  kubectl explain cgop.spec.rules\n"
-            f"  kubectl get configmaps -l kafkaoffsets.dev/backup=true\n"
+            f"  kubectl get configmaps -l {BACKUPS_SELECTOR}\n"
             f"{api.gaps}"
             f"Ctrl-C stops it.\n")
         self.out.flush()
@@ -393,7 +394,7 @@ class Demo:
         lines = [f"OffsetDeletion {name} approved: {status['phase']}, {status['deleted']} offsets of group {group} "
                  f"deleted; per partition:"]
         lines += [f"  {r['topic']}[{r['partition']}]  {r['status']}" for r in status["results"] if "partition" in r]
-        lines.append(f"its backup: ConfigMap {NAMESPACE}/{backup} (kubectl get configmaps -l kafkaoffsets.dev/backup=true)")
+        lines.append(f"its backup: ConfigMap {NAMESPACE}/{backup} (kubectl get configmaps -l {BACKUPS_SELECTOR})")
         kube.delete_object(GROUP, VERSION, DELETIONS, NAMESPACE, name)
 
         def gone() -> dict[str, Any] | None:

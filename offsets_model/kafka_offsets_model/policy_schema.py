@@ -173,12 +173,6 @@ class PolicyFileSpec:
 ANALYSIS_FIELDS = ("groups", "rules", "protect")
 
 
-def analysis_properties() -> Schema:
-    """`spec.groups`, `spec.rules` and `spec.protect`: what the analysis applies, as the CRD carries them."""
-    properties = schema_of(PolicyFileSpec)["properties"]
-    return {name: properties[name] for name in ANALYSIS_FIELDS}
-
-
 # A policy file: the operator's sections are the operator's to check. The durations' CEL cap is
 # parse_duration_ms's here (policy.py).
 POLICY_FILE = SchemaCheck(without_cel_rules(

@@ -1,7 +1,8 @@
 """When the broker will expire a committed offset, and whether a policy makes it a deletion candidate.
 
-Pure functions over small values: the reference implementation and the Spark pipeline both call
-`decide`, so they cannot disagree on the rules.
+Pure functions over small values: the statement of the rules. The reference implementation (the tests'
+oracle) calls `decide`; the Spark pipeline runs the same functions as column expressions
+(offset_expiry/rules_columns.py) and is compared with the reference record for record.
 
 Broker rules (Apache Kafka 4.x group coordinator, group-coordinator/src/main/java/org/apache/kafka/
 coordinator/group/):
@@ -108,14 +109,6 @@ CANDIDATE_REASONS = (
     OffsetReason.EXPIRE_TIMESTAMP,
     OffsetReason.DELETED_TOPIC,
     OffsetReason.STALE_GROUP,
-)
-KEPT_REASONS = (
-    OffsetReason.PROTECTED,
-    OffsetReason.EXCLUDED,
-    OffsetReason.ACTIVE_SUBSCRIPTION,
-    OffsetReason.WITHIN_RETENTION,
-    OffsetReason.UNKNOWN_SUBSCRIPTION,
-    OffsetReason.SHARE_GROUP,
 )
 
 

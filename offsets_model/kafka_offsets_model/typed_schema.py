@@ -276,11 +276,6 @@ def schema_of(cls: type[Any]) -> Schema:
     return _object(cls, {}, None)
 
 
-def schema_of_field(hint: Any) -> Schema:
-    """The OpenAPI schema of one field's type with its markers (a shared alias such as a topic name)."""
-    return _schema(hint)
-
-
 def parse(cls: type[T], value: Mapping[str, Any]) -> T:
     """The dataclass of a value already checked against `schema_of(cls)` (absent fields: their Default
     marker's value, else the dataclass's default)."""

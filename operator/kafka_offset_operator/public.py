@@ -12,14 +12,24 @@ from .context import OperatorOptions
 from .decisions.conditions import find as find_condition
 from .decisions.status_patch import merge_patch
 from .engines.local import shared_engine
-from .model.api import API_VERSION, DELETIONS, GROUP, POLICIES, POLICY_KIND, POLICY_LABEL, VERSION
+from .model.api import (
+    API_VERSION,
+    BACKUPS_SELECTOR,
+    DELETIONS,
+    GROUP,
+    POLICIES,
+    POLICY_KIND,
+    POLICY_LABEL,
+    VERSION,
+)
 from .model.connection import ConnectionSettings
 from .model.crds import build_crds, kopf_peering_crd
-from .model.times import parse_iso
+from .model.times import iso, now_iso, parse_iso
 from .runtime import run_operator
 
 __all__ = [
     "API_VERSION",
+    "BACKUPS_SELECTOR",
     "DELETIONS",
     "GROUP",
     "POLICIES",
@@ -33,9 +43,11 @@ __all__ = [
     "OperatorOptions",
     "build_crds",
     "find_condition",
+    "iso",
     "kopf_peering_crd",
     "load_config",
     "merge_patch",
+    "now_iso",
     "parse_iso",
     "run_cli",
     "run_operator",

@@ -36,7 +36,7 @@ DeleteResult = DeleteTopicsResponse.DeletableTopicResult
 PartitionsResult = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-class ApiError(Exception):
+class TopicAdminError(Exception):
     def __init__(self, code: int, message: str | None = None) -> None:
         super().__init__(message)
         self.code = code
@@ -44,22 +44,22 @@ class ApiError(Exception):
 
 
 def _partitions_and_rf(ctx: BrokerContext, topic: Any) -> tuple[int, int]:
-    """ReplicationControlManager.createTopic's checks; (partitions, replication factor) or ApiError."""
+    """ReplicationControlManager.createTopic's checks; (partitions, replication factor) or TopicAdminError."""
     if topic.assignments:
         if topic.replication_factor != -1:
-            raise ApiError(
+            raise TopicAdminError(
                 Errors.InvalidRequestError.errno,
                 "A manual partition assignment was specified, but replication factor was not set to -1.",
             )
         if topic.num_partitions != -1:
-            raise ApiError(
+            raise TopicAdminError(
                 Errors.InvalidRequestError.errno,
                 "A manual partition assignment was specified, but numPartitions was not set to -1.",
             )
         indexes = [a.partition_index for a in topic.assignments]
         for a in topic.assignments:
             if indexes.count(a.partition_index) > 1:
-                raise ApiError(
+                raise TopicAdminError(
                     Errors.InvalidReplicationAssignmentError.errno,
                     f"Found multiple manual partition assignments for partition {a.partition_index}",
                 )
@@ -68,30 +68,30 @@ def _partitions_and_rf(ctx: BrokerContext, topic: Any) -> tuple[int, int]:
                 or any(b != ctx.node_id for b in a.broker_ids)
                 or len(set(a.broker_ids)) != len(a.broker_ids)
             ):
-                raise ApiError(
+                raise TopicAdminError(
                     Errors.InvalidReplicationAssignmentError.errno,
                     f"The manual partition assignment includes broker(s) that are not registered: {a.broker_ids}",
                 )
         if sorted(indexes) != list(range(len(indexes))):
-            raise ApiError(
+            raise TopicAdminError(
                 Errors.InvalidReplicationAssignmentError.errno,
                 "partitions should be a consecutive 0-based integer sequence",
             )
         return len(indexes), 1
     if topic.replication_factor < -1 or topic.replication_factor == 0:
-        raise ApiError(
+        raise TopicAdminError(
             Errors.InvalidReplicationFactorError.errno,
             "Replication factor must be larger than 0, or -1 to use the default value.",
         )
     if topic.num_partitions < -1 or topic.num_partitions == 0:
-        raise ApiError(
+        raise TopicAdminError(
             Errors.InvalidPartitionsError.errno,
             "Number of partitions was set to an invalid non-positive value.",
         )
     partitions = ctx.config.default_partitions if topic.num_partitions == -1 else topic.num_partitions
     rf = 1 if topic.replication_factor == -1 else topic.replication_factor
     if rf > BROKERS:
-        raise ApiError(
+        raise TopicAdminError(
             Errors.InvalidReplicationFactorError.errno,
             f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be "
             f"reached because only {BROKERS} broker(s) are registered.",
@@ -102,13 +102,13 @@ def _partitions_and_rf(ctx: BrokerContext, topic: Any) -> tuple[int, int]:
 def _topic_configs(topic: Any) -> dict[str, str]:
     null = [c.name for c in topic.configs if c.value is None]
     if null:
-        raise ApiError(
+        raise TopicAdminError(
             Errors.InvalidConfigurationError.errno,
             f"Null value not supported for topic configs: {','.join(null)}",
         )
     unknown = configs.unknown_topic_configs([c.name for c in topic.configs])
     if unknown:
-        raise ApiError(Errors.InvalidConfigurationError.errno, f"Unknown topic config name: {unknown[0]}")
+        raise TopicAdminError(Errors.InvalidConfigurationError.errno, f"Unknown topic config name: {unknown[0]}")
     return {c.name: c.value for c in topic.configs}
 
 
@@ -116,13 +116,13 @@ def _create_one(ctx: BrokerContext, topic: Any, validate_only: bool) -> Any:
     name = topic.name
     reason = invalid_reason(name)
     if reason is not None:
-        raise ApiError(Errors.InvalidTopicError.errno, reason)
+        raise TopicAdminError(Errors.InvalidTopicError.errno, reason)
     if ctx.topics.exists(name):
-        raise ApiError(Errors.TopicAlreadyExistsError.errno, f"Topic '{name}' already exists.")
+        raise TopicAdminError(Errors.TopicAlreadyExistsError.errno, f"Topic '{name}' already exists.")
     unified = unify_collision_chars(name)
     for other in ctx.topics.names():
         if unify_collision_chars(other) == unified:
-            raise ApiError(
+            raise TopicAdminError(
                 Errors.InvalidTopicError.errno, f"Topic '{name}' collides with existing topic: {other}"
             )
     overrides = _topic_configs(topic)
@@ -162,7 +162,7 @@ async def handle_create_topics(ctx: BrokerContext, request: Any, api_version: in
             continue
         try:
             results.append(_create_one(ctx, topic, bool(request.validate_only)))
-        except ApiError as exc:
+        except TopicAdminError as exc:
             results.append(_error_result(topic.name, exc.code, exc.message))
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
@@ -304,7 +304,7 @@ async def handle_create_partitions(ctx: BrokerContext, request: Any, api_version
             results.append(
                 PartitionsResult(name=topic.name, error_code=Errors.NoError.errno, error_message=None)
             )
-        except ApiError as exc:
+        except TopicAdminError as exc:
             results.append(PartitionsResult(name=topic.name, error_code=exc.code, error_message=exc.message))
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)
 
@@ -312,28 +312,28 @@ async def handle_create_partitions(ctx: BrokerContext, request: Any, api_version
 def _add_partitions(ctx: BrokerContext, topic: Any, validate_only: bool) -> None:
     """ReplicationControlManager.createPartitions."""
     if not ctx.topics.exists(topic.name):
-        raise ApiError(
+        raise TopicAdminError(
             Errors.UnknownTopicOrPartitionError.errno, "This server does not host this topic-partition."
         )
     current = ctx.topics.partition_count(topic.name)
     if topic.count == current:
-        raise ApiError(Errors.InvalidPartitionsError.errno, f"Topic already has {current} partition(s).")
+        raise TopicAdminError(Errors.InvalidPartitionsError.errno, f"Topic already has {current} partition(s).")
     if topic.count < current:
-        raise ApiError(
+        raise TopicAdminError(
             Errors.InvalidPartitionsError.errno,
             f"The topic {topic.name} currently has {current} partition(s); {topic.count} would not be an increase.",
         )
     additional = topic.count - current
     if topic.assignments is not None:
         if len(topic.assignments) != additional:
-            raise ApiError(
+            raise TopicAdminError(
                 Errors.InvalidReplicationAssignmentError.errno,
                 f"Attempted to add {additional} additional partition(s), but only {len(topic.assignments)} "
                 "assignment(s) were specified.",
             )
         for a in topic.assignments:
             if list(a.broker_ids) != [ctx.node_id]:
-                raise ApiError(
+                raise TopicAdminError(
                     Errors.InvalidReplicationAssignmentError.errno,
                     f"The manual partition assignment includes broker(s) that are not registered: {a.broker_ids}",
                 )

@@ -31,9 +31,3 @@ VARIABLES = {
 def settings_from_env(env: Mapping[str, str]) -> dict[str, str]:
     """The kafka-python settings the environment sets (empty values count as unset)."""
     return {setting: env[PREFIX + name] for name, setting in VARIABLES.items() if env.get(PREFIX + name)}
-
-
-def env_from_settings(settings: Mapping[str, str]) -> dict[str, str]:
-    """The inverse, for whoever starts the job."""
-    names = {setting: name for name, setting in VARIABLES.items()}
-    return {PREFIX + names[k]: v for k, v in settings.items() if k in names and v}

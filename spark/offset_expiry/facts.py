@@ -210,11 +210,6 @@ def same_generation_history(versions: list[tuple[int, bytes | None]]) -> list[in
     ]
 
 
-def is_group_metadata_key(key: bytes | None) -> bool:
-    """Key type 2 (GroupMetadataKey), read from the key's first two bytes without decoding it."""
-    return key is not None and key[:2] == b"\x00\x02"
-
-
 def classic_subscribed_topics(
     protocol_type: str, protocol: str | None, members: Iterable[dict[str, Any]]
 ) -> tuple[str, ...] | None:

@@ -19,10 +19,10 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from kafka_offsets_model.rules import CANDIDATE_REASONS, Decision, GroupView, OffsetReason, OffsetView
+from kafka_offsets_model.rules import CANDIDATE_REASONS, OffsetReason
 
 RESULT_FIELDS = (
     "group",
@@ -38,26 +38,6 @@ RESULT_FIELDS = (
     "reason",
 )
 _CANDIDATE_VALUES = frozenset(r.value for r in CANDIDATE_REASONS)
-
-
-def offset_result(group: GroupView, offset: OffsetView, decision: Decision) -> dict[str, Any]:
-    return {
-        "group": group.group_id,
-        "groupType": group.type.value,
-        "groupState": group.state,
-        "protocolType": group.protocol_type,
-        "topic": offset.topic,
-        "partition": offset.partition,
-        "offset": offset.offset,
-        "commitTimestamp": offset.commit_timestamp,
-        "brokerExpiresAt": decision.broker_expires_at,
-        "candidate": decision.candidate,
-        "reason": decision.reason.value,
-    }
-
-
-def sort_key(result: Mapping[str, Any]) -> tuple[str, str, int]:
-    return (result["group"], result["topic"], result["partition"])
 
 
 def summary(
@@ -80,13 +60,6 @@ def summary(
         "skippedRecords": skipped_records,
         "snapshot": {str(p): int(end) for p, end in sorted(snapshot.items())},
     }
-
-
-def count_reasons(results: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for result in results:
-        counts[result["reason"]] = counts.get(result["reason"], 0) + 1
-    return counts
 
 
 def write_json_atomically(path: str, report: Mapping[str, Any]) -> None:

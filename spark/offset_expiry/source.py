@@ -124,18 +124,6 @@ def take_snapshot(
         consumer.close()
 
 
-def read_range(
-    bootstrap_servers: str,
-    topic: str,
-    rng: OffsetRange,
-    settings: Mapping[str, Any] | None = None,
-    *,
-    compact: bool = False,
-) -> Iterator[pa.RecordBatch]:
-    """Records with rng.start <= offset < rng.end, as Arrow batches of at most BATCH_ROWS rows."""
-    return read_task(bootstrap_servers, topic, ReadTask((rng,)), settings, compact=compact)
-
-
 def read_task(
     bootstrap_servers: str,
     topic: str,
@@ -293,7 +281,7 @@ def _concat(arrays: list[pa.Array]) -> pa.Array:
     return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
 
 
-_GROUP_METADATA_PREFIX = pa.scalar(b"\x00\x02", pa.binary())  # facts.is_group_metadata_key
+_GROUP_METADATA_PREFIX = pa.scalar(b"\x00\x02", pa.binary())  # a GroupMetadataKey's first two bytes (key type 2)
 
 
 def _group_metadata_history(keys: pa.Array, offsets: np.ndarray, values: pa.Array) -> np.ndarray:

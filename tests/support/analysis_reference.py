@@ -10,7 +10,7 @@ Steps, in the order Kafka itself would see the data:
 3. Replay: for each logical key (offset commits of key types 0 and 1 share one), the survivor with the
    highest offset wins; tombstones then delete.
 4. Rebuild every group from its live records (groups.rebuild_group), then decide each offset
-   (rules.decide) and shape the result (report.offset_result).
+   (rules.decide) and shape the result (offset_result, report.RESULT_FIELDS' shape).
 """
 
 from __future__ import annotations
@@ -22,18 +22,50 @@ from typing import Any
 from kafka_offsets_model.codec import CodecError
 from kafka_offsets_model.policy import Policy
 from kafka_offsets_model.raw import RawRecord
-from kafka_offsets_model.rules import OffsetView, decide
+from kafka_offsets_model.rules import Decision, GroupView, OffsetView, decide
 from offset_expiry.facts import (
     GROUP_METADATA_HISTORY,
     OFFSET_COMMIT,
     Fact,
     fact_from_record,
     history_fact,
-    is_group_metadata_key,
     same_generation_history,
 )
 from offset_expiry.groups import rebuild_group, simple_group
-from offset_expiry.report import count_reasons, offset_result, sort_key, summary
+from offset_expiry.report import summary
+
+
+def is_group_metadata_key(key: bytes | None) -> bool:
+    """Key type 2 (GroupMetadataKey), read from the key's first two bytes without decoding it."""
+    return key is not None and key[:2] == b"\x00\x02"
+
+
+def offset_result(group: GroupView, offset: OffsetView, decision: Decision) -> dict[str, Any]:
+    """One offset's result, in the pipeline's shape (offset_expiry.report.RESULT_FIELDS)."""
+    return {
+        "group": group.group_id,
+        "groupType": group.type.value,
+        "groupState": group.state,
+        "protocolType": group.protocol_type,
+        "topic": offset.topic,
+        "partition": offset.partition,
+        "offset": offset.offset,
+        "commitTimestamp": offset.commit_timestamp,
+        "brokerExpiresAt": decision.broker_expires_at,
+        "candidate": decision.candidate,
+        "reason": decision.reason.value,
+    }
+
+
+def sort_key(result: Mapping[str, Any]) -> tuple[str, str, int]:
+    return (result["group"], result["topic"], result["partition"])
+
+
+def count_reasons(results: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for result in results:
+        counts[result["reason"]] = counts.get(result["reason"], 0) + 1
+    return counts
 
 
 def analyze_records(

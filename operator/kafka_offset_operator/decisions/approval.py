@@ -29,14 +29,6 @@ class Approval:
     requested_by: str | None = None
     separate_approver: bool = False
 
-    @property
-    def words(self) -> str:
-        """For Events and messages: `approved by alice, requested by bob`."""
-        parts = [f"approved by {self.approved_by or 'an unnamed user'}"]
-        if self.requested_by:
-            parts.append(f"requested by {self.requested_by}")
-        return ", ".join(parts)
-
 
 def approval_of(spec: Mapping[str, Any] | None) -> Approval:
     spec = spec or {}

@@ -98,6 +98,12 @@ def _derived(type_: str, source: Mapping[str, Any]) -> list[Condition]:
     return [Condition(type_, "True", Reason(reason), str(source.get("message", "")))]
 
 
+def generation_of(body: Mapping[str, Any]) -> int | None:
+    """An object's metadata.generation: what a condition's observedGeneration says it was written for."""
+    value = (body.get("metadata") or {}).get("generation")
+    return value if isinstance(value, int) else None
+
+
 def find(conditions: Sequence[Mapping[str, Any]] | None, type_: str) -> Mapping[str, Any] | None:
     for cond in conditions or ():
         if cond.get("type") == type_:

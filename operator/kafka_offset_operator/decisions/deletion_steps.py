@@ -31,7 +31,7 @@ from ..model.offsets import TP, Committed, GroupInfo, group_busy
 from ..model.reasons import Reason
 from . import step_outcomes as shared
 from .conditions import Condition, find
-from .fresh_verdict import Verdict
+from .fresh_verdict import FreshVerdict
 from .kafka_answers import EXPLAIN
 from .step_outcomes import (
     AWAITING,
@@ -393,7 +393,7 @@ def plan_deletion(backup: Mapping[TP, Committed], current: Mapping[TP, Committed
     return DeletePlan(tuple(to_delete), tuple(results))
 
 
-def apply_verdict(plan: DeletePlan, verdict: Verdict) -> DeletePlan:
+def apply_verdict(plan: DeletePlan, verdict: FreshVerdict) -> DeletePlan:
     """The verdict re-derived from fresh facts (decisions/fresh_verdict.py): a partition it says not to touch
     is Skipped, with what changed and when."""
     keep = tuple(tp for tp in plan.to_delete if verdict.why(tp) is None)

@@ -50,7 +50,7 @@ class FreshFacts:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class FreshVerdict:
     """What must not be touched: the whole group (`group`: why), or single partitions (why each)."""
 
     group: str | None = None
@@ -65,7 +65,7 @@ _NEEDS_EMPTY = frozenset({OffsetReason.EMPTY_GROUP, OffsetReason.STANDALONE, Off
 
 
 def rederive(partitions: Iterable[TP], facts: FreshFacts, reasons: Mapping[TP, str], *, proposed: bool,
-             whole_group: bool = False) -> Verdict:
+             whole_group: bool = False) -> FreshVerdict:
     """The verdict for `partitions` from `facts`. `reasons`: the scan's rule per partition (a policy's
     proposal; empty for a hand-written deletion); `proposed`: made by a policy's scan, so the verdict
     depended on the group's state; `whole_group`: DeleteGroups, which removes every offset of the group."""
@@ -81,14 +81,14 @@ def rederive(partitions: Iterable[TP], facts: FreshFacts, reasons: Mapping[TP, s
             group_record = record  # the newest one is what the group looks like now
     if whole_group and latest:
         tp, record = max(latest.items(), key=lambda item: item[1].position)
-        return Verdict(group=f"{_commit_text(tp, record, where)} since {facts.since_what}: the group is in use")
+        return FreshVerdict(group=f"{_commit_text(tp, record, where)} since {facts.since_what}: the group is in use")
     if group_record is not None:
-        return Verdict(group=(f"the group's records were rewritten at {iso(group_record.timestamp)} "
+        return FreshVerdict(group=(f"the group's records were rewritten at {iso(group_record.timestamp)} "
                               f"({group_record.type_name} at {where} offset {group_record.position}) since "
                               f"{facts.since_what}: members, subscriptions or state changed"))
     live_problem = _live_problem(facts.live, reasons, proposed) or _modern_problem(facts.modern, reasons, proposed)
     if live_problem is not None:
-        return Verdict(group=live_problem)
+        return FreshVerdict(group=live_problem)
     out: dict[TP, str] = {}
     for tp in sorted(wanted):
         found = latest.get(tp)
@@ -99,7 +99,7 @@ def rederive(partitions: Iterable[TP], facts: FreshFacts, reasons: Mapping[TP, s
                or _modern_subscription(tp, facts.modern, reasons.get(tp), proposed))
         if why is not None:
             out[tp] = why
-    return Verdict(partitions=out)
+    return FreshVerdict(partitions=out)
 
 
 def _commit_text(tp: TP, record: GroupRecord, where: str) -> str:

@@ -31,6 +31,7 @@ from typing import Any
 from ..model.connection import ConnectionSettings
 from ..model.reasons import Reason
 from . import spark_application as sparkapp
+from .conditions import find
 from .policy_spec import JobSettings, PolicySpec
 from .spark_application import AppState, BatchRun, Phase
 
@@ -170,12 +171,16 @@ def state_of(job: Mapping[str, Any]) -> AppState:
     """Complete=True: done; Failed=True: failed, its reason (BackoffLimitExceeded, DeadlineExceeded,
     PodFailurePolicy) as the state; anything else (no condition yet, FailureTarget or SuccessCriteriaMet while
     the pods terminate): still running."""
-    conditions = {str(c.get("type")): c for c in (job.get("status") or {}).get("conditions") or ()
-                  if str(c.get("status")) == "True"}
-    if "Complete" in conditions:
+    conditions = (job.get("status") or {}).get("conditions")
+
+    def true(type_: str) -> Mapping[str, Any] | None:
+        cond = find(conditions, type_)
+        return cond if cond is not None and str(cond.get("status")) == "True" else None
+
+    if true("Complete") is not None:
         return AppState(Phase.COMPLETED, "Complete", "")
-    if "Failed" in conditions:
-        cond = conditions["Failed"]
+    cond = true("Failed")
+    if cond is not None:
         reason = str(cond.get("reason") or "Failed")
         return AppState(Phase.FAILED, reason, str(cond.get("message") or f"the Job failed ({reason})"))
     return AppState(Phase.RUNNING, "", "")

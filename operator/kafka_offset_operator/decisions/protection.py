@@ -19,6 +19,8 @@ from typing import Any
 
 from kafka_offsets_model.policy import Protection
 
+from .conditions import generation_of
+
 
 @dataclass(frozen=True)
 class Protector:
@@ -44,13 +46,13 @@ def protector(policy: Mapping[str, Any]) -> Protector | None:
     if not patterns:
         return None
     recorded = (policy.get("status") or {}).get("kafkaCluster") or {}
-    current = recorded.get("observedGeneration") == meta.get("generation") and recorded.get("id")
+    current = recorded.get("observedGeneration") == generation_of(policy) and recorded.get("id")
     return Protector(str(meta.get("namespace") or ""), str(meta.get("name") or ""), patterns,
                      str(recorded["id"]) if current else None)
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ProtectionVerdict:
     """Who protects a group on a cluster: `by` (policy, pattern) for sure; `unknown` (policy, pattern) may,
     their cluster not being known yet."""
 
@@ -62,7 +64,7 @@ class Verdict:
         return not self.by and not self.unknown
 
 
-def verdict(protectors: Iterable[Protector], cluster_id: str | None, group: str) -> Verdict:
+def verdict(protectors: Iterable[Protector], cluster_id: str | None, group: str) -> ProtectionVerdict:
     """Every policy whose patterns match `group`, sorted: on `cluster_id` (or any cluster, when the target's id
     is unknown: a cluster without an id cannot be told apart) it protects; with no known cluster it may."""
     by: list[tuple[str, str]] = []
@@ -75,10 +77,10 @@ def verdict(protectors: Iterable[Protector], cluster_id: str | None, group: str)
             unknown.append((p.ref, pattern))
         elif cluster_id is None or p.cluster_id == cluster_id:
             by.append((p.ref, pattern))
-    return Verdict(tuple(sorted(by)), tuple(sorted(unknown)))
+    return ProtectionVerdict(tuple(sorted(by)), tuple(sorted(unknown)))
 
 
-def refusal(group: str, cluster_id: str | None, found: Verdict) -> str:
+def refusal(group: str, cluster_id: str | None, found: ProtectionVerdict) -> str:
     """One line for a status condition, an audit line or the CLI: who protects it, and how to lift it."""
     if found.by:
         ref, pattern = found.by[0]

@@ -30,7 +30,7 @@ from ..model.offsets import TP, Committed, GroupInfo, group_busy
 from ..model.reasons import Reason
 from . import step_outcomes as shared
 from .conditions import Condition, find
-from .fresh_verdict import Verdict
+from .fresh_verdict import FreshVerdict
 from .kafka_answers import EXPLAIN
 from .reset_plan import ResetPlan, ResetTarget
 from .step_outcomes import (  # the phases both one-shot kinds have, and results that fit the object
@@ -363,7 +363,7 @@ def plan_commit(backup: Mapping[TP, Committed], reset: Mapping[TP, Committed], c
     return CommitPlan(to_commit, tuple(results))
 
 
-def skip_changed(plan: CommitPlan, verdict: Verdict, backup: Mapping[TP, Committed],
+def skip_changed(plan: CommitPlan, verdict: FreshVerdict, backup: Mapping[TP, Committed],
                  current: Mapping[TP, Committed]) -> CommitPlan:
     """The verdict re-derived from fresh facts (decisions/fresh_verdict.py): a partition the group committed
     again since the backup, the same offset included, is in use by someone: left as it is (Skipped)."""

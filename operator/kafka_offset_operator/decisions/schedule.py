@@ -9,6 +9,7 @@ from typing import Any
 
 from ..model.reasons import Reason
 from ..model.times import parse_iso
+from .conditions import find
 
 MAX_BACKOFF_MS = 600_000
 
@@ -27,10 +28,8 @@ def due(generation: int | None, status: Mapping[str, Any], now_ms: int) -> bool:
 
 
 def _invalid(status: Mapping[str, Any]) -> bool:
-    for cond in status.get("conditions") or ():
-        if cond.get("type") == "Ready" and cond.get("status") == "False" and cond.get("reason") == Reason.INVALID_SPEC:
-            return True
-    return False
+    ready = find(status.get("conditions"), "Ready")
+    return ready is not None and ready.get("status") == "False" and ready.get("reason") == Reason.INVALID_SPEC
 
 
 def retry_delay_ms(failures: int, base_ms: int, interval_ms: int) -> int:

@@ -248,7 +248,7 @@ def member_policy_key(index: int) -> str:
 
 
 @dataclass(frozen=True)
-class Member:
+class BatchMember:
     """One policy of a shared application: who it is (the uid tells a re-created policy of the same name
     apart) and where its results go."""
 
@@ -281,7 +281,7 @@ def batch_manifest(runs: Sequence[BatchRun], spec: PolicySpec, settings: Connect
 
 
 def batch_arguments(runs: Sequence[BatchRun], settings: ConnectionSettings, app: str,
-                    run_id: str) -> tuple[list[str], list[Member]]:
+                    run_id: str) -> tuple[list[str], list[BatchMember]]:
     """job.py's arguments for the shared run `app` of `runs` (shared with the Job engine), and its members."""
     namespace = runs[0].body["metadata"]["namespace"]
     arguments = ["--bootstrap-server", settings.bootstrap_servers]
@@ -293,7 +293,7 @@ def batch_arguments(runs: Sequence[BatchRun], settings: ConnectionSettings, app:
             "--results", results_url(run.body, run.owner, app, run_id, results),
             "--broker-retention", f"{run.retention_ms // 60_000}m",
         ]
-        members.append(Member(run.body["metadata"]["name"], str(run.body["metadata"].get("uid") or ""), results))
+        members.append(BatchMember(run.body["metadata"]["name"], str(run.body["metadata"].get("uid") or ""), results))
     return arguments, members
 
 
@@ -301,11 +301,11 @@ def batch_labels(key: str, run_id: str) -> dict[str, str]:
     return {**MANAGED_BY, BATCH_LABEL: key[:63], RUN_LABEL: run_id}
 
 
-def encode_members(members: Sequence[Member]) -> str:
+def encode_members(members: Sequence[BatchMember]) -> str:
     return json.dumps([{"name": m.name, "uid": m.uid, "results": m.results} for m in members], separators=(",", ":"))
 
 
-def members_of(app: Mapping[str, Any]) -> list[Member]:
+def members_of(app: Mapping[str, Any]) -> list[BatchMember]:
     """A shared application's members, from its annotation (none when it is missing or unreadable). The
     results ConfigMap is the one the operator named by the member's place, whatever the annotation says: the
     operator deletes it, and an edited annotation must not point it at another ConfigMap (a backup)."""
@@ -317,11 +317,11 @@ def members_of(app: Mapping[str, Any]) -> list[Member]:
         return []
     if not isinstance(doc, list):
         return []
-    return [Member(str(m.get("name", "")), str(m.get("uid", "")), member_results_name(str(meta.get("name", "")), i))
+    return [BatchMember(str(m.get("name", "")), str(m.get("uid", "")), member_results_name(str(meta.get("name", "")), i))
             for i, m in enumerate(doc) if isinstance(m, dict)]
 
 
-def member_of(app: Mapping[str, Any], uid: str) -> Member | None:
+def member_of(app: Mapping[str, Any], uid: str) -> BatchMember | None:
     return next((m for m in members_of(app) if m.uid == uid), None)
 
 

@@ -75,7 +75,7 @@ class InClusterWorkload:
 
 
 @dataclass(eq=False)
-class _Ticket:
+class _SharedRun:
     """A shared run waiting for its application; `done` is set once `app` (or `error`) is."""
 
     number: int
@@ -96,7 +96,7 @@ class InClusterEngine:
         self.default_image = default_image
         self.poll_s = poll_s
         self._cond = threading.Condition()  # guards the queue and the dispatcher
-        self._waiting: dict[int, _Ticket] = {}
+        self._waiting: dict[int, _SharedRun] = {}
         self._numbers = itertools.count(1)
         self._dispatcher: threading.Thread | None = None
 
@@ -211,7 +211,7 @@ class InClusterEngine:
             return self._follow_batch(namespace, batch, uid, job.spec, cancel)
         image = self._image(job)
         with self._cond:
-            ticket = _Ticket(next(self._numbers), job, image,
+            ticket = _SharedRun(next(self._numbers), job, image,
                              self.w.batch_key(namespace, job.share_key, job.spec, image), _now_ms())
             self._waiting[ticket.number] = ticket
             if self._dispatcher is None:
@@ -259,7 +259,7 @@ class InClusterEngine:
                 t.app, t.shared = app, len(tickets) > 1
                 t.done.set()
 
-    def _submit_batch(self, tickets: list[_Ticket]) -> str:
+    def _submit_batch(self, tickets: list[_SharedRun]) -> str:
         first = tickets[0]
         runs = [sparkapp.BatchRun(t.job.policy_body, shared_owner(t.job.policy_body), t.job.retention_ms)
                 for t in tickets]
@@ -366,7 +366,7 @@ class InClusterEngine:
             self._delete_results(namespace, m.results)
         return True
 
-    def _alive(self, namespace: str, member: sparkapp.Member) -> bool:
+    def _alive(self, namespace: str, member: sparkapp.BatchMember) -> bool:
         """The member's policy exists (the same one: its uid) and is not being deleted."""
         try:
             body = self.kube.get_custom(POLICIES, namespace, member.name)
@@ -375,7 +375,7 @@ class InClusterEngine:
         meta = body.get("metadata") or {}
         return str(meta.get("uid") or "") == member.uid and not meta.get("deletionTimestamp")
 
-    def _unread(self, namespace: str, member: sparkapp.Member) -> bool:
+    def _unread(self, namespace: str, member: sparkapp.BatchMember) -> bool:
         try:
             self.kube.get_configmap(namespace, member.results)
         except NotFound:

@@ -62,7 +62,7 @@ class LocalRequest:
 TLS_OPTIONS = ("ssl_cafile", "ssl_certfile", "ssl_keyfile")
 
 
-class _Ticket:
+class _QueuedRun:
     """One request in the queue, then in a scan; `done` is set once `report` or `error` is."""
 
     def __init__(self, number: int, request: LocalRequest, arrived_ms: int) -> None:
@@ -87,7 +87,7 @@ class _Ticket:
 class _Everyone:
     """A scan's cancel flag: set once every request it serves has been cancelled."""
 
-    def __init__(self, tickets: Sequence[_Ticket]) -> None:
+    def __init__(self, tickets: Sequence[_QueuedRun]) -> None:
         self.tickets = tickets
 
     def is_set(self) -> bool:
@@ -154,7 +154,7 @@ class LocalEngine:
         self.poll_s = poll_s
         self._worker: _Worker | None = None
         self._cond = threading.Condition()  # guards the queue, the dispatcher and the tickets' `cancelled`
-        self._waiting: dict[int, _Ticket] = {}
+        self._waiting: dict[int, _QueuedRun] = {}
         self._numbers = itertools.count(1)
         self._dispatcher: threading.Thread | None = None
         self._tmp = tempfile.mkdtemp(prefix="koo-analysis-")  # 0700
@@ -165,7 +165,7 @@ class LocalEngine:
         AnalysisCancelled."""
         poll = self.poll_s if poll_s is None else poll_s
         with self._cond:
-            ticket = _Ticket(next(self._numbers), request, _now_ms())
+            ticket = _QueuedRun(next(self._numbers), request, _now_ms())
             self._waiting[ticket.number] = ticket
             if self._dispatcher is None:
                 self._dispatcher = threading.Thread(target=self._dispatch, daemon=True, name="local-engine-scans")
@@ -222,7 +222,7 @@ class LocalEngine:
             finally:
                 shutil.rmtree(directory, ignore_errors=True)
 
-    def _scan(self, tickets: list[_Ticket], client: Mapping[str, str], directory: str) -> None:
+    def _scan(self, tickets: list[_QueuedRun], client: Mapping[str, str], directory: str) -> None:
         """One scan for `tickets`, in the worker; every ticket is finished (report or error) when it returns."""
         first = tickets[0].request
         scan_id = new_run_id()

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import kopf
 
 from ..context import OperatorContext
+from ..decisions.conditions import generation_of
 from ..model.api import GROUP, VERSION
 
 
@@ -30,7 +31,7 @@ def register_visits(registry: kopf.OperatorRegistry, ctx: OperatorContext, plura
                     reconciler: Visited, needs_work: NeedsWork) -> None:
     @kopf.timer(GROUP, VERSION, plural, id=timer_id, registry=registry,
                 interval=ctx.options.retry_interval, backoff=ctx.options.retry_interval,
-                when=lambda spec, status, meta, **_: needs_work(spec, status, meta.get("generation")))
+                when=lambda body, spec, status, **_: needs_work(spec, status, generation_of(body)))
     def visit(namespace: str | None, name: str, **kwargs: Any) -> None:
         # Kopf gives timers the daemon's `stopped` flag (TimerFn does not declare it): set when the operator
         # exits or pauses for a peer (docs/operator.md), after which no change of offsets starts here.

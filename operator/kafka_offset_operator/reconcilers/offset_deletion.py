@@ -23,10 +23,11 @@ from ..adapters.kube import NotFound
 from ..decisions import deletion_steps as steps
 from ..decisions import step_outcomes as outcomes
 from ..decisions.approval import approval_of
+from ..decisions.conditions import generation_of as _generation
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.deletion_spec import parse_spec
 from ..decisions.deletion_steps import DeletionStep
-from ..decisions.fresh_verdict import Verdict, rederive
+from ..decisions.fresh_verdict import FreshVerdict, rederive
 from ..engines.job import CancelFlag
 from ..model.api import DELETION_KIND, DELETIONS
 from ..model.backups import Action, BackupError, BackupRecord, Requester, parse_backup
@@ -36,7 +37,6 @@ from ..model.reasons import Reason
 from ..model.times import iso, parse_iso
 from .fresh_facts import log_position, read_facts
 from .visits import ObjectVisits, connection_where
-from .visits import generation_of as _generation
 from .visits import now as _now
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ class DeletionReconciler(ObjectVisits):
                     status = self._delete(body, spec, status, admin, stop)
                     step = steps.next_step(spec, status)
                 if step is DeletionStep.RESTORE:
-                    self._restore(body, status, admin, stop)
+                    self._restore(body, spec, status, admin, stop)
         except KafkaFailure as failure:
             metrics.kafka_error(failure.code)
             current = self.kube.get_custom(DELETIONS, namespace, body["metadata"]["name"]).get("status") or {}
@@ -233,13 +233,13 @@ class DeletionReconciler(ObjectVisits):
         metrics.deletion_finished(status.get("phase", ""), int(status.get("deleted", 0)), int(status.get("failed", 0)))
         return status
 
-    def _restore(self, body: dict[str, Any], status: dict[str, Any], admin: KafkaAdmin,
+    def _restore(self, body: dict[str, Any], spec: DeletionSpec, status: dict[str, Any], admin: KafkaAdmin,
                  stop: CancelFlag | None) -> dict[str, Any]:
         """Restore what this deletion deleted: from its stored backup, into the group and cluster recorded at
         approval (status.target), never into what the spec names now."""
         backup = self._load_backup(body, status)
         target = status.get("target") or {}
-        group_id = str(target.get("group") or parse_spec(body.get("spec")).group)
+        group_id = str(target.get("group") or spec.group)
         now, generation, interval = _now(), _generation(body), self.options.retry_interval
         if target.get("clusterId"):
             found = admin.cluster_id()
@@ -282,7 +282,7 @@ class DeletionReconciler(ObjectVisits):
     # -- the verdict from fresh facts (decisions/fresh_verdict.py)
 
     def _rederive(self, admin: KafkaAdmin, spec: DeletionSpec, status: Mapping[str, Any], group: str,
-                  live: GroupInfo, partitions: list[TP] | tuple[TP, ...], *, whole_group: bool) -> Verdict:
+                  live: GroupInfo, partitions: list[TP] | tuple[TP, ...], *, whole_group: bool) -> FreshVerdict:
         """Right before the change: the group's records since the scan (or since the backup was read) and its
         state now, and what they say must not be touched. A failure to read them raises KafkaFailure
         (retried): nothing is changed on facts that could not be read."""

@@ -27,6 +27,7 @@ from ..decisions import reset_steps as steps
 from ..decisions import step_outcomes as outcomes
 from ..decisions import workload_pause as pause
 from ..decisions.approval import approval_of
+from ..decisions.conditions import generation_of as _generation
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.fresh_verdict import rederive
 from ..decisions.reset_plan import (
@@ -56,7 +57,6 @@ from ..model.times import iso, parse_iso
 from .fresh_facts import log_position, read_facts
 from .reset_reads import read_plan
 from .visits import ObjectVisits, connection_where
-from .visits import generation_of as _generation
 from .visits import now as _now
 
 log = logging.getLogger(__name__)

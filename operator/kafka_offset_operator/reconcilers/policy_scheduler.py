@@ -29,12 +29,12 @@ from ..adapters import metrics
 from ..adapters.kube import KubeError
 from ..context import OperatorContext
 from ..decisions import schedule
+from ..decisions.conditions import generation_of
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.policy_spec import parse_policy_spec
 from ..model.times import parse_iso
 from .policy_cleanup import ChildCleanup
 from .policy_visit import ParsedSpec, PolicyVisit, now_ms
-from .visits import generation_of
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +80,12 @@ class PolicyScheduler:
                     return
                 status = body.get("status") or {}
                 if schedule.due(generation_of(body), status, now_ms()):
-                    parsed = await asyncio.to_thread(self._can_run, body)
-                    if parsed is not None:
+                    parsed, runnable = await asyncio.to_thread(self._can_run, body)
+                    if runnable:
                         async with self._slot():
                             await self._visit_marked(namespace, name, stopped, parsed)
                     else:  # no analysis can start: say why at once, not behind other policies' runs
-                        await self._visit_marked(namespace, name, stopped, None)
+                        await self._visit_marked(namespace, name, stopped, parsed)
                     continue  # re-read: the status now says when the next run is due
                 wait = schedule.wait_ms(parse_iso(status.get("nextRunTime")), now_ms(), int(self.tick_s * 1000))
                 await stopped.wait(timeout=max(0.05, wait / 1000))
@@ -112,18 +112,22 @@ class PolicyScheduler:
             return contextlib.nullcontext()
         return self.slot
 
-    def _can_run(self, body: Mapping[str, Any]) -> ParsedSpec | None:
-        """The parsed spec when a visit may start an analysis (its spec and Secrets are usable), which the visit
-        then uses instead of parsing the spec again; else None. One that cannot (an invalid spec, a missing
-        Secret) needs no slot, so its condition is written at once even while other policies' analyses (or
-        their waits for an unreachable Kafka) hold it."""
+    def _can_run(self, body: Mapping[str, Any]) -> tuple[ParsedSpec, bool]:
+        """The spec's parse (or why it does not parse), which the visit then uses instead of parsing the spec
+        again; and whether the visit may start an analysis (its spec and Secrets are usable). One that cannot
+        (an invalid spec, a missing Secret) needs no slot, so its condition is written at once even while
+        other policies' analyses (or their waits for an unreachable Kafka) hold it."""
         namespace = body["metadata"]["namespace"]
+        raw = body.get("spec")
         try:
-            spec = parse_policy_spec(body.get("spec"), self.default_engine)
+            spec = parse_policy_spec(raw, self.default_engine)
+        except SpecError as exc:
+            return ParsedSpec(raw, exc), False
+        try:
             connection_from_spec(spec.kafka, lambda secret: self.kube.secret_data(namespace, secret))
         except (SpecError, KubeError):
-            return None
-        return ParsedSpec(body.get("spec"), spec)
+            return ParsedSpec(raw, spec), False
+        return ParsedSpec(raw, spec), True
 
     async def _visit_marked(self, namespace: str, name: str, stopped: kopf.DaemonStopped,
                             parsed: ParsedSpec | None) -> None:

@@ -33,7 +33,8 @@ from ..adapters.kafka_admin import KafkaAdmin
 from ..adapters.keepalive_store import RebaseBackups, RecommitIntents
 from ..adapters.kube import KubeError, NotFound, Refused
 from ..context import OperatorContext
-from ..decisions import keepalive, policy_status, proposals, schedule
+from ..decisions import conditions, keepalive, policy_status, proposals, schedule
+from ..decisions.conditions import generation_of
 from ..decisions.connection_spec import connection_from_spec
 from ..decisions.policy_spec import Mode, PolicySpec, parse_policy_spec
 from ..decisions.scan_sharing import share_key
@@ -49,7 +50,6 @@ from ..model.reasons import Reason
 from ..model.report import Report
 from .keepalive import BLOCKED, PROPOSED, KeepAliveResult, Proposer, audit_body, run_pass
 from .policy_cleanup import ChildCleanup
-from .visits import generation_of
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +63,12 @@ def now_ms() -> int:
 
 @dataclass(frozen=True)
 class ParsedSpec:
-    """A policy's spec as the scheduler read it, and its parse: the visit re-reads the policy and uses this
-    parse while the spec is the same one (one parse per visit), else parses what it read."""
+    """A policy's spec as the scheduler read it, and its parse (or why it does not parse): the visit re-reads
+    the policy and uses this parse while the spec is the same one (one parse per visit), else parses what it
+    read."""
 
     raw: Any
-    spec: PolicySpec
+    spec: PolicySpec | SpecError
 
 
 class PolicyVisit:
@@ -112,11 +113,13 @@ class PolicyVisit:
         if body is None or body["metadata"].get("deletionTimestamp"):
             return  # a deleted policy proposes nothing more: its deletion handler is tidying up
         spec: PolicySpec | SpecError
-        try:
-            spec = (parsed.spec if parsed is not None and parsed.raw == body.get("spec")
-                    else parse_policy_spec(body.get("spec"), self.default_engine))
-        except SpecError as exc:
-            spec = exc
+        if parsed is not None and parsed.raw == body.get("spec"):
+            spec = parsed.spec
+        else:  # the spec changed since the scheduler read it (or no scheduler read it)
+            try:
+                spec = parse_policy_spec(body.get("spec"), self.default_engine)
+            except SpecError as exc:
+                spec = exc
         usable = spec if isinstance(spec, PolicySpec) else None
         try:
             self._visit(body, spec, cancel)
@@ -378,7 +381,7 @@ class PolicyVisit:
         event = policy_status.ready_event(before, body["status"])
         if event is not None:
             self._event(body, *event)
-        ready = next((c for c in body["status"].get("conditions") or () if c.get("type") == "Ready"), None)
+        ready = conditions.find(body["status"].get("conditions"), "Ready")
         if ready is not None:
             metrics.policy_ready(meta["namespace"], meta["name"], ready.get("status") == "True")
 

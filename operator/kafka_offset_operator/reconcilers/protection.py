@@ -4,7 +4,7 @@ namespaces the reader sees, listed afresh for each check, so a protection added 
 from __future__ import annotations
 
 from ..adapters.kube import Kube
-from ..decisions.protection import Protector, Verdict, protector, verdict
+from ..decisions.protection import ProtectionVerdict, Protector, protector, verdict
 from ..model.api import POLICIES
 
 
@@ -24,6 +24,6 @@ class ClusterProtection:
                     found.append(p)
         return found
 
-    def check(self, cluster_id: str | None, group: str) -> Verdict:
+    def check(self, cluster_id: str | None, group: str) -> ProtectionVerdict:
         """Raises KubeError when the policies cannot be listed: no change without knowing."""
         return verdict(self.protectors(), cluster_id, group)

@@ -24,6 +24,7 @@ from ..adapters.kube import KubeError, NotFound, Refused
 from ..context import OperatorContext
 from ..decisions import step_outcomes
 from ..decisions.approval import approval_of, approval_problem, policy_wants_separate_approver
+from ..decisions.conditions import generation_of
 from ..decisions.kafka_answers import answer_lost
 from ..decisions.protection import refusal
 from ..decisions.status_patch import changes, merge_patch
@@ -38,11 +39,6 @@ from .protection import ClusterProtection
 
 def now() -> str:
     return now_iso()
-
-
-def generation_of(body: Mapping[str, Any]) -> int | None:
-    value = (body.get("metadata") or {}).get("generation")
-    return value if isinstance(value, int) else None
 
 
 def group_of(body: Mapping[str, Any]) -> Any:

@@ -20,9 +20,10 @@ from offset_expiry.cluster import describe_cluster
 from offset_expiry.source import (
     FORMAT,
     KafkaSnapshotDataSource,
+    ReadTask,
     SourceError,
     plan_ranges,
-    read_range,
+    read_task,
     take_snapshot,
 )
 
@@ -44,7 +45,7 @@ def test_ranges_read_every_record_once(seeded_kafka: Seeded) -> None:
     assert snapshot.end_offsets == seeded_kafka.end_offsets(records)
     ranges = plan_ranges(snapshot, 70)
     assert len(ranges) > 3 and all(r.end - r.start <= 70 for r in ranges)
-    read = [row for rng in ranges for row in rows(read_range(broker.bootstrap_servers, OFFSETS_TOPIC, rng))]
+    read = [row for rng in ranges for row in rows(read_task(broker.bootstrap_servers, OFFSETS_TOPIC, ReadTask((rng,))))]
     assert sorted(read) == sorted((r.partition, r.offset, r.timestamp, r.key, r.value, 1) for r in records)
 
 
@@ -58,7 +59,7 @@ def test_a_compacting_range_keeps_the_newest_record_per_key(seeded_kafka: Seeded
     read = [
         row
         for rng in plan_ranges(snapshot, 10**9)
-        for row in rows(read_range(broker.bootstrap_servers, OFFSETS_TOPIC, rng, compact=True))
+        for row in rows(read_task(broker.bootstrap_servers, OFFSETS_TOPIC, ReadTask((rng,)), compact=True))
     ]
     assert sorted(read) == sorted(
         (r.partition, r.offset, r.timestamp, r.key, r.value, counts[slot]) for slot, r in newest.items()

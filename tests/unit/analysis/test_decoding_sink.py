@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
+from analysis_reference import is_group_metadata_key
 
 from kafka_offsets_model.codec import CodecError
 from kafka_offsets_model.raw import RawRecord
@@ -15,7 +16,6 @@ from offset_expiry.facts import (
     GROUP_METADATA_HISTORY,
     fact_from_record,
     history_fact,
-    is_group_metadata_key,
     same_generation_history,
 )
 from offset_expiry.recordset import ParsedRecords

@@ -7,7 +7,6 @@ import pytest
 from kafka_offsets_model.policy import parse_policy
 from kafka_offsets_model.rules import (
     CANDIDATE_REASONS,
-    KEPT_REASONS,
     Decision,
     GroupType,
     GroupView,
@@ -15,6 +14,16 @@ from kafka_offsets_model.rules import (
     OffsetView,
     broker_expires_at,
     decide,
+)
+
+# Every reason that keeps an offset: with CANDIDATE_REASONS, the closed set of OffsetReason.
+KEPT_REASONS = (
+    OffsetReason.PROTECTED,
+    OffsetReason.EXCLUDED,
+    OffsetReason.ACTIVE_SUBSCRIPTION,
+    OffsetReason.WITHIN_RETENTION,
+    OffsetReason.UNKNOWN_SUBSCRIPTION,
+    OffsetReason.SHARE_GROUP,
 )
 
 H = 3_600_000

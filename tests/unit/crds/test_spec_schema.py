@@ -18,9 +18,10 @@ from kafka_offset_operator.decisions.reset_spec import parse_reset_spec
 from kafka_offset_operator.model.api import DELETION_KIND, POLICY_KIND
 from kafka_offset_operator.model.crds import build_crds, spec_schema
 from kafka_offsets_model.errors import SpecError
-from kafka_offsets_model.openapi import SchemaCheck, without_cel_rules
+from kafka_offsets_model.openapi import Schema, SchemaCheck, without_cel_rules
 from kafka_offsets_model.policy import parse_policy
-from kafka_offsets_model.policy_schema import analysis_properties
+from kafka_offsets_model.policy_schema import ANALYSIS_FIELDS, PolicyFileSpec
+from kafka_offsets_model.typed_schema import schema_of
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = sorted((ROOT / "manifests" / "examples").glob("*.yaml"))
@@ -30,6 +31,12 @@ SASL_TLS = {"bootstrapServers": "kafka:9093", "securityProtocol": "SASL_SSL",
             "tls": {"caSecretRef": {"name": "ca"}, "certSecretRef": {"name": "client"}}}
 SECRETS = {"user": {"username": b"u", "password": b"p"}, "ca": {"ca.crt": b"CA"},
            "client": {"tls.crt": b"C", "tls.key": b"K"}}
+
+
+def analysis_properties() -> Schema:
+    """`spec.groups`, `spec.rules` and `spec.protect`: what the analysis applies, as the CRD carries them."""
+    properties = schema_of(PolicyFileSpec)["properties"]
+    return {name: properties[name] for name in ANALYSIS_FIELDS}
 
 
 def read_secret(name: str) -> dict[str, bytes]:

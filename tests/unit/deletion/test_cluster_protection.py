@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_offset_operator.decisions.protection import Protector, Verdict, protector, refusal, verdict
+from kafka_offset_operator.decisions.protection import (
+    ProtectionVerdict,
+    Protector,
+    protector,
+    refusal,
+    verdict,
+)
 
 
 def policy(name: str, patterns: list[str], cluster: str | None, generation: int = 2, recorded_for: int = 2,
@@ -24,22 +30,22 @@ def test_any_policy_on_the_same_cluster_protects_whoever_asks() -> None:
     found = [protector(policy("guard", ["billing-*"], "C1")), protector(policy("other", ["ops-*"], "C1")),
              protector(policy("elsewhere", ["billing-*"], "C2"))]
     protectors = [p for p in found if p is not None]
-    assert verdict(protectors, "C1", "billing-eu") == Verdict(by=(("team-b/guard", "billing-*"),))
-    assert verdict(protectors, "C2", "billing-eu") == Verdict(by=(("team-b/elsewhere", "billing-*"),))
+    assert verdict(protectors, "C1", "billing-eu") == ProtectionVerdict(by=(("team-b/guard", "billing-*"),))
+    assert verdict(protectors, "C2", "billing-eu") == ProtectionVerdict(by=(("team-b/elsewhere", "billing-*"),))
     assert verdict(protectors, "C3", "billing-eu").allowed
     assert verdict(protectors, "C1", "ledger").allowed
 
 
 def test_an_unknown_cluster_is_not_a_reason_to_change() -> None:
     unknown = Protector("team-b", "new", ("billing-*",), None)
-    assert verdict([unknown], "C1", "billing-eu") == Verdict(unknown=(("team-b/new", "billing-*"),))
+    assert verdict([unknown], "C1", "billing-eu") == ProtectionVerdict(unknown=(("team-b/new", "billing-*"),))
     # a target cluster without an id cannot be told apart: every matching policy protects it
     assert verdict([Protector("team-b", "p", ("billing-*",), "C1")], None, "billing-eu").by
 
 
 def test_the_refusal_names_the_policy_its_pattern_and_the_cluster() -> None:
-    found = Verdict(by=(("team-b/guard", "billing-*"),))
+    found = ProtectionVerdict(by=(("team-b/guard", "billing-*"),))
     assert refusal("billing-eu", "C1", found) == (
         "group billing-eu is protected on Kafka cluster C1 by ConsumerGroupOffsetPolicy team-b/guard "
         "(spec.protect.groups pattern 'billing-*'); nothing changed")
-    assert "not known yet" in refusal("billing-eu", "C1", Verdict(unknown=(("team-b/new", "billing-*"),)))
+    assert "not known yet" in refusal("billing-eu", "C1", ProtectionVerdict(unknown=(("team-b/new", "billing-*"),)))

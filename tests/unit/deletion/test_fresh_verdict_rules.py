@@ -5,7 +5,7 @@ wire; these pin each rule)."""
 from __future__ import annotations
 
 from kafka_offset_operator.decisions.deletion_steps import DeletePlan, apply_verdict
-from kafka_offset_operator.decisions.fresh_verdict import FreshFacts, Verdict, baseline, rederive
+from kafka_offset_operator.decisions.fresh_verdict import FreshFacts, FreshVerdict, baseline, rederive
 from kafka_offset_operator.model.group_log import GroupRecord, RecordKind
 from kafka_offset_operator.model.offsets import GroupInfo, Member
 
@@ -31,7 +31,7 @@ def test_a_re_commit_of_the_same_offset_is_a_change() -> None:
 
 def test_a_commit_of_another_partition_matters_only_to_a_whole_group_change() -> None:
     other = commit(("u", 0), 1)
-    assert rederive([T0], facts(other), {T0: "UnsubscribedTopic"}, proposed=True) == Verdict()
+    assert rederive([T0], facts(other), {T0: "UnsubscribedTopic"}, proposed=True) == FreshVerdict()
     assert "u-0 was committed again" in (rederive([T0], facts(other), {}, proposed=True, whole_group=True).group or "")
 
 
@@ -46,15 +46,15 @@ def test_group_records_void_a_policy_s_verdict_but_not_a_hand_written_request() 
         record = GroupRecord(12, AT, kind, name)
         why = rederive([T0], facts(record), {T0: "EmptyGroup"}, proposed=True).group
         assert why is not None and name in why and "2026-01-01T00:00:00Z" in why
-        assert rederive([T0], facts(record), {}, proposed=False) == Verdict()
+        assert rederive([T0], facts(record), {}, proposed=False) == FreshVerdict()
 
 
 def test_members_back_void_a_verdict_that_needed_an_empty_group() -> None:
     live = GroupInfo("g", "Stable", "consumer", "range", (Member("m", "c", "h", ("other",)),))
     for reason in ("EmptyGroup", "Standalone", "StaleGroup", "DeletedTopic"):
         assert "1 member(s) now" in (rederive([T0], facts(live=live), {T0: reason}, proposed=True).group or "")
-    assert rederive([T0], facts(live=live), {T0: "UnsubscribedTopic"}, proposed=True) == Verdict()
-    assert rederive([T0], facts(live=live), {}, proposed=False) == Verdict()
+    assert rederive([T0], facts(live=live), {T0: "UnsubscribedTopic"}, proposed=True) == FreshVerdict()
+    assert rederive([T0], facts(live=live), {}, proposed=False) == FreshVerdict()
 
 
 def test_a_subscription_now_including_the_topic_or_unreadable_keeps_the_partition() -> None:
@@ -74,10 +74,10 @@ def test_a_simple_group_that_is_no_longer_simple() -> None:
 
 
 def test_the_verdict_moves_partitions_to_skipped_results() -> None:
-    plan = apply_verdict(DeletePlan((T0, T1), ()), Verdict(partitions={T1: "why"}))
+    plan = apply_verdict(DeletePlan((T0, T1), ()), FreshVerdict(partitions={T1: "why"}))
     assert plan.to_delete == (T0,)
     assert plan.results == ({"topic": "t", "partition": 1, "status": "Skipped", "message": "not deleted: why"},)
-    assert apply_verdict(DeletePlan((T0, T1), ()), Verdict(group="all")).to_delete == ()
+    assert apply_verdict(DeletePlan((T0, T1), ()), FreshVerdict(group="all")).to_delete == ()
 
 
 def test_the_baseline_is_the_earliest_known_position() -> None:
@@ -99,10 +99,10 @@ def test_kip_848_and_streams_members_from_their_describe_apis() -> None:
     unreadable = ModernGroup("g", "consumer", "Stable", (ModernMember("m", "c", "h", (), "(?<x"),))
     assert T0 in rederive([T0], replace(facts(), modern=unreadable), unsubscribed, proposed=True).partitions
     other = ModernGroup("g", "consumer", "Stable", (ModernMember("m", "c", "h", ("u",), "v.*"),))
-    assert rederive([T0], replace(facts(), modern=other), unsubscribed, proposed=True) == Verdict()
+    assert rederive([T0], replace(facts(), modern=other), unsubscribed, proposed=True) == FreshVerdict()
     streams = ModernGroup("g", "streams", "Stable", (ModernMember("s", "c", "h"),), frozenset({"t"}))
     assert "topology reads t" in rederive([T0], replace(facts(), modern=streams), unsubscribed,
                                           proposed=True).partitions[T0]
     back = rederive([T0], replace(facts(), modern=other), {T0: "EmptyGroup"}, proposed=True).group
     assert back is not None and "ConsumerGroupDescribe: state Stable" in back
-    assert rederive([T0], replace(facts(), modern=other), {T0: "EmptyGroup"}, proposed=False) == Verdict()
+    assert rederive([T0], replace(facts(), modern=other), {T0: "EmptyGroup"}, proposed=False) == FreshVerdict()

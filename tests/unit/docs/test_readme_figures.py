@@ -27,6 +27,8 @@ def stated(pattern: str) -> tuple[int, int]:
     (r"on a fresh clone takes about \d+ minutes on 2 cores \((\d+)-(\d+) min\)", MEASURED["demo"]["fresh_clone_s"], 60),
     (r"then the demo itself, (\d+)-(\d+) minutes", MEASURED["demo"]["story_s"], 60),
     (r"idle 2-core machine \((\d+)-(\d+) s\)", MEASURED["unit_tier"]["wall_s"], 1),
+    (r"-n 2 tests/unit`, (\d+)-(\d+) CPU-seconds", MEASURED["unit_tier"]["warm_cpu_s"], 1),
+    (r"-n 2 tests/unit`, (\d+)-(\d+) CPU-seconds", MEASURED["unit_tier"]["cold_cpu_s"], 1),
     (r"`scripts/dev.sh test` takes about \d+ minutes on 2 cores \((\d+)-(\d+) min\)", MEASURED["test"]["wall_s"], 60),
 ])
 def test_the_readme_states_a_range_holding_the_measurement(pattern: str, seconds: int, unit: int) -> None:

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from kafka_offset_demo.api_validation import (
     OMIT,
     BadRequest,
+    CelRule,
     FieldError,
     Invalid,
     ResourceSchema,
-    Rule,
     cel_context,
     cost_problems,
     go_value,
@@ -42,7 +42,7 @@ def resource(kind: str) -> ResourceSchema:
 
 DELETIONS = resource("OffsetDeletion")
 POLICIES = resource("ConsumerGroupOffsetPolicy")
-DURATION_RULE = Rule.compile(duration_rule(), "duration")
+DURATION_RULE = CelRule.compile(duration_rule(), "duration")
 
 
 def deletion(**spec: Any) -> dict[str, Any]:
@@ -70,8 +70,8 @@ def edit(obj: dict[str, Any], **spec: Any) -> dict[str, Any]:
 # -- the CEL glue
 
 
-def rule(source: dict[str, Any]) -> Rule:
-    return Rule.compile(source, "here")
+def rule(source: dict[str, Any]) -> CelRule:
+    return CelRule.compile(source, "here")
 
 
 def test_kubernetes_libraries_are_there() -> None:

@@ -50,8 +50,8 @@ def test_a_shared_application_is_owned_by_every_member_and_names_each_ones_polic
     assert [o["uid"] for o in meta["ownerReferences"]] == ["u-a", "u-b"]
     assert not any(o["controller"] for o in meta["ownerReferences"])  # at most one controller per object
     assert meta["labels"][sparkapp.BATCH_LABEL] == "k" * 63 and sparkapp.POLICY_LABEL not in meta["labels"]
-    assert sparkapp.members_of(app) == [sparkapp.Member("team-a", "u-a", f"{name}-results-0"),
-                                        sparkapp.Member("team-b", "u-b", f"{name}-results-1")]
+    assert sparkapp.members_of(app) == [sparkapp.BatchMember("team-a", "u-a", f"{name}-results-0"),
+                                        sparkapp.BatchMember("team-b", "u-b", f"{name}-results-1")]
     args = app["spec"]["arguments"]
     policies = [args[i + 1] for i, a in enumerate(args) if a == "--policy"]
     results = [results_sink.parse_target(args[i + 1]) for i, a in enumerate(args) if a == "--results"]
@@ -87,7 +87,7 @@ def test_when_a_shared_application_goes(phase: Phase, alive: set[str], unread: s
 def test_a_members_results_configmap_is_named_by_its_place_whatever_the_annotation_says() -> None:
     app = {"metadata": {"name": "shared-analysis-1", "annotations": {
         sparkapp.MEMBERS_ANNOTATION: '[{"name": "a", "uid": "u", "results": "kafka-offset-backup-x"}]'}}}
-    assert sparkapp.members_of(app) == [sparkapp.Member("a", "u", "shared-analysis-1-results-0")]
+    assert sparkapp.members_of(app) == [sparkapp.BatchMember("a", "u", "shared-analysis-1-results-0")]
 
 
 def test_an_unreadable_members_annotation_lists_no_member() -> None:

@@ -4,6 +4,7 @@ functions, no cluster."""
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 import pytest
 
@@ -13,7 +14,7 @@ from kafka_offset_operator.decisions.connection_spec import connection_from_spec
 from kafka_offset_operator.decisions.policy_spec import parse_policy_spec
 from kafka_offsets_model.errors import InputError
 from offset_expiry import results_sink
-from offset_expiry.client_env import env_from_settings, settings_from_env
+from offset_expiry.client_env import PREFIX, VARIABLES, settings_from_env
 
 POLICY = {"apiVersion": "kafkaoffsets.dev/v1alpha1", "kind": "ConsumerGroupOffsetPolicy",
           "metadata": {"name": "9.team-a", "namespace": "kafka", "uid": "u-1"}}
@@ -81,6 +82,12 @@ def test_results_survive_the_trip_through_parts() -> None:
         results_sink.assemble(results_sink.manifest(target, parts), parts[:-1])
     with pytest.raises(InputError):
         results_sink.parse_target("configmap://only-namespace")
+
+
+def env_from_settings(settings: Mapping[str, str]) -> dict[str, str]:
+    """settings_from_env's inverse: the environment that sets `settings`."""
+    names = {setting: name for name, setting in VARIABLES.items()}
+    return {PREFIX + names[k]: v for k, v in settings.items() if k in names and v}
 
 
 def test_credentials_travel_as_environment_variables() -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from kafka_offsets_model.openapi import Schema
-from kafka_offsets_model.typed_schema import Check, Doc, Rule, schema_of_field
+from kafka_offsets_model.typed_schema import Check, Default, Doc, Rule, rules, schema_of
 
 INT32_MAX = 2**31 - 1  # Kafka's partition numbers, Spark's cores and instances
 # An int64 field says so by its format, with no maximum: the API server holds a schema's bounds as float64,
@@ -56,104 +56,93 @@ class PolicyRef:
     name: Annotated[ObjectName, Doc("The policy's name.")]
 
 
-def object_name(description: str) -> Schema:
-    return {"type": "string", **OBJECT_NAME.keywords, "description": description}
+# spec.kafka of all three kinds, typed: the CRDs' schema of it (KAFKA_CONNECTION) and the value
+# decisions/connection_spec.py parses it into (`parse(KafkaConnection, ...)`) both come from these classes.
+# A Strimzi listener's name: Strimzi allows only lower-case letters and digits; the length is bounded as for any name.
+ListenerName = Annotated[str, Check(minLength=1, maxLength=63, pattern="^[a-z0-9]+$")]
+SECRET_KEY_NAME = Check(title="Secret key (letters, digits, -, _ and .)", pattern=SECRET_KEY, maxLength=MAX_NAME)
+SecretName = Annotated[ObjectName, Doc("Secret name, in the resource's own namespace.")]
 
 
-def listener_name(description: str) -> Schema:
-    """A Strimzi listener's name: Strimzi allows only lower-case letters and digits; the length is bounded
-    here as for any name."""
-    return {"type": "string", "minLength": 1, "maxLength": 63, "pattern": "^[a-z0-9]+$", "description": description}
+@dataclass(frozen=True, kw_only=True)
+class StrimziRef:
+    """A Strimzi Kafka cluster in the resource's namespace, instead of bootstrapServers, sasl and tls: the
+    listener's address from the Kafka's status, its CA from <kafka>-cluster-ca-cert, and the KafkaUser's
+    credentials (SCRAM-SHA-512 or mutual TLS, as the listener authenticates). securityProtocol is derived from
+    the listener."""
+
+    kafka: Annotated[ObjectName, Doc("Name of the kafka.strimzi.io Kafka resource.")]
+    listener: Annotated[ListenerName | None, Doc("Name of the listener (spec.kafka.listeners[].name); the first one "
+                                                 "the Kafka reports when unset.")] = None
+    user: Annotated[ObjectName | None, Doc("Name of the KafkaUser to authenticate as; required when the listener "
+                                           "authenticates.")] = None
 
 
-def secret_key_ref(description: str, keys: dict[str, tuple[str, str]]) -> Schema:
-    props: Schema = {"name": object_name("Secret name, in the resource's own namespace.")}
-    for key, (default, about) in keys.items():
-        props[key] = {"type": "string", "title": "Secret key (letters, digits, -, _ and .)", "pattern": SECRET_KEY,
-                      "maxLength": MAX_NAME, "default": default, "description": about}
-    return {"type": "object", "description": description, "required": ["name"], "properties": props}
+@dataclass(frozen=True, kw_only=True)
+class SaslSecretRef:
+    """Secret holding the SASL user name and password."""
+
+    name: SecretName
+    username_key: Annotated[str, SECRET_KEY_NAME, Default("username"), Doc("Key of the user name in the Secret.")] = "username"
+    password_key: Annotated[str, SECRET_KEY_NAME, Default("password"), Doc("Key of the password in the Secret.")] = "password"
 
 
-KAFKA_CONNECTION: Schema = {
-    "type": "object",
-    "description": (
-        "How to reach the Kafka cluster. Credentials are read from Secrets in the resource's own namespace and "
-        "never copied into status, events or logs."
-    ),
-    "properties": {
-        "strimzi": {
-            "type": "object",
-            "description": (
-                "A Strimzi Kafka cluster in the resource's namespace, instead of bootstrapServers, sasl and tls: "
-                "the listener's address from the Kafka's status, its CA from <kafka>-cluster-ca-cert, and the "
-                "KafkaUser's credentials (SCRAM-SHA-512 or mutual TLS, as the listener authenticates). "
-                "securityProtocol is derived from the listener."
-            ),
-            "required": ["kafka"],
-            "properties": {
-                "kafka": object_name("Name of the kafka.strimzi.io Kafka resource."),
-                "listener": listener_name("Name of the listener (spec.kafka.listeners[].name); the first one the Kafka "
-                                  "reports when unset."),
-                "user": object_name("Name of the KafkaUser to authenticate as; required when the listener authenticates."),
-            },
-        },
-        "bootstrapServers": {
-            "type": "string",
-            "title": "comma-separated host:port list",
-            "pattern": r"^[^\s,]+:[0-9]+(,[^\s,]+:[0-9]+)*$",
-            "maxLength": MAX_BOOTSTRAP_LENGTH,
-            "description": "Comma-separated host:port list of brokers to bootstrap from.",
-        },
-        "securityProtocol": {
-            "type": "string",
-            "enum": ["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
-            "default": "PLAINTEXT",
-            "description": "Kafka's security.protocol.",
-        },
-        "sasl": {
-            "type": "object",
-            "description": "SASL authentication, for SASL_PLAINTEXT and SASL_SSL.",
-            "required": ["mechanism", "secretRef"],
-            "properties": {
-                "mechanism": {
-                    "type": "string",
-                    "enum": ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
-                    "description": "Kafka's sasl.mechanism.",
-                },
-                "secretRef": secret_key_ref(
-                    "Secret holding the SASL user name and password.",
-                    {
-                        "usernameKey": ("username", "Key of the user name in the Secret."),
-                        "passwordKey": ("password", "Key of the password in the Secret."),
-                    },
-                ),
-            },
-        },
-        "tls": {
-            "type": "object",
-            "description": "TLS settings, for SSL and SASL_SSL.",
-            "properties": {
-                "caSecretRef": secret_key_ref(
-                    "Secret holding the CA certificate(s) that sign the brokers' certificates.",
-                    {"key": ("ca.crt", "Key of the PEM CA bundle in the Secret.")},
-                ),
-                "certSecretRef": secret_key_ref(
-                    "Secret holding a client certificate and key, for mutual TLS.",
-                    {
-                        "certKey": ("tls.crt", "Key of the PEM client certificate in the Secret."),
-                        "keyKey": ("tls.key", "Key of the PEM private key in the Secret."),
-                    },
-                ),
-            },
-        },
-    },
-    "x-kubernetes-validations": [
-        {"rule": "has(self.bootstrapServers) != has(self.strimzi)",
-         "message": "set either bootstrapServers or strimzi"},
-        {"rule": "!has(self.strimzi) || (!has(self.sasl) && !has(self.tls))",
-         "message": "with strimzi, the listener and the KafkaUser give the security settings: remove sasl and tls"},
-    ],
-}
+@dataclass(frozen=True, kw_only=True)
+class Sasl:
+    """SASL authentication, for SASL_PLAINTEXT and SASL_SSL."""
+
+    mechanism: Annotated[str, Check(enum=["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]), Doc("Kafka's sasl.mechanism.")]
+    secret_ref: SaslSecretRef
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaSecretRef:
+    """Secret holding the CA certificate(s) that sign the brokers' certificates."""
+
+    name: SecretName
+    key: Annotated[str, SECRET_KEY_NAME, Default("ca.crt"), Doc("Key of the PEM CA bundle in the Secret.")] = "ca.crt"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CertSecretRef:
+    """Secret holding a client certificate and key, for mutual TLS."""
+
+    name: SecretName
+    cert_key: Annotated[str, SECRET_KEY_NAME, Default("tls.crt"), Doc("Key of the PEM client certificate in the "
+                                                                      "Secret.")] = "tls.crt"
+    key_key: Annotated[str, SECRET_KEY_NAME, Default("tls.key"), Doc("Key of the PEM private key in the Secret.")] = "tls.key"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tls:
+    """TLS settings, for SSL and SASL_SSL."""
+
+    ca_secret_ref: CaSecretRef | None = None
+    cert_secret_ref: CertSecretRef | None = None
+
+
+@rules(
+    Rule("has(self.bootstrapServers) != has(self.strimzi)", "set either bootstrapServers or strimzi"),
+    Rule("!has(self.strimzi) || (!has(self.sasl) && !has(self.tls))",
+         "with strimzi, the listener and the KafkaUser give the security settings: remove sasl and tls"),
+)
+@dataclass(frozen=True, kw_only=True)
+class KafkaConnection:
+    """How to reach the Kafka cluster. Credentials are read from Secrets in the resource's own namespace and
+    never copied into status, events or logs."""
+
+    strimzi: StrimziRef | None = None
+    bootstrap_servers: Annotated[str | None, Check(title="comma-separated host:port list",
+                                                   pattern=r"^[^\s,]+:[0-9]+(,[^\s,]+:[0-9]+)*$",
+                                                   maxLength=MAX_BOOTSTRAP_LENGTH),
+                                 Doc("Comma-separated host:port list of brokers to bootstrap from.")] = None
+    security_protocol: Annotated[str, Check(enum=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]),
+                                 Default("PLAINTEXT"), Doc("Kafka's security.protocol.")] = "PLAINTEXT"
+    sasl: Sasl | None = None
+    tls: Tls | None = None
+
+
+KAFKA_CONNECTION: Schema = schema_of(KafkaConnection)
 
 
 # A group id without control characters (C0 and DEL: a newline, a tab, NUL) and without a space at either end:
@@ -179,11 +168,6 @@ TopicName = Annotated[str, Check(title="Kafka topic name ([a-zA-Z0-9._-], at mos
 Partition = Annotated[int, Check(minimum=0, maximum=INT32_MAX)]
 # An int64 (see INT64) that is never negative: an offset, a time in epoch ms.
 Int64 = Annotated[int, Check(format="int64", minimum=0)]
-
-
-def topic_name() -> Schema:
-    """Kafka's own rule (Topic.validate); "." and ".." are refused by decisions/deletion_spec.py."""
-    return schema_of_field(TopicName)
 
 
 # -- who asked and who approved (issue 18 item 5): recorded by the operator, verified by the install's
