@@ -844,9 +844,10 @@ def standalone_run(ctx: Any, workers: int, bootstrap: str, broker_pid: int, base
 
 
 def _result_stages(row: dict[str, Any]) -> str:
-    """The block-manager task results per stage, as "stage: n x min-max MB" (the report's partitions)."""
-    return "; ".join(f"{stage}: {len(sizes)} x {min(sizes) / 1e6:.1f}-{max(sizes) / 1e6:.1f} MB"
-                     for stage, sizes in sorted(row["result_stages"].items(), key=lambda kv: float(kv[0])))
+    """The block-manager task results (above 1 MB: the report's partitions, one job each, and a few others) as
+    "n x min-max MB", both runs together."""
+    sizes = [size for stage in row["result_stages"].values() for size in stage]
+    return f"{len(sizes)} x {min(sizes) / 1e6:.1f}-{max(sizes) / 1e6:.1f} MB" if sizes else ""
 
 
 def _standalone_line(row: dict[str, Any]) -> str:
@@ -947,7 +948,7 @@ def print_standalone_table(rows: list[dict[str, Any]]) -> None:
     print(
         "standalone: a fresh driver process per row (unless --same-driver); first/warm s (CPU s: driver, its JVM, "
         "master, workers, executors, Python workers); executor: peak RSS and heap most used before -> kept after "
-        "a GC (MB) per executor; results: the task results sent through the block manager, per stage"
+        "a GC (MB) per executor; results: the task results sent through the block manager (both runs)"
     )
     print(" | ".join(("broker", "shape", "master", "records", "report MB", "start s", "first s (CPU)",
                       "warm s (CPU)", "executor RSS MB", "executor heap MB", "Python worker MB", "driver JVM MB",
