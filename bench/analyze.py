@@ -33,16 +33,31 @@ does) and the reference (analysis_reference; its summary must equal Spark's). Pr
 records/s, ratios, CPU seconds (user+sys) beside the wall seconds (Spark: this process and its JVM with its
 Python workers; the plain reader: its process; the broker's own CPU while each was read, apart), and peak
 memory of the driver (Python), its JVM and the other processes.
+
+The distributed path (issue 22), `--standalone N` (repeatable): the same analysis, first and warm, with its
+executors on a Spark standalone cluster of N one-core workers on loopback (tests/support/spark_standalone.py),
+its driver in a fresh process per N as a SparkApplication run's is (`--same-driver`: in the bench's process,
+after the local sessions, as until 28 Nov), the driver's log at WARN. Printed per run: CPU of the whole tree,
+the executors' peak RSS and heap (their `-Xlog:gc` lines), their Python workers' peak, the driver JVM's, the
+task results the report stage sent through the block manager (its partitions) and the load average. With
+`--standalone-only` the plain reader and the local runs are skipped (at 5M they take many minutes):
+
+    .venv/bin/python bench/analyze.py --records 5000000 --shape distinct --standalone 1 --standalone 2 \
+        --standalone-only --standalone-logs /tmp/standalone-logs
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import multiprocessing as mp
 import os
 import pickle
 import random
+import re
 import resource
+import shutil
 import struct
 import sys
 import tempfile
@@ -285,8 +300,8 @@ def proc_cpu_s(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def tree_cpu_s(root: int) -> float:
-    """proc_cpu_s of `root` and every live descendant (a Spark JVM and its Python workers)."""
+def _children(root: int) -> list[int]:
+    """Every live descendant of `root`."""
     parents: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -295,14 +310,26 @@ def tree_cpu_s(root: int) -> float:
             except (OSError, IndexError, ValueError):
                 continue
             parents.setdefault(ppid, []).append(int(entry))
-    total, todo = 0.0, [root]
+    out, todo = [], list(parents.get(root, ()))
     while todo:
         pid = todo.pop()
+        out.append(pid)
+        todo.extend(parents.get(pid, ()))
+    return out
+
+
+def tree_cpu_s(root: int, exclude: int | None = None) -> float:
+    """proc_cpu_s of `root` and every live descendant (a Spark JVM and its Python workers), less the tree
+    of `exclude` (the broker, when it is a descendant) if given."""
+    skip = {exclude, *_children(exclude)} if exclude is not None else set()
+    total = 0.0
+    for pid in [root, *_children(root)]:
+        if pid in skip:
+            continue
         try:
             total += proc_cpu_s(pid)
         except OSError:
             continue
-        todo.extend(parents.get(pid, ()))
     return total
 
 
@@ -431,7 +458,7 @@ def _read(path: str) -> str:
 
 
 def _jvm_pid() -> int | None:
-    """The JVM the local Spark session runs in (a child of this process)."""
+    """The JVM this process's Spark session runs in (spark-submit's; the standalone daemons are children too)."""
     for task in os.listdir(f"/proc/{os.getpid()}/task"):
         try:
             children = _read(f"/proc/{os.getpid()}/task/{task}/children").split()
@@ -439,7 +466,7 @@ def _jvm_pid() -> int | None:
             continue
         for child in children:
             try:
-                if "java" in _read(f"/proc/{child}/cmdline"):
+                if "org.apache.spark.deploy.SparkSubmit" in _read(f"/proc/{child}/cmdline"):
                     return int(child)
             except OSError:
                 continue
@@ -475,9 +502,11 @@ def _spark_cpu_s() -> float:
     return _self_cpu_s() + (tree_cpu_s(jvm) if jvm is not None else 0.0)
 
 
-def standalone_session(master_url: str, workers: int, executor_memory: str) -> Any:
+def standalone_session(master_url: str, workers: int, executor_memory: str, logs: Path) -> Any:
     """A driver in this process on a standalone cluster (tests/support/spark_standalone.py): the session the
-    SparkApplication engine's driver gets, every worker's core, the local session's settings."""
+    SparkApplication engine's driver gets (1 GB of driver heap, its default too), every worker's core, the
+    local session's settings; the driver's log at WARN (a failure says why), GC logs of the driver (in `logs`)
+    and of the executors (their stdout in the workers' directories) for the heap figures."""
     from pyspark.sql import SparkSession
 
     from offset_expiry.session import DEFAULTS
@@ -485,11 +514,13 @@ def standalone_session(master_url: str, workers: int, executor_memory: str) -> A
     builder = SparkSession.builder.master(master_url).appName("bench-analyze-standalone")
     settings = {**DEFAULTS, "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
                 "spark.executor.memory": executor_memory, "spark.cores.max": str(workers),
-                "spark.sql.shuffle.partitions": str(max(2 * workers, 4))}
+                "spark.sql.shuffle.partitions": str(max(2 * workers, 4)),
+                "spark.driver.extraJavaOptions": f"-Xlog:gc:file={logs / 'driver-gc.log'}",
+                "spark.executor.extraJavaOptions": "-Xlog:gc:stdout"}
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("OFF")
+    spark.sparkContext.setLogLevel("WARN")
     return spark
 
 
@@ -530,7 +561,8 @@ def read_stage(bootstrap: str) -> dict[str, float]:
 
 def run_shape(
     shape: str, target: int, seed: int, cores: list[int], ctx: Any, profile: bool, broker_kind: str,
-    standalone: list[int] | None = None, executor_mb: int = 1024,
+    standalone: list[int] | None = None, executor_mb: int = 1024, standalone_only: bool = False,
+    standalone_logs: str | None = None, same_driver: bool = False,
 ) -> list[dict[str, Any]]:
     from offset_expiry.session import local_session
 
@@ -551,10 +583,13 @@ def run_shape(
     out = []
     try:
         broker_cpu = proc_cpu_s(broker_pid)
-        plain = _in_process(ctx, plain_reader_run, bootstrap)
-        plain_broker_cpu = proc_cpu_s(broker_pid) - broker_cpu
-        print(f"  plain reader {plain['seconds']:.1f}s, CPU {plain['cpu_s']:.1f}s (load {os.getloadavg()[0]:.1f})",
-              file=sys.stderr)
+        plain: dict[str, Any] = {"seconds": None, "cpu_s": None, "peak_rss_mb": None}
+        plain_broker_cpu = None
+        if not standalone_only:
+            plain = _in_process(ctx, plain_reader_run, bootstrap)
+            plain_broker_cpu = proc_cpu_s(broker_pid) - broker_cpu
+            print(f"  plain reader {plain['seconds']:.1f}s, CPU {plain['cpu_s']:.1f}s (load {os.getloadavg()[0]:.1f})",
+                  file=sys.stderr)
         reference = _in_process(ctx, reference_run, bootstrap, POLICY)
         print(f"  reference {reference['seconds']:.1f}s (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
         stage = read_stage(bootstrap) if profile else {}
@@ -564,7 +599,7 @@ def run_shape(
             "plain_cpu_s": plain["cpu_s"], "plain_broker_cpu_s": plain_broker_cpu,
             "reference_s": reference["seconds"], "plain_mb": plain["peak_rss_mb"],
         }
-        for n in cores:
+        for n in [] if standalone_only else cores:
             t0 = time.perf_counter()
             spark = local_session("bench-analyze", cores=n)
             spark.range(1).count()
@@ -603,47 +638,239 @@ def run_shape(
                 }
             )
         for workers in standalone or []:
-            out.append(standalone_run(workers, bootstrap, broker_pid, base, reference["summary"], executor_mb))
+            out.append(standalone_run(ctx, workers, bootstrap, broker_pid, base, reference["summary"], executor_mb,
+                                      standalone_logs, same_driver))
     finally:
         ours.send("stop")
         broker.join(timeout=90)
     return out
 
 
-def standalone_run(workers: int, bootstrap: str, broker_pid: int, base: dict[str, Any],
-                   expected: dict[str, Any], executor_mb: int) -> dict[str, Any]:
-    """The same analysis with its executors on a standalone cluster of `workers` one-core workers (issue 22's
-    scaling figure). CPU: this process's whole tree (driver JVM, master, workers, executors and their Python
-    workers) less the broker's."""
+# ---- the distributed path (issue 22): a standalone cluster per run, measured from inside its driver ----
+
+
+def _status_mb(pid: int, field: str) -> float | None:
+    """A /proc/PID/status figure in MB (VmHWM, VmRSS), None once the process is gone."""
+    try:
+        for line in _read(f"/proc/{pid}/status").splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return _read(f"/proc/{pid}/cmdline").replace("\0", " ")
+    except OSError:
+        return ""
+
+
+class _Sampler:
+    """Every 2 s, in a thread of the driver's process: the 1-minute load average, and the peak memory (VmHWM)
+    of every executor JVM below this process and of the executors' Python workers (sampled, as a worker that
+    ends takes its peak with it)."""
+
+    def __init__(self, every_s: float = 2.0) -> None:
+        import threading
+
+        self.every_s = every_s
+        self.loads: list[float] = []
+        self.executor_mb: dict[int, float] = {}
+        self.python_mb: dict[int, float] = {}
+        self.tree_mb: dict[int, float] = {}  # an executor JVM's pid -> most RSS of it and its Python workers at once
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
+
+    def __enter__(self) -> _Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self.sample()
+            if self._stop.wait(self.every_s):
+                return
+
+    def sample(self) -> None:
+        self.loads.append(os.getloadavg()[0])
+        tree = _children(os.getpid())
+        for pid in tree:
+            if "CoarseGrainedExecutorBackend" in _cmdline(pid):
+                self._peak(self.executor_mb, pid)
+                rss = _status_mb(pid, "VmRSS") or 0.0
+                for worker in _children(pid):
+                    if "python" in _cmdline(worker):
+                        self._peak(self.python_mb, worker)
+                        rss += _status_mb(worker, "VmRSS") or 0.0
+                self.tree_mb[pid] = max(rss, self.tree_mb.get(pid, 0.0))
+
+    @staticmethod
+    def _peak(peaks: dict[int, float], pid: int) -> None:
+        mb = _status_mb(pid, "VmHWM")
+        if mb is not None:
+            peaks[pid] = max(mb, peaks.get(pid, 0.0))
+
+    def figures(self) -> dict[str, Any]:
+        loads = self.loads or [os.getloadavg()[0]]
+        return {"load_min": min(loads), "load_max": max(loads), "load_mean": sum(loads) / len(loads),
+                "executor_peak_mb": sorted(self.executor_mb.values(), reverse=True),
+                "python_peak_mb": max(self.python_mb.values(), default=0.0),
+                "executor_tree_peak_mb": sorted(self.tree_mb.values(), reverse=True)}
+
+
+_GC_PAUSE = re.compile(r"Pause (\w+).*? (\d+)M->(\d+)M\((\d+)M\)")
+
+
+def gc_figures(path: Path) -> dict[str, float]:
+    """From a JVM's `-Xlog:gc` lines: the most heap in use before a collection, the most still in use after
+    one (what the JVM had to keep: the figure that must not grow with records), the most committed, and how
+    many full collections there were."""
+    before = after = committed = 0.0
+    full = pauses = 0
+    with contextlib.suppress(OSError):
+        for match in _GC_PAUSE.finditer(path.read_text(errors="replace")):
+            kind, used, kept, heap = match.group(1), *(float(match.group(i)) for i in (2, 3, 4))
+            before, after, committed = max(before, used), max(after, kept), max(committed, heap)
+            pauses += 1
+            full += kind == "Full"
+    return {"heap_before_mb": before, "heap_after_mb": after, "heap_committed_mb": committed,
+            "gc_pauses": pauses, "full_gcs": full}
+
+
+_RESULT = re.compile(r"Finished task \S+ in stage (\S+) \(TID \d+\)\. (\d+) bytes result sent via BlockManager")
+_TROUBLE = ("ERROR", "OutOfMemoryError", "Lost", "lost", "Exception")
+
+
+def executor_log_figures(logs: Path) -> dict[str, Any]:
+    """What the executors' own logs say (their directories under each worker's work directory): each
+    executor's GC figures (stdout), the task results sent through the block manager per stage (the report's
+    partitions: write_rows' sort), and the first lines that report trouble."""
+    executors = []
+    stages: dict[str, list[int]] = {}
+    trouble: list[str] = []
+    for directory in sorted(d for d in logs.glob("worker-*/app-*/*") if d.is_dir()):
+        executors.append(gc_figures(directory / "stdout"))
+        with contextlib.suppress(OSError):
+            for line in (directory / "stderr").read_text(errors="replace").splitlines():
+                found = _RESULT.search(line)
+                if found:
+                    stages.setdefault(found.group(1), []).append(int(found.group(2)))
+                elif any(w in line for w in _TROUBLE) and "RECEIVED SIGNAL TERM" not in line and len(trouble) < 8:
+                    trouble.append(f"{directory.relative_to(logs)}: {line[:300]}")
+    return {"executors": executors, "result_stages": stages, "executor_trouble": trouble}
+
+
+def standalone_measure(workers: int, bootstrap: str, broker_pid: int, executor_mb: int, logs: Path) -> dict[str, Any]:
+    """One standalone row in this process, which is the driver: a cluster of `workers` one-core workers (logs
+    and work directories in `logs`), the analysis first and warm, CPU of this process's tree (driver, its JVM,
+    master, workers, executors, their Python workers; the broker apart), memory of the driver's JVM and of
+    the executors. A failure is a row with its `error` (and the logs kept)."""
     _tests_support_on_path()
     from spark_standalone import standalone_cluster
 
-    with tempfile.TemporaryDirectory(prefix="bench-standalone-") as tmp:
-        t0 = time.perf_counter()
-        # A worker offers its executor's heap plus Spark's overhead allowance for it (384 MB at least).
-        with standalone_cluster(Path(tmp), workers=workers, worker_cores=1,
-                                worker_memory=f"{executor_mb + 384}m") as cluster:
-            spark = standalone_session(cluster.master_url, workers, f"{executor_mb}m")
-            spark.range(1).count()
-            startup_s = time.perf_counter() - t0
-            load_before = os.getloadavg()[0]
-            summary, first_s, _ = _analyze(spark, bootstrap)
-            cpu0, broker_cpu = tree_cpu_s(os.getpid()), tree_cpu_s(broker_pid)
-            summary, warm_s, size = _analyze(spark, bootstrap)
-            broker_delta = tree_cpu_s(broker_pid) - broker_cpu
-            warm_cpu_s = tree_cpu_s(os.getpid()) - cpu0 - broker_delta
-            driver_mb = _rss_mb()
-            spark.stop()
-    if summary != expected:
-        raise SystemExit(f"the reports disagree:\n  standalone: {summary}\n  reference:  {expected}")
-    print(f"  standalone x{workers} start {startup_s:.1f}s first {first_s:.1f}s warm {warm_s:.1f}s, "
-          f"CPU {warm_cpu_s:.1f}s", file=sys.stderr)
-    return {
-        **base, "cores": workers, "master": f"standalone x{workers}", "records": summary["recordsScanned"],
-        "offsets": summary["offsets"], "groups": summary["groups"], "report_mb": size / 1e6, "first_s": first_s,
-        "warm_s": warm_s, "warm_cpu_s": warm_cpu_s, "warm_broker_cpu_s": broker_delta, "driver_mb": driver_mb,
-        "driver_growth_mb": 0.0, "jvm_mb": None, "load": f"{load_before:.1f}-{os.getloadavg()[0]:.1f}",
-    }
+    row: dict[str, Any] = {"workers": workers, "executor_mb": executor_mb, "logs": str(logs)}
+    t0 = time.perf_counter()
+    with _Sampler() as sampler:
+        try:
+            # A worker offers its executor's heap plus Spark's overhead allowance for it (384 MB at least).
+            with standalone_cluster(logs, workers=workers, worker_cores=1,
+                                    worker_memory=f"{executor_mb + 384}m") as cluster:
+                spark = standalone_session(cluster.master_url, workers, f"{executor_mb}m", logs)
+                try:
+                    spark.range(1).count()
+                    row["startup_s"] = time.perf_counter() - t0
+                    cpu0 = tree_cpu_s(os.getpid(), exclude=broker_pid)
+                    row["summary"], row["first_s"], _ = _analyze(spark, bootstrap)
+                    cpu1, broker_cpu = tree_cpu_s(os.getpid(), exclude=broker_pid), proc_cpu_s(broker_pid)
+                    row["first_cpu_s"] = cpu1 - cpu0
+                    row["summary"], row["warm_s"], row["report_bytes"] = _analyze(spark, bootstrap)
+                    row["warm_cpu_s"] = tree_cpu_s(os.getpid(), exclude=broker_pid) - cpu1
+                    row["warm_broker_cpu_s"] = proc_cpu_s(broker_pid) - broker_cpu
+                    sampler.sample()
+                    row["driver_jvm_mb"] = _jvm_peak_mb()
+                finally:
+                    spark.stop()
+        except Exception as e:  # the row says what failed; the bench goes on with the next one
+            row["error"] = f"{type(e).__name__}: {str(e)[:2000]}"
+    row.update(sampler.figures())
+    row.update(executor_log_figures(logs))
+    row["driver_gc"] = gc_figures(logs / "driver-gc.log")
+    row["driver_mb"] = _rss_mb()
+    with contextlib.suppress(OSError):  # the figures as measured, beside the logs they came from
+        (logs / "row.json").write_text(json.dumps(row, indent=1, default=str))
+    return row
+
+
+def standalone_child(workers: int, bootstrap: str, broker_pid: int, executor_mb: int, logs: str,
+                     conn: Connection) -> None:
+    """standalone_measure in a process of its own: a fresh driver and driver JVM, as every SparkApplication
+    run has."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conn.send(standalone_measure(workers, bootstrap, broker_pid, executor_mb, Path(logs)))
+
+
+def standalone_run(ctx: Any, workers: int, bootstrap: str, broker_pid: int, base: dict[str, Any],
+                   expected: dict[str, Any], executor_mb: int, logs_root: str | None,
+                   same_driver: bool) -> dict[str, Any]:
+    """The same analysis with its executors on a standalone cluster of `workers` one-core workers (issue 22's
+    scaling figure), its driver in a fresh process (or, `same_driver`, in the bench's, after its other
+    sessions: how the bench ran until 28 Nov). The report's summary must equal the reference's. The logs
+    (driver GC, master, workers, executors) are kept under `logs_root` if given, and after a failure."""
+    if logs_root is not None:
+        os.makedirs(logs_root, exist_ok=True)
+    logs = Path(tempfile.mkdtemp(prefix=f"bench-standalone-x{workers}-", dir=logs_root))
+    if same_driver:
+        row = standalone_measure(workers, bootstrap, broker_pid, executor_mb, logs)
+    else:
+        row = _in_process(ctx, standalone_child, workers, bootstrap, broker_pid, executor_mb, str(logs))
+    summary = row.pop("summary", None)
+    if "error" not in row and summary != expected:
+        row["error"] = f"the reports disagree:\n  standalone: {summary}\n  reference:  {expected}"
+    if "error" in row or logs_root is not None:
+        print(f"  standalone x{workers}: logs kept in {logs}", file=sys.stderr)
+    else:
+        shutil.rmtree(logs, ignore_errors=True)
+    row = {**base, **row, "master": f"standalone x{workers}", "records": (summary or {}).get("recordsScanned", 0)}
+    print(f"  {_standalone_line(row)}", file=sys.stderr)
+    for line in row["executor_trouble"]:
+        print(f"    executor log: {line}", file=sys.stderr)
+    return row
+
+
+def _result_stages(row: dict[str, Any]) -> str:
+    """The block-manager task results (above 1 MB: the report's partitions, one job each, and a few others) as
+    "n x min-max MB", both runs together."""
+    sizes = [size for stage in row["result_stages"].values() for size in stage]
+    return f"{len(sizes)} x {min(sizes) / 1e6:.1f}-{max(sizes) / 1e6:.1f} MB" if sizes else ""
+
+
+def _standalone_line(row: dict[str, Any]) -> str:
+    executors = row["executors"]
+    parts = [
+        row["master"], f"{row['executor_mb']} MB executors",
+        "FAILED: " + row["error"] if "error" in row else "report equal to the reference",
+        f"start {row['startup_s']:.1f}s" if "startup_s" in row else "",
+        f"first {row['first_s']:.1f}s (CPU {row['first_cpu_s']:.1f}s)" if "first_cpu_s" in row else "",
+        f"warm {row['warm_s']:.1f}s (CPU {row['warm_cpu_s']:.1f}s)" if "warm_cpu_s" in row else "",
+        "executor JVM peak RSS " + "/".join(f"{mb:.0f}" for mb in row["executor_peak_mb"]) + " MB",
+        "executor heap max before/after GC " + "/".join(
+            f"{e['heap_before_mb']:.0f}->{e['heap_after_mb']:.0f}" for e in executors) + " MB",
+        "full GCs " + "/".join(str(e["full_gcs"]) for e in executors),
+        f"Python worker peak {row['python_peak_mb']:.0f} MB",
+        "executor JVM + Python workers' RSS at most " + "/".join(
+            f"{mb:.0f}" for mb in row.get("executor_tree_peak_mb", [])) + " MB (sampled every 2 s)",
+        f"driver JVM peak RSS {row.get('driver_jvm_mb') or 0:.0f} MB, heap max after GC "
+        f"{row['driver_gc']['heap_after_mb']:.0f} MB",
+        f"results via block manager: {_result_stages(row) or 'none'}",
+        f"load {row['load_min']:.1f}-{row['load_max']:.1f} (mean {row['load_mean']:.1f})",
+    ]
+    return ", ".join(p for p in parts if p)
 
 
 def main() -> None:
@@ -663,7 +890,18 @@ def main() -> None:
     parser.add_argument("--executor-mb", type=int, default=1024, metavar="MB",
                         help="each standalone executor's heap (default 1024: 512 ran out of heap on 1M distinct "
                              "records with one executor, docs/performance.md)")
+    parser.add_argument("--standalone-only", action="store_true",
+                        help="with --standalone: no plain reader and no local[N] runs (the reference still checks "
+                             "every report); for 5M records and more, where those take many minutes")
+    parser.add_argument("--standalone-logs", metavar="DIR",
+                        help="keep each standalone run's logs (driver GC, master, workers, executors' stderr and "
+                             "GC) in a directory under DIR; a failed run's are kept anyway")
+    parser.add_argument("--same-driver", action="store_true",
+                        help="run the standalone rows in the bench's own process, after its local sessions (one "
+                             "driver JVM for all, as until 28 Nov) instead of a fresh process each")
     args = parser.parse_args()
+    if args.standalone_only and not args.standalone:
+        parser.error("--standalone-only: with --standalone N")
     if args.executor_mb < 256:
         parser.error("--executor-mb: at least 256")
     if any(n < 1 for n in args.standalone or []):
@@ -694,7 +932,45 @@ def main() -> None:
             for kind in kinds:
                 print(f"{shape} ~{target:,} records on {kind} (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
                 rows.extend(run_shape(shape, target, args.seed, args.cores or [2], ctx, args.profile, kind,
-                                      args.standalone, args.executor_mb))
+                                      args.standalone, args.executor_mb, args.standalone_only,
+                                      args.standalone_logs, args.same_driver))
+    local_rows = [r for r in rows if "master" not in r]
+    distributed = [r for r in rows if "master" in r]
+    if local_rows:
+        print_local_table(local_rows)
+    if distributed:
+        print_standalone_table(distributed)
+    if any("error" in r for r in distributed):
+        raise SystemExit("bench: a standalone run failed (its line above says why; its logs were kept)")
+
+
+def print_standalone_table(rows: list[dict[str, Any]]) -> None:
+    print(
+        "standalone: a fresh driver process per row (unless --same-driver); first/warm s (CPU s: driver, its JVM, "
+        "master, workers, executors, Python workers); executor: peak RSS and heap most used before -> kept after "
+        "a GC (MB) per executor; results: the task results sent through the block manager (both runs)"
+    )
+    print(" | ".join(("broker", "shape", "master", "records", "report MB", "start s", "first s (CPU)",
+                      "warm s (CPU)", "executor RSS MB", "executor heap MB", "Python worker MB", "driver JVM MB",
+                      "results", "load", "status")))
+    for r in rows:
+        executors = r["executors"]
+        print(" | ".join([
+            r["broker"], r["shape"], r["master"], f"{r['records']:,}", f"{r.get('report_bytes', 0) / 1e6:.0f}",
+            f"{r['startup_s']:.1f}" if "startup_s" in r else "-",
+            f"{r['first_s']:.1f} ({r['first_cpu_s']:.1f})" if "first_cpu_s" in r else "-",
+            f"{r['warm_s']:.1f} ({r['warm_cpu_s']:.1f})" if "warm_cpu_s" in r else "-",
+            "/".join(f"{mb:.0f}" for mb in r["executor_peak_mb"]) or "-",
+            "/".join(f"{e['heap_before_mb']:.0f}->{e['heap_after_mb']:.0f}" for e in executors) or "-",
+            f"{r['python_peak_mb']:.0f}",
+            f"{r.get('driver_jvm_mb') or 0:.0f}",
+            _result_stages(r) or "-",
+            f"{r['load_min']:.1f}-{r['load_max']:.1f}",
+            "FAILED" if "error" in r else "equal",
+        ]))
+
+
+def print_local_table(rows: list[dict[str, Any]]) -> None:
     print(
         "first/warm: end to end incl. the JSON report file, excl. JVM start; x plain = plain s / warm s; "
         "CPU: user+sys s of the reader's own processes (Spark: driver + JVM + Python workers), "

@@ -6,8 +6,11 @@ execution merged them), 65-131 MB each at 1M distinct records, and a 1 GB execut
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from typing import cast
 
 import pytest
+from pyspark.sql import DataFrame
 
 from kafka_offsets_model.errors import InputError
 from kafka_offsets_model.rules import GroupType, OffsetReason
@@ -17,6 +20,7 @@ from offset_expiry.pipeline import (
     REPORT_PARTITION_BYTES_CONF,
     report_partition_budget,
     report_partitions,
+    stream_lines,
 )
 from offset_expiry.report import RESULT_FIELDS
 
@@ -90,3 +94,34 @@ def test_the_line_estimate_is_over_a_line_of_the_longest_values() -> None:
     assert tuple(longest) == RESULT_FIELDS
     line = "  " + json.dumps(longest, separators=(",", ":")) + ",\n"
     assert len(line.encode()) <= LINE_BYTES_BESIDES_NAMES
+
+
+class _RowsRDD:
+    """A DataFrame's `.rdd` as stream_lines uses it: toLocalIterator over rows with a `value`."""
+
+    def __init__(self, values: list[str]) -> None:
+        self.values = values
+        self.prefetch: bool | None = None
+
+    def toLocalIterator(self, prefetchPartitions: bool = False) -> Iterator[dict[str, str]]:
+        self.prefetch = prefetchPartitions
+        return iter([{"value": v} for v in self.values])
+
+
+class _Lines:
+    """The report's lines as a DataFrame whose own toLocalIterator is the one that must not be used."""
+
+    def __init__(self, values: list[str]) -> None:
+        self.rdd = _RowsRDD(values)
+
+    def toLocalIterator(self, prefetchPartitions: bool = False) -> Iterator[dict[str, str]]:
+        raise AssertionError("DataFrame.toLocalIterator keeps every partition it delivered in the driver (Spark 4.3)")
+
+
+def test_the_report_streams_through_the_rdd_not_the_dataframe() -> None:
+    """On a cluster the report reaches the driver through the RDD's toLocalIterator: the DataFrame's kept every
+    delivered partition in the driver's 1 GB heap, and 5M distinct records (about 1.2 GB of report) failed with
+    TaskResultLost where the RDD's held the driver at 34 MB of byte arrays (docs/performance.md)."""
+    lines = _Lines(["  {\"group\": \"a\"},", "  {\"group\": \"b\"},"])
+    assert list(stream_lines(cast(DataFrame, lines))) == ["  {\"group\": \"a\"},", "  {\"group\": \"b\"},"]
+    assert lines.rdd.prefetch is True  # the next partition computed while this one is written
