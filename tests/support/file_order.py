@@ -61,6 +61,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: order[_file_of(item.nodeid)])  # stable: a file's tests keep their order
 
 
+def records_seconds(markexpr: str) -> bool:
+    """Whether a run with this `-m` expression records its files' seconds: not the version matrix, which runs a
+    file once per older version (its sum is not what the file costs the integration tier)."""
+    return "matrix" not in markexpr
+
+
 _measured: defaultdict[str, float] = defaultdict(float)
 
 
@@ -71,8 +77,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if hasattr(session.config, "workerinput") or not _measured:
         return  # an xdist worker: the controller sees every report and writes once
-    if "matrix" in (session.config.getoption("markexpr", "") or ""):
-        return  # the version matrix runs a file once per older version: not what it costs the integration tier
+    if not records_seconds(session.config.getoption("markexpr", "") or ""):
+        return
     path = cache_file()
     merged = {**_read(path), **{f: round(s, 1) for f, s in _measured.items()}}
     try:
