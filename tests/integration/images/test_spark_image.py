@@ -114,7 +114,9 @@ def test_the_job_engines_command_runs_in_the_image_against_kafka(spark_image: Bu
     os.chmod(tmp_path, 0o755)
     os.chmod(work, 0o777)  # Spark's user (185) writes the results here
     (work / "policy.yaml").write_text(POLICY)
-    now = iso(int(time.time() * 1000) + 3 * DAY_MS)
+    # Three days and a minute on: `--now` has whole seconds (iso floors), so exactly three days on from a commit
+    # made in the same second fell short of standaloneRetention (3d) by up to 999 ms (seen on a fast machine).
+    now = iso(int(time.time() * 1000) + 3 * DAY_MS + 60_000)
     argv = kube_job.command(JobSettings(), DEFAULT_MAIN_FILE, [
         "--bootstrap-server", kafka.bootstrap_servers, "--policy", "/work/policy.yaml",
         "--results", "/work/results.json", "--now", now])
