@@ -15,7 +15,13 @@ from kafka_offsets_model.policy import Policy
 from kafka_offsets_model.raw import OFFSETS_TOPIC
 
 from .cluster import DEFAULT_CHECK_INTERVAL_MS, describe_cluster
-from .pipeline import PolicyRun, analyze_assembled_many, analyze_facts_many
+from .pipeline import (
+    ASSEMBLE_RECORDS_CONF,
+    PolicyRun,
+    analyze_assembled_many,
+    analyze_facts_many,
+    assemble_record_budget,
+)
 from .progress import Progress
 from .source import (
     DEFAULT_SPLIT_RECORDS,
@@ -118,6 +124,7 @@ def execute_many(
     policy is not used (the runs carry theirs); its connection, topic and snapshot are shared."""
     progress = progress or Progress(enabled=False)
     request, snapshot = prepared.request, prepared.snapshot
+    assemble_record_budget(spark.conf.get(ASSEMBLE_RECORDS_CONF, None))  # a bad value fails before the scan
     spark.dataSource.register(KafkaSnapshotDataSource)
     reader = (
         spark.read.format(FORMAT)
@@ -147,7 +154,8 @@ def execute_many(
     if reports is None:
         progress.phase(f"{request.topic} has records away from their group's partition: regrouping them")
         progress.watch(spark, total)
-        reports = analyze_facts_many(reader.option("assemble", "").load(), runs, **args)  # the facts
+        facts = reader.option("assemble", "").load()
+        reports = analyze_facts_many(facts, runs, **args, records=total)
     return [
         Analysis(report, prepared.now_ms, run.retention_ms, prepared.check_interval_ms, prepared.check_interval_known)
         for report, run in zip(reports, runs, strict=True)
