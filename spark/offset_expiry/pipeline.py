@@ -10,7 +10,9 @@ The same steps as the reference (reference.py), as columnar work:
 3. by group: Kafka writes a group's records to its home partition (codec.partition_for), so the
    analysis' reader assembles each topic partition in its own task (assemble_at_home, source.py
    `assemble`); a record away from home (a changed partition count) sends the run to one shuffle by
-   group instead (analyze_facts_many; every later step is per group or finer);
+   group instead (analyze_facts_many; every later step is per group or finer), into partitions of a
+   bounded number of records (assemble_partitions), as does a partition too big for one Python worker
+   (analysis.execute_many: compact and decode then run here);
 4-5. per topic partition (or shuffle partition), one Python step (assemble_for, Arrow and numpy): replay
    (per logical key the survivor with the highest (offset, partition) wins, then tombstones drop out),
    the groups (one row per group with a live record other than GroupMetadata history, which alone makes
