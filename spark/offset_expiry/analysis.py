@@ -15,7 +15,15 @@ from kafka_offsets_model.policy import Policy
 from kafka_offsets_model.raw import OFFSETS_TOPIC
 
 from .cluster import DEFAULT_CHECK_INTERVAL_MS, describe_cluster
-from .pipeline import PolicyRun, analyze_assembled_many, analyze_facts_many
+from .pipeline import (
+    ASSEMBLE_RECORDS_CONF,
+    PolicyRun,
+    analyze_assembled_many,
+    analyze_facts_many,
+    assemble_record_budget,
+    compact,
+    decode,
+)
 from .progress import Progress
 from .source import (
     DEFAULT_SPLIT_RECORDS,
@@ -118,6 +126,7 @@ def execute_many(
     policy is not used (the runs carry theirs); its connection, topic and snapshot are shared."""
     progress = progress or Progress(enabled=False)
     request, snapshot = prepared.request, prepared.snapshot
+    budget = assemble_record_budget(spark.conf.get(ASSEMBLE_RECORDS_CONF, None))  # a bad value fails here
     spark.dataSource.register(KafkaSnapshotDataSource)
     reader = (
         spark.read.format(FORMAT)
@@ -131,14 +140,24 @@ def execute_many(
     for name, value in request.client_settings.items():
         reader = reader.option(f"kafka.{name}", value)
     total = sum(end - start for start, end in snapshot.ranges.values())
-    progress.phase(f"analysing {request.topic} ({len(snapshot.ranges)} partitions)")
-    progress.watch(spark, total)
+    largest = max((end - start for start, end in snapshot.ranges.values()), default=0)
     args: dict[str, Any] = {
         "now_ms": prepared.now_ms,
         "existing_topics": prepared.topics,
         "snapshot": snapshot.end_offsets,
         "candidates_only": request.candidates_only,
     }
+    if largest > budget:
+        # A partition too big for one Python worker to hold whole (the reader compacts, decodes and
+        # assembles a partition at once): its records go to the JVM as they are read, in ranges, are
+        # compacted there (spilling) and decoded a batch at a time, then shuffled by group into
+        # partitions of about `budget` records each (assemble_partitions).
+        progress.phase(f"analysing {request.topic} ({len(snapshot.ranges)} partitions, {largest} records in one)")
+        progress.watch(spark, total)
+        raw = reader.option("decode", "false").load()
+        return _analyses(prepared, runs, analyze_facts_many(decode(compact(raw)), runs, **args, records=total))
+    progress.phase(f"analysing {request.topic} ({len(snapshot.ranges)} partitions)")
+    progress.watch(spark, total)
     # Each reader task assembles the groups of its partitions (they are whole there: Kafka writes a
     # group's records to its home partition); a record found away from home sends the run to the
     # shuffle by group, which reads the topic again.
@@ -147,7 +166,12 @@ def execute_many(
     if reports is None:
         progress.phase(f"{request.topic} has records away from their group's partition: regrouping them")
         progress.watch(spark, total)
-        reports = analyze_facts_many(reader.option("assemble", "").load(), runs, **args)  # the facts
+        facts = reader.option("assemble", "").load()
+        reports = analyze_facts_many(facts, runs, **args, records=total)
+    return _analyses(prepared, runs, reports)
+
+
+def _analyses(prepared: Prepared, runs: Sequence[PolicyRun], reports: Sequence[dict[str, Any]]) -> list[Analysis]:
     return [
         Analysis(report, prepared.now_ms, run.retention_ms, prepared.check_interval_ms, prepared.check_interval_known)
         for report, run in zip(reports, runs, strict=True)

@@ -10,7 +10,9 @@ The same steps as the reference (reference.py), as columnar work:
 3. by group: Kafka writes a group's records to its home partition (codec.partition_for), so the
    analysis' reader assembles each topic partition in its own task (assemble_at_home, source.py
    `assemble`); a record away from home (a changed partition count) sends the run to one shuffle by
-   group instead (analyze_facts_many; every later step is per group or finer);
+   group instead (analyze_facts_many; every later step is per group or finer), into partitions of a
+   bounded number of records (assemble_partitions), as does a partition too big for one Python worker
+   (analysis.execute_many: compact and decode then run here);
 4-5. per topic partition (or shuffle partition), one Python step (assemble_for, Arrow and numpy): replay
    (per logical key the survivor with the highest (offset, partition) wins, then tombstones drop out),
    the groups (one row per group with a live record other than GroupMetadata history, which alone makes
@@ -638,15 +640,43 @@ def report_partitions(estimated_bytes: int, budget_bytes: int = REPORT_PARTITION
 
 def report_partition_budget(value: str | None) -> int:
     """The Spark setting REPORT_PARTITION_BYTES_CONF (bytes, a positive integer), or the default."""
-    if value is None or not value.strip():
-        return REPORT_PARTITION_BYTES
-    try:
-        budget = int(value.strip())
-    except ValueError:
-        budget = 0
+    return _positive_setting(REPORT_PARTITION_BYTES_CONF, value, REPORT_PARTITION_BYTES, "bytes")
+
+
+# The shuffle by group before assemble_for (analyze_facts_many: a topic with records away from their group's
+# home partition, or facts from elsewhere): assemble_for takes its whole shuffle partition into one Python
+# worker (every group whole), so with the session's shuffle partitions alone (max(2 x cores, 4): a number of
+# cores, not of records) that worker grew with the topic. About this many records a partition instead.
+ASSEMBLE_RECORDS_CONF = "spark.offsetExpiry.assembleRecords"
+ASSEMBLE_RECORDS = 250_000
+
+
+def assemble_partitions(records: int, floor: int, budget: int = ASSEMBLE_RECORDS) -> int:
+    """How many partitions the shuffle by group has: at most about `budget` of the snapshot's `records` each
+    (raw records: an upper bound of the facts that reach the shuffle), and never fewer than `floor` (the
+    session's shuffle partitions: a small topic keeps the partitions, and so the tasks, it has always had)."""
     if budget < 1:
-        raise InputError(f"{REPORT_PARTITION_BYTES_CONF}: a number of bytes above 0, not {value!r}")
-    return budget
+        raise ValueError(f"budget must be positive, not {budget}")
+    return max(floor, 1, -(-max(records, 0) // budget))
+
+
+def assemble_record_budget(value: str | None) -> int:
+    """The Spark setting ASSEMBLE_RECORDS_CONF (records, a positive integer), or the default."""
+    return _positive_setting(ASSEMBLE_RECORDS_CONF, value, ASSEMBLE_RECORDS, "records")
+
+
+def _positive_setting(name: str, value: str | None, default: int, unit: str) -> int:
+    """A Spark setting that is a positive integer (`default` when unset); anything else is refused in one
+    line naming the setting."""
+    if value is None or not value.strip():
+        return default
+    try:
+        number = int(value.strip())
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise InputError(f"{name}: a number of {unit} above 0, not {value!r}")
+    return number
 
 
 def write_rows(results: DataFrame, estimated_bytes: int = 0) -> OffsetRows:
@@ -716,13 +746,19 @@ def analyze_facts_many(
     existing_topics: Collection[str] | None,
     snapshot: Mapping[int, int] | None = None,
     candidates_only: bool = False,
+    records: int = 0,
 ) -> list[dict[str, Any]]:
     """Several policies on one scan (issue 12): the read, compaction, replay and group rebuild (steps 1-5,
     nearly all of the work) run once; each policy's decisions (step 6) and rows (step 7) then run on the
     shared, cached facts. Returns one report per policy, in order, each the report the policy would get
-    alone on the same snapshot (the single-policy call is this one with one policy)."""
+    alone on the same snapshot (the single-policy call is this one with one policy). `records`: the
+    snapshot's records, which size the shuffle by group (assemble_partitions)."""
     spark = facts.sparkSession
-    partitions = int(spark.conf.get("spark.sql.shuffle.partitions") or "4")
+    partitions = assemble_partitions(
+        records,
+        int(spark.conf.get("spark.sql.shuffle.partitions") or "4"),
+        assemble_record_budget(spark.conf.get(ASSEMBLE_RECORDS_CONF, None)),
+    )
     assembled = (
         ship_topics(facts)
         .repartition(partitions, "group")

@@ -155,6 +155,9 @@ def read_task(
                 if assemble is not None:
                     yield from assemble(rng.partition, list(sink.finish()))
                     continue
+            elif isinstance(sink, _Sink):
+                for arrays in fetcher.fetch_arrays(topic, rng.partition, rng.start, rng.end):
+                    yield from sink.add_arrays(arrays)
             else:
                 for parsed in fetcher.fetch(topic, rng.partition, rng.start, rng.end):
                     yield from sink.add(parsed)
@@ -164,19 +167,33 @@ def read_task(
 
 
 class _Sink:
-    """Cuts the records into Arrow batches."""
+    """Cuts the records into Arrow batches as they are fetched (a record without a key gets the empty key),
+    from the vectorised parser's arrays: no Python object per record (the analysis reads this way when a
+    partition is too big for the readers to assemble, analysis.execute_many)."""
 
     def __init__(self, partition: int) -> None:
         self.partition = partition
 
-    def add(self, parsed: ParsedRecords) -> Iterator[pa.RecordBatch]:
-        for i in range(0, len(parsed.offsets), BATCH_ROWS):
-            j = i + BATCH_ROWS
-            n = len(parsed.offsets[i:j])
-            keys = [b"" if k is None else k for k in parsed.keys[i:j]]
-            yield _batch(
-                self.partition, parsed.offsets[i:j], parsed.timestamps[i:j], keys, parsed.values[i:j], [1] * n
-            )
+    def add_arrays(self, arrays: RecordArrays) -> Iterator[pa.RecordBatch]:
+        n = len(arrays)
+        if not n:
+            return
+        keys = arrays.keys.cast(pa.binary())
+        if keys.null_count:
+            keys = keys.fill_null(b"")
+        batch = pa.RecordBatch.from_arrays(
+            [
+                pa.array(np.full(n, self.partition, np.int32)),
+                pa.array(np.asarray(arrays.offsets, np.int64)),
+                pa.array(np.asarray(arrays.timestamps, np.int64)),
+                keys,
+                arrays.values.cast(pa.binary()),
+                pa.array(np.ones(n, np.int64)),
+            ],
+            schema=RAW_ARROW,
+        )
+        for i in range(0, n, BATCH_ROWS):
+            yield batch.slice(i, BATCH_ROWS)
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         return iter(())

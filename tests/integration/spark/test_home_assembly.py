@@ -1,7 +1,7 @@
 """The reader's tasks assemble each partition's groups where they read them (pipeline.assemble_at_home:
 Kafka writes every record of a group to its home partition), and a topic with records away from home
-(its partition count changed) is regrouped by the shuffle instead: both give the reference's report,
-summary and every row, over the wire from Apache Kafka (the `seeded_kafka` fixture: its `__consumer_offsets` and a
+(its partition count changed) is regrouped by the shuffle instead, as is one with a partition above the
+assemble budget (spark.offsetExpiry.assembleRecords): all give the reference's report, summary and every row, over the wire from Apache Kafka (the `seeded_kafka` fixture: its `__consumer_offsets` and a
 copy whose partition count changed, tests/support/seeded_kafka.py)."""
 
 from __future__ import annotations
@@ -15,12 +15,19 @@ from seeded_kafka import EMPTY, MOVED, NOW_MS, Seeded
 from spark_pipeline import results_as_dicts
 
 from kafka_offsets_model.codec import CodecError, partition_for
+from kafka_offsets_model.errors import InputError
 from kafka_offsets_model.policy import parse_policy
 from kafka_offsets_model.raw import OFFSETS_TOPIC, RawRecord
 from kafka_sandbox.synthetic import DAY_MS
-from offset_expiry.analysis import AnalysisRequest, execute_many, prepare, run_analysis
+from offset_expiry.analysis import AnalysisRequest, execute, execute_many, prepare, run_analysis
 from offset_expiry.facts import fact_from_record
-from offset_expiry.pipeline import PolicyRun, analyze_assembled_many, analyze_facts_many
+from offset_expiry.pipeline import (
+    ASSEMBLE_RECORDS_CONF,
+    PolicyRun,
+    analyze_assembled_many,
+    analyze_facts_many,
+)
+from offset_expiry.progress import Progress
 from offset_expiry.source import FORMAT, KafkaSnapshotDataSource, policies_option, take_snapshot
 
 pytestmark = pytest.mark.slow  # Spark and a broker
@@ -98,6 +105,38 @@ def test_records_away_from_home_are_regrouped_by_the_shuffle(spark: SparkSession
     got = run_analysis(spark, request).report
     assert _as_report(got) == expected
     assert {r["group"] for r in expected["offsets"]} & groups_away
+
+
+def test_a_partition_over_the_assemble_budget_is_compacted_in_the_jvm_and_shuffled(
+    spark: SparkSession, seeded_kafka: Seeded
+) -> None:
+    """A partition with more records than the assemble budget is not held whole by a reader's Python worker
+    (issue 22: that worker grew with the partition): its records are compacted in the JVM and regrouped by a
+    shuffle sized by the budget. Here the budget is one record less than the largest partition's; the report
+    is the reference's all the same. A bad budget is refused before anything is read."""
+    broker, home = seeded_kafka, seeded_kafka.records
+    prepared = prepare(AnalysisRequest(broker.bootstrap_servers, POLICY, now_ms=NOW_MS, retention_ms=RETENTION))
+    largest = max(end - start for start, end in prepared.snapshot.ranges.values())
+    progress = Progress(enabled=False)
+    try:
+        spark.conf.set(ASSEMBLE_RECORDS_CONF, "lots")
+        with pytest.raises(InputError, match=ASSEMBLE_RECORDS_CONF):
+            execute(spark, prepared, progress)
+        assert progress.phase_name == "starting"
+        spark.conf.set(ASSEMBLE_RECORDS_CONF, str(largest - 1))
+        got = execute(spark, prepared, progress).report
+    finally:
+        spark.conf.unset(ASSEMBLE_RECORDS_CONF)
+    assert progress.phase_name.endswith(f"{largest} records in one)")  # the JVM's compaction, not the readers'
+    expected = analyze_records(
+        home,
+        POLICY,
+        now_ms=NOW_MS,
+        retention_ms=RETENTION,
+        existing_topics=prepared.topics,
+        snapshot=prepared.snapshot.end_offsets,
+    )
+    assert _as_report(got) == expected
 
 
 def _group(record: RawRecord) -> str | None:

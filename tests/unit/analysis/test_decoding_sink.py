@@ -20,7 +20,7 @@ from offset_expiry.facts import (
 )
 from offset_expiry.recordset import ParsedRecords
 from offset_expiry.recordset_arrays import from_parsed
-from offset_expiry.source import _DecodingSink
+from offset_expiry.source import BATCH_ROWS, _DecodingSink, _Sink
 
 
 def _history(record: RawRecord) -> bool:
@@ -77,3 +77,21 @@ def test_the_sink_keeps_what_the_reference_keeps(seed: int) -> None:
         assert all(r["records"] == 0 for r in history)
         older_total += len(older)
     assert older_total  # the seeds do hold older records of a generation
+
+
+def test_the_raw_sink_gives_every_record_as_fetched() -> None:
+    """source._Sink (the raw read: analysis.execute_many's path for a partition too big for the readers to
+    assemble) from the vectorised parser's arrays: every record once, in order, in batches of at most
+    BATCH_ROWS, a record without a key with the empty key and a tombstone's value null."""
+    n = BATCH_ROWS + 5
+    offsets = list(range(100, 100 + n))
+    timestamps = [1_700_000_000_000 + i for i in range(n)]
+    keys = [None if i == 3 else b"k%d" % (i % 7) for i in range(n)]
+    values = [None if i % 5 == 0 else b"v%d" % i for i in range(n)]
+    batches = list(_Sink(4).add_arrays(from_parsed(ParsedRecords(offsets, timestamps, keys, values, 100 + n))))
+    assert [b.num_rows for b in batches] == [BATCH_ROWS, 5]
+    assert pa.Table.from_batches(batches).to_pylist() == [
+        {"partition": 4, "offset": o, "timestamp": t, "key": k or b"", "value": v, "records": 1}
+        for o, t, k, v in zip(offsets, timestamps, keys, values, strict=True)
+    ]
+    assert list(_Sink(4).add_arrays(from_parsed(ParsedRecords([], [], [], [], 0)))) == []
