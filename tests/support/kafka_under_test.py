@@ -26,6 +26,7 @@ from real_kafka import (
     PLAIN_USER,
     SCRAM_PASSWORD,
     SCRAM_USER,
+    SMALL_JVM,
     RealKafka,
     Unavailable,
     missing_tools,
@@ -159,10 +160,7 @@ def kafka_for_session(version: str, tmp_path_factory: pytest.TempPathFactory) ->
             _unavailable[version] = reason
     if version in _unavailable:
         pytest.skip(_unavailable[version])
-    # C1 only and the serial collector, as the Spark drivers and seeded brokers of the suite run: a test broker
-    # serves small requests for half an hour, where C2's compiles and G1's threads cost more than they save.
-    broker = RealKafka(version, workdir=tmp_path_factory.mktemp(f"kafka-{version}"),
-                       jvm_options=("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"))
+    broker = RealKafka(version, workdir=tmp_path_factory.mktemp(f"kafka-{version}"), jvm_options=SMALL_JVM)
     try:
         broker.start()
     except Unavailable as exc:

@@ -131,6 +131,11 @@ def _minor(version: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+# C1 only and the serial collector: a test broker serves small requests for minutes, where C2's compiles and
+# G1's threads cost more than they save (the session's broker, the Spark suites' seeded ones).
+SMALL_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
+
 def group_settings(version: str) -> dict[str, str]:
     """Broker settings that switch on the group protocols a version has but leaves off by default
     (GroupCoordinatorConfig.GROUP_COORDINATOR_REBALANCE_PROTOCOLS_DEFAULT of that version): KIP-848's

@@ -22,7 +22,7 @@ from brokers import sandbox_broker
 from kafka import KafkaAdminClient
 from kafka_under_test import Kafka
 from offsets_seeding import seed
-from real_kafka import RealKafka, Unavailable, missing_tools, versions_under_test
+from real_kafka import SMALL_JVM, RealKafka, Unavailable, missing_tools, versions_under_test
 
 from kafka_offsets_model.raw import OFFSETS_TOPIC, RawRecord
 from kafka_sandbox.synthetic import DAY_MS, generate
@@ -80,7 +80,7 @@ def seeded_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
     # C1 only and the serial collector, as the suite's Spark drivers (tests/conftest.py): a small, short-lived
     # broker; its start took 4.8 instead of 9.2 CPU-s and the seeding 1.9 instead of 4.1 (load 6).
     broker = RealKafka(version, settings=settings, workdir=tmp_path_factory.mktemp("seeded-kafka"), heap="256m",
-                       jvm_options=("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"))
+                       jvm_options=SMALL_JVM)
     try:
         broker.start()
     except Unavailable as exc:
