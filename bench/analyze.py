@@ -44,6 +44,17 @@ task results the report stage sent through the block manager (its partitions) an
 
     .venv/bin/python bench/analyze.py --records 5000000 --shape distinct --standalone 1 --standalone 2 \
         --standalone-only --standalone-logs /tmp/standalone-logs
+
+`--executor-pod-memory MIB` (repeatable: one row per value and N) puts each executor, its JVM and its Python
+workers, under the memory limit its Kubernetes pod would have, in a memory cgroup (v1) of its own: `spark` is
+Spark's own pod size for a PySpark executor of `--executor-mb` (heap + max(384 MiB, 0.4 x heap): 1433 MiB for
+1024), `operator`
+the operator's SparkApplication default for it, a number that many MiB. Printed per executor pod: the most the
+kernel charged it, its sampled peak working set and anonymous memory, how often it hit the limit and how many
+processes the kernel's OOM killer killed in it (a killed executor is replaced by a new one, in a new cgroup):
+
+    .venv/bin/python bench/analyze.py --records 5000000 --shape distinct --standalone 1 --standalone-only \
+        --executor-pod-memory spark --executor-pod-memory operator
 """
 
 from __future__ import annotations
@@ -562,7 +573,7 @@ def read_stage(bootstrap: str) -> dict[str, float]:
 def run_shape(
     shape: str, target: int, seed: int, cores: list[int], ctx: Any, profile: bool, broker_kind: str,
     standalone: list[int] | None = None, executor_mb: int = 1024, standalone_only: bool = False,
-    standalone_logs: str | None = None, same_driver: bool = False,
+    standalone_logs: str | None = None, same_driver: bool = False, pod_memories: list[int | None] | None = None,
 ) -> list[dict[str, Any]]:
     from offset_expiry.session import local_session
 
@@ -638,8 +649,9 @@ def run_shape(
                 }
             )
         for workers in standalone or []:
-            out.append(standalone_run(ctx, workers, bootstrap, broker_pid, base, reference["summary"], executor_mb,
-                                      standalone_logs, same_driver))
+            for pod_mib in pod_memories or [None]:
+                out.append(standalone_run(ctx, workers, bootstrap, broker_pid, base, reference["summary"],
+                                          executor_mb, standalone_logs, same_driver, pod_mib))
     finally:
         ours.send("stop")
         broker.join(timeout=90)
@@ -680,6 +692,7 @@ class _Sampler:
         self.executor_mb: dict[int, float] = {}
         self.python_mb: dict[int, float] = {}
         self.tree_mb: dict[int, float] = {}  # an executor JVM's pid -> most RSS of it and its Python workers at once
+        self.pods: Any = None  # the cluster's ExecutorPods (tests/support/spark_standalone.py), when it has a limit
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-sampler", daemon=True)
 
@@ -709,6 +722,8 @@ class _Sampler:
                         self._peak(self.python_mb, worker)
                         rss += _status_mb(worker, "VmRSS") or 0.0
                 self.tree_mb[pid] = max(rss, self.tree_mb.get(pid, 0.0))
+        if self.pods is not None:
+            self.pods.sample()
 
     @staticmethod
     def _peak(peaks: dict[int, float], pid: int) -> None:
@@ -766,21 +781,24 @@ def executor_log_figures(logs: Path) -> dict[str, Any]:
     return {"executors": executors, "result_stages": stages, "executor_trouble": trouble}
 
 
-def standalone_measure(workers: int, bootstrap: str, broker_pid: int, executor_mb: int, logs: Path) -> dict[str, Any]:
+def standalone_measure(workers: int, bootstrap: str, broker_pid: int, executor_mb: int, logs: Path,
+                       pod_mib: int | None = None) -> dict[str, Any]:
     """One standalone row in this process, which is the driver: a cluster of `workers` one-core workers (logs
     and work directories in `logs`), the analysis first and warm, CPU of this process's tree (driver, its JVM,
     master, workers, executors, their Python workers; the broker apart), memory of the driver's JVM and of
-    the executors. A failure is a row with its `error` (and the logs kept)."""
+    the executors; `pod_mib`: each executor under that memory limit (its pod's). A failure is a row with its
+    `error` (and the logs kept)."""
     _tests_support_on_path()
     from spark_standalone import standalone_cluster
 
-    row: dict[str, Any] = {"workers": workers, "executor_mb": executor_mb, "logs": str(logs)}
+    row: dict[str, Any] = {"workers": workers, "executor_mb": executor_mb, "pod_mib": pod_mib, "logs": str(logs)}
     t0 = time.perf_counter()
     with _Sampler() as sampler:
         try:
             # A worker offers its executor's heap plus Spark's overhead allowance for it (384 MB at least).
-            with standalone_cluster(logs, workers=workers, worker_cores=1,
-                                    worker_memory=f"{executor_mb + 384}m") as cluster:
+            with standalone_cluster(logs, workers=workers, worker_cores=1, worker_memory=f"{executor_mb + 384}m",
+                                    pod_memory_mib=pod_mib) as cluster:
+                sampler.pods = cluster.pods
                 spark = standalone_session(cluster.master_url, workers, f"{executor_mb}m", logs)
                 try:
                     spark.range(1).count()
@@ -796,6 +814,9 @@ def standalone_measure(workers: int, bootstrap: str, broker_pid: int, executor_m
                     row["driver_jvm_mb"] = _jvm_peak_mb()
                 finally:
                     spark.stop()
+                    if cluster.pods is not None:  # before the teardown removes the cgroups
+                        sampler.sample()
+                        row["pods"] = cluster.pods.figures()
         except Exception as e:  # the row says what failed; the bench goes on with the next one
             row["error"] = f"{type(e).__name__}: {str(e)[:2000]}"
     row.update(sampler.figures())
@@ -808,16 +829,16 @@ def standalone_measure(workers: int, bootstrap: str, broker_pid: int, executor_m
 
 
 def standalone_child(workers: int, bootstrap: str, broker_pid: int, executor_mb: int, logs: str,
-                     conn: Connection) -> None:
+                     pod_mib: int | None, conn: Connection) -> None:
     """standalone_measure in a process of its own: a fresh driver and driver JVM, as every SparkApplication
     run has."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conn.send(standalone_measure(workers, bootstrap, broker_pid, executor_mb, Path(logs)))
+    conn.send(standalone_measure(workers, bootstrap, broker_pid, executor_mb, Path(logs), pod_mib))
 
 
 def standalone_run(ctx: Any, workers: int, bootstrap: str, broker_pid: int, base: dict[str, Any],
                    expected: dict[str, Any], executor_mb: int, logs_root: str | None,
-                   same_driver: bool) -> dict[str, Any]:
+                   same_driver: bool, pod_mib: int | None = None) -> dict[str, Any]:
     """The same analysis with its executors on a standalone cluster of `workers` one-core workers (issue 22's
     scaling figure), its driver in a fresh process (or, `same_driver`, in the bench's, after its other
     sessions: how the bench ran until 28 Nov). The report's summary must equal the reference's. The logs
@@ -826,9 +847,9 @@ def standalone_run(ctx: Any, workers: int, bootstrap: str, broker_pid: int, base
         os.makedirs(logs_root, exist_ok=True)
     logs = Path(tempfile.mkdtemp(prefix=f"bench-standalone-x{workers}-", dir=logs_root))
     if same_driver:
-        row = standalone_measure(workers, bootstrap, broker_pid, executor_mb, logs)
+        row = standalone_measure(workers, bootstrap, broker_pid, executor_mb, logs, pod_mib)
     else:
-        row = _in_process(ctx, standalone_child, workers, bootstrap, broker_pid, executor_mb, str(logs))
+        row = _in_process(ctx, standalone_child, workers, bootstrap, broker_pid, executor_mb, str(logs), pod_mib)
     summary = row.pop("summary", None)
     if "error" not in row and summary != expected:
         row["error"] = f"the reports disagree:\n  standalone: {summary}\n  reference:  {expected}"
@@ -836,7 +857,8 @@ def standalone_run(ctx: Any, workers: int, bootstrap: str, broker_pid: int, base
         print(f"  standalone x{workers}: logs kept in {logs}", file=sys.stderr)
     else:
         shutil.rmtree(logs, ignore_errors=True)
-    row = {**base, **row, "master": f"standalone x{workers}", "records": (summary or {}).get("recordsScanned", 0)}
+    master = f"standalone x{workers}" + (f", {pod_mib} MiB pods" if pod_mib is not None else "")
+    row = {**base, **row, "master": master, "records": (summary or {}).get("recordsScanned", 0)}
     print(f"  {_standalone_line(row)}", file=sys.stderr)
     for line in row["executor_trouble"]:
         print(f"    executor log: {line}", file=sys.stderr)
@@ -869,8 +891,33 @@ def _standalone_line(row: dict[str, Any]) -> str:
         f"{row['driver_gc']['heap_after_mb']:.0f} MB",
         f"results via block manager: {_result_stages(row) or 'none'}",
         f"load {row['load_min']:.1f}-{row['load_max']:.1f} (mean {row['load_mean']:.1f})",
+        f"executors started {len(executors)}",
+        *(_pod_figures(pod) for pod in row.get("pods", [])),
     ]
     return ", ".join(p for p in parts if p)
+
+
+def _pod_figures(pod: dict[str, Any]) -> str:
+    """One executor pod's memory: its limit, the most the kernel charged it (page cache included), its sampled
+    peak working set and anonymous memory, hits of the limit, OOM kills."""
+    return (f"{pod['pod']}: limit {pod['limit_mib']} MiB, charged at most {pod['max_usage_mib']:.0f} MiB, working set "
+            f"{pod['working_set_peak_mib']:.0f}, anonymous {pod['rss_peak_mib']:.0f} (sampled), limit hit "
+            f"{pod['failcnt']} times, OOM kills {pod['oom_kills']}")
+
+
+def pod_memory(value: str, heap_mib: int) -> int:
+    """--executor-pod-memory's value in MiB: `spark` (Spark's own pod for a PySpark executor of this heap on
+    Kubernetes: the heap plus max(384 MiB, 0.4 x heap)), `operator` (the operator's SparkApplication executor
+    pod for one core), or a number (the operator's decisions/spark_memory.py says both rules)."""
+    from kafka_offset_operator.decisions import spark_memory
+
+    if value == "spark":
+        return heap_mib + spark_memory.spark_overhead_mib(heap_mib)
+    if value == "operator":
+        return spark_memory.executor_pod_mib(f"{heap_mib}m", cores=1)
+    if not value.isdigit() or int(value) <= heap_mib:
+        raise ValueError(f"--executor-pod-memory: spark, operator or MiB above the heap ({heap_mib}), not {value!r}")
+    return int(value)
 
 
 def main() -> None:
@@ -896,6 +943,10 @@ def main() -> None:
     parser.add_argument("--standalone-logs", metavar="DIR",
                         help="keep each standalone run's logs (driver GC, master, workers, executors' stderr and "
                              "GC) in a directory under DIR; a failed run's are kept anyway")
+    parser.add_argument("--executor-pod-memory", action="append", metavar="MIB",
+                        help="with --standalone: each executor (JVM and Python workers) under a memory cgroup of "
+                             "its pod's limit: spark (Spark's own for --executor-mb), operator (the operator's "
+                             "SparkApplication default) or MiB; repeatable, one row each")
     parser.add_argument("--same-driver", action="store_true",
                         help="run the standalone rows in the bench's own process, after its local sessions (one "
                              "driver JVM for all, as until 28 Nov) instead of a fresh process each")
@@ -906,6 +957,12 @@ def main() -> None:
         parser.error("--executor-mb: at least 256")
     if any(n < 1 for n in args.standalone or []):
         parser.error("--standalone: a cluster needs at least one worker")
+    if args.executor_pod_memory and not args.standalone:
+        parser.error("--executor-pod-memory: with --standalone N")
+    try:
+        pods: list[int | None] = [pod_memory(v, args.executor_mb) for v in args.executor_pod_memory or []]
+    except ValueError as e:
+        parser.error(str(e))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     kinds = []
     for kind in args.broker or ["kafka"]:
@@ -933,7 +990,7 @@ def main() -> None:
                 print(f"{shape} ~{target:,} records on {kind} (load {os.getloadavg()[0]:.1f})", file=sys.stderr)
                 rows.extend(run_shape(shape, target, args.seed, args.cores or [2], ctx, args.profile, kind,
                                       args.standalone, args.executor_mb, args.standalone_only,
-                                      args.standalone_logs, args.same_driver))
+                                      args.standalone_logs, args.same_driver, pods or None))
     local_rows = [r for r in rows if "master" not in r]
     distributed = [r for r in rows if "master" in r]
     if local_rows:
@@ -952,7 +1009,8 @@ def print_standalone_table(rows: list[dict[str, Any]]) -> None:
     )
     print(" | ".join(("broker", "shape", "master", "records", "report MB", "start s", "first s (CPU)",
                       "warm s (CPU)", "executor RSS MB", "executor heap MB", "Python worker MB", "driver JVM MB",
-                      "results", "load", "status")))
+                      "results", "load", "pods: charged / working set / anonymous MiB, limit hits, OOM kills",
+                      "status")))
     for r in rows:
         executors = r["executors"]
         print(" | ".join([
@@ -966,6 +1024,8 @@ def print_standalone_table(rows: list[dict[str, Any]]) -> None:
             f"{r.get('driver_jvm_mb') or 0:.0f}",
             _result_stages(r) or "-",
             f"{r['load_min']:.1f}-{r['load_max']:.1f}",
+            "; ".join(f"{p['max_usage_mib']:.0f} / {p['working_set_peak_mib']:.0f} / {p['rss_peak_mib']:.0f}, "
+                      f"{p['failcnt']}, {p['oom_kills']}" for p in r.get("pods", [])) or "-",
             "FAILED" if "error" in r else "equal",
         ]))
 
