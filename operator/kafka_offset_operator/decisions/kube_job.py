@@ -16,15 +16,15 @@ The Job:
   its logs until the policy's next run, and TTL_S takes any the operator never came back to;
 - Pod Security "restricted": non-root (Spark's user 185), no privilege escalation, every capability dropped,
   the RuntimeDefault seccomp profile;
-- resources: `cores` CPUs (requests = limits) and the JVM's heap plus Spark's own overhead rule for driver
-  pods (max(384 MiB, 10%)), so the pod's memory limit is the scan's and the operator's memory stays flat.
+- resources: `cores` CPUs (requests = limits) and memory for everything local mode runs in the pod: the JVM's
+  heap, Spark's own overhead for a PySpark pod, a Python worker per core and job.py's process
+  (spark_memory.job_pod_mib), so the pod's memory limit is the scan's and the operator's memory stays flat.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,6 +34,7 @@ from . import spark_application as sparkapp
 from .conditions import find
 from .policy_spec import JobSettings, PolicySpec
 from .spark_application import AppState, BatchRun, Phase
+from .spark_memory import job_pod_mib
 
 JOB_GROUP = "batch"
 JOB_VERSION = "v1"
@@ -43,29 +44,11 @@ SPARK_SUBMIT = "/opt/spark/bin/spark-submit"  # the Apache Spark image's
 SPARK_USER = 185  # the Apache Spark image's user and group
 TTL_S = 86_400  # a finished Job the operator never came back to goes after a day
 INPUT_ERROR_EXIT = 2  # job.py: the input was refused (offset_expiry/job.py, argparse's convention)
-MIN_OVERHEAD_MIB = 384  # Spark's spark.driver.memoryOverhead: max(384 MiB, 10% of the heap)
-
-_MEMORY = re.compile(r"^([0-9]+)([kmgtKMGT]?)$")
-_MIB = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024, "": 1}  # Spark: no suffix means MiB
 
 
 def main_path(main_file: str) -> str:
     """The job file in the image, from the SparkApplication engine's `local://` URL."""
     return main_file.removeprefix("local://")
-
-
-def memory_mib(memory: str) -> int:
-    """Spark's notation (512m, 2g; no suffix: MiB) in MiB, at least 1."""
-    match = _MEMORY.match(memory)
-    if match is None:
-        raise ValueError(f"not a Spark memory size: {memory!r}")
-    return max(1, int(int(match.group(1)) * _MIB[match.group(2).lower()]))
-
-
-def pod_memory_mib(memory: str) -> int:
-    """The pod's memory: the heap plus Spark's overhead for a driver pod."""
-    heap = memory_mib(memory)
-    return heap + max(MIN_OVERHEAD_MIB, heap // 10)
 
 
 def command(settings: JobSettings, main_file: str, arguments: Sequence[str]) -> list[str]:
@@ -92,7 +75,7 @@ def _job(name: str, namespace: str, labels: Mapping[str, str], annotations: Mapp
          owners: list[dict[str, Any]], arguments: Sequence[str], spec: PolicySpec, settings: ConnectionSettings,
          image: str, main_file: str) -> dict[str, Any]:
     job = spec.job
-    memory = f"{pod_memory_mib(job.resources.memory)}Mi"
+    memory = f"{job_pod_mib(job.resources.memory, job.resources.cores, job.resources.memory_overhead)}Mi"
     volumes, mounts = _volumes(settings)
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
@@ -162,8 +145,10 @@ def batch_key(namespace: str, share_key: str, spec: PolicySpec, image: str) -> s
     """Equal for two runs exactly when they may share one Job: one namespace, cluster and credentials, and the
     same pod (image, service account, resources, deadline, backoff)."""
     job = spec.job
-    parts = ["Job", namespace, share_key, image, job.service_account or "", job.resources.cores,
-             job.resources.memory, job.deadline_ms, job.backoff_limit]
+    parts: list[object] = ["Job", namespace, share_key, image, job.service_account or "", job.resources.cores,
+                           job.resources.memory, job.deadline_ms, job.backoff_limit]
+    if job.resources.memory_overhead is not None:  # only then: the keys of runs without one stay as they were
+        parts.append(job.resources.memory_overhead)
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

@@ -49,6 +49,7 @@ class PodResources:
     cores: int = 1
     memory: str = "1g"
     instances: int = 1  # executors only
+    memory_overhead: str | None = None  # beyond the heap; None: spark_memory's rule (executors and the Job's pod)
 
 
 @dataclass(frozen=True)
@@ -125,12 +126,13 @@ def parse_policy_spec(spec: Any, default_engine: Engine = Engine.LOCAL) -> Polic
             service_account=spark.service_account,
             driver=PodResources(cores=spark.driver.cores, memory=spark.driver.memory),
             executor=PodResources(cores=spark.executor.cores, memory=spark.executor.memory,
-                                  instances=spark.executor.instances),
+                                  instances=spark.executor.instances, memory_overhead=spark.executor.memory_overhead),
         ),
         job=JobSettings(
             image=analysis.job.image,
             service_account=analysis.job.service_account,
-            resources=PodResources(cores=analysis.job.cores, memory=analysis.job.memory),
+            resources=PodResources(cores=analysis.job.cores, memory=analysis.job.memory,
+                                   memory_overhead=analysis.job.memory_overhead),
             deadline_ms=_positive(analysis.job.deadline, "spec.analysis.job.deadline"),
             backoff_limit=analysis.job.backoff_limit,
         ),

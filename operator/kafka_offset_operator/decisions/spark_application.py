@@ -15,6 +15,9 @@ offset_expiry/job.py in the cluster (kubeflow spark-operator), and what its stat
   restart. `job.py` gets `--policy`, `--results` and `--broker-retention` once per member, in the same order;
   the policies travel in one ConfigMap, one key per member; each member's results in its own ConfigMaps,
   owned by that member. `batch_disposal` says when the operator deletes a shared application.
+- Memory: the executors' pods get Spark's own overhead for a PySpark pod plus a Python worker's share per core
+  (`executor.memoryOverhead`, spark_memory.executor_overhead_mib: Spark's alone was outgrown at 5M records);
+  the driver's is Spark's.
 - spark-operator's states (status.applicationState.state): "" and SUBMITTED, RUNNING, PENDING_RERUN,
   INVALIDATING, SUCCEEDING, UNKNOWN are still running; COMPLETED is done; FAILED, SUBMISSION_FAILED and
   FAILING are failures (applicationState.errorMessage says why).
@@ -37,6 +40,7 @@ from ..model.api import GROUP, MANAGED_BY, POLICY_LABEL, RUN_LABEL
 from ..model.connection import ConnectionSettings, SecretKey
 from ..model.times import iso
 from .policy_spec import PodResources, PolicySpec
+from .spark_memory import executor_overhead_mib
 
 SPARK_GROUP = "sparkoperator.k8s.io"
 SPARK_VERSION = "v1beta2"
@@ -196,6 +200,9 @@ def _application(app: str, namespace: str, labels: Mapping[str, str], annotation
         driver["serviceAccount"] = spec.spark.service_account
     executor = _pod(spec.spark.executor, env, secrets, labels)
     executor["instances"] = spec.spark.executor.instances
+    # Spark's overhead leaves the Python workers next to nothing (spark_memory): the pod gets theirs too.
+    resources = spec.spark.executor
+    executor["memoryOverhead"] = f"{executor_overhead_mib(resources.memory, resources.cores, resources.memory_overhead)}m"
     metadata: dict[str, Any] = {"name": app, "namespace": namespace, "labels": dict(labels), "ownerReferences": owners}
     if annotations:
         metadata["annotations"] = dict(annotations)
@@ -232,6 +239,8 @@ def batch_key(namespace: str, share_key: str, spec: PolicySpec, image: str) -> s
     parts = [namespace, share_key, image, spark.service_account or "",
              [spark.driver.cores, spark.driver.memory], [spark.executor.cores, spark.executor.memory,
                                                         spark.executor.instances]]
+    if spark.executor.memory_overhead is not None:  # only then: the keys of runs without one stay as they were
+        parts.append(spark.executor.memory_overhead)
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

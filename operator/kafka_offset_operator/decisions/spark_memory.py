@@ -4,11 +4,12 @@ analysis' Python workers need beside it. No I/O.
 Spark sizes a PySpark pod on Kubernetes as the JVM's heap plus an overhead of max(384 MiB, 0.4 x heap)
 (Spark 4.3: BasicDriverFeatureStep and BasicExecutorFeatureStep take the factor 0.4 for a non-JVM application,
 ResourceProfile.getResourcesForClusterManager adds max(spark.executor.minMemoryOverhead = 384 MiB, factor x
-heap)): 1434 MiB for a 1g executor. That overhead is meant for everything outside the heap, but the JVM alone
-uses about 300-350 MiB of it once its heap is used up (metaspace, code, threads, direct buffers), leaving
-the executor's Python workers (one per core, reused across tasks) about 60-100 MiB, while each of ours holds a
-`__consumer_offsets` partition's assembly or a batch (about 350 MiB at 5M records: docs/performance.md, "An
-executor under its pod's limit"). So the operator asks for Spark's overhead plus PYTHON_WORKER_MIB per core,
+heap)): 1433 MiB for a 1g executor. That overhead is meant for everything outside the heap, but the JVM alone
+uses about 300 MiB of it once its heap is used up (metaspace, code, threads, direct buffers), leaving the
+executor's Python workers next to nothing, while ours hold a `__consumer_offsets` partition's assembly or a
+batch: at 5M records a 1g executor in a 1433 MiB pod was OOM-killed eight times in a row, and held in a 1945
+MiB one, its processes' anonymous memory at most 1627 MiB (docs/performance.md, "An executor under its pod's
+limit"). So the operator asks for Spark's overhead plus PYTHON_WORKER_MIB per core,
 unless the policy names the overhead itself (`memoryOverhead` of spec.analysis.sparkApplication.executor or of
 spec.analysis.job: a bigger topic's Python workers need more, and a bigger heap need not).
 """
@@ -19,7 +20,10 @@ import re
 
 MIN_OVERHEAD_MIB = 384  # Spark's spark.{driver,executor}.minMemoryOverhead default
 NON_JVM_OVERHEAD_FACTOR = 0.4  # Spark's NON_JVM_MEMORY_OVERHEAD_FACTOR (Kubernetes, PySpark and SparkR)
-PYTHON_WORKER_MIB = 512  # per core, beside Spark's overhead: a Python worker of the analysis at its peak
+# Per core, beside Spark's overhead: at 5M records a core's Python processes peaked at about 490 MiB (a worker at
+# 344, a second one at 56, two daemons at 46 each); a worker grows about 30 MiB per million records up to the
+# 12.5M where the readers stop assembling (spark.offsetExpiry.assembleRecords), about 715 MiB by then.
+PYTHON_WORKER_MIB = 768
 DRIVER_PYTHON_MIB = 256  # the Job engine's pod also holds job.py's Python process (the driver)
 
 _MEMORY = re.compile(r"^([0-9]+)([kmgtKMGT]?)$")

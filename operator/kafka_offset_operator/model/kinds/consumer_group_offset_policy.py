@@ -43,8 +43,15 @@ Image = Annotated[str, Check(title="image reference (no spaces)", pattern=r"^\S+
 ServiceAccount = Annotated[str, Check(title="Kubernetes name (lower-case letters, digits, - and .)",
                                       pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", maxLength=MAX_NAME)]
 Cores = Annotated[int, Check(minimum=1, maximum=INT32_MAX), Default(1), Doc("CPU cores.")]
-Memory = Annotated[str, Check(title="Spark memory size like 512m or 2g", pattern=r"^[0-9]+[kmgtKMGT]?$", maxLength=32),
-                   Default("1g"), Doc("JVM memory, in Spark's notation (512m, 2g).")]
+MEMORY_SIZE = Check(title="Spark memory size like 512m or 2g", pattern=r"^[0-9]+[kmgtKMGT]?$", maxLength=32)
+Memory = Annotated[str, MEMORY_SIZE, Default("1g"), Doc("JVM memory, in Spark's notation (512m, 2g).")]
+EXECUTOR_OVERHEAD_DOC = (
+    "The executor pod's memory beyond the JVM heap (its own non-heap memory and its Python workers), in Spark's "
+    "notation: spark.executor.memoryOverhead. Unset: Spark's own overhead for a PySpark pod, max(384 MiB, 0.4 x "
+    "memory), plus 768 MiB per core for the analysis' Python workers.")
+JOB_OVERHEAD_DOC = (
+    "The pod's memory beyond the JVM heap (its own non-heap memory, the Python workers and job.py's process), in "
+    "Spark's notation. Unset: max(384 MiB, 0.4 x memory), plus 768 MiB per core and 256 MiB for job.py.")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +70,7 @@ class JobSpec:
         "Service account of the Job's pod (it writes the results ConfigMaps).")] = None
     cores: Cores = 1
     memory: Memory = "1g"
+    memory_overhead: Annotated[str | None, MEMORY_SIZE, Doc(JOB_OVERHEAD_DOC)] = None
     deadline: Annotated[str, Raw(duration("The Job's activeDeadlineSeconds: a scan running longer fails.",
                                           DEFAULT_JOB_DEADLINE))] = DEFAULT_JOB_DEADLINE
     backoff_limit: Annotated[int, Check(minimum=0, maximum=10), Default(1), Doc(
@@ -83,6 +91,7 @@ class ExecutorSpec:
 
     cores: Cores = 1
     memory: Memory = "1g"
+    memory_overhead: Annotated[str | None, MEMORY_SIZE, Doc(EXECUTOR_OVERHEAD_DOC)] = None
     instances: Annotated[int, Check(minimum=1, maximum=INT32_MAX), Default(1), Doc("Number of executors.")] = 1
 
 
