@@ -8,10 +8,11 @@ heap)): 1433 MiB for a 1g executor. That overhead is meant for everything outsid
 uses about 300 MiB of it once its heap is used up (metaspace, code, threads, direct buffers), leaving the
 executor's Python workers next to nothing, while ours hold a `__consumer_offsets` partition's assembly or a
 batch: at 5M records a 1g executor in a 1433 MiB pod was OOM-killed eight times in a row, and held in a 1945
-MiB one, its processes' anonymous memory at most 1627 MiB (docs/performance.md, "An executor under its pod's
-limit"). So the operator asks for Spark's overhead plus PYTHON_WORKER_MIB per core,
-unless the policy names the overhead itself (`memoryOverhead` of spec.analysis.sparkApplication.executor or of
-spec.analysis.job: a bigger topic's Python workers need more, and a bigger heap need not).
+MiB one and in the 2201 MiB one this rule gives (its processes' anonymous memory at most 1627 and 1644 MiB:
+docs/performance.md, "An executor under its pod's limit"). So the operator asks for Spark's overhead plus
+PYTHON_WORKER_MIB per core, unless the policy names the overhead itself (`memoryOverhead` of
+spec.analysis.sparkApplication.executor or of spec.analysis.job: a bigger topic's Python workers need more, and a
+bigger heap need not).
 """
 
 from __future__ import annotations
