@@ -67,6 +67,18 @@ def test_kminion_is_complete_only_when_every_group_and_topic_has_its_sum() -> No
     assert (gap.complete, gap.missing, gap.wrong, gap.examples) == (False, 0, 1, ("app-1",))
 
 
+def test_kminion_lines_the_fast_pattern_does_not_take_are_still_read() -> None:
+    """Escaped label values and values in exponent form read as prometheus_client reads them."""
+    odd = KMINION_METRICS + (
+        'kminion_kafka_consumer_group_topic_offset_sum{group_id="a\\"b\\\\c",topic_name="orders-0"} 1.5e+09\n'
+        'kminion_kafka_consumer_group_topic_offset_sum{group_id="app-3",topic_name="orders-0"} 2.5e+03\n'
+    )
+    sums = kminion_sums(odd)
+    assert sums[('a"b\\c', "orders-0")] == 1.5e9
+    assert sums[("app-3", "orders-0")] == 2500.0
+    assert len(sums) == 4
+
+
 def test_burrow_parses_its_list_and_the_newest_offset_of_each_ring() -> None:
     assert burrow_groups({"error": False, "message": "consumer list returned", "consumers": ["app-1", "app-2"]}) == {
         "app-1", "app-2"}
