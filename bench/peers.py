@@ -431,8 +431,9 @@ def cli_run(bootstrap: str, workdir: Path) -> dict[str, Any]:
     seconds = time.perf_counter() - t0
     if process.returncode != 0:
         raise SystemExit(f"analyze failed ({process.returncode}): {err.read_text(errors='replace')[-2000:]}")
-    summary = json.loads((workdir / "report.json").read_text())["summary"]
-    return {"seconds": seconds, "cpu_s": sum(cpu.values()), "summary": summary, "command": command}
+    return {"seconds": seconds, "cpu_s": sum(cpu.values()), "summary": peer_views.report_summary(workdir / "report.json"),
+            "command": command}
+
 
 
 def own_cpu_s(pid: int) -> float:

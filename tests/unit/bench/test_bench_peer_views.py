@@ -9,6 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
+from offset_expiry.report import write_json
 from peer_views import (
     Gap,
     OffsetFact,
@@ -19,6 +20,7 @@ from peer_views import (
     group_matches,
     kminion_gap,
     kminion_sums,
+    report_summary,
     topic_sums,
 )
 
@@ -114,3 +116,13 @@ def test_an_error_answer_is_not_an_empty_view() -> None:
             assert "cluster not found" in str(exc)
         else:
             raise AssertionError(f"{parse.__name__} accepted an error answer")
+
+
+def test_the_cli_report_summary_is_read_from_its_first_line(tmp_path: Path) -> None:
+    """bench/peers.py reads the CLI's summary without parsing the report's offsets (1.2 GB at 5M distinct)."""
+    summary = {"groups": 2, "offsets": 3, "byAction": {"Delete": 1, "Keep": 2}, "note": "a \"quoted\" {brace}"}
+    for offsets in ([{"group": "a", "partition": 0}, {"group": "b", "partition": 1}], []):
+        path = tmp_path / f"report-{len(offsets)}.json"
+        with path.open("w", encoding="utf-8") as out:
+            write_json(out, {"summary": summary, "offsets": offsets})
+        assert report_summary(path) == summary

@@ -35,3 +35,4 @@ def test_a_changing_answer_or_a_missing_group_is_not_settled() -> None:
     missing = Settling(60)
     assert not missing.settled(MISSING, 1.0)
     assert not missing.settled(MISSING, 500.0)  # may be reading yet: the deadline decides
+
