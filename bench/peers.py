@@ -199,21 +199,24 @@ class Watched(NamedTuple):
     why: str
     final_s: float | None = None
     asking_s: float = 0.0
+    final_cpu_s: float | None = None  # the peer's CPU when its final view appeared (not its answering the polls after)
 
 
 def watch(
     process: subprocess.Popen[bytes], check: Callable[[], peer_views.Gap], deadline_s: float, poll_s: float = 1.0,
-    settled_s: float = 60.0,
+    settled_s: float = 60.0, cpu: Callable[[], float] | None = None,
 ) -> Watched:
     """Poll `check` until complete: seconds from `process`'s start to the poll that found it complete (that poll's
     start: the peer's answer was whole then), or None with the last gap when the deadline passes, or sooner when
     the peer lists every expected group and its gap has not changed for `settled_s`: it has read the log and shows
     other offsets for good (Burrow on the history shapes, which drops OffsetCommitValue v2); waiting for the
-    deadline (12x the plain reader) would cost ~10 min per shape at 5M."""
+    deadline (12x the plain reader) would cost ~10 min per shape at 5M. `cpu` (the peer's CPU seconds) is read when
+    its answer changes, so a settled peer's CPU is that of reaching its final view."""
     t0 = time.perf_counter()
     error = ""
     asking = 0.0
     settling = peer_views.Settling(settled_s)
+    final_cpu: float | None = None
     while time.perf_counter() - t0 < deadline_s:
         if process.poll() is not None:
             return Watched(None, settling.gap, f"exited with {process.returncode}", asking_s=asking)
@@ -227,7 +230,9 @@ def watch(
                 return Watched(started, gap, "", asking_s=asking + time.perf_counter() - t0 - started)
             if settling.settled(gap, started):
                 return Watched(None, gap, f"the same answer for {settled_s:.0f}s", settling.changed_at,
-                               asking + time.perf_counter() - t0 - started)
+                               asking + time.perf_counter() - t0 - started, final_cpu)
+            if settling.changed_at == started and cpu is not None:
+                final_cpu = cpu()
         asking += time.perf_counter() - t0 - started
         time.sleep(poll_s)  # the polling cadence; the deadline decides
     return Watched(None, settling.gap, error or f"not complete in {deadline_s:.0f}s", asking_s=asking)
@@ -252,11 +257,11 @@ def run_kminion(binary: Path, bootstrap: str, sums: dict[tuple[str, str], int], 
         return peer_views.kminion_gap(sums, peer_views.kminion_sums(http_get(f"http://127.0.0.1:{port}/metrics").decode()))
 
     try:
-        seen = watch(process, check, deadline_s)
+        seen = watch(process, check, deadline_s, cpu=lambda: analyze.proc_cpu_s(process.pid))
         cpu = analyze.proc_cpu_s(process.pid)
     finally:
         stop(process)
-    return {**seen._asdict(), "cpu_s": cpu}
+    return {**seen._asdict(), "cpu_s": cpu if seen.final_cpu_s is None else seen.final_cpu_s}
 
 
 BURROW_TOML = """
@@ -355,13 +360,16 @@ def run_burrow(binary: Path, zk_libs: Path, bootstrap: str, view: peer_views.Vie
             verified.update(g for g in pool.map(verify, todo) if g is not None)
             return peer_views.burrow_gap(view, listed, verified)
 
+        def cpu() -> float:
+            return analyze.proc_cpu_s(process.pid) + analyze.proc_cpu_s(zookeeper.pid) - zk_cpu0
+
         try:
-            seen = watch(process, check, deadline_s)
-            cpu = analyze.proc_cpu_s(process.pid) + analyze.proc_cpu_s(zookeeper.pid) - zk_cpu0
+            seen = watch(process, check, deadline_s, cpu=cpu)
+            used = cpu()
         finally:
             pool.shutdown()
             stop(process)
-        return {**seen._asdict(), "cpu_s": cpu}
+        return {**seen._asdict(), "cpu_s": used if seen.final_cpu_s is None else seen.final_cpu_s}
     finally:
         stop(zookeeper)
 
@@ -551,7 +559,8 @@ def run_shape(shape: str, target: int, seed: int, version: str, ctx: Any, tools:
 def incomplete_note(peer: str, row: dict[str, Any]) -> str:
     """Why a peer's row has no time: what it still showed otherwise, and when its answer last changed."""
     gap = row["gap"].describe() if row["gap"] else "no answer"
-    final = f"; its answer last changed at {row['final_s']:.1f}s" if row.get("final_s") is not None else ""
+    final = (f"; its answer last changed at {row['final_s']:.1f}s (its CPU s: to then)" if row.get("final_s") is not None
+             else "")
     return f"{peer} never complete ({row['why']}): {gap}{final}"
 
 
