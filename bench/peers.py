@@ -20,6 +20,8 @@ What it measures, per shape (bench/analyze.py builds and seeds the shapes: disti
   Its storage is configured to keep what the shapes hold: expire-group ten years (the seeded commit times are in
   2023; its default of 7 days drops them as "old offset"), a deep storage queue (the default depth 1 with a 1 s
   send timeout drops offsets under load), no groups reaper (the seeded groups are not known to the coordinator).
+  A peer that lists every expected group but shows other offsets, unchanged for 60 s, is given up on; its row
+  gives the time its final view appeared (Burrow on history and mixed: it does not decode OffsetCommitValue v2).
 - ours: `kafka-offset-operator analyze` as a user runs it (a fresh process: Python, JVM, Spark; local[N] with
   N = the machine's cores), and a kept session in this process (the operator's; the second of two runs),
   local[1] and local[2].
@@ -27,8 +29,8 @@ What it measures, per shape (bench/analyze.py builds and seeds the shapes: disti
 CPU: user+sys seconds of every process of a reader (the CLI with its JVM and Python workers, KMinion, Burrow and
 its ZooKeeper), the broker's apart. The peers and the floor come from caches outside the repository, made once
 (~/.cache/kafka-offset-operator/bench-peers): KMinion and Burrow with `go install` from the Go module proxy (or a
-binary named by KOO_BENCH_KMINION / KOO_BENCH_BURROW), ZooKeeper's jars with Maven, confluent-kafka with pip
---target. A tool that cannot be had is skipped with one line saying why.
+binary named by KOO_BENCH_KMINION / KOO_BENCH_BURROW; where the proxy refuses them, built by hand as
+docs/performance.md says), ZooKeeper's jars with Maven, confluent-kafka with pip --target. A tool that cannot be had is skipped with one line saying why.
 """
 
 from __future__ import annotations
