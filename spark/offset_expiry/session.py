@@ -27,6 +27,12 @@ DEFAULTS = {
     # Arrow batches of raw records; small enough to keep Python workers' memory flat.
     "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
     "spark.sql.session.timeZone": "UTC",
+    # Spark keeps a Python worker daemon (and its forked workers, each importing pyarrow, numpy and
+    # offset_expiry cold) per distinct worker environment. Its Python runners add SPARK_SIMPLIFIED_TRACEBACK=1
+    # to the environment, but not all of a run's did (measured: two daemons, one with the variable and one
+    # without, and four cold workers on two cores). With it in every worker's environment there is one
+    # daemon and two workers (issue 22).
+    "spark.executorEnv.SPARK_SIMPLIFIED_TRACEBACK": "1",
 }
 
 
