@@ -17,7 +17,8 @@ beside. "CDS on" maps the archive (offset_expiry.jvm_cds) that the first round w
 round is shown as "write"); "off" is KOO_SPARK_CDS=0. "sized" is the product's own choice of the driver JVM
 by the snapshot's size (session.driver_jvm_options); "c2g1" and "c1serial" force the JVM's defaults (both
 compilers, G1) and C1 with the serial collector whatever the size. "one cold run" is the total without the
-repeated analysis: what a CLI run costs.
+repeated analysis: what a CLI run costs. Also printed: the first analysis' CPU by process (the Python module
+each runs; "(fork)": a daemon's forked worker) and each part's driver-JVM CPU by thread group (JVM_THREADS).
 """
 
 from __future__ import annotations
@@ -110,6 +111,30 @@ def _label(pid: int, parent: int) -> str:
     return f"{name} (fork)" if forked else name
 
 
+# The driver JVM's threads by what they do (their names, /proc/PID/task/TID/comm): CPU per group splits the
+# JVM's part into compiling (the JIT compilers), collecting (the collector's threads and the VM thread, which
+# runs the serial collector's pauses) and the rest (Spark's own threads: tasks, scheduler, codegen's Janino).
+JVM_THREADS = (("C2 compiler", ("C2 CompilerThre",)), ("C1 compiler", ("C1 CompilerThre",)),
+               ("GC", ("GC Thread", "G1 ", "VM Thread")))
+
+
+def jvm_threads_cpu(pid: int) -> dict[str, float]:
+    out = dict.fromkeys([name for name, _ in JVM_THREADS] + ["other threads"], 0.0)
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        group = next((g for g, prefixes in JVM_THREADS if name.startswith(prefixes)), "other threads")
+        out[group] += (int(fields[11]) + int(fields[12])) / TICK
+    return out
+
+
 class Sampler:
     """The last CPU seen per process under us, by kind. A process that exited is counted at its last sample
     (< 0.1 s lost) and taken off its parent's reaped-children CPU, so that nothing is counted twice (a worker
@@ -170,6 +195,15 @@ class Sampler:
         return out
 
 
+def _driver_jvm_threads() -> dict[str, float]:
+    """jvm_threads_cpu of the driver JVM, once it runs (live threads only: one that ended is not counted)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    return jvm_threads_cpu(proc.pid) if proc is not None and proc.poll() is None else {}
+
+
 def child(bootstrap: str) -> None:
     """One cold run, in this fresh process; prints its parts as JSON on stdout."""
     sampler = Sampler()
@@ -189,9 +223,15 @@ def child(bootstrap: str) -> None:
                 entry = by_label.setdefault(label, [0, 0.0])
                 entry[0] += 1
                 entry[1] += delta
+        threads = _driver_jvm_threads()
         parts.append({"part": name, "wall_s": now - last[0], "cpu": cpu, "processes": by_label,
+                      "jvm_threads": {k: v - last_threads.get(k, 0.0) for k, v in threads.items()},
                       "load": os.getloadavg()[0]})
         last = (now, procs)
+        last_threads.clear()
+        last_threads.update(threads)
+
+    last_threads: dict[str, float] = {}
 
     import pyspark
 
@@ -310,6 +350,10 @@ def _print(result: dict[str, Any]) -> None:
         cols = "  ".join(f"{p['cpu'][k]:>13.1f}s" for k in KINDS[:4])
         print(f"  {p['part']:30} {p['wall_s']:>6.1f}s {total:>6.1f}s   {cols}   {p['load']:.1f}")
     print(f"  {'total':30} {wall:>6.1f}s {cpu:>6.1f}s", flush=True)
+    for p in result["parts"]:
+        if p.get("jvm_threads") and p["part"] != "stop (JVM exit)":
+            print(f"  {p['part']}: driver JVM threads " + ", ".join(
+                f"{k} {v:.1f}s" for k, v in p["jvm_threads"].items()))
     for p in result["parts"]:
         if p["part"] == "first analysis":
             print("  first analysis by process (processes that ran, CPU):")
