@@ -267,7 +267,9 @@ def child(bootstrap: str) -> None:
     finish(plan)
     sampler.stop.set()
     # What the driver JVM really runs with: its command line's compiler and collector options.
-    flags = [f for f in jvm_cmdline.split() if "Tiered" in f or f.endswith("GC")]
+    # (its JVM options: the words before the main class; spark-submit's --conf arguments repeat them).
+    options = jvm_cmdline.split(" org.apache.spark.deploy.SparkSubmit ", 1)[0]
+    flags = [f for f in options.split() if "Tiered" in f or f.endswith("GC")]
     jvm = " ".join(flags) or "JVM defaults"
     print(json.dumps({"cds": plan.mode.value, "records": first["summary"]["recordsScanned"], "parts": parts,
                       "jvm": jvm}))
