@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import signal
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -185,3 +186,18 @@ def report_summary(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path} does not start with its summary: {head[:200]!r}")
     summary: dict[str, Any] = json.JSONDecoder().raw_decode(head, len(prefix))[0]
     return summary
+
+
+def exit_reason(returncode: int, peak_rss_mb: float) -> str:
+    """Why a peer's row has no time when its process ended before a complete view. A peer killed by a signal
+    says which, with its peak RSS: at 5M distinct KMinion holds ~16 GB and the kernel's out-of-memory killer
+    ends it (dmesg names it), which is a result about the peer, not a defect of the bench."""
+    peak = f", peak RSS {peak_rss_mb:,.0f} MB" if peak_rss_mb else ""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}{peak}"
+    return f"exited with {returncode}{peak}"
+

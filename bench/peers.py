@@ -36,6 +36,7 @@ docs/performance.md says), ZooKeeper's jars with Maven, confluent-kafka with pip
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import multiprocessing as mp
@@ -204,24 +205,42 @@ class Watched(NamedTuple):
     final_cpu_s: float | None = None  # the peer's CPU when its final view appeared (not its answering the polls after)
 
 
+class Vitals:
+    """A peer's CPU seconds and its process's peak RSS, read at every poll: a peer the kernel kills (KMinion at 5M
+    distinct, out of memory) leaves nothing in /proc to read afterwards, so the last reading stands."""
+
+    def __init__(self, pid: int, cpu: Callable[[], float]) -> None:
+        self.pid, self._cpu = pid, cpu
+        self.cpu_s = self.peak_rss_mb = 0.0
+
+    def read(self) -> float:
+        with contextlib.suppress(OSError):  # gone: the last reading stands
+            self.cpu_s = self._cpu()
+        self.peak_rss_mb = max(self.peak_rss_mb, analyze._status_mb(self.pid, "VmHWM") or 0.0)
+        return self.cpu_s
+
+
 def watch(
     process: subprocess.Popen[bytes], check: Callable[[], peer_views.Gap], deadline_s: float, poll_s: float = 1.0,
-    settled_s: float = 60.0, cpu: Callable[[], float] | None = None,
+    settled_s: float = 60.0, vitals: Vitals | None = None,
 ) -> Watched:
     """Poll `check` until complete: seconds from `process`'s start to the poll that found it complete (that poll's
     start: the peer's answer was whole then), or None with the last gap when the deadline passes, or sooner when
     the peer lists every expected group and its gap has not changed for `settled_s`: it has read the log and shows
     other offsets for good (Burrow on the history shapes, which drops OffsetCommitValue v2); waiting for the
     deadline (12x the plain reader) would cost ~10 min per shape at 5M. `cpu` (the peer's CPU seconds) is read when
-    its answer changes, so a settled peer's CPU is that of reaching its final view."""
+    its answer changes, so a settled peer's CPU is that of reaching its final view; `vitals` are read at every poll."""
     t0 = time.perf_counter()
     error = ""
     asking = 0.0
     settling = peer_views.Settling(settled_s)
     final_cpu: float | None = None
     while time.perf_counter() - t0 < deadline_s:
+        if vitals is not None:
+            vitals.read()
         if process.poll() is not None:
-            return Watched(None, settling.gap, f"exited with {process.returncode}", asking_s=asking)
+            why = peer_views.exit_reason(process.returncode, vitals.peak_rss_mb if vitals is not None else 0.0)
+            return Watched(None, settling.gap, why, settling.changed_at, asking, final_cpu)
         started = time.perf_counter() - t0
         try:
             gap = check()
@@ -233,8 +252,8 @@ def watch(
             if settling.settled(gap, started):
                 return Watched(None, gap, f"the same answer for {settled_s:.0f}s", settling.changed_at,
                                asking + time.perf_counter() - t0 - started, final_cpu)
-            if settling.changed_at == started and cpu is not None:
-                final_cpu = cpu()
+            if settling.changed_at == started and vitals is not None:
+                final_cpu = vitals.read()
         asking += time.perf_counter() - t0 - started
         time.sleep(poll_s)  # the polling cadence; the deadline decides
     return Watched(None, settling.gap, error or f"not complete in {deadline_s:.0f}s", asking_s=asking)
@@ -259,11 +278,13 @@ def run_kminion(binary: Path, bootstrap: str, sums: dict[tuple[str, str], int], 
         return peer_views.kminion_gap(sums, peer_views.kminion_sums(http_get(f"http://127.0.0.1:{port}/metrics").decode()))
 
     try:
-        seen = watch(process, check, deadline_s, cpu=lambda: analyze.proc_cpu_s(process.pid))
-        cpu = analyze.proc_cpu_s(process.pid)
+        vitals = Vitals(process.pid, lambda: analyze.proc_cpu_s(process.pid))
+        seen = watch(process, check, deadline_s, vitals=vitals)
+        cpu = vitals.read()
     finally:
         stop(process)
-    return {**seen._asdict(), "cpu_s": cpu if seen.final_cpu_s is None else seen.final_cpu_s}
+    return {**seen._asdict(), "cpu_s": cpu if seen.final_cpu_s is None else seen.final_cpu_s,
+            "peak_rss_mb": vitals.peak_rss_mb}
 
 
 BURROW_TOML = """
@@ -368,13 +389,15 @@ def run_burrow(binary: Path, zk_libs: Path, bootstrap: str, view: peer_views.Vie
         def cpu() -> float:
             return analyze.proc_cpu_s(process.pid) + analyze.proc_cpu_s(zookeeper.pid) - zk_cpu0
 
+        vitals = Vitals(process.pid, cpu)
         try:
-            seen = watch(process, check, deadline_s, cpu=cpu)
-            used = cpu()
+            seen = watch(process, check, deadline_s, vitals=vitals)
+            used = vitals.read()
         finally:
             pool.shutdown()
             stop(process)
-        return {**seen._asdict(), "cpu_s": used if seen.final_cpu_s is None else seen.final_cpu_s}
+        return {**seen._asdict(), "cpu_s": used if seen.final_cpu_s is None else seen.final_cpu_s,
+                "peak_rss_mb": vitals.peak_rss_mb}
     finally:
         stop(zookeeper)
 
@@ -505,6 +528,8 @@ def run_shape(shape: str, target: int, seed: int, version: str, ctx: Any, tools:
             shown += f" (final view at {row['final_s']:.1f}s)"
         if row.get("asking_s"):
             shown += f", asking it {row['asking_s']:.1f}s"
+        if row.get("peak_rss_mb"):
+            shown += f", peak RSS {row['peak_rss_mb']:,.0f} MB"
         say(f"  {name}: {shown}, CPU {row.get('cpu_s', 0):.1f}s, broker CPU {row['broker_cpu_s']:.1f}s (load {row['load']})")
         return row
 

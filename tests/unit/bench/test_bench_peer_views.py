@@ -16,6 +16,7 @@ from peer_views import (
     burrow_gap,
     burrow_groups,
     burrow_offsets,
+    exit_reason,
     expected_view,
     group_matches,
     kminion_gap,
@@ -126,3 +127,9 @@ def test_the_cli_report_summary_is_read_from_its_first_line(tmp_path: Path) -> N
         with path.open("w", encoding="utf-8") as out:
             write_json(out, {"summary": summary, "offsets": offsets})
         assert report_summary(path) == summary
+
+
+def test_a_peer_killed_by_a_signal_is_named_with_its_peak_memory() -> None:
+    assert exit_reason(-9, 16_070.4) == "killed by SIGKILL, peak RSS 16,070 MB"
+    assert exit_reason(2, 0.0) == "exited with 2"
+
