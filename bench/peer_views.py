@@ -11,8 +11,12 @@ missing, one partition behind) is incomplete, so the bench cannot stop its clock
 
 from __future__ import annotations
 
+import json
 import math
+import re
+import signal
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -56,14 +60,31 @@ def topic_sums(view: View) -> dict[tuple[str, str], int]:
 
 
 def kminion_sums(metrics_text: str) -> dict[tuple[str, str], float]:
-    """(group, topic) -> value of kminion_kafka_consumer_group_topic_offset_sum in KMinion's /metrics text."""
+    """(group, topic) -> value of kminion_kafka_consumer_group_topic_offset_sum in KMinion's /metrics text.
+
+    At 5M records the text has a line per group and topic in several families (~100k groups: 400k lines of this
+    family, 80 MB in all), which prometheus_client's parser took 18-34 s for on a loaded 2-core machine (7 s
+    for this family's lines alone): a poll that long blurs the time KMinion became complete. So the plain lines
+    (KMinion's, labels in Go's sorted order) are read with one pattern (2 s), and only a line it does not take
+    (escaped characters, other labels) goes to the parser."""
+    prefix = KMINION_OFFSET_SUM + "{"
     out: dict[tuple[str, str], float] = {}
-    for family in text_string_to_metric_families(metrics_text):
-        if family.name != KMINION_OFFSET_SUM:
+    for line in metrics_text.splitlines():
+        if not line.startswith(prefix):
             continue
-        for sample in family.samples:
-            out[(sample.labels["group_id"], sample.labels["topic_name"])] = sample.value
+        plain = _KMINION_LINE.fullmatch(line)
+        if plain is not None:
+            out[(plain["group"], plain["topic"])] = float(plain["value"])
+            continue
+        for family in text_string_to_metric_families(line + "\n"):
+            for sample in family.samples:
+                out[(sample.labels["group_id"], sample.labels["topic_name"])] = sample.value
     return out
+
+
+_KMINION_LINE = re.compile(
+    re.escape(KMINION_OFFSET_SUM) + r'\{group_id="(?P<group>[^"\\]*)",topic_name="(?P<topic>[^"\\]*)"\} (?P<value>\S+)'
+)
 
 
 class Gap(NamedTuple):
@@ -83,6 +104,25 @@ class Gap(NamedTuple):
             return f"all {self.groups:,} groups complete"
         return (f"{self.missing:,} of {self.groups:,} groups missing, {self.wrong:,} with other offsets "
                 f"(e.g. {', '.join(self.examples)})")
+
+
+class Settling:
+    """Whether an incomplete peer has stopped: it lists every expected group and its answer has not changed for
+    `settled_s` (Burrow on the history shapes: its decoder drops OffsetCommitValue v2, so a group whose newest
+    commit is v2 shows the commit before it for good). A peer still missing a group is not settled: it may be
+    reading yet."""
+
+    def __init__(self, settled_s: float) -> None:
+        self.settled_s = settled_s
+        self.gap: Gap | None = None
+        self.changed_at: float | None = None  # when the last new answer was seen
+
+    def settled(self, gap: Gap, at: float) -> bool:
+        """Record the answer seen at `at` (seconds); whether the peer has settled on it."""
+        if gap != self.gap or self.changed_at is None:
+            self.gap, self.changed_at = gap, at
+            return False
+        return gap.missing == 0 and at - self.changed_at >= self.settled_s
 
 
 def kminion_gap(expected: Mapping[tuple[str, str], int], exported: Mapping[tuple[str, str], float]) -> Gap:
@@ -133,3 +173,31 @@ def burrow_gap(expected: View, listed: set[str], verified: set[str]) -> Gap:
     missing = set(expected) - listed
     wrong = (set(expected) & listed) - verified
     return Gap(len(expected), len(missing), len(wrong), tuple(sorted(missing | wrong)[:3]))
+
+
+def report_summary(path: Path) -> dict[str, Any]:
+    """The summary of the CLI's JSON report, from its first line alone (offset_expiry.report.write_json puts it
+    first, then one offset per line): at 5M distinct the report is 1.2 GB, whose whole parse would take the bench
+    many GB and a minute for one small object."""
+    prefix = '{"summary": '
+    with path.open(encoding="utf-8") as report:
+        head = report.readline()
+    if not head.startswith(prefix):
+        raise ValueError(f"{path} does not start with its summary: {head[:200]!r}")
+    summary: dict[str, Any] = json.JSONDecoder().raw_decode(head, len(prefix))[0]
+    return summary
+
+
+def exit_reason(returncode: int, peak_rss_mb: float) -> str:
+    """Why a peer's row has no time when its process ended before a complete view. A peer killed by a signal
+    says which, with its peak RSS: at 5M distinct KMinion holds ~16 GB and the kernel's out-of-memory killer
+    ends it (dmesg names it), which is a result about the peer, not a defect of the bench."""
+    peak = f", peak RSS {peak_rss_mb:,.0f} MB" if peak_rss_mb else ""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}{peak}"
+    return f"exited with {returncode}{peak}"
+

@@ -4,6 +4,7 @@ Spark pipeline over the snapshot, and the report. Used by the CLI (local session
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,14 +26,7 @@ from .pipeline import (
     decode,
 )
 from .progress import Progress
-from .source import (
-    DEFAULT_SPLIT_RECORDS,
-    FORMAT,
-    KafkaSnapshotDataSource,
-    Snapshot,
-    policies_option,
-    take_snapshot,
-)
+from .source import DEFAULT_SPLIT_RECORDS, Snapshot, read_frame, take_snapshot
 
 
 @dataclass(frozen=True)
@@ -127,19 +121,17 @@ def execute_many(
     progress = progress or Progress(enabled=False)
     request, snapshot = prepared.request, prepared.snapshot
     budget = assemble_record_budget(spark.conf.get(ASSEMBLE_RECORDS_CONF, None))  # a bad value fails here
-    spark.dataSource.register(KafkaSnapshotDataSource)
-    reader = (
-        spark.read.format(FORMAT)
-        .option("bootstrap.servers", request.bootstrap_servers)
-        .option("topic", request.topic)
-        .option("snapshot", snapshot.to_json())
-        .option("split.records", str(request.split_records))
-        .option("decode", "true")
-        .option("tasks", str(2 * spark.sparkContext.defaultParallelism))
+    read = functools.partial(
+        read_frame,
+        spark,
+        request.bootstrap_servers,
+        snapshot,
+        topic=request.topic,
+        settings=request.client_settings,
+        split_records=request.split_records,
+        tasks=2 * spark.sparkContext.defaultParallelism,
     )
-    for name, value in request.client_settings.items():
-        reader = reader.option(f"kafka.{name}", value)
-    total = sum(end - start for start, end in snapshot.ranges.values())
+    total = snapshot.records
     largest = max((end - start for start, end in snapshot.ranges.values()), default=0)
     args: dict[str, Any] = {
         "now_ms": prepared.now_ms,
@@ -154,19 +146,19 @@ def execute_many(
         # partitions of about `budget` records each (assemble_partitions).
         progress.phase(f"analysing {request.topic} ({len(snapshot.ranges)} partitions, {largest} records in one)")
         progress.watch(spark, total)
-        raw = reader.option("decode", "false").load()
+        raw = read()
         return _analyses(prepared, runs, analyze_facts_many(decode(compact(raw)), runs, **args, records=total))
     progress.phase(f"analysing {request.topic} ({len(snapshot.ranges)} partitions)")
     progress.watch(spark, total)
     # Each reader task assembles the groups of its partitions (they are whole there: Kafka writes a
     # group's records to its home partition); a record found away from home sends the run to the
     # shuffle by group, which reads the topic again.
-    assembled = reader.option("assemble", policies_option([run.policy for run in runs])).load()
+    assembled = read(assemble=[run.policy for run in runs])
     reports = analyze_assembled_many(assembled, runs, **args)
     if reports is None:
         progress.phase(f"{request.topic} has records away from their group's partition: regrouping them")
         progress.watch(spark, total)
-        facts = reader.option("assemble", "").load()
+        facts = read(decode=True)
         reports = analyze_facts_many(facts, runs, **args, records=total)
     return _analyses(prepared, runs, reports)
 

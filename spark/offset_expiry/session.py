@@ -7,6 +7,7 @@ import atexit
 import contextlib
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -27,6 +28,12 @@ DEFAULTS = {
     # Arrow batches of raw records; small enough to keep Python workers' memory flat.
     "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
     "spark.sql.session.timeZone": "UTC",
+    # Spark keeps a Python worker daemon (and its forked workers, each importing pyarrow, numpy and
+    # offset_expiry cold) per distinct worker environment. Its Python runners add SPARK_SIMPLIFIED_TRACEBACK=1
+    # to the environment, but not all of a run's did (measured: two daemons, one with the variable and one
+    # without, and four cold workers on two cores). With it in every worker's environment there is one
+    # daemon and two workers (issue 22).
+    "spark.executorEnv.SPARK_SIMPLIFIED_TRACEBACK": "1",
 }
 
 
@@ -90,6 +97,25 @@ def _copy_lines(read_end: int, real: int) -> None:
                     return
 
 
+# A small run's driver JVM (issue 22): only the C1 compiler and the serial collector. On a small topic most of
+# a cold run's JVM CPU is C2 compiling Spark's own hot methods and G1's threads, which a short run never earns
+# back; on a big one the per-row work is C2's code (docs/performance.md, "A cold run's fixed cost").
+SMALL_RUN_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+SMALL_RUN_RECORDS = 1_000_000
+# Options of the user's that already choose the compilers or the collector: theirs stand.
+_USER_JVM_CHOICE = re.compile(r"-XX:(TieredStopAtLevel=|[+-]TieredCompilation\b|\+Use\w*GC\b)")
+USER_JVM_ENV = ("SPARK_SUBMIT_OPTS", "JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS")
+
+
+def driver_jvm_options(records: int | None, user_options: str = "") -> tuple[str, ...]:
+    """The driver JVM's compiler and collector for a run of `records` records (None: not known, as for a
+    session kept for many runs): SMALL_RUN_JVM up to SMALL_RUN_RECORDS, else the JVM's defaults; nothing
+    when `user_options` (the environment's JVM options) choose either already."""
+    if records is None or records > SMALL_RUN_RECORDS or _USER_JVM_CHOICE.search(user_options):
+        return ()
+    return SMALL_RUN_JVM
+
+
 class JavaMissing(RuntimeError):
     pass
 
@@ -109,9 +135,11 @@ def local_session(
     shuffle_partitions: int | None = None,
     log_level: str | None = None,
     verbose: bool = False,
+    records: int | None = None,
 ) -> SparkSession:
     """`log_level`: the JVM's log level (default OFF, or $OFFSET_EXPIRY_SPARK_LOG_LEVEL; WARN when
-    `verbose`). Unless `verbose`, the JVM's own start-up warnings (JVM_NOISE) are dropped too."""
+    `verbose`). Unless `verbose`, the JVM's own start-up warnings (JVM_NOISE) are dropped too. `records`:
+    the size of the one run the session is for, when known (driver_jvm_options)."""
     check_java()
     # Python workers must run this interpreter (the one with offset_expiry installed), not PATH's python3;
     # SparkContext reads the variable when it starts.
@@ -125,7 +153,12 @@ def local_session(
     config_file = _log4j2_file(level)
     try:
         cds = jvm_cds.locate(pyspark.__version__)
-        options = [f"-Dlog4j2.configurationFile={config_file}", *jvm_cds.java_options(cds)]
+        user_options = " ".join(os.environ.get(name, "") for name in USER_JVM_ENV)
+        options = [
+            f"-Dlog4j2.configurationFile={config_file}",
+            *jvm_cds.java_options(cds),
+            *driver_jvm_options(records, user_options),
+        ]
         builder = builder.config("spark.driver.extraJavaOptions", " ".join(options))
         with contextlib.nullcontext() if verbose else _jvm_stderr_filtered():
             spark = builder.getOrCreate()

@@ -1,8 +1,6 @@
-"""A PySpark Python Data Source (Spark 4) that reads a snapshot of a Kafka topic with kafka-python.
+"""A snapshot of a Kafka topic as a Spark DataFrame, read with kafka-python in Spark's Python workers.
 
-    spark.dataSource.register(KafkaSnapshotDataSource)
-    raw = spark.read.format("kafka-snapshot").option("bootstrap.servers", "host:9092")
-              .option("topic", "__consumer_offsets").option("snapshot", snapshot_json(ranges)).load()
+    raw = read_frame(spark, "host:9092", take_snapshot("host:9092"))
 
 Snapshot semantics: the driver takes each partition's start and end offsets once, before the run
 (`take_snapshot`), and every reader stops at that end, so a run is consistent and finite however busy
@@ -10,23 +8,28 @@ the topic is. The end is the last stable offset (offsets are listed `read_commit
 `read_committed` (fetcher.py, recordset.py): transactional offset commits count only once committed
 (OffsetMetadataManager.replayEndTransactionMarker), aborted ones never do.
 
-Input partitions: each topic partition is one offset range, split into ranges of at most
-`split.records` offsets so a big partition does not serialise the read; the ranges are then packed
-into `tasks` input partitions of about equal size (the analysis asks for twice the session's default
-parallelism; the default is 4), each read over one connection. Packing is there because Spark 4.3
-spends about 0.1 s on every Python data source task (measured here: 50 empty partitions take 5 s, 4
-take 0.7 s), which for Kafka's default 50 offsets partitions costs more than reading them; `tasks=0`
-gives the plain one-partition-per-range plan.
+Read tasks: each topic partition is one offset range, split into ranges of at most `split_records`
+offsets so a big partition does not serialise the read; the ranges are then packed into `tasks` read
+tasks of about equal size (the analysis asks for twice the session's default parallelism; the default
+is 4), each read over one connection, each one Spark partition. Packing is there because every task
+costs a round trip to a Python worker (measured with the earlier Python data source: 50 empty partitions
+took 5 s, 4 took 0.7 s), which for Kafka's default 50 offsets partitions costs more than reading them;
+`tasks=0` gives one task per range.
+
+The read is a `mapInArrow` over `spark.range` (read_frame), not a Python data source: Spark 4.3 plans a
+Python data source in Python processes of their own (`lookup_data_sources`, `create_data_source`,
+`plan_data_source_read`), each started cold, which cost a cold run more than the read of a small topic
+(issue 22, docs/performance.md). The plan is made in the driver and travels with the function.
 
 Readers yield Arrow record batches (partition, offset, timestamp, key, value, records): rows as Python
 tuples are several times slower. `records` is how many records of the range a row stands for: 1,
-unless the option `compact=true` asks the reader to keep only the newest record per key of its range
+unless `compact` asks the reader to keep only the newest record per key of its range
 (a map-side combine of the pipeline's compaction: it ships one row per key instead of one per commit).
 Its output keeps no GroupMetadata history (the older records of a group's newest generation,
 facts.GROUP_METADATA_HISTORY), so it is not an analysis input equal to the reference's: the analysis
-reads with `decode=true`.
+reads with `decode`.
 
-With `decode=true` (what the analysis uses) the reader does the whole of log compaction and decoding:
+With `decode` (what the analysis uses) the reader does the whole of log compaction and decoding:
 each partition is read by one task, unsplit, so the newest record per key of the partition is the
 newest record per key of the topic (keys never cross partitions); the survivors are decoded into facts
 (columnar.decode_records: numpy for the fixed-layout offset commits, the Python row path for the rest)
@@ -35,36 +38,30 @@ and the rows are those of columnar.DECODED_ARROW, `records` counting the records
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 
+from kafka_offsets_model.errors import InputError
 from kafka_offsets_model.raw import OFFSETS_TOPIC
 
 from .columnar import DECODED_ARROW, decode_records, last_per_key
-from .datasource import ASSEMBLED_DDL, DECODED_DDL, ReadTask
-from .datasource import DEFAULT_SPLIT_RECORDS as DEFAULT_SPLIT_RECORDS
-from .datasource import DEFAULT_TASKS as DEFAULT_TASKS
-from .datasource import FORMAT as FORMAT
-from .datasource import RAW_DDL as RAW_DDL
-from .datasource import KafkaSnapshotDataSource as KafkaSnapshotDataSource
-from .datasource import KafkaSnapshotReader as KafkaSnapshotReader
-from .datasource import OffsetRange as OffsetRange
-from .datasource import Snapshot as Snapshot
-from .datasource import SourceError as SourceError
-from .datasource import plan_ranges as plan_ranges
-from .datasource import plan_tasks as plan_tasks
-from .datasource import policies_from_option as policies_from_option
-from .datasource import policies_option as policies_option
 from .facts import same_generation_history
-from .fetcher import CLIENT_SETTINGS as CLIENT_SETTINGS  # the settings "kafka.<name>" options may set
+from .fetcher import CLIENT_SETTINGS as CLIENT_SETTINGS  # the settings read_frame's `settings` may set
 from .fetcher import PartitionFetcher, typed_settings
-from .pipeline import ASSEMBLED_ARROW, ddl
+from .pipeline import ASSEMBLED_ARROW, assemble_at_home, ddl
 from .recordset import ParsedRecords
 from .recordset_arrays import RecordArrays
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from kafka_offsets_model.policy import Policy
 
 RAW_ARROW = pa.schema(
     [
@@ -76,11 +73,136 @@ RAW_ARROW = pa.schema(
         ("records", pa.int64()),
     ]
 )
-# The planning half's schemas (datasource.py: DDL strings, so that planning needs no pyarrow) are these.
-assert [f.split(" ")[0] for f in DECODED_DDL.split(", ")] == DECODED_ARROW.names
-assert [f.split(" ")[0] for f in RAW_DDL.split(", ")] == RAW_ARROW.names
-assert ddl(ASSEMBLED_ARROW) == ASSEMBLED_DDL
 BATCH_ROWS = 20_000
+RAW_DDL = ddl(RAW_ARROW)
+DECODED_DDL = ddl(DECODED_ARROW)
+ASSEMBLED_DDL = ddl(ASSEMBLED_ARROW)
+DEFAULT_SPLIT_RECORDS = 2_000_000
+DEFAULT_TASKS = 4
+
+
+class SourceError(InputError):
+    """The topic cannot be read: unreachable broker, missing topic, no progress."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """partition -> (first offset, end offset): what a run reads."""
+
+    ranges: Mapping[int, tuple[int, int]]
+
+    @property
+    def end_offsets(self) -> dict[int, int]:
+        return {p: end for p, (_, end) in sorted(self.ranges.items())}
+
+    @property
+    def records(self) -> int:
+        """Offsets in the snapshot: its records, and a few control records of transactions."""
+        return sum(end - start for start, end in self.ranges.values())
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    partition: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """The ranges one Spark task reads, one after another."""
+
+    ranges: tuple[OffsetRange, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(r.end - r.start for r in self.ranges)
+
+
+def plan_tasks(snapshot: Snapshot, split_records: int, tasks: int) -> list[ReadTask]:
+    """The ranges of plan_ranges packed into at most `tasks` tasks of about equal size (largest first,
+    each into the lightest task); `tasks` <= 0 means one task per range. An empty topic still gets one
+    (empty) task, so that the frame has a partition."""
+    ranges = plan_ranges(snapshot, split_records)
+    if not ranges:
+        return [ReadTask(())]
+    if tasks <= 0 or tasks >= len(ranges):
+        return [ReadTask((r,)) for r in ranges]
+    bins: list[list[OffsetRange]] = [[] for _ in range(tasks)]
+    loads = [0] * tasks
+    for r in sorted(ranges, key=lambda r: (r.start - r.end, r.partition, r.start)):
+        i = loads.index(min(loads))
+        bins[i].append(r)
+        loads[i] += r.end - r.start
+    return [ReadTask(tuple(sorted(b, key=lambda r: (r.partition, r.start)))) for b in bins if b]
+
+
+def plan_ranges(snapshot: Snapshot, split_records: int) -> list[OffsetRange]:
+    """One range per partition, or several of at most `split_records` offsets; empty partitions skipped."""
+    out = []
+    for partition, (start, end) in sorted(snapshot.ranges.items()):
+        at = start
+        while at < end:
+            stop = min(end, at + split_records)
+            out.append(OffsetRange(partition, at, stop))
+            at = stop
+    return out
+
+
+def read_frame(
+    spark: SparkSession,
+    bootstrap_servers: str,
+    snapshot: Snapshot,
+    *,
+    topic: str = OFFSETS_TOPIC,
+    settings: Mapping[str, str] | None = None,
+    split_records: int = DEFAULT_SPLIT_RECORDS,
+    tasks: int = DEFAULT_TASKS,
+    compact: bool = False,
+    decode: bool = False,
+    assemble: Sequence[Policy] | None = None,
+) -> DataFrame:
+    """The snapshot's records as a DataFrame of one Spark partition per read task (plan_tasks), each read
+    by read_task in a Python worker: `mapInArrow` over `spark.range(0, n, 1, n)`, whose row i names task i
+    of the plan the function carries. Issue 22: a Python data source cost a cold run three more cold Python
+    processes (Spark 4.3's lookup, create and plan workers) and their round trips before the first task;
+    this needs only the task workers. Rows: RAW_ARROW's; with `decode` (whole partitions, compacted and
+    decoded in the reader) DECODED_ARROW's; with `assemble` (the run's policies: decode, then each
+    partition's groups assembled in the reader, pipeline.assemble_at_home) ASSEMBLED_ARROW's. `compact`
+    keeps the newest record per key of each range (no GroupMetadata history: not an analysis input).
+    `settings`: kafka-python settings (fetcher.CLIENT_SETTINGS)."""
+    policies = None if assemble is None else tuple(assemble)
+    if policies is not None:
+        decode = True
+    if decode:  # a partition is compacted whole, in one task: no range splits
+        split_records = 2**62
+    plan = tuple(plan_tasks(snapshot, split_records, tasks))
+    schema = ASSEMBLED_DDL if policies is not None else DECODED_DDL if decode else RAW_DDL
+    read = functools.partial(
+        _read_tasks, bootstrap_servers, topic, plan, dict(settings or {}), compact, decode, policies,
+        len(snapshot.ranges),
+    )
+    return spark.range(0, len(plan), 1, len(plan)).mapInArrow(read, schema)
+
+
+def _read_tasks(
+    bootstrap_servers: str,
+    topic: str,
+    plan: tuple[ReadTask, ...],
+    settings: Mapping[str, str],
+    compact: bool,
+    decode: bool,
+    policies: tuple[Policy, ...] | None,
+    partitions: int,
+    ids: Iterator[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """read_frame's function, in a task's Python worker: the tasks of the ids in its partition (one)."""
+    assemble = None if policies is None else assemble_at_home(policies, partitions)
+    for batch in ids:
+        for i in batch.column("id").to_pylist():
+            yield from read_task(
+                bootstrap_servers, topic, plan[i], settings, compact=compact, decode=decode, assemble=assemble
+            )
 
 
 def client_config(bootstrap_servers: str, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -67,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
         with Progress() as progress:
             prepared = prepare(request, progress)
             progress.phase("starting Spark (local mode)")
-            spark = local_session("kafka-offset-operator-analyze", verbose=args.verbose)
+            spark = local_session(
+                "kafka-offset-operator-analyze", verbose=args.verbose, records=prepared.snapshot.records
+            )
             try:
                 analysis = execute(spark, prepared, progress)
             except InputError:

@@ -183,11 +183,14 @@ def run_arguments(policy_body: Mapping[str, Any], owner: Mapping[str, Any], sett
 def start_up_conf(cores: int) -> dict[str, str]:
     """Spark settings every run of the job gets, wherever Spark starts (issue 22; offset_expiry.session does the
     same for the CLI and the Local engine): no UI or console progress, Arrow, UTC, Python workers reused across
-    tasks, and as many shuffle partitions as two waves of the run's cores (Spark's default, 200, is 200 tasks
-    for a shared run's few rows, each a Python worker's round trip)."""
+    tasks, one Python worker daemon per executor (the SPARK_SIMPLIFIED_TRACEBACK variable that Spark's Python
+    runners add to their workers' environment, for every worker: see offset_expiry.session.DEFAULTS), and as
+    many shuffle partitions as two waves of the run's cores (Spark's default, 200, is 200 tasks for a shared
+    run's few rows, each a Python worker's round trip)."""
     return {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
             "spark.sql.execution.arrow.pyspark.enabled": "true", "spark.sql.session.timeZone": "UTC",
-            "spark.python.worker.reuse": "true", "spark.sql.shuffle.partitions": str(max(2 * cores, 4))}
+            "spark.python.worker.reuse": "true", "spark.executorEnv.SPARK_SIMPLIFIED_TRACEBACK": "1",
+            "spark.sql.shuffle.partitions": str(max(2 * cores, 4))}
 
 
 def _application(app: str, namespace: str, labels: Mapping[str, str], annotations: Mapping[str, str],

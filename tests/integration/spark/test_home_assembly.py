@@ -28,7 +28,7 @@ from offset_expiry.pipeline import (
     analyze_facts_many,
 )
 from offset_expiry.progress import Progress
-from offset_expiry.source import FORMAT, KafkaSnapshotDataSource, policies_option, take_snapshot
+from offset_expiry.source import read_frame, take_snapshot
 
 pytestmark = pytest.mark.slow  # Spark and a broker
 
@@ -55,16 +55,10 @@ def _reference(broker: Seeded, records: list[RawRecord], topic: str) -> dict[str
 
 
 def _reader(spark: SparkSession, broker: Seeded, topic: str, *, assemble: bool) -> DataFrame:
-    spark.dataSource.register(KafkaSnapshotDataSource)
-    reader = (
-        spark.read.format(FORMAT)
-        .option("bootstrap.servers", broker.bootstrap_servers)
-        .option("topic", topic)
-        .option("decode", "true")
+    snapshot = take_snapshot(broker.bootstrap_servers, topic)
+    return read_frame(
+        spark, broker.bootstrap_servers, snapshot, topic=topic, decode=True, assemble=[POLICY] if assemble else None
     )
-    if assemble:
-        reader = reader.option("assemble", policies_option([POLICY]))
-    return reader.load()
 
 
 def _as_report(report: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The kafka-snapshot data source against Apache Kafka over TCP (the `seeded_kafka` fixture's `__consumer_offsets`,
+"""The snapshot reader (source.read_frame, source.read_task) against Apache Kafka over TCP (the `seeded_kafka` fixture's `__consumer_offsets`,
 tests/support/seeded_kafka.py): every record of the snapshot exactly once (whole partitions and split offset
 ranges, compacting or not), nothing appended after the snapshot, and clear errors for a missing topic or an
 unreachable broker."""
@@ -17,15 +17,7 @@ from seeded_kafka import CHECK_INTERVAL_MS, EMPTY, OFFSETS_PARTITIONS, RETENTION
 
 from kafka_offsets_model.raw import OFFSETS_TOPIC, RawRecord
 from offset_expiry.cluster import describe_cluster
-from offset_expiry.source import (
-    FORMAT,
-    KafkaSnapshotDataSource,
-    ReadTask,
-    SourceError,
-    plan_ranges,
-    read_task,
-    take_snapshot,
-)
+from offset_expiry.source import ReadTask, SourceError, plan_ranges, read_frame, read_task, take_snapshot
 
 
 def rows(batches: Iterator[pa.RecordBatch]) -> list[tuple[int, int, int, bytes, bytes | None, int]]:
@@ -77,24 +69,8 @@ def test_spark_reads_the_snapshot_and_nothing_after_it(
     records = seed(kafka, topic, seeded_kafka.records)
     snapshot = take_snapshot(kafka.bootstrap_servers, topic)
     kafka.append_records(topic, 0, [(b"late", b"record", 1)])  # after the snapshot: not read
-    spark.dataSource.register(KafkaSnapshotDataSource)
-    frame = (
-        spark.read.format(FORMAT)
-        .option("bootstrap.servers", kafka.bootstrap_servers)
-        .option("topic", topic)
-        .option("snapshot", snapshot.to_json())
-        .option("split.records", "100")
-        .load()
-    )
-    one_per_range = (
-        spark.read.format(FORMAT)
-        .option("bootstrap.servers", kafka.bootstrap_servers)
-        .option("topic", topic)
-        .option("snapshot", snapshot.to_json())
-        .option("split.records", "100")
-        .option("tasks", "0")
-        .load()
-    )
+    frame = read_frame(spark, kafka.bootstrap_servers, snapshot, topic=topic, split_records=100)
+    one_per_range = read_frame(spark, kafka.bootstrap_servers, snapshot, topic=topic, split_records=100, tasks=0)
     assert one_per_range.rdd.getNumPartitions() == len(plan_ranges(snapshot, 100))
     assert frame.rdd.getNumPartitions() == 4  # ranges packed into the default number of tasks
     got = sorted(tuple(row) for row in frame.collect())
@@ -137,7 +113,6 @@ def test_describe_cluster_reads_the_cleanup_interval_even_with_a_given_retention
 @pytest.mark.slow
 def test_spark_reads_an_empty_topic_as_no_rows(spark: SparkSession, seeded_kafka: Seeded) -> None:
     """A brand-new cluster's __consumer_offsets: it exists and is empty (an empty copy of it)."""
-    spark.dataSource.register(KafkaSnapshotDataSource)
-    frame = (spark.read.format(FORMAT).option("bootstrap.servers", seeded_kafka.bootstrap_servers)
-             .option("topic", EMPTY).load())
+    bootstrap = seeded_kafka.bootstrap_servers
+    frame = read_frame(spark, bootstrap, take_snapshot(bootstrap, EMPTY), topic=EMPTY)
     assert frame.collect() == []

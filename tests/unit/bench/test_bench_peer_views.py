@@ -9,16 +9,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
+from offset_expiry.report import write_json
 from peer_views import (
     Gap,
     OffsetFact,
     burrow_gap,
     burrow_groups,
     burrow_offsets,
+    exit_reason,
     expected_view,
     group_matches,
     kminion_gap,
     kminion_sums,
+    report_summary,
     topic_sums,
 )
 
@@ -67,6 +70,18 @@ def test_kminion_is_complete_only_when_every_group_and_topic_has_its_sum() -> No
     assert (gap.complete, gap.missing, gap.wrong, gap.examples) == (False, 0, 1, ("app-1",))
 
 
+def test_kminion_lines_the_fast_pattern_does_not_take_are_still_read() -> None:
+    """Escaped label values and values in exponent form read as prometheus_client reads them."""
+    odd = KMINION_METRICS + (
+        'kminion_kafka_consumer_group_topic_offset_sum{group_id="a\\"b\\\\c",topic_name="orders-0"} 1.5e+09\n'
+        'kminion_kafka_consumer_group_topic_offset_sum{group_id="app-3",topic_name="orders-0"} 2.5e+03\n'
+    )
+    sums = kminion_sums(odd)
+    assert sums[('a"b\\c', "orders-0")] == 1.5e9
+    assert sums[("app-3", "orders-0")] == 2500.0
+    assert len(sums) == 4
+
+
 def test_burrow_parses_its_list_and_the_newest_offset_of_each_ring() -> None:
     assert burrow_groups({"error": False, "message": "consumer list returned", "consumers": ["app-1", "app-2"]}) == {
         "app-1", "app-2"}
@@ -102,3 +117,19 @@ def test_an_error_answer_is_not_an_empty_view() -> None:
             assert "cluster not found" in str(exc)
         else:
             raise AssertionError(f"{parse.__name__} accepted an error answer")
+
+
+def test_the_cli_report_summary_is_read_from_its_first_line(tmp_path: Path) -> None:
+    """bench/peers.py reads the CLI's summary without parsing the report's offsets (1.2 GB at 5M distinct)."""
+    summary = {"groups": 2, "offsets": 3, "byAction": {"Delete": 1, "Keep": 2}, "note": "a \"quoted\" {brace}"}
+    for offsets in ([{"group": "a", "partition": 0}, {"group": "b", "partition": 1}], []):
+        path = tmp_path / f"report-{len(offsets)}.json"
+        with path.open("w", encoding="utf-8") as out:
+            write_json(out, {"summary": summary, "offsets": offsets})
+        assert report_summary(path) == summary
+
+
+def test_a_peer_killed_by_a_signal_is_named_with_its_peak_memory() -> None:
+    assert exit_reason(-9, 16_070.4) == "killed by SIGKILL, peak RSS 16,070 MB"
+    assert exit_reason(2, 0.0) == "exited with 2"
+

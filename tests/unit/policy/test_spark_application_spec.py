@@ -39,6 +39,7 @@ def test_the_application_runs_job_py_with_secrets_by_reference() -> None:
     conf = app["spec"]["sparkConf"]
     assert conf["spark.sql.shuffle.partitions"] == "6" and conf["spark.ui.enabled"] == "false"
     assert conf["spark.python.worker.reuse"] == "true" and conf["spark.sql.session.timeZone"] == "UTC"
+    assert conf["spark.executorEnv.SPARK_SIMPLIFIED_TRACEBACK"] == "1"  # one Python daemon per executor
     env = {e["name"]: e for e in driver["env"]}
     assert env["OFFSET_EXPIRY_KAFKA_SECURITY_PROTOCOL"]["value"] == "SASL_SSL"
     assert env["OFFSET_EXPIRY_KAFKA_SASL_PASSWORD"]["valueFrom"] == {"secretKeyRef": {"name": "user", "key": "pw"}}
