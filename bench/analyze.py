@@ -311,21 +311,28 @@ def proc_cpu_s(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def _children(root: int) -> list[int]:
-    """Every live descendant of `root`."""
-    parents: dict[int, list[int]] = {}
+def process_parents() -> dict[int, int]:
+    """pid -> parent pid, of every live process."""
+    parents = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                ppid = int(_read(f"/proc/{entry}/stat").rsplit(")", 1)[1].split()[1])
+                parents[int(entry)] = int(_read(f"/proc/{entry}/stat").rsplit(")", 1)[1].split()[1])
             except (OSError, IndexError, ValueError):
                 continue
-            parents.setdefault(ppid, []).append(int(entry))
-    out, todo = [], list(parents.get(root, ()))
+    return parents
+
+
+def _children(root: int, parents: dict[int, int] | None = None) -> list[int]:
+    """Every live descendant of `root` (`parents`: process_parents(), read now when not given)."""
+    children: dict[int, list[int]] = {}
+    for pid, ppid in (process_parents() if parents is None else parents).items():
+        children.setdefault(ppid, []).append(pid)
+    out, todo = [], list(children.get(root, ()))
     while todo:
         pid = todo.pop()
         out.append(pid)
-        todo.extend(parents.get(pid, ()))
+        todo.extend(children.get(pid, ()))
     return out
 
 

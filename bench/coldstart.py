@@ -37,6 +37,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import analyze  # noqa: E402  (bench/analyze.py: its /proc process tree, its seeded Apache Kafka; standard library only)
+
 NOW_MS = 1_700_000_000_000
 TICK = os.sysconf("SC_CLK_TCK")
 # What a round changes, by name (--variants): the environment of its fresh process.
@@ -67,30 +71,6 @@ def _kind(pid: int, me: int) -> str:
     if "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
         return "python workers"
     return "other"
-
-
-def _processes() -> dict[int, int]:
-    """pid -> parent pid, of every process."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                parents[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    return parents
-
-
-def _descendants(root: int, parents: dict[int, int]) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for pid, ppid in parents.items():
-        children.setdefault(ppid, []).append(pid)
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return out
 
 
 def _cpu_s(pid: int) -> tuple[float, float]:
@@ -156,9 +136,9 @@ class Sampler:
             self.own_cpu = time.thread_time()
 
     def sample(self) -> None:
-        parents = _processes()
+        parents = analyze.process_parents()
         alive = set()
-        for pid in _descendants(self.me, parents):
+        for pid in [self.me, *analyze._children(self.me, parents)]:
             try:
                 own, reaped = _cpu_s(pid)
             except (OSError, IndexError, ValueError):
@@ -324,9 +304,6 @@ def _seeded_sandbox(records: int) -> Iterator[str]:
 @contextlib.contextmanager
 def _seeded_kafka(records: int) -> Iterator[str]:
     """bench/analyze.py's Apache Kafka (its default version) with its distinct shape, in a process of its own."""
-    sys.path.insert(0, str(HERE))
-    import analyze
-
     ours, theirs = mp.get_context("spawn").Pipe()
     broker = mp.get_context("spawn").Process(
         target=analyze.serve_real_broker, args=("distinct", records, 4, analyze.BENCH_KAFKA, theirs), daemon=True)
